@@ -1,0 +1,166 @@
+//! Typed configuration: `config/default.toml` (compiled in) < an optional `--config FILE` <
+//! the environment (`SWITCHBOARD__<SECTION>__<KEY>`, plus a few short forms).
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use figment::providers::{Env, Format, Toml};
+use figment::Figment;
+use serde::Deserialize;
+
+/// The defaults every deployment starts from.
+pub const DEFAULT_TOML: &str = include_str!("../config/default.toml");
+
+/// Short environment variables and the keys they set.
+const SHORT_FORMS: [(&str, &str); 5] = [
+    ("SWITCHBOARD_BIND", "server.bind"),
+    ("SWITCHBOARD_PUBLIC_URL", "server.public_url"),
+    ("SWITCHBOARD_DATA_DIR", "server.data_dir"),
+    ("SWITCHBOARD_MODELS_DIR", "server.models_dir"),
+    ("SWITCHBOARD_DATABASE_URL", "database.url"),
+];
+
+/// The whole service configuration.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Config {
+    pub server: ServerConfig,
+    pub database: DatabaseConfig,
+    pub auth: AuthConfig,
+    pub registry: RegistryConfig,
+    pub tiers: BTreeMap<String, TierConfig>,
+    pub metering: MeteringConfig,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct ServerConfig {
+    pub bind: SocketAddr,
+    pub public_url: String,
+    pub data_dir: PathBuf,
+    pub models_dir: PathBuf,
+    pub workers: usize,
+    pub max_json_bytes: usize,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct DatabaseConfig {
+    pub url: String,
+    pub pool_size: usize,
+    pub sqlite_busy_timeout_ms: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct AuthConfig {
+    pub key_prefix: String,
+    pub cache_capacity: usize,
+    pub revocation_poll_ms: u64,
+    pub last_used_flush_ms: u64,
+    pub bootstrap_developer: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct RegistryConfig {
+    pub cache_capacity: usize,
+    pub shared_cache_ttl_ms: u64,
+}
+
+impl RegistryConfig {
+    /// How long a cached row may be served on this backend.
+    pub fn cache_ttl(&self, backend: crate::store::Backend) -> Option<std::time::Duration> {
+        match backend {
+            crate::store::Backend::Sqlite => None,
+            crate::store::Backend::Postgres => {
+                Some(std::time::Duration::from_millis(self.shared_cache_ttl_ms))
+            }
+        }
+    }
+}
+
+/// One subscription tier's allowance.
+#[derive(Debug, Clone, Deserialize)]
+pub struct TierConfig {
+    pub display: String,
+    pub monthly_credits: f64,
+    pub overage_rate: f64,
+    pub carryover_months: u32,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct MeteringConfig {
+    pub flush_ms: u64,
+}
+
+impl Config {
+    /// Loads the layered configuration; `file` is the optional `--config` argument.
+    pub fn load(file: Option<&Path>) -> Result<Config, figment::Error> {
+        let mut figment = Figment::from(Toml::string(DEFAULT_TOML));
+        if let Some(file) = file {
+            figment = figment.merge(Toml::file_exact(file));
+        }
+        let short = Env::raw().filter_map(|key| {
+            SHORT_FORMS
+                .iter()
+                .find(|(name, _)| key.as_str().eq_ignore_ascii_case(name))
+                .map(|(_, target)| (*target).into())
+        });
+        let config: Config = figment
+            .merge(short)
+            .merge(Env::prefixed("SWITCHBOARD__").split("__"))
+            .extract()?;
+        config.check()?;
+        Ok(config)
+    }
+
+    fn check(&self) -> Result<(), figment::Error> {
+        for tier in ["starter", "pro", "scale"] {
+            if !self.tiers.contains_key(tier) {
+                return Err(figment::Error::from(format!("tiers.{tier} is missing")));
+            }
+        }
+        if self.database.pool_size == 0 {
+            return Err(figment::Error::from(
+                "database.pool_size must be at least 1".to_string(),
+            ));
+        }
+        if self.auth.key_prefix.is_empty() {
+            return Err(figment::Error::from(
+                "auth.key_prefix must not be empty".to_string(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The database URL to use: the configured one, or the SQLite file in the data dir.
+    pub fn database_url(&self) -> String {
+        if self.database.url.trim().is_empty() {
+            self.server
+                .data_dir
+                .join("switchboard.db")
+                .to_string_lossy()
+                .into_owned()
+        } else {
+            self.database.url.trim().to_string()
+        }
+    }
+
+    /// The tier a developer falls back to when theirs is unknown.
+    pub fn tier(&self, name: &str) -> &TierConfig {
+        self.tiers
+            .get(name)
+            .or_else(|| self.tiers.get("starter"))
+            .expect("config check guarantees a starter tier")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_defaults_load_without_edits() {
+        let config = Config::load(None).expect("defaults load");
+        assert_eq!(config.server.bind.to_string(), "127.0.0.1:8080");
+        assert_eq!(config.auth.key_prefix, "sb_live_");
+        assert!(config.database_url().ends_with("switchboard.db"));
+    }
+}

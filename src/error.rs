@@ -1,0 +1,164 @@
+//! The one error type of the HTTP API and its mapping to a status and the JSON error body
+//! `{"error": {"code", "message", "param", "requestId"}}`.
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, ResponseError};
+use serde::Serialize;
+
+use crate::http::request_id;
+use crate::store::StoreError;
+
+/// Everything a request can fail with, as the client sees it.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("{message}")]
+    Validation {
+        message: String,
+        param: Option<String>,
+    },
+    #[error("{0}")]
+    Unauthorized(String),
+    #[error("{0}")]
+    InsufficientCredits(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    MethodNotAllowed(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{0}")]
+    PayloadTooLarge(String),
+    #[error("{0}")]
+    UnsupportedMediaType(String),
+    #[error("{0}")]
+    Upstream(String),
+    #[error("{0}")]
+    Unavailable(String),
+    /// Details are logged, never sent: the client sees a generic message and the request id.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl ApiError {
+    /// A validation failure on one request field.
+    pub fn invalid(param: &str, message: impl Into<String>) -> ApiError {
+        ApiError::Validation {
+            message: message.into(),
+            param: Some(param.to_string()),
+        }
+    }
+
+    /// A validation failure that concerns the request as a whole.
+    pub fn bad_request(message: impl Into<String>) -> ApiError {
+        ApiError::Validation {
+            message: message.into(),
+            param: None,
+        }
+    }
+
+    pub fn not_found(what: &str, id: &str) -> ApiError {
+        ApiError::NotFound(format!("{what} '{id}' was not found"))
+    }
+
+    /// The machine-readable code of the error body.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ApiError::Validation { .. } => "validation_error",
+            ApiError::Unauthorized(_) => "unauthorized",
+            ApiError::InsufficientCredits(_) => "insufficient_credits",
+            ApiError::NotFound(_) => "not_found",
+            ApiError::MethodNotAllowed(_) => "method_not_allowed",
+            ApiError::Conflict(_) => "conflict",
+            ApiError::PayloadTooLarge(_) => "payload_too_large",
+            ApiError::UnsupportedMediaType(_) => "unsupported_media_type",
+            ApiError::Upstream(_) => "upstream_error",
+            ApiError::Unavailable(_) => "unavailable",
+            ApiError::Internal(_) => "internal_error",
+        }
+    }
+
+    fn public_message(&self) -> String {
+        match self {
+            ApiError::Internal(_) => "the server failed to handle this request".to_string(),
+            other => other.to_string(),
+        }
+    }
+}
+
+/// The error body, as documented in the README and `/openapi.json`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ErrorDetail {
+    /// Stable machine-readable code, e.g. `validation_error`.
+    pub code: String,
+    /// Human-readable explanation.
+    pub message: String,
+    /// The request field at fault, when there is one.
+    pub param: Option<String>,
+    /// The request's `X-Request-Id`.
+    pub request_id: String,
+}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        match self {
+            ApiError::Validation { .. } => StatusCode::BAD_REQUEST,
+            ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            ApiError::InsufficientCredits(_) => StatusCode::PAYMENT_REQUIRED,
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::Conflict(_) => StatusCode::CONFLICT,
+            ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::Upstream(_) => StatusCode::BAD_GATEWAY,
+            ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        let request_id = request_id::current().unwrap_or_default();
+        if let ApiError::Internal(detail) = self {
+            tracing::error!(request_id = %request_id, "{detail}");
+        }
+        let param = match self {
+            ApiError::Validation { param, .. } => param.clone(),
+            _ => None,
+        };
+        let mut response = HttpResponse::build(self.status_code());
+        if let ApiError::Unauthorized(_) = self {
+            response.insert_header(("WWW-Authenticate", "Bearer"));
+        }
+        response.json(ErrorBody {
+            error: ErrorDetail {
+                code: self.code().to_string(),
+                message: self.public_message(),
+                param,
+                request_id,
+            },
+        })
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(err: StoreError) -> ApiError {
+        match err {
+            StoreError::Conflict(message) => ApiError::Conflict(message),
+            StoreError::Unavailable(message) => {
+                ApiError::Unavailable(format!("storage is unavailable: {message}"))
+            }
+            StoreError::Query(message) => ApiError::Internal(message),
+        }
+    }
+}
+
+impl From<actix::MailboxError> for ApiError {
+    fn from(err: actix::MailboxError) -> ApiError {
+        ApiError::Unavailable(format!("a registry did not answer: {err}"))
+    }
+}

@@ -1,0 +1,444 @@
+//! `/v1/agents`: stored voice agents (create, list, read, partial update, archive).
+
+use actix_web::{delete, get, post, put, web, HttpResponse};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use utoipa::ToSchema;
+
+use super::auth::Developer;
+use super::pagination::{PageBody, PageQuery};
+use super::validate::{self, not_null, nullable};
+use super::AppState;
+use crate::error::{ApiError, ErrorBody};
+use crate::registry::agents::{ArchiveAgent, CreateAgent, GetAgent, ListAgents, UpdateAgent};
+use crate::registry::new_id;
+use crate::store::agents::{AgentChanges, AgentRow, STATUS_ACTIVE};
+use crate::time::{self, iso};
+use crate::vendors::catalog::{DEFAULT_PROVIDER, LLM_PROVIDERS, STT_PROVIDERS, TTS_PROVIDERS};
+
+const DEFAULT_TEMPERATURE: f64 = 0.7;
+const MAX_MODEL_CHARS: usize = 200;
+const MAX_VOICE_CHARS: usize = 200;
+
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.service(create_agent)
+        .service(list_agents)
+        .service(get_agent)
+        .service(update_agent)
+        .service(delete_agent);
+}
+
+/// An agent as the API shows it.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentBody {
+    pub id: String,
+    pub name: String,
+    pub description: Option<String>,
+    pub system_prompt: Option<String>,
+    pub first_message: Option<String>,
+    pub voice_id: String,
+    pub tts_provider: String,
+    pub tts_model: Option<String>,
+    /// Speech-to-text provider (an addition to the spec's fields); default `default`.
+    pub stt_provider: String,
+    pub llm_provider: String,
+    pub llm_model: Option<String>,
+    pub collection_id: Option<String>,
+    #[schema(value_type = Option<Object>)]
+    pub style_profile: Option<Value>,
+    pub language: String,
+    pub temperature: f64,
+    pub max_tokens: Option<i32>,
+    #[schema(value_type = Object)]
+    pub metadata: Value,
+    /// `active`; archived agents are not served.
+    pub status: String,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl From<AgentRow> for AgentBody {
+    fn from(row: AgentRow) -> AgentBody {
+        AgentBody {
+            id: row.id,
+            name: row.name,
+            description: row.description,
+            system_prompt: row.system_prompt,
+            first_message: row.first_message,
+            voice_id: row.voice_id,
+            tts_provider: row.tts_provider,
+            tts_model: row.tts_model,
+            stt_provider: row.stt_provider,
+            llm_provider: row.llm_provider,
+            llm_model: row.llm_model,
+            collection_id: row.collection_id,
+            style_profile: row.style_profile.as_deref().map(validate::stored_json),
+            language: row.language,
+            temperature: row.temperature,
+            max_tokens: row.max_tokens,
+            metadata: validate::stored_json(&row.metadata),
+            status: row.status,
+            created_at: iso(row.created_at),
+            updated_at: iso(row.updated_at),
+        }
+    }
+}
+
+/// The fields of an agent a client sets. On create, absent fields take their defaults; on
+/// update, absent fields stay as they are and `null` clears a nullable field.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct AgentFields {
+    /// Custom id on create: 1-60 letters, digits, `_` or `-`. Generated when omitted.
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<String>)]
+    pub id: Option<Option<String>>,
+    /// 1-100 characters; required on create.
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<String>)]
+    pub name: Option<Option<String>>,
+    /// Up to 1000 characters.
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<String>)]
+    pub description: Option<Option<String>>,
+    /// Up to 10,000 characters.
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<String>)]
+    pub system_prompt: Option<Option<String>>,
+    /// Greeting spoken at session start, up to 1000 characters.
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<String>)]
+    pub first_message: Option<Option<String>>,
+    /// Default `default`.
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<String>)]
+    pub voice_id: Option<Option<String>>,
+    /// A speech vendor id; default `default` (the embedded engine).
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<String>)]
+    pub tts_provider: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<String>)]
+    pub tts_model: Option<Option<String>>,
+    /// A transcription vendor id; default `default` (the embedded engine).
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<String>)]
+    pub stt_provider: Option<Option<String>>,
+    /// A language-model vendor id; default `default` (the embedded engine).
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<String>)]
+    pub llm_provider: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<String>)]
+    pub llm_model: Option<Option<String>>,
+    /// A collection of the same developer, for retrieval.
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<String>)]
+    pub collection_id: Option<Option<String>>,
+    /// Voice style configuration: an object, or null.
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<Object>)]
+    pub style_profile: Option<Option<Map<String, Value>>>,
+    /// Language code, default `en`.
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<String>)]
+    pub language: Option<Option<String>>,
+    /// 0 to 2, default 0.7.
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<f64>)]
+    pub temperature: Option<Option<f64>>,
+    /// 1 to 16384.
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<i64>)]
+    pub max_tokens: Option<Option<i64>>,
+    /// Arbitrary key-value pairs (at most 64 KiB serialized).
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<Object>)]
+    pub metadata: Option<Option<Map<String, Value>>>,
+}
+
+/// The agent fields after validation, ready for storage.
+struct ValidFields {
+    name: Option<String>,
+    description: Option<Option<String>>,
+    system_prompt: Option<Option<String>>,
+    first_message: Option<Option<String>>,
+    voice_id: Option<String>,
+    tts_provider: Option<String>,
+    tts_model: Option<Option<String>>,
+    stt_provider: Option<String>,
+    llm_provider: Option<String>,
+    llm_model: Option<Option<String>>,
+    collection_id: Option<Option<String>>,
+    style_profile: Option<Option<String>>,
+    language: Option<String>,
+    temperature: Option<f64>,
+    max_tokens: Option<Option<i32>>,
+    metadata: Option<String>,
+}
+
+fn optional_text(
+    param: &str,
+    value: Option<Option<String>>,
+    max: usize,
+) -> Result<Option<Option<String>>, ApiError> {
+    if let Some(Some(text)) = &value {
+        validate::length(param, text, 0, max)?;
+    }
+    Ok(value)
+}
+
+fn provider(
+    param: &str,
+    value: Option<Option<String>>,
+    known: &[&str],
+) -> Result<Option<String>, ApiError> {
+    let value = not_null(param, value)?;
+    if let Some(id) = &value {
+        validate::one_of(param, id, known)?;
+    }
+    Ok(value)
+}
+
+fn language(value: Option<Option<String>>) -> Result<Option<String>, ApiError> {
+    let value = not_null("language", value)?;
+    if let Some(code) = &value {
+        let well_formed = (2..=35).contains(&code.len())
+            && code.split('-').all(|part| {
+                !part.is_empty()
+                    && part.len() <= 8
+                    && part.chars().all(|c| c.is_ascii_alphanumeric())
+            });
+        if !well_formed {
+            return Err(ApiError::invalid(
+                "language",
+                format!("language '{code}' is not a language code such as `en` or `pt-BR`"),
+            ));
+        }
+    }
+    Ok(value)
+}
+
+impl AgentFields {
+    fn validate(self) -> Result<ValidFields, ApiError> {
+        let name = not_null("name", self.name)?;
+        if let Some(name) = &name {
+            validate::required_text("name", Some(name), 100)?;
+        }
+        let voice_id = not_null("voiceId", self.voice_id)?;
+        if let Some(voice) = &voice_id {
+            validate::length("voiceId", voice, 1, MAX_VOICE_CHARS)?;
+        }
+        let collection_id = self.collection_id;
+        if let Some(Some(id)) = &collection_id {
+            validate::length("collectionId", id, 1, 100)?;
+        }
+        let temperature = not_null("temperature", self.temperature)?;
+        if let Some(t) = temperature {
+            validate::number_in("temperature", t, 0.0, 2.0)?;
+        }
+        let max_tokens = match self.max_tokens {
+            Some(Some(n)) => {
+                validate::integer_in("maxTokens", n, 1, 16_384)?;
+                Some(Some(n as i32))
+            }
+            Some(None) => Some(None),
+            None => None,
+        };
+        let metadata = match not_null("metadata", self.metadata)? {
+            Some(map) => Some(validate::metadata("metadata", Some(&map))?),
+            None => None,
+        };
+        let style_profile = match self.style_profile {
+            Some(Some(map)) => Some(Some(validate::metadata("styleProfile", Some(&map))?)),
+            Some(None) => Some(None),
+            None => None,
+        };
+        Ok(ValidFields {
+            name,
+            description: optional_text("description", self.description, 1000)?,
+            system_prompt: optional_text("systemPrompt", self.system_prompt, 10_000)?,
+            first_message: optional_text("firstMessage", self.first_message, 1000)?,
+            voice_id,
+            tts_provider: provider("ttsProvider", self.tts_provider, TTS_PROVIDERS)?,
+            tts_model: optional_text("ttsModel", self.tts_model, MAX_MODEL_CHARS)?,
+            stt_provider: provider("sttProvider", self.stt_provider, STT_PROVIDERS)?,
+            llm_provider: provider("llmProvider", self.llm_provider, LLM_PROVIDERS)?,
+            llm_model: optional_text("llmModel", self.llm_model, MAX_MODEL_CHARS)?,
+            collection_id,
+            style_profile,
+            language: language(self.language)?,
+            temperature,
+            max_tokens,
+            metadata,
+        })
+    }
+}
+
+/// Creates an agent.
+#[utoipa::path(post, path = "/v1/agents", tag = "agents", request_body = AgentFields,
+    responses((status = 201, body = AgentBody), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 409, body = ErrorBody, description = "an agent with this id already exists (archived ones included)"),
+        (status = 413, body = ErrorBody), (status = 415, body = ErrorBody)),
+    security(("bearer" = [])))]
+#[post("/agents")]
+async fn create_agent(
+    state: web::Data<AppState>,
+    developer: Developer,
+    body: web::Json<AgentFields>,
+) -> Result<HttpResponse, ApiError> {
+    let mut fields = body.into_inner();
+    let id = not_null("id", fields.id.take())?;
+    if let Some(id) = &id {
+        validate::identifier("id", id, 60)?;
+    }
+    let fields = fields.validate()?;
+    let name = fields
+        .name
+        .ok_or_else(|| ApiError::invalid("name", "name is required"))?;
+    let now = time::now_ms();
+    let agent = AgentRow {
+        seq: 0,
+        id: id.unwrap_or_else(|| new_id("agent")),
+        developer_id: developer.id().to_string(),
+        name,
+        description: fields.description.flatten(),
+        system_prompt: fields.system_prompt.flatten(),
+        first_message: fields.first_message.flatten(),
+        voice_id: fields.voice_id.unwrap_or_else(|| "default".to_string()),
+        tts_provider: fields
+            .tts_provider
+            .unwrap_or_else(|| DEFAULT_PROVIDER.to_string()),
+        tts_model: fields.tts_model.flatten(),
+        stt_provider: fields
+            .stt_provider
+            .unwrap_or_else(|| DEFAULT_PROVIDER.to_string()),
+        llm_provider: fields
+            .llm_provider
+            .unwrap_or_else(|| DEFAULT_PROVIDER.to_string()),
+        llm_model: fields.llm_model.flatten(),
+        collection_id: fields.collection_id.flatten(),
+        style_profile: fields.style_profile.flatten(),
+        language: fields.language.unwrap_or_else(|| "en".to_string()),
+        temperature: fields.temperature.unwrap_or(DEFAULT_TEMPERATURE),
+        max_tokens: fields.max_tokens.flatten(),
+        metadata: fields.metadata.unwrap_or_else(|| "{}".to_string()),
+        status: STATUS_ACTIVE.to_string(),
+        created_at: now,
+        updated_at: now,
+    };
+    let agent = state.agents.send(CreateAgent { agent }).await??;
+    Ok(HttpResponse::Created().json(AgentBody::from(agent)))
+}
+
+/// Lists the caller's agents in creation order; archived agents are left out.
+#[utoipa::path(get, path = "/v1/agents", tag = "agents", params(PageQuery),
+    responses((status = 200, body = PageBody<AgentBody>), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody)),
+    security(("bearer" = [])))]
+#[get("/agents")]
+async fn list_agents(
+    state: web::Data<AppState>,
+    developer: Developer,
+    query: web::Query<PageQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let page = query.into_inner().validate()?;
+    let page = state
+        .agents
+        .send(ListAgents {
+            developer_id: developer.id().to_string(),
+            page,
+        })
+        .await??;
+    Ok(HttpResponse::Ok().json(PageBody::from_page(page, AgentBody::from)))
+}
+
+/// Reads one agent.
+#[utoipa::path(get, path = "/v1/agents/{id}", tag = "agents", params(("id" = String, Path)),
+    responses((status = 200, body = AgentBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)),
+    security(("bearer" = [])))]
+#[get("/agents/{id}")]
+async fn get_agent(
+    state: web::Data<AppState>,
+    developer: Developer,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let agent = state
+        .agents
+        .send(GetAgent {
+            developer_id: developer.id().to_string(),
+            agent_id: id.into_inner(),
+        })
+        .await??;
+    Ok(HttpResponse::Ok().json(AgentBody::from(agent)))
+}
+
+/// Changes the provided fields only; `null` clears a nullable field.
+#[utoipa::path(put, path = "/v1/agents/{id}", tag = "agents", params(("id" = String, Path)), request_body = AgentFields,
+    responses((status = 200, body = AgentBody), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)),
+    security(("bearer" = [])))]
+#[put("/agents/{id}")]
+async fn update_agent(
+    state: web::Data<AppState>,
+    developer: Developer,
+    id: web::Path<String>,
+    body: web::Json<AgentFields>,
+) -> Result<HttpResponse, ApiError> {
+    let id = id.into_inner();
+    let mut fields = body.into_inner();
+    match not_null("id", fields.id.take())? {
+        Some(new_id) if new_id != id => {
+            return Err(ApiError::invalid("id", "an agent's id cannot be changed"));
+        }
+        _ => {}
+    }
+    let fields = fields.validate()?;
+    let changes = AgentChanges {
+        name: fields.name,
+        description: fields.description,
+        system_prompt: fields.system_prompt,
+        first_message: fields.first_message,
+        voice_id: fields.voice_id,
+        tts_provider: fields.tts_provider,
+        tts_model: fields.tts_model,
+        stt_provider: fields.stt_provider,
+        llm_provider: fields.llm_provider,
+        llm_model: fields.llm_model,
+        collection_id: fields.collection_id,
+        style_profile: fields.style_profile,
+        language: fields.language,
+        temperature: fields.temperature,
+        max_tokens: fields.max_tokens,
+        metadata: fields.metadata,
+        updated_at: time::now_ms(),
+    };
+    let agent = state
+        .agents
+        .send(UpdateAgent {
+            developer_id: developer.id().to_string(),
+            agent_id: id,
+            changes,
+        })
+        .await??;
+    Ok(HttpResponse::Ok().json(AgentBody::from(agent)))
+}
+
+/// Archives the agent: it is no longer served or listed, and its id stays taken.
+#[utoipa::path(delete, path = "/v1/agents/{id}", tag = "agents", params(("id" = String, Path)),
+    responses((status = 204), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)),
+    security(("bearer" = [])))]
+#[delete("/agents/{id}")]
+async fn delete_agent(
+    state: web::Data<AppState>,
+    developer: Developer,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    state
+        .agents
+        .send(ArchiveAgent {
+            developer_id: developer.id().to_string(),
+            agent_id: id.into_inner(),
+        })
+        .await??;
+    Ok(HttpResponse::NoContent().finish())
+}

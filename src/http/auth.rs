@@ -1,0 +1,131 @@
+//! API-key authentication and the usage headers for every `/v1` route: the bearer key is
+//! checked by the key registry, the request is counted by the metering registry (both answer
+//! from memory), and the response carries `X-Usage-*`.
+
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION};
+use actix_web::middleware::Next;
+use actix_web::{web, FromRequest, HttpMessage, HttpRequest, ResponseError};
+
+use super::AppState;
+use crate::error::ApiError;
+use crate::registry::keys::{hash_key, CheckKey, KeyCheck, Principal};
+use crate::registry::metering::{RecordRequest, UsageSnapshot};
+
+pub const USAGE_CURRENT: HeaderName = HeaderName::from_static("x-usage-current");
+pub const USAGE_LIMIT: HeaderName = HeaderName::from_static("x-usage-limit");
+pub const USAGE_REMAINING: HeaderName = HeaderName::from_static("x-usage-remaining");
+pub const USAGE_BYPASSED: HeaderName = HeaderName::from_static("x-usage-bypassed");
+
+/// Middleware for the `/v1` scope.
+pub async fn require_api_key(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let state = req
+        .app_data::<web::Data<AppState>>()
+        .expect("AppState is registered on the app")
+        .clone();
+    let principal = match authenticate(&state, req.headers()).await {
+        Ok(principal) => principal,
+        Err(err) => return Ok(req.into_response(err.error_response())),
+    };
+    req.extensions_mut().insert(principal.clone());
+    let metering = state.metering.send(RecordRequest {
+        developer_id: principal.developer_id,
+    });
+    let (response, usage) = futures_util::join!(next.call(req), metering);
+    let mut response = response?.map_into_boxed_body();
+    match usage {
+        Ok(Ok(usage)) => set_usage_headers(response.headers_mut(), &usage),
+        Ok(Err(err)) => tracing::warn!("usage unavailable for response headers: {err}"),
+        Err(err) => tracing::warn!("metering registry did not answer: {err}"),
+    }
+    Ok(response)
+}
+
+async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Principal, ApiError> {
+    let header = headers.get(AUTHORIZATION).ok_or_else(|| {
+        ApiError::Unauthorized(
+            "missing API key: send the header `Authorization: Bearer <API key>`".into(),
+        )
+    })?;
+    let raw = header
+        .to_str()
+        .ok()
+        .and_then(|value| {
+            let (scheme, key) = value.trim().split_once(' ')?;
+            scheme.eq_ignore_ascii_case("bearer").then(|| key.trim())
+        })
+        .filter(|key| !key.is_empty())
+        .ok_or_else(|| {
+            ApiError::Unauthorized(
+                "malformed Authorization header: expected `Bearer <API key>`".into(),
+            )
+        })?;
+    if !raw.starts_with(&state.config.auth.key_prefix) {
+        return Err(ApiError::Unauthorized("invalid API key".into()));
+    }
+    let check = state
+        .keys
+        .send(CheckKey {
+            hash: hash_key(raw),
+        })
+        .await??;
+    match check {
+        KeyCheck::Valid(principal) => Ok(principal),
+        KeyCheck::Unknown => Err(ApiError::Unauthorized("invalid API key".into())),
+        KeyCheck::Revoked => Err(ApiError::Unauthorized(
+            "this API key has been revoked".into(),
+        )),
+        KeyCheck::Expired => Err(ApiError::Unauthorized("this API key has expired".into())),
+    }
+}
+
+fn set_usage_headers(headers: &mut HeaderMap, usage: &UsageSnapshot) {
+    let number = |value: f64| {
+        HeaderValue::from_str(&format_credits(value)).expect("a number is a valid header value")
+    };
+    headers.insert(USAGE_CURRENT, number(usage.used));
+    headers.insert(USAGE_LIMIT, number(usage.limit));
+    headers.insert(USAGE_REMAINING, number(usage.remaining));
+    if !headers.contains_key(USAGE_BYPASSED) {
+        headers.insert(USAGE_BYPASSED, HeaderValue::from_static("false"));
+    }
+}
+
+/// Credits as a plain decimal: integers without a fraction, others to 4 places.
+pub fn format_credits(value: f64) -> String {
+    if value.fract() == 0.0 && value.abs() < 1e15 {
+        format!("{}", value as i64)
+    } else {
+        let text = format!("{value:.4}");
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
+    }
+}
+
+/// Extractor: the authenticated developer of a `/v1` request.
+#[derive(Debug, Clone)]
+pub struct Developer(pub Principal);
+
+impl Developer {
+    pub fn id(&self) -> &str {
+        &self.0.developer_id
+    }
+}
+
+impl FromRequest for Developer {
+    type Error = ApiError;
+    type Future = std::future::Ready<Result<Developer, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut actix_web::dev::Payload) -> Self::Future {
+        std::future::ready(
+            req.extensions()
+                .get::<Principal>()
+                .cloned()
+                .map(Developer)
+                .ok_or_else(|| ApiError::Unauthorized("missing API key".into())),
+        )
+    }
+}

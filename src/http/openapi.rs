@@ -1,0 +1,81 @@
+//! `GET /openapi.json`: the OpenAPI 3 description of every route the service serves,
+//! generated from the handlers' annotations so it cannot drift from them.
+
+use std::sync::OnceLock;
+
+use actix_web::{get, HttpResponse};
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+
+use super::{agents, collections, health, keys};
+use crate::error::{ErrorBody, ErrorDetail};
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Switchboard API",
+        description = "Real-time voice agents: speech, agents, knowledge, sessions.\n\n\
+Every `/v1` route needs `Authorization: Bearer <API key>`. Every response carries \
+`X-Request-Id`; authenticated responses also carry `X-Usage-Current`, `X-Usage-Limit`, \
+`X-Usage-Remaining` and `X-Usage-Bypassed`.\n\n\
+Errors are `{\"error\": {\"code\", \"message\", \"param\", \"requestId\"}}` with codes: \
+400 validation_error, 401 unauthorized, 402 insufficient_credits, 404 not_found, \
+405 method_not_allowed, 409 conflict, 413 payload_too_large, 415 unsupported_media_type, \
+429 rate_limited, 500 internal_error, 502 upstream_error, 503 unavailable.\n\n\
+Lists take `limit` (1-100, default 20) and `cursor` (the id after which to continue) and \
+answer `{data, nextCursor, hasMore}` in creation order."
+    ),
+    paths(
+        health::health,
+        openapi_json,
+        keys::create_key,
+        keys::list_keys,
+        keys::revoke_key,
+        keys::rotate_key,
+        agents::create_agent,
+        agents::list_agents,
+        agents::get_agent,
+        agents::update_agent,
+        agents::delete_agent,
+        collections::create_collection,
+        collections::list_collections,
+        collections::get_collection,
+        collections::delete_collection,
+    ),
+    components(schemas(ErrorBody, ErrorDetail)),
+    modifiers(&BearerAuth),
+)]
+pub struct ApiDoc;
+
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some("An API key, e.g. `sb_live_…`"))
+                    .build(),
+            ),
+        );
+    }
+}
+
+/// The OpenAPI 3 document of this service.
+#[utoipa::path(get, path = "/openapi.json", tag = "service",
+    responses((status = 200, description = "OpenAPI 3 document", content_type = "application/json")))]
+#[get("/openapi.json")]
+async fn openapi_json() -> HttpResponse {
+    static DOCUMENT: OnceLock<String> = OnceLock::new();
+    let document = DOCUMENT.get_or_init(|| {
+        ApiDoc::openapi()
+            .to_json()
+            .expect("the OpenAPI document serializes")
+    });
+    HttpResponse::Ok()
+        .content_type("application/json")
+        .body(document.as_str())
+}

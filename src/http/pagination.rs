@@ -1,0 +1,53 @@
+//! List pagination: `?limit=` (default 20, 1-100) and `?cursor=` (the id after which to
+//! continue); answers `{data, nextCursor, hasMore}`.
+
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::error::ApiError;
+use crate::registry::{Page, PageRequest};
+
+pub const DEFAULT_LIMIT: i64 = 20;
+pub const MAX_LIMIT: i64 = 100;
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PageQuery {
+    /// Items per page, 1-100 (default 20).
+    pub limit: Option<i64>,
+    /// The id of the last item of the previous page.
+    pub cursor: Option<String>,
+}
+
+impl PageQuery {
+    pub fn validate(self) -> Result<PageRequest, ApiError> {
+        let limit = self.limit.unwrap_or(DEFAULT_LIMIT);
+        if !(1..=MAX_LIMIT).contains(&limit) {
+            return Err(ApiError::invalid(
+                "limit",
+                format!("limit must be between 1 and {MAX_LIMIT}"),
+            ));
+        }
+        let cursor = self.cursor.filter(|cursor| !cursor.is_empty());
+        Ok(PageRequest { limit, cursor })
+    }
+}
+
+/// A page of items as the API answers it.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PageBody<T> {
+    pub data: Vec<T>,
+    pub next_cursor: Option<String>,
+    pub has_more: bool,
+}
+
+impl<T> PageBody<T> {
+    pub fn from_page<R>(page: Page<R>, view: impl FnMut(R) -> T) -> PageBody<T> {
+        PageBody {
+            data: page.items.into_iter().map(view).collect(),
+            next_cursor: page.next_cursor,
+            has_more: page.has_more,
+        }
+    }
+}

@@ -1,0 +1,64 @@
+//! `X-Request-Id` on every response, errors included. The id is also visible to error bodies
+//! built deeper in the stack through a task-local, so `requestId` in a JSON error always
+//! matches the header.
+
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::header::{HeaderName, HeaderValue, CONTENT_TYPE};
+use actix_web::http::StatusCode;
+use actix_web::middleware::Next;
+use actix_web::ResponseError;
+
+use crate::error::ApiError;
+
+pub const HEADER: HeaderName = HeaderName::from_static("x-request-id");
+
+tokio::task_local! {
+    static REQUEST_ID: String;
+}
+
+/// The id of the request being handled on this task, if any.
+pub fn current() -> Option<String> {
+    REQUEST_ID.try_with(Clone::clone).ok()
+}
+
+fn new_request_id() -> String {
+    format!("req_{}", uuid::Uuid::now_v7().simple())
+}
+
+/// Middleware: assigns the id, runs the rest of the stack inside its scope, stamps the header,
+/// and gives bare framework errors (an unsupported method) the documented JSON body.
+pub async fn assign(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let id = new_request_id();
+    let result = REQUEST_ID
+        .scope(id.clone(), async move {
+            let response = next.call(req).await?.map_into_boxed_body();
+            Ok::<_, actix_web::Error>(with_json_error_body(response))
+        })
+        .await;
+    let mut response = match result {
+        Ok(response) => response,
+        Err(err) => return Err(err),
+    };
+    if let Ok(value) = HeaderValue::from_str(&id) {
+        response.headers_mut().insert(HEADER, value);
+    }
+    Ok(response)
+}
+
+fn with_json_error_body(response: ServiceResponse<BoxBody>) -> ServiceResponse<BoxBody> {
+    let status = response.status();
+    if status != StatusCode::METHOD_NOT_ALLOWED || response.headers().contains_key(CONTENT_TYPE) {
+        return response;
+    }
+    let error = ApiError::MethodNotAllowed(format!(
+        "{} is not allowed on {}",
+        response.request().method(),
+        response.request().path()
+    ));
+    let (request, _) = response.into_parts();
+    ServiceResponse::new(request, error.error_response())
+}

@@ -1,0 +1,14 @@
+//! Switchboard: an actor-based real-time voice-agent engine with an embedded HTTP +
+//! WebSocket API. This crate is the server: configuration, HTTP handlers, registry actors,
+//! storage, engines and vendor adapters. The real-time session actors live in
+//! `switchboard-actors`.
+
+pub mod cli;
+pub mod config;
+pub mod error;
+pub mod http;
+pub mod registry;
+pub mod server;
+pub mod store;
+pub mod time;
+pub mod vendors;

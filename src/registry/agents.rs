@@ -1,0 +1,236 @@
+//! `AgentRegistry`: the developers' stored voice agents. Reads are answered from an LRU cache
+//! keyed by (developer, agent id); writes go to storage first, then refresh the cache.
+
+use actix::prelude::*;
+
+use super::cache::RegistryCache;
+use super::{cursor_position, Page, PageRequest};
+use crate::config::RegistryConfig;
+use crate::error::ApiError;
+use crate::store::agents::{self, AgentChanges, AgentRow};
+use crate::store::{collections, Db, StoreError};
+use crate::time;
+
+type AgentKey = (String, String);
+
+pub struct AgentRegistry {
+    db: Db,
+    cache: RegistryCache<AgentKey, AgentRow>,
+}
+
+impl AgentRegistry {
+    pub fn new(db: Db, config: &RegistryConfig) -> AgentRegistry {
+        AgentRegistry {
+            cache: RegistryCache::new(config.cache_capacity, config.cache_ttl(db.backend())),
+            db,
+        }
+    }
+}
+
+impl Actor for AgentRegistry {
+    type Context = Context<Self>;
+}
+
+/// An attached collection must exist and belong to the same developer.
+async fn check_collection(
+    db: &Db,
+    developer: &str,
+    collection: Option<&str>,
+) -> Result<(), ApiError> {
+    if let Some(id) = collection {
+        if collections::get(db, developer, id).await?.is_none() {
+            return Err(ApiError::invalid(
+                "collectionId",
+                format!("collection '{id}' was not found"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn agent_not_found(id: &str) -> ApiError {
+    ApiError::not_found("agent", id)
+}
+
+#[derive(Message)]
+#[rtype(result = "Result<AgentRow, ApiError>")]
+pub struct CreateAgent {
+    pub agent: AgentRow,
+}
+
+impl Handler<CreateAgent> for AgentRegistry {
+    type Result = ResponseActFuture<Self, Result<AgentRow, ApiError>>;
+
+    fn handle(&mut self, msg: CreateAgent, _: &mut Context<Self>) -> Self::Result {
+        let db = self.db.clone();
+        Box::pin(
+            async move {
+                let agent = msg.agent;
+                check_collection(&db, &agent.developer_id, agent.collection_id.as_deref()).await?;
+                agents::insert(&db, &agent).await.map_err(|err| match err {
+                    StoreError::Conflict(_) => ApiError::Conflict(format!(
+                        "an agent with id '{}' already exists",
+                        agent.id
+                    )),
+                    other => other.into(),
+                })
+            }
+            .into_actor(self)
+            .map(|result, registry, _| {
+                let agent = result?;
+                let key = (agent.developer_id.clone(), agent.id.clone());
+                registry.cache.invalidate(&key);
+                registry.cache.put(key, agent.clone());
+                Ok(agent)
+            }),
+        )
+    }
+}
+
+#[derive(Message)]
+#[rtype(result = "Result<AgentRow, ApiError>")]
+pub struct GetAgent {
+    pub developer_id: String,
+    pub agent_id: String,
+}
+
+impl Handler<GetAgent> for AgentRegistry {
+    type Result = ResponseActFuture<Self, Result<AgentRow, ApiError>>;
+
+    fn handle(&mut self, msg: GetAgent, _: &mut Context<Self>) -> Self::Result {
+        let key = (msg.developer_id, msg.agent_id);
+        if let Some(agent) = self.cache.get(&key) {
+            return Box::pin(fut::ready(Ok(agent)));
+        }
+        let db = self.db.clone();
+        let generation = self.cache.generation();
+        Box::pin(
+            async move {
+                let row = agents::get(&db, &key.0, &key.1).await;
+                (key, row)
+            }
+            .into_actor(self)
+            .map(move |(key, row), registry, _| match row? {
+                Some(agent) => {
+                    registry.cache.fill(generation, key, agent.clone());
+                    Ok(agent)
+                }
+                None => Err(agent_not_found(&key.1)),
+            }),
+        )
+    }
+}
+
+#[derive(Message)]
+#[rtype(result = "Result<Page<AgentRow>, ApiError>")]
+pub struct ListAgents {
+    pub developer_id: String,
+    pub page: PageRequest,
+}
+
+impl Handler<ListAgents> for AgentRegistry {
+    type Result = ResponseFuture<Result<Page<AgentRow>, ApiError>>;
+
+    fn handle(&mut self, msg: ListAgents, _: &mut Context<Self>) -> Self::Result {
+        let db = self.db.clone();
+        Box::pin(async move {
+            let dev = &msg.developer_id;
+            let cursor = msg.page.cursor.as_deref();
+            let after =
+                cursor_position(cursor, agents::seq_of(&db, dev, cursor.unwrap_or(""))).await?;
+            let rows = agents::list(&db, dev, after, msg.page.limit + 1).await?;
+            Ok(Page::from_rows(rows, msg.page.limit, |row| &row.id))
+        })
+    }
+}
+
+#[derive(Message)]
+#[rtype(result = "Result<AgentRow, ApiError>")]
+pub struct UpdateAgent {
+    pub developer_id: String,
+    pub agent_id: String,
+    pub changes: AgentChanges,
+}
+
+impl Handler<UpdateAgent> for AgentRegistry {
+    type Result = ResponseActFuture<Self, Result<AgentRow, ApiError>>;
+
+    fn handle(&mut self, msg: UpdateAgent, _: &mut Context<Self>) -> Self::Result {
+        let db = self.db.clone();
+        let key = (msg.developer_id.clone(), msg.agent_id.clone());
+        // Invalidate before writing: a read that races the write cannot cache the old row.
+        self.cache.invalidate(&key);
+        Box::pin(
+            async move {
+                let collection = msg
+                    .changes
+                    .collection_id
+                    .as_ref()
+                    .and_then(|c| c.as_deref());
+                check_collection(&db, &msg.developer_id, collection).await?;
+                agents::update(&db, &msg.developer_id, &msg.agent_id, &msg.changes)
+                    .await?
+                    .ok_or_else(|| agent_not_found(&msg.agent_id))
+            }
+            .into_actor(self)
+            .map(move |result, registry, _| {
+                let agent = result?;
+                registry.cache.invalidate(&key);
+                registry.cache.put(key, agent.clone());
+                Ok(agent)
+            }),
+        )
+    }
+}
+
+/// Archives an agent: it disappears from reads and lists; its id stays taken.
+#[derive(Message)]
+#[rtype(result = "Result<(), ApiError>")]
+pub struct ArchiveAgent {
+    pub developer_id: String,
+    pub agent_id: String,
+}
+
+impl Handler<ArchiveAgent> for AgentRegistry {
+    type Result = ResponseActFuture<Self, Result<(), ApiError>>;
+
+    fn handle(&mut self, msg: ArchiveAgent, _: &mut Context<Self>) -> Self::Result {
+        let db = self.db.clone();
+        let key = (msg.developer_id, msg.agent_id);
+        self.cache.invalidate(&key);
+        Box::pin(
+            async move {
+                let archived = agents::archive(&db, &key.0, &key.1, time::now_ms()).await;
+                (key, archived)
+            }
+            .into_actor(self)
+            .map(|(key, archived), registry, _| {
+                registry.cache.invalidate(&key);
+                if archived? {
+                    Ok(())
+                } else {
+                    Err(agent_not_found(&key.1))
+                }
+            }),
+        )
+    }
+}
+
+/// A collection was deleted: cached agents that referenced it are stale.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct CollectionDeleted {
+    pub developer_id: String,
+    pub collection_id: String,
+}
+
+impl Handler<CollectionDeleted> for AgentRegistry {
+    type Result = ();
+
+    fn handle(&mut self, msg: CollectionDeleted, _: &mut Context<Self>) {
+        self.cache.invalidate_where(|(developer, _), agent| {
+            *developer == msg.developer_id
+                && agent.collection_id.as_deref() == Some(msg.collection_id.as_str())
+        });
+    }
+}

@@ -1,0 +1,82 @@
+//! Registry actors own the resources that have owners (keys, agents, collections, usage).
+//! HTTP handlers send them messages; they answer from an LRU cache or from storage, and
+//! never hold up their mailbox on a query (storage work runs in futures spawned on the actor's
+//! context, and cache fills are dropped if an invalidation happened meanwhile).
+
+pub mod agents;
+pub mod cache;
+pub mod collections;
+pub mod keys;
+pub mod metering;
+
+pub use agents::AgentRegistry;
+pub use collections::CollectionRegistry;
+pub use keys::KeyRegistry;
+pub use metering::Metering;
+
+use crate::error::ApiError;
+use crate::store::StoreResult;
+
+/// One page of a list, in creation order.
+#[derive(Debug, Clone)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub next_cursor: Option<String>,
+    pub has_more: bool,
+}
+
+/// A validated page request: `limit` 1-100, `cursor` the id after which to continue.
+#[derive(Debug, Clone)]
+pub struct PageRequest {
+    pub limit: i64,
+    pub cursor: Option<String>,
+}
+
+impl<T> Page<T> {
+    /// Builds a page from up to `limit + 1` rows fetched after the cursor.
+    pub fn from_rows(mut rows: Vec<T>, limit: i64, id_of: impl Fn(&T) -> &str) -> Page<T> {
+        let has_more = rows.len() as i64 > limit;
+        rows.truncate(limit.max(0) as usize);
+        let next_cursor = if has_more {
+            rows.last().map(|row| id_of(row).to_string())
+        } else {
+            None
+        };
+        Page {
+            items: rows,
+            next_cursor,
+            has_more,
+        }
+    }
+}
+
+impl<T> Page<T> {
+    pub fn map<U>(self, f: impl FnMut(T) -> U) -> Page<U> {
+        Page {
+            items: self.items.into_iter().map(f).collect(),
+            next_cursor: self.next_cursor,
+            has_more: self.has_more,
+        }
+    }
+}
+
+/// Resolves a page request's cursor to the storage position after which to list.
+pub async fn cursor_position<F>(cursor: Option<&str>, seq_of: F) -> Result<i64, ApiError>
+where
+    F: std::future::Future<Output = StoreResult<Option<i64>>>,
+{
+    match cursor {
+        None => Ok(0),
+        Some(cursor) => seq_of.await?.ok_or_else(|| {
+            ApiError::invalid(
+                "cursor",
+                format!("cursor '{cursor}' does not match any item of this list"),
+            )
+        }),
+    }
+}
+
+/// A fresh identifier with a type prefix, e.g. `agent_0f3c…`.
+pub fn new_id(prefix: &str) -> String {
+    format!("{prefix}_{}", uuid::Uuid::new_v4().simple())
+}

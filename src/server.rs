@@ -1,0 +1,90 @@
+//! Start-up and shutdown of the service: storage, the first developer's key, the registry
+//! actors, the HTTP server, and a final flush of what is still in memory.
+
+use std::io::Write;
+
+use actix::Actor;
+use actix_web::middleware::from_fn;
+use actix_web::{web, App, HttpServer};
+use anyhow::Context as _;
+
+use crate::config::Config;
+use crate::http::{self, AppState};
+use crate::registry::keys::{create_key, FlushLastUsed};
+use crate::registry::metering::FlushUsage;
+use crate::registry::{AgentRegistry, CollectionRegistry, KeyRegistry, Metering};
+use crate::store::{developers, Db};
+
+/// Runs the service until it is asked to stop (SIGINT/SIGTERM).
+pub async fn serve(config: Config) -> anyhow::Result<()> {
+    std::fs::create_dir_all(&config.server.data_dir).with_context(|| {
+        format!(
+            "cannot create the data dir {}",
+            config.server.data_dir.display()
+        )
+    })?;
+    let url = config.database_url();
+    let db = Db::open(
+        &url,
+        config.database.pool_size,
+        config.database.sqlite_busy_timeout_ms,
+    )
+    .await
+    .context("cannot open the database")?;
+    bootstrap_first_key(&db, &config).await?;
+
+    let keys = KeyRegistry::new(db.clone(), config.auth.clone()).start();
+    let agents = AgentRegistry::new(db.clone(), &config.registry).start();
+    let collections = CollectionRegistry::new(db.clone(), &config.registry, agents.clone()).start();
+    let metering = Metering::new(db.clone(), config.tiers.clone(), &config.metering).start();
+
+    let state = web::Data::new(AppState {
+        config: config.clone(),
+        db,
+        keys: keys.clone(),
+        agents,
+        collections,
+        metering: metering.clone(),
+    });
+    let max_json = config.server.max_json_bytes;
+    let mut server = HttpServer::new(move || {
+        App::new()
+            .app_data(state.clone())
+            .configure(|cfg| http::configure(cfg, max_json))
+            .wrap(from_fn(http::request_id::assign))
+    })
+    .shutdown_timeout(10);
+    if config.server.workers > 0 {
+        server = server.workers(config.server.workers);
+    }
+    let server = server
+        .bind(config.server.bind)
+        .with_context(|| format!("cannot listen on {}", config.server.bind))?;
+    for addr in server.addrs() {
+        println!("switchboard listening on http://{addr}");
+    }
+    std::io::stdout().flush()?;
+    server.run().await?;
+
+    tracing::info!("stopping: writing back usage and key activity");
+    let _ = metering.send(FlushUsage).await;
+    let _ = keys.send(FlushLastUsed).await;
+    Ok(())
+}
+
+/// On an empty database, creates the bootstrap developer and prints its first key, once.
+async fn bootstrap_first_key(db: &Db, config: &Config) -> anyhow::Result<()> {
+    if developers::count(db).await? > 0 {
+        return Ok(());
+    }
+    let developer = &config.auth.bootstrap_developer;
+    if !developers::ensure(db, developer).await? {
+        return Ok(());
+    }
+    let issued = create_key(db, &config.auth.key_prefix, developer, "Default", None).await?;
+    println!(
+        "Created developer {developer} and its first API key. It is shown only once; store it now:"
+    );
+    println!("{}", issued.raw);
+    Ok(())
+}

@@ -1,0 +1,156 @@
+//! Queries on agents (archived on delete, never removed) and their instances.
+
+use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
+
+use super::schema::agents;
+use super::{Db, StoreResult};
+use crate::db_run;
+
+pub const STATUS_ACTIVE: &str = "active";
+pub const STATUS_ARCHIVED: &str = "archived";
+
+#[derive(Debug, Clone, Queryable, Selectable, Insertable)]
+#[diesel(table_name = agents)]
+pub struct AgentRow {
+    #[diesel(skip_insertion)]
+    pub seq: i64,
+    pub id: String,
+    pub developer_id: String,
+    pub name: String,
+    pub description: Option<String>,
+    pub system_prompt: Option<String>,
+    pub first_message: Option<String>,
+    pub voice_id: String,
+    pub tts_provider: String,
+    pub tts_model: Option<String>,
+    pub stt_provider: String,
+    pub llm_provider: String,
+    pub llm_model: Option<String>,
+    pub collection_id: Option<String>,
+    pub style_profile: Option<String>,
+    pub language: String,
+    pub temperature: f64,
+    pub max_tokens: Option<i32>,
+    pub metadata: String,
+    pub status: String,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// The columns an update may change; `None` leaves a column as it is, `Some(None)` clears a
+/// nullable one.
+#[derive(Debug, Clone, Default, AsChangeset)]
+#[diesel(table_name = agents)]
+pub struct AgentChanges {
+    pub name: Option<String>,
+    pub description: Option<Option<String>>,
+    pub system_prompt: Option<Option<String>>,
+    pub first_message: Option<Option<String>>,
+    pub voice_id: Option<String>,
+    pub tts_provider: Option<String>,
+    pub tts_model: Option<Option<String>>,
+    pub stt_provider: Option<String>,
+    pub llm_provider: Option<String>,
+    pub llm_model: Option<Option<String>>,
+    pub collection_id: Option<Option<String>>,
+    pub style_profile: Option<Option<String>>,
+    pub language: Option<String>,
+    pub temperature: Option<f64>,
+    pub max_tokens: Option<Option<i32>>,
+    pub metadata: Option<String>,
+    pub updated_at: i64,
+}
+
+pub async fn insert(db: &Db, agent: &AgentRow) -> StoreResult<AgentRow> {
+    db_run!(db, |conn| {
+        Ok(diesel::insert_into(agents::table)
+            .values(agent)
+            .returning(AgentRow::as_returning())
+            .get_result(conn)
+            .await?)
+    })
+}
+
+/// A developer's agent unless archived.
+pub async fn get(db: &Db, developer: &str, id: &str) -> StoreResult<Option<AgentRow>> {
+    db_run!(db, |conn| {
+        Ok(agents::table
+            .filter(agents::developer_id.eq(developer))
+            .filter(agents::id.eq(id))
+            .filter(agents::status.ne(STATUS_ARCHIVED))
+            .select(AgentRow::as_select())
+            .first(conn)
+            .await
+            .optional()?)
+    })
+}
+
+/// A developer's agents that are not archived, in creation order after `after` (a `seq`).
+pub async fn list(db: &Db, developer: &str, after: i64, limit: i64) -> StoreResult<Vec<AgentRow>> {
+    db_run!(db, |conn| {
+        Ok(agents::table
+            .filter(agents::developer_id.eq(developer))
+            .filter(agents::status.ne(STATUS_ARCHIVED))
+            .filter(agents::seq.gt(after))
+            .order(agents::seq.asc())
+            .limit(limit)
+            .select(AgentRow::as_select())
+            .load(conn)
+            .await?)
+    })
+}
+
+/// The position of one of the developer's agents (archived ones too), for cursors.
+pub async fn seq_of(db: &Db, developer: &str, id: &str) -> StoreResult<Option<i64>> {
+    db_run!(db, |conn| {
+        Ok(agents::table
+            .filter(agents::developer_id.eq(developer))
+            .filter(agents::id.eq(id))
+            .select(agents::seq)
+            .first(conn)
+            .await
+            .optional()?)
+    })
+}
+
+/// Applies the changes to a live agent; answers the updated row, or `None` if there is none.
+pub async fn update(
+    db: &Db,
+    developer: &str,
+    id: &str,
+    changes: &AgentChanges,
+) -> StoreResult<Option<AgentRow>> {
+    db_run!(db, |conn| {
+        Ok(diesel::update(
+            agents::table
+                .filter(agents::developer_id.eq(developer))
+                .filter(agents::id.eq(id))
+                .filter(agents::status.ne(STATUS_ARCHIVED)),
+        )
+        .set(changes)
+        .returning(AgentRow::as_returning())
+        .get_result(conn)
+        .await
+        .optional()?)
+    })
+}
+
+/// Archives a live agent; answers whether there was one.
+pub async fn archive(db: &Db, developer: &str, id: &str, now: i64) -> StoreResult<bool> {
+    db_run!(db, |conn| {
+        let changed = diesel::update(
+            agents::table
+                .filter(agents::developer_id.eq(developer))
+                .filter(agents::id.eq(id))
+                .filter(agents::status.ne(STATUS_ARCHIVED)),
+        )
+        .set((
+            agents::status.eq(STATUS_ARCHIVED),
+            agents::updated_at.eq(now),
+        ))
+        .execute(conn)
+        .await?;
+        Ok(changed == 1)
+    })
+}

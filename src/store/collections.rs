@@ -1,0 +1,112 @@
+//! Queries on knowledge collections and, for deletion, their documents and chunks.
+
+use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
+
+use super::schema::{agents, chunks, collections, documents};
+use super::{Db, StoreResult};
+use crate::{db_run, db_tx};
+
+#[derive(Debug, Clone, Queryable, Selectable, Insertable)]
+#[diesel(table_name = collections)]
+pub struct CollectionRow {
+    #[diesel(skip_insertion)]
+    pub seq: i64,
+    pub id: String,
+    pub developer_id: String,
+    pub name: String,
+    pub description: Option<String>,
+    pub metadata: String,
+    pub created_at: i64,
+}
+
+pub async fn insert(db: &Db, collection: &CollectionRow) -> StoreResult<CollectionRow> {
+    db_run!(db, |conn| {
+        Ok(diesel::insert_into(collections::table)
+            .values(collection)
+            .returning(CollectionRow::as_returning())
+            .get_result(conn)
+            .await?)
+    })
+}
+
+pub async fn get(db: &Db, developer: &str, id: &str) -> StoreResult<Option<CollectionRow>> {
+    db_run!(db, |conn| {
+        Ok(collections::table
+            .filter(collections::developer_id.eq(developer))
+            .filter(collections::id.eq(id))
+            .select(CollectionRow::as_select())
+            .first(conn)
+            .await
+            .optional()?)
+    })
+}
+
+/// A developer's collections in creation order after `after` (a `seq`).
+pub async fn list(
+    db: &Db,
+    developer: &str,
+    after: i64,
+    limit: i64,
+) -> StoreResult<Vec<CollectionRow>> {
+    db_run!(db, |conn| {
+        Ok(collections::table
+            .filter(collections::developer_id.eq(developer))
+            .filter(collections::seq.gt(after))
+            .order(collections::seq.asc())
+            .limit(limit)
+            .select(CollectionRow::as_select())
+            .load(conn)
+            .await?)
+    })
+}
+
+pub async fn seq_of(db: &Db, developer: &str, id: &str) -> StoreResult<Option<i64>> {
+    db_run!(db, |conn| {
+        Ok(collections::table
+            .filter(collections::developer_id.eq(developer))
+            .filter(collections::id.eq(id))
+            .select(collections::seq)
+            .first(conn)
+            .await
+            .optional()?)
+    })
+}
+
+/// Removes a collection with all its documents and chunks, and detaches it from the
+/// developer's agents, in one transaction. Answers whether the collection existed.
+pub async fn delete(db: &Db, developer: &str, id: &str, now: i64) -> StoreResult<bool> {
+    db_tx!(db, |conn| {
+        let owned: Option<i64> = collections::table
+            .filter(collections::developer_id.eq(developer))
+            .filter(collections::id.eq(id))
+            .select(collections::seq)
+            .first(conn)
+            .await
+            .optional()?;
+        if owned.is_none() {
+            return Ok(false);
+        }
+        diesel::delete(chunks::table.filter(chunks::collection_id.eq(id)))
+            .execute(conn)
+            .await?;
+        diesel::delete(documents::table.filter(documents::collection_id.eq(id)))
+            .execute(conn)
+            .await?;
+        diesel::update(
+            agents::table
+                .filter(agents::developer_id.eq(developer))
+                .filter(agents::collection_id.eq(id)),
+        )
+        .set((
+            agents::collection_id.eq(None::<String>),
+            agents::updated_at.eq(now),
+        ))
+        .execute(conn)
+        .await?;
+        diesel::delete(collections::table.filter(collections::id.eq(id)))
+            .execute(conn)
+            .await?;
+        Ok(true)
+    })
+}

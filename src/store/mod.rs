@@ -1,0 +1,253 @@
+//! Storage: one query layer over SQLite (the embedded default) and PostgreSQL, chosen by the
+//! database URL. Queries are written once and expanded for each backend by [`db_run!`] and
+//! [`db_tx!`]; migrations are embedded per backend and run at start-up.
+
+pub mod agents;
+pub mod collections;
+pub mod developers;
+pub mod keys;
+pub mod schema;
+pub mod usage;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use diesel::result::{DatabaseErrorKind, Error as DieselError};
+use diesel::{Connection, RunQueryDsl as _, SqliteConnection};
+use diesel_async::async_connection_wrapper::AsyncConnectionWrapper;
+use diesel_async::pooled_connection::deadpool::Pool;
+use diesel_async::pooled_connection::{AsyncDieselConnectionManager, ManagerConfig};
+use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
+use diesel_async::{AsyncConnection, AsyncPgConnection, SimpleAsyncConnection};
+use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
+
+const SQLITE_MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations/sqlite");
+const POSTGRES_MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations/postgres");
+/// Serialises schema migrations of several nodes starting at once on one PostgreSQL.
+const MIGRATION_LOCK_ID: i64 = 0x5357_4254_4348;
+
+pub type SqliteConn = SyncConnectionWrapper<SqliteConnection>;
+
+/// A storage failure, as the layers above need to tell them apart.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A uniqueness rule was broken (duplicate id, duplicate key hash).
+    #[error("{0}")]
+    Conflict(String),
+    /// No connection could be had (pool exhausted, server down).
+    #[error("{0}")]
+    Unavailable(String),
+    /// Any other query failure.
+    #[error("{0}")]
+    Query(String),
+}
+
+impl From<DieselError> for StoreError {
+    fn from(err: DieselError) -> StoreError {
+        match err {
+            DieselError::DatabaseError(DatabaseErrorKind::UniqueViolation, info) => {
+                StoreError::Conflict(info.message().to_string())
+            }
+            DieselError::DatabaseError(DatabaseErrorKind::ClosedConnection, info) => {
+                StoreError::Unavailable(info.message().to_string())
+            }
+            other => StoreError::Query(other.to_string()),
+        }
+    }
+}
+
+impl StoreError {
+    /// Maps a pool failure (timeout, connection refused) to `Unavailable`.
+    pub fn pool(err: impl std::fmt::Display) -> StoreError {
+        StoreError::Unavailable(err.to_string())
+    }
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// The connection pool of whichever backend the URL chose.
+#[derive(Clone)]
+pub enum Db {
+    Sqlite {
+        pool: Pool<SqliteConn>,
+        /// SQLite allows one writer: transactions of this process take turns here instead
+        /// of failing with SQLITE_BUSY when a read lock must be upgraded.
+        write_lock: Arc<tokio::sync::Mutex<()>>,
+    },
+    Postgres {
+        pool: Pool<AsyncPgConnection>,
+    },
+}
+
+/// Which backend a database URL selects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+impl Backend {
+    pub fn of(url: &str) -> Backend {
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Backend::Postgres
+        } else {
+            Backend::Sqlite
+        }
+    }
+}
+
+/// Runs `$body` with `$conn` bound to a pooled connection of the active backend. The body
+/// is written once and compiled for each backend; it must evaluate to a `StoreResult`.
+#[macro_export]
+macro_rules! db_run {
+    ($db:expr, |$conn:ident| $body:expr) => {{
+        match $db {
+            $crate::store::Db::Sqlite { pool, .. } => {
+                let mut pooled = pool.get().await.map_err($crate::store::StoreError::pool)?;
+                let $conn: &mut $crate::store::SqliteConn = &mut pooled;
+                $body
+            }
+            $crate::store::Db::Postgres { pool } => {
+                let mut pooled = pool.get().await.map_err($crate::store::StoreError::pool)?;
+                let $conn: &mut diesel_async::AsyncPgConnection = &mut pooled;
+                $body
+            }
+        }
+    }};
+}
+
+/// Like [`db_run!`], inside one transaction: committed when the body returns `Ok`, rolled
+/// back on `Err`.
+#[macro_export]
+macro_rules! db_tx {
+    ($db:expr, |$conn:ident| $body:expr) => {{
+        use diesel_async::AsyncConnection as _;
+        match $db {
+            $crate::store::Db::Sqlite { pool, write_lock } => {
+                let _writer = write_lock.lock().await;
+                let mut pooled = pool.get().await.map_err($crate::store::StoreError::pool)?;
+                let conn: &mut $crate::store::SqliteConn = &mut pooled;
+                conn.transaction::<_, $crate::store::StoreError, _>(async |$conn| $body)
+                    .await
+            }
+            $crate::store::Db::Postgres { pool } => {
+                let mut pooled = pool.get().await.map_err($crate::store::StoreError::pool)?;
+                let conn: &mut diesel_async::AsyncPgConnection = &mut pooled;
+                conn.transaction::<_, $crate::store::StoreError, _>(async |$conn| $body)
+                    .await
+            }
+        }
+    }};
+}
+
+impl Db {
+    /// Runs pending migrations, then opens the pool. Blocking: call before serving.
+    pub async fn open(url: &str, pool_size: usize, busy_timeout_ms: u64) -> anyhow::Result<Db> {
+        migrate(url, busy_timeout_ms).await?;
+        Db::connect(url, pool_size, busy_timeout_ms)
+    }
+
+    /// Opens the pool without migrating (the schema must already be current).
+    pub fn connect(url: &str, pool_size: usize, busy_timeout_ms: u64) -> anyhow::Result<Db> {
+        let timeouts = deadpool::managed::Timeouts {
+            wait: Some(Duration::from_secs(10)),
+            create: Some(Duration::from_secs(10)),
+            recycle: Some(Duration::from_secs(5)),
+        };
+        match Backend::of(url) {
+            Backend::Postgres => {
+                let manager = AsyncDieselConnectionManager::<AsyncPgConnection>::new(url);
+                let pool = Pool::builder(manager)
+                    .max_size(pool_size)
+                    .timeouts(timeouts)
+                    .runtime(deadpool::Runtime::Tokio1)
+                    .build()?;
+                Ok(Db::Postgres { pool })
+            }
+            Backend::Sqlite => {
+                let mut config = ManagerConfig::<SqliteConn>::default();
+                config.custom_setup = Box::new(move |url| {
+                    let url = url.to_string();
+                    Box::pin(async move {
+                        let mut conn = SqliteConn::establish(&url).await?;
+                        conn.batch_execute(&sqlite_pragmas(busy_timeout_ms))
+                            .await
+                            .map_err(diesel::ConnectionError::CouldntSetupConfiguration)?;
+                        Ok(conn)
+                    })
+                });
+                let manager =
+                    AsyncDieselConnectionManager::<SqliteConn>::new_with_config(url, config);
+                let pool = Pool::builder(manager)
+                    .max_size(pool_size)
+                    .timeouts(timeouts)
+                    .runtime(deadpool::Runtime::Tokio1)
+                    .build()?;
+                Ok(Db::Sqlite {
+                    pool,
+                    write_lock: Arc::new(tokio::sync::Mutex::new(())),
+                })
+            }
+        }
+    }
+
+    pub fn backend(&self) -> Backend {
+        match self {
+            Db::Sqlite { .. } => Backend::Sqlite,
+            Db::Postgres { .. } => Backend::Postgres,
+        }
+    }
+
+    /// A trivial round trip, for the health check.
+    pub async fn ping(&self) -> StoreResult<()> {
+        db_run!(self, |conn| {
+            conn.batch_execute("SELECT 1").await?;
+            Ok(())
+        })
+    }
+}
+
+fn sqlite_pragmas(busy_timeout_ms: u64) -> String {
+    // WAL lets the CLI and the server share the file: readers never wait for the writer.
+    format!(
+        "PRAGMA journal_mode = WAL; PRAGMA busy_timeout = {busy_timeout_ms}; \
+         PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;"
+    )
+}
+
+/// Brings the schema up to date. Safe to run from several processes at once.
+pub async fn migrate(url: &str, busy_timeout_ms: u64) -> anyhow::Result<()> {
+    let url = url.to_string();
+    // Migrations use diesel's synchronous harness; keep it off the async runtime's threads.
+    tokio::task::spawn_blocking(move || migrate_blocking(&url, busy_timeout_ms)).await?
+}
+
+fn migrate_blocking(url: &str, busy_timeout_ms: u64) -> anyhow::Result<()> {
+    let run_error = |err: Box<dyn std::error::Error + Send + Sync>| anyhow::anyhow!("{err}");
+    match Backend::of(url) {
+        Backend::Sqlite => {
+            if let Some(parent) = std::path::Path::new(url).parent() {
+                if !parent.as_os_str().is_empty() {
+                    std::fs::create_dir_all(parent)?;
+                }
+            }
+            let mut conn = SqliteConnection::establish(url)?;
+            diesel::connection::SimpleConnection::batch_execute(
+                &mut conn,
+                &sqlite_pragmas(busy_timeout_ms),
+            )?;
+            conn.run_pending_migrations(SQLITE_MIGRATIONS)
+                .map_err(run_error)?;
+        }
+        Backend::Postgres => {
+            let mut conn: AsyncConnectionWrapper<AsyncPgConnection> = Connection::establish(url)?;
+            diesel::sql_query(format!("SELECT pg_advisory_lock({MIGRATION_LOCK_ID})"))
+                .execute(&mut conn)?;
+            let result = conn.run_pending_migrations(POSTGRES_MIGRATIONS).map(|_| ());
+            diesel::sql_query(format!("SELECT pg_advisory_unlock({MIGRATION_LOCK_ID})"))
+                .execute(&mut conn)?;
+            result.map_err(run_error)?;
+        }
+    }
+    Ok(())
+}

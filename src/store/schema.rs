@@ -1,0 +1,131 @@
+//! Diesel table definitions shared by both backends (see `migrations/sqlite` and
+//! `migrations/postgres`, which create the same columns with each backend's types).
+
+diesel::table! {
+    developers (seq) {
+        seq -> BigInt,
+        id -> Text,
+        name -> Nullable<Text>,
+        tier -> Text,
+        created_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    api_keys (seq) {
+        seq -> BigInt,
+        id -> Text,
+        developer_id -> Text,
+        name -> Text,
+        key_hash -> Text,
+        prefix -> Text,
+        created_at -> BigInt,
+        expires_at -> Nullable<BigInt>,
+        last_used_at -> Nullable<BigInt>,
+        revoked_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    collections (seq) {
+        seq -> BigInt,
+        id -> Text,
+        developer_id -> Text,
+        name -> Text,
+        description -> Nullable<Text>,
+        metadata -> Text,
+        created_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    documents (seq) {
+        seq -> BigInt,
+        id -> Text,
+        developer_id -> Text,
+        collection_id -> Text,
+        content_type -> Text,
+        source_url -> Nullable<Text>,
+        metadata -> Text,
+        chunk_count -> Integer,
+        tokens -> BigInt,
+        created_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    chunks (seq) {
+        seq -> BigInt,
+        document_id -> Text,
+        collection_id -> Text,
+        chunk_index -> Integer,
+        content -> Text,
+        metadata -> Text,
+        embedding -> Nullable<Binary>,
+    }
+}
+
+diesel::table! {
+    agents (seq) {
+        seq -> BigInt,
+        id -> Text,
+        developer_id -> Text,
+        name -> Text,
+        description -> Nullable<Text>,
+        system_prompt -> Nullable<Text>,
+        first_message -> Nullable<Text>,
+        voice_id -> Text,
+        tts_provider -> Text,
+        tts_model -> Nullable<Text>,
+        stt_provider -> Text,
+        llm_provider -> Text,
+        llm_model -> Nullable<Text>,
+        collection_id -> Nullable<Text>,
+        style_profile -> Nullable<Text>,
+        language -> Text,
+        temperature -> Double,
+        max_tokens -> Nullable<Integer>,
+        metadata -> Text,
+        status -> Text,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    agent_instances (seq) {
+        seq -> BigInt,
+        id -> Text,
+        developer_id -> Text,
+        agent_id -> Text,
+        name -> Nullable<Text>,
+        phone_number -> Nullable<Text>,
+        context -> Text,
+        metadata -> Text,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    usage_counters (developer_id, period) {
+        developer_id -> Text,
+        period -> Text,
+        request_count -> BigInt,
+        credits_tts -> Double,
+        credits_stt -> Double,
+        credits_llm -> Double,
+        credits_rag -> Double,
+    }
+}
+
+diesel::allow_tables_to_appear_in_same_query!(
+    developers,
+    api_keys,
+    collections,
+    documents,
+    chunks,
+    agents,
+    agent_instances,
+    usage_counters,
+);

@@ -1,0 +1,61 @@
+//! Queries on per-developer usage counters, one row per billing period.
+
+use diesel::prelude::*;
+use diesel::upsert::excluded;
+use diesel_async::RunQueryDsl;
+
+use super::schema::usage_counters;
+use super::{Db, StoreResult};
+use crate::db_run;
+
+#[derive(Debug, Clone, Default, Queryable, Selectable, Insertable)]
+#[diesel(table_name = usage_counters)]
+pub struct UsageRow {
+    pub developer_id: String,
+    pub period: String,
+    pub request_count: i64,
+    pub credits_tts: f64,
+    pub credits_stt: f64,
+    pub credits_llm: f64,
+    pub credits_rag: f64,
+}
+
+impl UsageRow {
+    pub fn credits_used(&self) -> f64 {
+        self.credits_tts + self.credits_stt + self.credits_llm + self.credits_rag
+    }
+}
+
+pub async fn get(db: &Db, developer: &str, period: &str) -> StoreResult<Option<UsageRow>> {
+    db_run!(db, |conn| {
+        Ok(usage_counters::table
+            .filter(usage_counters::developer_id.eq(developer))
+            .filter(usage_counters::period.eq(period))
+            .select(UsageRow::as_select())
+            .first(conn)
+            .await
+            .optional()?)
+    })
+}
+
+/// Adds the deltas in `delta` to the stored counters (atomic increments, so several nodes
+/// can add to the same row).
+pub async fn add(db: &Db, delta: &UsageRow) -> StoreResult<()> {
+    use usage_counters::*;
+    db_run!(db, |conn| {
+        diesel::insert_into(table)
+            .values(delta)
+            .on_conflict((developer_id, period))
+            .do_update()
+            .set((
+                request_count.eq(request_count + excluded(request_count)),
+                credits_tts.eq(credits_tts + excluded(credits_tts)),
+                credits_stt.eq(credits_stt + excluded(credits_stt)),
+                credits_llm.eq(credits_llm + excluded(credits_llm)),
+                credits_rag.eq(credits_rag + excluded(credits_rag)),
+            ))
+            .execute(conn)
+            .await?;
+        Ok(())
+    })
+}
