@@ -26,6 +26,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .service(get_agent)
         .service(update_agent)
         .service(delete_agent);
+    super::other_methods(cfg, &["/agents", "/agents/{id}"]);
 }
 
 /// An agent as the API shows it.

@@ -23,6 +23,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .service(list_collections)
         .service(get_collection)
         .service(delete_collection);
+    super::other_methods(cfg, &["/collections", "/collections/{id}"]);
 }
 
 #[derive(Debug, Serialize, ToSchema)]

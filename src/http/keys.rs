@@ -20,6 +20,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .service(list_keys)
         .service(revoke_key)
         .service(rotate_key);
+    super::other_methods(cfg, &["/keys", "/keys/{id}", "/keys/{id}/rotate"]);
 }
 
 #[derive(Debug, Default, Deserialize, ToSchema)]

@@ -52,6 +52,20 @@ pub fn configure(cfg: &mut web::ServiceConfig, max_json_bytes: usize) {
     .default_service(web::to(not_found));
 }
 
+/// Registers, after a module's routes, a catch-all for its paths so a known path with an
+/// unsupported method answers 405 instead of falling through to 404.
+pub fn other_methods(cfg: &mut web::ServiceConfig, paths: &[&str]) {
+    cfg.service(web::resource(paths.to_vec()).to(method_not_allowed));
+}
+
+async fn method_not_allowed(req: HttpRequest) -> Result<HttpResponse, ApiError> {
+    Err(ApiError::MethodNotAllowed(format!(
+        "{} is not allowed on {}",
+        req.method(),
+        req.path()
+    )))
+}
+
 async fn not_found(req: HttpRequest) -> Result<HttpResponse, ApiError> {
     Err(ApiError::NotFound(format!(
         "no route for {} {}",

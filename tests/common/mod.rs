@@ -1,0 +1,289 @@
+//! Test harness: starts the real `switchboard` binary on an ephemeral port with its own fresh
+//! database — a SQLite file in a temp dir, or, when `SWITCHBOARD_TEST_POSTGRES_URL` points at
+//! a PostgreSQL server, a new database on it — and talks to it over real HTTP.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use reqwest::{Method, RequestBuilder, Response};
+use serde_json::Value;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
+
+/// Where the server under test keeps its state; survives restarts of the server.
+pub struct Storage {
+    pub data_dir: tempfile::TempDir,
+    pub database_url: Option<String>,
+}
+
+impl Storage {
+    /// A fresh, empty store on the backend this test run targets.
+    pub async fn fresh() -> Storage {
+        let data_dir = tempfile::tempdir().expect("temp dir");
+        let database_url = match std::env::var("SWITCHBOARD_TEST_POSTGRES_URL") {
+            Ok(admin) if !admin.is_empty() => Some(create_postgres_database(&admin).await),
+            _ => None,
+        };
+        Storage {
+            data_dir,
+            database_url,
+        }
+    }
+
+    /// The URL the service itself resolves (SQLite file when no PostgreSQL).
+    pub fn resolved_url(&self) -> String {
+        self.database_url.clone().unwrap_or_else(|| {
+            self.data_dir
+                .path()
+                .join("switchboard.db")
+                .to_string_lossy()
+                .into_owned()
+        })
+    }
+
+    /// Runs the binary with this store's environment.
+    pub fn command(&self) -> Command {
+        let mut command = Command::new(BIN);
+        command
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("SWITCHBOARD_DATA_DIR", self.data_dir.path())
+            .env("SWITCHBOARD_BIND", "127.0.0.1:0")
+            .env("SWITCHBOARD_LOG", "warn")
+            .env("SWITCHBOARD__AUTH__REVOCATION_POLL_MS", "100")
+            .env("SWITCHBOARD__AUTH__LAST_USED_FLUSH_MS", "200")
+            .env("SWITCHBOARD__METERING__FLUSH_MS", "200")
+            .env("SWITCHBOARD__SERVER__WORKERS", "2")
+            .env("SWITCHBOARD__DATABASE__POOL_SIZE", "4");
+        if let Some(url) = &self.database_url {
+            command.env("SWITCHBOARD_DATABASE_URL", url);
+        }
+        command
+    }
+
+    /// Runs a CLI command to completion; answers (success, stdout, stderr).
+    pub fn cli(&self, args: &[&str]) -> (bool, String, String) {
+        let output = self.command().args(args).output().expect("run the CLI");
+        (
+            output.status.success(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    }
+
+    /// Creates a key for `developer` through the CLI; answers the raw key.
+    pub fn create_key(&self, developer: &str) -> String {
+        let (ok, stdout, stderr) = self.cli(&["keys", "create", "--developer", developer]);
+        assert!(ok, "keys create failed: {stderr}");
+        stdout
+            .lines()
+            .last()
+            .expect("a key line")
+            .trim()
+            .to_string()
+    }
+}
+
+async fn create_postgres_database(admin_url: &str) -> String {
+    let (client, connection) = tokio_postgres::connect(admin_url, tokio_postgres::NoTls)
+        .await
+        .expect("connect to the test PostgreSQL server");
+    tokio::spawn(connection);
+    let name = format!("sb_test_{}", uuid::Uuid::new_v4().simple());
+    client
+        .batch_execute(&format!("CREATE DATABASE {name}"))
+        .await
+        .expect("create a test database");
+    let base = admin_url
+        .rsplit_once('/')
+        .map_or(admin_url, |(base, _)| base);
+    format!("{base}/{name}")
+}
+
+/// A running server and an HTTP client for it.
+pub struct Server {
+    pub storage: Storage,
+    pub base: String,
+    /// The key printed on first start, when this start created the bootstrap developer.
+    pub bootstrap_key: Option<String>,
+    pub http: reqwest::Client,
+    child: Child,
+}
+
+impl Server {
+    /// A server on a fresh store.
+    pub async fn start() -> Server {
+        Server::start_on(Storage::fresh().await).await
+    }
+
+    /// A server on an existing store.
+    pub async fn start_on(storage: Storage) -> Server {
+        Server::start_with(storage, &[]).await
+    }
+
+    /// A server on an existing store with extra environment.
+    pub async fn start_with(storage: Storage, env: &[(&str, &str)]) -> Server {
+        let log = std::fs::File::create(storage.data_dir.path().join("server.log"))
+            .expect("server log file");
+        let mut command = storage.command();
+        command.envs(env.iter().copied());
+        let mut child = command
+            .arg("serve")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(log))
+            .spawn()
+            .expect("start the server");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (lines_tx, lines_rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if lines_tx.send(line).is_err() {
+                    // Keep draining so the server never blocks on a full pipe.
+                    continue;
+                }
+            }
+        });
+        let mut bootstrap_key = None;
+        let base = loop {
+            let line = lines_rx
+                .recv_timeout(Duration::from_secs(60))
+                .unwrap_or_else(|_| {
+                    panic!(
+                        "server did not start; log: {}",
+                        server_log(&storage.data_dir.path().join("server.log"))
+                    )
+                });
+            if line.starts_with("sb_live_") {
+                bootstrap_key = Some(line.trim().to_string());
+            }
+            if let Some(url) = line.strip_prefix("switchboard listening on ") {
+                break url.trim().to_string();
+            }
+        };
+        Server {
+            storage,
+            base,
+            bootstrap_key,
+            http: reqwest::Client::new(),
+            child,
+        }
+    }
+
+    /// Stops the server gracefully (SIGTERM) and starts it again on the same store.
+    pub async fn restart(self) -> Server {
+        let storage = self.stop();
+        Server::start_on(storage).await
+    }
+
+    /// Stops the server gracefully and hands back its store.
+    pub fn stop(mut self) -> Storage {
+        let pid = self.child.id().to_string();
+        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        for _ in 0..200 {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        // Move the store out without running Drop on a live child.
+        let storage = std::mem::replace(
+            &mut self.storage,
+            Storage {
+                data_dir: tempfile::tempdir().expect("temp dir"),
+                database_url: None,
+            },
+        );
+        storage
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    /// The bootstrap developer's key.
+    pub fn key(&self) -> &str {
+        self.bootstrap_key
+            .as_deref()
+            .expect("this start printed a bootstrap key")
+    }
+
+    /// A request with `Authorization: Bearer <key>`.
+    pub fn request(&self, method: Method, path: &str, key: &str) -> RequestBuilder {
+        self.http
+            .request(method, self.url(path))
+            .header("Authorization", format!("Bearer {key}"))
+    }
+
+    pub fn get(&self, path: &str, key: &str) -> RequestBuilder {
+        self.request(Method::GET, path, key)
+    }
+
+    pub fn post(&self, path: &str, key: &str, body: Value) -> RequestBuilder {
+        self.request(Method::POST, path, key).json(&body)
+    }
+
+    pub fn put(&self, path: &str, key: &str, body: Value) -> RequestBuilder {
+        self.request(Method::PUT, path, key).json(&body)
+    }
+
+    pub fn delete(&self, path: &str, key: &str) -> RequestBuilder {
+        self.request(Method::DELETE, path, key)
+    }
+
+    pub fn log(&self) -> String {
+        server_log(&self.storage.data_dir.path().join("server.log"))
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn server_log(path: &PathBuf) -> String {
+    std::fs::read_to_string(path).unwrap_or_default()
+}
+
+/// Sends a request and answers (status, JSON body or Null).
+pub async fn call(request: RequestBuilder) -> (u16, Value) {
+    let response = request.send().await.expect("request reaches the server");
+    json_of(response).await
+}
+
+pub async fn json_of(response: Response) -> (u16, Value) {
+    let status = response.status().as_u16();
+    let text = response.text().await.expect("response body");
+    let body = if text.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_str(&text).unwrap_or(Value::String(text))
+    };
+    (status, body)
+}
+
+/// Asserts the documented error body shape and answers its code.
+pub fn error_code(body: &Value) -> &str {
+    let error = &body["error"];
+    assert!(
+        error["message"].is_string(),
+        "error body has a message: {body}"
+    );
+    assert!(
+        error["requestId"].as_str().is_some_and(|id| !id.is_empty()),
+        "error body has a requestId: {body}"
+    );
+    assert!(
+        error.get("param").is_some(),
+        "error body has a param field: {body}"
+    );
+    error["code"].as_str().expect("error code")
+}

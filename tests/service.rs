@@ -1,0 +1,256 @@
+//! The service as a whole: health, the OpenAPI document, authentication of every `/v1`
+//! route, request ids and usage headers, error shapes, bootstrap and configuration.
+
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+
+#[tokio::test]
+async fn health_answers_ok_without_a_key() {
+    let server = Server::start().await;
+    let response = server.http.get(server.url("/health")).send().await.unwrap();
+    assert!(response.headers().contains_key("x-request-id"));
+    let (status, body) = json_of(response).await;
+    assert_eq!(status, 200);
+    assert_eq!(body["status"], "ok");
+}
+
+#[tokio::test]
+async fn the_openapi_document_describes_every_route() {
+    let server = Server::start().await;
+    let (status, doc) = call(server.http.get(server.url("/openapi.json"))).await;
+    assert_eq!(status, 200);
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3."));
+    let paths = doc["paths"].as_object().unwrap();
+    for (path, methods) in [
+        ("/health", &["get"][..]),
+        ("/openapi.json", &["get"]),
+        ("/v1/keys", &["get", "post"]),
+        ("/v1/keys/{id}", &["delete"]),
+        ("/v1/keys/{id}/rotate", &["post"]),
+        ("/v1/agents", &["get", "post"]),
+        ("/v1/agents/{id}", &["get", "put", "delete"]),
+        ("/v1/collections", &["get", "post"]),
+        ("/v1/collections/{id}", &["get", "delete"]),
+    ] {
+        for method in methods {
+            assert!(
+                paths[path].get(*method).is_some(),
+                "{method} {path} is documented"
+            );
+        }
+    }
+    assert!(doc["components"]["securitySchemes"]["bearer"].is_object());
+    assert!(doc["components"]["schemas"]["ErrorBody"].is_object());
+}
+
+#[tokio::test]
+async fn every_v1_route_requires_an_api_key() {
+    let server = Server::start().await;
+    let routes = [
+        ("GET", "/v1/keys"),
+        ("POST", "/v1/keys"),
+        ("DELETE", "/v1/keys/key_x"),
+        ("POST", "/v1/keys/key_x/rotate"),
+        ("GET", "/v1/agents"),
+        ("POST", "/v1/agents"),
+        ("GET", "/v1/agents/a"),
+        ("PUT", "/v1/agents/a"),
+        ("DELETE", "/v1/agents/a"),
+        ("GET", "/v1/collections"),
+        ("POST", "/v1/collections"),
+        ("GET", "/v1/collections/c"),
+        ("DELETE", "/v1/collections/c"),
+        ("GET", "/v1/no-such-route"),
+    ];
+    for (method, path) in routes {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        for auth in [
+            None,
+            Some("Bearer "),
+            Some("Basic abc"),
+            Some("Bearer sb_live_notakey"),
+            Some("Bearer other_prefix"),
+        ] {
+            let mut request = server.http.request(method.clone(), server.url(path));
+            if let Some(auth) = auth {
+                request = request.header("Authorization", auth);
+            }
+            let response = request.json(&json!({})).send().await.unwrap();
+            let request_id = response.headers()["x-request-id"]
+                .to_str()
+                .unwrap()
+                .to_string();
+            let (status, body) = json_of(response).await;
+            assert_eq!(status, 401, "{method} {path} with {auth:?}");
+            assert_eq!(error_code(&body), "unauthorized");
+            assert_eq!(body["error"]["requestId"], request_id);
+        }
+    }
+}
+
+#[tokio::test]
+async fn authenticated_responses_carry_request_id_and_usage_headers() {
+    let server = Server::start().await;
+    for response in [
+        server.get("/v1/agents", server.key()).send().await.unwrap(),
+        server
+            .get("/v1/agents/missing", server.key())
+            .send()
+            .await
+            .unwrap(),
+    ] {
+        let headers = response.headers();
+        for name in [
+            "x-request-id",
+            "x-usage-current",
+            "x-usage-limit",
+            "x-usage-remaining",
+        ] {
+            assert!(
+                headers.contains_key(name),
+                "{name} on {}",
+                response.status()
+            );
+        }
+        assert_eq!(headers["x-usage-bypassed"], "false");
+        let number = |name: &str| headers[name].to_str().unwrap().parse::<f64>().unwrap();
+        assert_eq!(
+            number("x-usage-remaining"),
+            number("x-usage-limit") - number("x-usage-current")
+        );
+    }
+    let a = server.get("/v1/agents", server.key()).send().await.unwrap();
+    let b = server.get("/v1/agents", server.key()).send().await.unwrap();
+    assert_ne!(a.headers()["x-request-id"], b.headers()["x-request-id"]);
+}
+
+#[tokio::test]
+async fn unknown_routes_and_methods_answer_json_errors() {
+    let server = Server::start().await;
+    let (status, body) = call(server.get("/v1/nothing-here", server.key())).await;
+    assert_eq!((status, error_code(&body)), (404, "not_found"));
+    let (status, body) = call(server.http.get(server.url("/nothing"))).await;
+    assert_eq!((status, error_code(&body)), (404, "not_found"));
+    for (method, path) in [
+        ("PATCH", "/v1/agents/a"),
+        ("PUT", "/v1/keys"),
+        ("POST", "/v1/collections/c"),
+    ] {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        let (status, body) = call(server.request(method.clone(), path, server.key())).await;
+        assert_eq!(
+            (status, error_code(&body)),
+            (405, "method_not_allowed"),
+            "{method} {path}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn malformed_bodies_get_documented_errors_and_change_nothing() {
+    let server = Server::start().await;
+    let key = server.key();
+    let raw = |body: &'static str, content_type: Option<&'static str>| {
+        let mut request = server
+            .request(reqwest::Method::POST, "/v1/agents", key)
+            .body(body);
+        if let Some(content_type) = content_type {
+            request = request.header("Content-Type", content_type);
+        }
+        request
+    };
+    let (status, body) = call(raw("{\"name\": ", Some("application/json"))).await;
+    assert_eq!((status, error_code(&body)), (400, "validation_error"));
+    let (status, body) = call(raw("{\"name\": \"x\"}", Some("text/plain"))).await;
+    assert_eq!((status, error_code(&body)), (415, "unsupported_media_type"));
+    let (status, body) = call(raw("{\"name\": \"x\"}", None)).await;
+    assert_eq!((status, error_code(&body)), (415, "unsupported_media_type"));
+    let huge = format!(
+        "{{\"name\": \"x\", \"description\": \"{}\"}}",
+        "d".repeat(3 * 1024 * 1024)
+    );
+    let response = server
+        .request(reqwest::Method::POST, "/v1/agents", key)
+        .header("Content-Type", "application/json")
+        .body(huge)
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = json_of(response).await;
+    assert_eq!((status, error_code(&body)), (413, "payload_too_large"));
+    let (_, list) = call(server.get("/v1/agents", key)).await;
+    assert_eq!(list["data"], json!([]));
+}
+
+#[tokio::test]
+async fn the_bootstrap_key_is_printed_once_on_an_empty_database() {
+    let server = Server::start().await;
+    let key = server.key().to_string();
+    let server = server.restart().await;
+    assert_eq!(
+        server.bootstrap_key, None,
+        "the key is shown only on the first start"
+    );
+    let (status, _) = call(server.get("/v1/agents", &key)).await;
+    assert_eq!(status, 200);
+}
+
+#[tokio::test]
+async fn configuration_comes_from_a_file_and_the_environment() {
+    let storage = Storage::fresh().await;
+    let file = storage.data_dir.path().join("custom.toml");
+    std::fs::write(
+        &file,
+        "[auth]\nkey_prefix = \"sb_test_\"\nbootstrap_developer = \"dev_file\"\n",
+    )
+    .unwrap();
+    let mut command = storage.command();
+    command.args([
+        "--config",
+        file.to_str().unwrap(),
+        "keys",
+        "create",
+        "--developer",
+        "x",
+    ]);
+    let output = command.output().unwrap();
+    assert!(output.status.success());
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.lines().last().unwrap().starts_with("sb_test_"),
+        "{stdout}"
+    );
+
+    let output = storage
+        .command()
+        .env("SWITCHBOARD__AUTH__KEY_PREFIX", "sb_env_")
+        .args([
+            "--config",
+            file.to_str().unwrap(),
+            "keys",
+            "create",
+            "--developer",
+            "x",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.lines().last().unwrap().starts_with("sb_env_"),
+        "environment wins: {stdout}"
+    );
+
+    let bad = storage
+        .command()
+        .env("SWITCHBOARD_BIND", "not an address")
+        .arg("migrate")
+        .output()
+        .unwrap();
+    assert!(
+        !bad.status.success(),
+        "an invalid setting is refused at start"
+    );
+    let _ = Value::Null;
+}
