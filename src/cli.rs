@@ -64,12 +64,12 @@ impl Cli {
 
 async fn open(config: &Config) -> anyhow::Result<Db> {
     std::fs::create_dir_all(&config.server.data_dir)?;
-    Ok(Db::open(
+    Db::open(
         &config.database_url(),
         2,
         config.database.sqlite_busy_timeout_ms,
     )
-    .await?)
+    .await
 }
 
 /// Runs `migrate`.

@@ -92,7 +92,7 @@ pub struct MeteringConfig {
 
 impl Config {
     /// Loads the layered configuration; `file` is the optional `--config` argument.
-    pub fn load(file: Option<&Path>) -> Result<Config, figment::Error> {
+    pub fn load(file: Option<&Path>) -> Result<Config, Box<figment::Error>> {
         let mut figment = Figment::from(Toml::string(DEFAULT_TOML));
         if let Some(file) = file {
             figment = figment.merge(Toml::file_exact(file));
@@ -106,26 +106,23 @@ impl Config {
         let config: Config = figment
             .merge(short)
             .merge(Env::prefixed("SWITCHBOARD__").split("__"))
-            .extract()?;
+            .extract()
+            .map_err(Box::new)?;
         config.check()?;
         Ok(config)
     }
 
-    fn check(&self) -> Result<(), figment::Error> {
+    fn check(&self) -> Result<(), Box<figment::Error>> {
         for tier in ["starter", "pro", "scale"] {
             if !self.tiers.contains_key(tier) {
-                return Err(figment::Error::from(format!("tiers.{tier} is missing")));
+                return Err(invalid(&format!("tiers.{tier} is missing")));
             }
         }
         if self.database.pool_size == 0 {
-            return Err(figment::Error::from(
-                "database.pool_size must be at least 1".to_string(),
-            ));
+            return Err(invalid("database.pool_size must be at least 1"));
         }
         if self.auth.key_prefix.is_empty() {
-            return Err(figment::Error::from(
-                "auth.key_prefix must not be empty".to_string(),
-            ));
+            return Err(invalid("auth.key_prefix must not be empty"));
         }
         Ok(())
     }
@@ -150,6 +147,10 @@ impl Config {
             .or_else(|| self.tiers.get("starter"))
             .expect("config check guarantees a starter tier")
     }
+}
+
+fn invalid(message: &str) -> Box<figment::Error> {
+    Box::new(figment::Error::from(message.to_string()))
 }
 
 #[cfg(test)]

@@ -192,15 +192,14 @@ impl Server {
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
-        // Move the store out without running Drop on a live child.
-        let storage = std::mem::replace(
+        // Move the store out; Drop then finds the child already gone.
+        std::mem::replace(
             &mut self.storage,
             Storage {
                 data_dir: tempfile::tempdir().expect("temp dir"),
                 database_url: None,
             },
-        );
-        storage
+        )
     }
 
     pub fn url(&self, path: &str) -> String {
