@@ -73,11 +73,12 @@ pub struct IssuedKey {
 
 /// The SHA-256 of a raw key, hex encoded, as stored.
 pub fn hash_key(raw: &str) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let digest = Sha256::digest(raw.as_bytes());
     let mut hex = String::with_capacity(64);
     for byte in digest {
-        use std::fmt::Write;
-        let _ = write!(hex, "{byte:02x}");
+        hex.push(HEX[usize::from(byte >> 4)] as char);
+        hex.push(HEX[usize::from(byte & 0x0f)] as char);
     }
     hex
 }
@@ -454,5 +455,28 @@ impl Handler<FlushLastUsed> for KeyRegistry {
             }
             .into_actor(self),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_hash_to_lowercase_hex_sha256() {
+        assert_eq!(
+            hash_key("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+
+    #[test]
+    fn minted_keys_carry_the_prefix_and_40_base62_characters() {
+        let (raw, row) = mint_key("sb_live_", "dev", "n", 0, None);
+        assert!(raw.starts_with("sb_live_"));
+        assert_eq!(raw.len(), "sb_live_".len() + 40);
+        assert!(raw["sb_live_".len()..].chars().all(|c| c.is_ascii_alphanumeric()));
+        assert_eq!(row.prefix, raw[..12]);
+        assert_eq!(row.key_hash, hash_key(&raw));
     }
 }
