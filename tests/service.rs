@@ -14,7 +14,11 @@ async fn health_answers_ok_without_a_key() {
     let (status, body) = json_of(response).await;
     assert_eq!(status, 200);
     assert_eq!(body["status"], "ok");
-    let expected = if server.storage.database_url.is_some() { "postgres" } else { "sqlite" };
+    let expected = if server.storage.database_url.is_some() {
+        "postgres"
+    } else {
+        "sqlite"
+    };
     assert_eq!(body["database"], expected);
 }
 

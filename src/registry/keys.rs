@@ -475,7 +475,9 @@ mod tests {
         let (raw, row) = mint_key("sb_live_", "dev", "n", 0, None);
         assert!(raw.starts_with("sb_live_"));
         assert_eq!(raw.len(), "sb_live_".len() + 40);
-        assert!(raw["sb_live_".len()..].chars().all(|c| c.is_ascii_alphanumeric()));
+        assert!(raw["sb_live_".len()..]
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric()));
         assert_eq!(row.prefix, raw[..12]);
         assert_eq!(row.key_hash, hash_key(&raw));
     }
