@@ -6,6 +6,7 @@ use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
 use super::auth::Developer;
+use super::body::ApiJson;
 use super::pagination::{PageBody, PageQuery};
 use super::validate::{self, not_null, nullable};
 use super::AppState;
@@ -287,7 +288,7 @@ impl AgentFields {
 async fn create_agent(
     state: web::Data<AppState>,
     developer: Developer,
-    body: web::Json<AgentFields>,
+    body: ApiJson<AgentFields>,
 ) -> Result<HttpResponse, ApiError> {
     let mut fields = body.into_inner();
     let id = not_null("id", fields.id.take())?;
@@ -383,7 +384,7 @@ async fn update_agent(
     state: web::Data<AppState>,
     developer: Developer,
     id: web::Path<String>,
-    body: web::Json<AgentFields>,
+    body: ApiJson<AgentFields>,
 ) -> Result<HttpResponse, ApiError> {
     let id = id.into_inner();
     let mut fields = body.into_inner();

@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
 use super::auth::Developer;
+use super::body::ApiJson;
 use super::pagination::{PageBody, PageQuery};
 use super::validate;
 use super::AppState;
@@ -69,7 +70,7 @@ pub struct CreateCollectionRequest {
 async fn create_collection(
     state: web::Data<AppState>,
     developer: Developer,
-    body: web::Json<CreateCollectionRequest>,
+    body: ApiJson<CreateCollectionRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let request = body.into_inner();
     validate::required_text("name", request.name.as_deref(), 100)?;

@@ -12,7 +12,7 @@ pub mod request_id;
 pub mod validate;
 
 use actix::Addr;
-use actix_web::error::{JsonPayloadError, PathError, QueryPayloadError};
+use actix_web::error::{PathError, QueryPayloadError};
 use actix_web::middleware::from_fn;
 use actix_web::{web, HttpRequest, HttpResponse};
 
@@ -33,23 +33,19 @@ pub struct AppState {
 
 /// Registers every route and the extractor error mappings.
 pub fn configure(cfg: &mut web::ServiceConfig, max_json_bytes: usize) {
-    cfg.app_data(
-        web::JsonConfig::default()
-            .limit(max_json_bytes)
-            .error_handler(|err, _| json_error(err).into()),
-    )
-    .app_data(web::QueryConfig::default().error_handler(|err, _| query_error(err).into()))
-    .app_data(web::PathConfig::default().error_handler(|err, _| path_error(err).into()))
-    .service(health::health)
-    .service(openapi::openapi_json)
-    .service(
-        web::scope("/v1")
-            .wrap(from_fn(auth::require_api_key))
-            .configure(keys::routes)
-            .configure(agents::routes)
-            .configure(collections::routes),
-    )
-    .default_service(web::to(not_found));
+    cfg.app_data(body::JsonLimit(max_json_bytes))
+        .app_data(web::QueryConfig::default().error_handler(|err, _| query_error(err).into()))
+        .app_data(web::PathConfig::default().error_handler(|err, _| path_error(err).into()))
+        .service(health::health)
+        .service(openapi::openapi_json)
+        .service(
+            web::scope("/v1")
+                .wrap(from_fn(auth::require_api_key))
+                .configure(keys::routes)
+                .configure(agents::routes)
+                .configure(collections::routes),
+        )
+        .default_service(web::to(not_found));
 }
 
 /// Registers, after a module's routes, a catch-all for its paths so a known path with an
@@ -72,26 +68,6 @@ async fn not_found(req: HttpRequest) -> Result<HttpResponse, ApiError> {
         req.method(),
         req.path()
     )))
-}
-
-/// Maps a JSON body failure to the documented status.
-pub fn json_error(err: JsonPayloadError) -> ApiError {
-    match err {
-        JsonPayloadError::ContentType => ApiError::UnsupportedMediaType(
-            "request body must be JSON: send `Content-Type: application/json`".into(),
-        ),
-        JsonPayloadError::Overflow { limit }
-        | JsonPayloadError::OverflowKnownLength { limit, .. } => {
-            ApiError::PayloadTooLarge(format!("request body exceeds the {limit} byte limit"))
-        }
-        JsonPayloadError::Deserialize(err) if err.is_data() => {
-            ApiError::bad_request(format!("invalid request body: {err}"))
-        }
-        JsonPayloadError::Deserialize(err) => {
-            ApiError::bad_request(format!("malformed JSON body: {err}"))
-        }
-        other => ApiError::bad_request(format!("could not read the request body: {other}")),
-    }
 }
 
 fn query_error(err: QueryPayloadError) -> ApiError {

@@ -14,14 +14,23 @@ pub const MAX_LIMIT: i64 = 100;
 #[into_params(parameter_in = Query)]
 pub struct PageQuery {
     /// Items per page, 1-100 (default 20).
-    pub limit: Option<i64>,
+    #[param(value_type = Option<i64>)]
+    pub limit: Option<String>,
     /// The id of the last item of the previous page.
     pub cursor: Option<String>,
 }
 
 impl PageQuery {
     pub fn validate(self) -> Result<PageRequest, ApiError> {
-        let limit = self.limit.unwrap_or(DEFAULT_LIMIT);
+        let limit = match self.limit.as_deref() {
+            None => DEFAULT_LIMIT,
+            Some(text) => text.trim().parse::<i64>().map_err(|_| {
+                ApiError::invalid(
+                    "limit",
+                    format!("limit must be an integer between 1 and {MAX_LIMIT}"),
+                )
+            })?,
+        };
         if !(1..=MAX_LIMIT).contains(&limit) {
             return Err(ApiError::invalid(
                 "limit",

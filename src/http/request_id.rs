@@ -35,6 +35,9 @@ pub async fn assign(
     let id = new_request_id();
     let result = REQUEST_ID
         .scope(id.clone(), async move {
+            if let Some(refusal) = refuse_nul(&req) {
+                return Ok(req.into_response(refusal.error_response()));
+            }
             let response = next.call(req).await?.map_into_boxed_body();
             Ok::<_, actix_web::Error>(with_json_error_body(response))
         })
@@ -47,6 +50,26 @@ pub async fn assign(
         response.headers_mut().insert(HEADER, value);
     }
     Ok(response)
+}
+
+/// No identifier or parameter may hold a NUL character (PostgreSQL text cannot store one):
+/// such a path names nothing, such a query is malformed.
+fn refuse_nul(req: &ServiceRequest) -> Option<ApiError> {
+    if req.path().contains("%00") {
+        return Some(ApiError::NotFound(format!("no resource at {}", req.path())));
+    }
+    let tainted = req
+        .query_string()
+        .split('&')
+        .find(|pair| pair.contains("%00"));
+    if let Some(pair) = tainted {
+        let name = pair.split_once('=').map_or(pair, |(name, _)| name);
+        return Some(ApiError::invalid(
+            name,
+            format!("{name} must not contain NUL characters"),
+        ));
+    }
+    None
 }
 
 fn with_json_error_body(response: ServiceResponse<BoxBody>) -> ServiceResponse<BoxBody> {

@@ -11,6 +11,12 @@ pub const MAX_METADATA_BYTES: usize = 65_536;
 
 /// A string of `min..=max` characters (Unicode scalar values, not bytes).
 pub fn length(param: &str, value: &str, min: usize, max: usize) -> Result<(), ApiError> {
+    if value.contains('\0') {
+        return Err(ApiError::invalid(
+            param,
+            format!("{param} must not contain NUL characters"),
+        ));
+    }
     let count = value.chars().count();
     if count < min || count > max {
         let rule = if min == 0 {
