@@ -5,8 +5,21 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
 use serde::Serialize;
 
-use crate::http::request_id;
 use crate::store::StoreError;
+
+tokio::task_local! {
+    static REQUEST_ID: String;
+}
+
+/// Runs `fut` as the handling of request `id`: errors built inside carry it as `requestId`.
+pub async fn with_request_id<F: std::future::Future>(id: String, fut: F) -> F::Output {
+    REQUEST_ID.scope(id, fut).await
+}
+
+/// The id of the request being handled on this task, if any.
+pub fn current_request_id() -> Option<String> {
+    REQUEST_ID.try_with(Clone::clone).ok()
+}
 
 /// Everything a request can fail with, as the client sees it.
 #[derive(Debug, thiserror::Error)]
@@ -122,7 +135,7 @@ impl ResponseError for ApiError {
     }
 
     fn error_response(&self) -> HttpResponse {
-        let request_id = request_id::current().unwrap_or_default();
+        let request_id = current_request_id().unwrap_or_default();
         if let ApiError::Internal(detail) = self {
             tracing::error!(request_id = %request_id, "{detail}");
         }

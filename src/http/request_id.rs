@@ -1,6 +1,5 @@
-//! `X-Request-Id` on every response, errors included. The id is also visible to error bodies
-//! built deeper in the stack through a task-local, so `requestId` in a JSON error always
-//! matches the header.
+//! `X-Request-Id` on every response, errors included. The rest of the stack runs inside
+//! [`error::with_request_id`], so `requestId` in a JSON error always matches the header.
 
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
@@ -9,18 +8,9 @@ use actix_web::http::StatusCode;
 use actix_web::middleware::Next;
 use actix_web::ResponseError;
 
-use crate::error::ApiError;
+use crate::error::{self, ApiError};
 
 pub const HEADER: HeaderName = HeaderName::from_static("x-request-id");
-
-tokio::task_local! {
-    static REQUEST_ID: String;
-}
-
-/// The id of the request being handled on this task, if any.
-pub fn current() -> Option<String> {
-    REQUEST_ID.try_with(Clone::clone).ok()
-}
 
 fn new_request_id() -> String {
     format!("req_{}", uuid::Uuid::now_v7().simple())
@@ -33,19 +23,15 @@ pub async fn assign(
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
     let id = new_request_id();
-    let result = REQUEST_ID
-        .scope(id.clone(), async move {
-            if let Some(refusal) = refuse_nul(&req) {
-                return Ok(req.into_response(refusal.error_response()));
-            }
-            let response = next.call(req).await?.map_into_boxed_body();
-            Ok::<_, actix_web::Error>(with_json_error_body(response))
-        })
-        .await;
-    let mut response = match result {
-        Ok(response) => response,
-        Err(err) => return Err(err),
-    };
+    let result = error::with_request_id(id.clone(), async move {
+        if let Some(refusal) = refuse_nul(&req) {
+            return Ok(req.into_response(refusal.error_response()));
+        }
+        let response = next.call(req).await?.map_into_boxed_body();
+        Ok::<_, actix_web::Error>(with_json_error_body(response))
+    })
+    .await;
+    let mut response = result?;
     if let Ok(value) = HeaderValue::from_str(&id) {
         response.headers_mut().insert(HEADER, value);
     }
