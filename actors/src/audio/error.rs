@@ -29,6 +29,18 @@ pub enum AudioError {
     /// A sample rate, frame duration or channel layout the stage does not support.
     #[error("unsupported audio format: {0}")]
     Unsupported(&'static str),
+    /// The resampler could not be built or refused a chunk.
+    #[error("resampler: {0}")]
+    Resample(String),
+}
+
+/// Checks that `actual` equals `expected`, the common precondition of every fixed-frame stage.
+pub(crate) fn check_frame_len(expected: usize, actual: usize) -> Result<(), AudioError> {
+    if expected == actual {
+        Ok(())
+    } else {
+        Err(AudioError::FrameLength { expected, actual })
+    }
 }
 
 /// Checks that an output buffer of `available` units can take `needed` units.

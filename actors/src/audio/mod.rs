@@ -1,4 +1,5 @@
-//! The real-time audio path: the G.711 mu-law codec and PCM framing and conversion.
+//! The real-time audio path: the G.711 mu-law codec, PCM framing and conversion, and
+//! streaming resampling.
 //!
 //! Everything here works on caller-provided or preallocated buffers: building a stage
 //! allocates, processing a frame does not.
@@ -6,6 +7,8 @@
 pub mod error;
 pub mod mulaw;
 pub mod pcm;
+pub mod resample;
 
 pub use error::AudioError;
 pub use pcm::{frame_bytes, frame_samples, FrameBuffer, FrameDuration, SampleRate};
+pub use resample::StreamResampler;
