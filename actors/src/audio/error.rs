@@ -32,6 +32,9 @@ pub enum AudioError {
     /// The resampler could not be built or refused a chunk.
     #[error("resampler: {0}")]
     Resample(String),
+    /// libopus rejected a call.
+    #[error("opus: {0}")]
+    Opus(#[from] audiopus::Error),
 }
 
 /// Checks that `actual` equals `expected`, the common precondition of every fixed-frame stage.

@@ -1,4 +1,4 @@
-//! The real-time audio path: the G.711 mu-law codec, PCM framing and conversion, and
+//! The real-time audio path: codecs (G.711 mu-law, Opus), PCM framing and conversion, and
 //! streaming resampling.
 //!
 //! Everything here works on caller-provided or preallocated buffers: building a stage
@@ -6,9 +6,11 @@
 
 pub mod error;
 pub mod mulaw;
+pub mod opus;
 pub mod pcm;
 pub mod resample;
 
 pub use error::AudioError;
+pub use opus::{OpusDecoder, OpusEncoder};
 pub use pcm::{frame_bytes, frame_samples, FrameBuffer, FrameDuration, SampleRate};
 pub use resample::StreamResampler;
