@@ -1,6 +1,7 @@
 //! Per-frame cost of the inbound telephony path: one 20 ms frame through each stage and
 //! through the whole [`InboundAudio`] pipeline. Frames are real speech from the shared
-//! fixtures, so the VAD and resampler see realistic input.
+//! fixtures, so the VAD and resampler see realistic input; a second pipeline case feeds a
+//! quiet line, where the VAD's energy gate skips inference.
 
 use std::hint::black_box;
 
@@ -94,6 +95,36 @@ fn bench(c: &mut Criterion) {
             i = (i + 1) % mulaw_frames.len();
             let out = inbound
                 .process(black_box(&mulaw_frames[i]))
+                .expect("160-byte frame");
+            black_box(out.vad);
+            black_box(out.pcm16k);
+        })
+    });
+
+    // A quiet phone line between utterances: the energy gate stays closed, so the VAD skips
+    // inference and the frame costs decode + resample + gate.
+    let mut state = 0x2545_F491u32;
+    let line_noise: Vec<[u8; TELEPHONY_FRAME_BYTES]> = (0..50)
+        .map(|_| {
+            let mut pcm = [0i16; 160];
+            for s in pcm.iter_mut() {
+                state ^= state << 13;
+                state ^= state >> 17;
+                state ^= state << 5;
+                *s = (state % 401) as i16 - 200;
+            }
+            let mut frame = [0u8; TELEPHONY_FRAME_BYTES];
+            mulaw::encode_into(&pcm, &mut frame).expect("frame sized");
+            frame
+        })
+        .collect();
+    let mut inbound = InboundAudio::new().expect("pipeline builds");
+    let mut i = 0;
+    g.bench_function("inbound_pipeline_line_noise", |b| {
+        b.iter(|| {
+            i = (i + 1) % line_noise.len();
+            let out = inbound
+                .process(black_box(&line_noise[i]))
                 .expect("160-byte frame");
             black_box(out.vad);
             black_box(out.pcm16k);

@@ -10,6 +10,16 @@ use super::resample::StreamResampler;
 /// earshot scores fixed hops of 256 samples (16 ms) at 16 kHz.
 const HOP: usize = 256;
 
+/// earshot looks at a 768-sample window (three hops). When inference resumes after a pause,
+/// the two hops before the current frame are replayed so the window holds real audio.
+const CONTEXT: usize = 2 * HOP;
+
+/// How long earshot keeps running after the energy gate closes. Inference costs about 5 µs
+/// per hop, most of the audio path's budget, and is pointless while the gate rejects every
+/// frame; the hangover keeps the network's recurrent state intact across the dips between
+/// syllables, so it is only reset after a real pause.
+const INFERENCE_HANGOVER_MS: u32 = 300;
+
 /// Floor for frame energies, so that digital silence has a finite level.
 const SILENCE_DBFS: f32 = -100.0;
 
@@ -54,7 +64,8 @@ pub const DEFAULT_THRESHOLD: f32 = 0.5;
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct VadDecision {
     /// Speech probability in [0, 1] from earshot: the highest score among the 16 ms hops that
-    /// completed during this frame, or the previous frame's score if none completed.
+    /// completed during this frame, or the previous frame's score if none completed. 0 while
+    /// inference is paused because the energy gate has been closed for a while.
     pub probability: f32,
     /// RMS level of the frame in dB relative to full scale (-100 for digital silence).
     pub energy_dbfs: f32,
@@ -68,15 +79,14 @@ pub struct VadDecision {
 ///
 /// 16 kHz frames go straight to earshot; 8, 24 and 48 kHz frames are first resampled to
 /// 16 kHz. Frames of any supported duration are regrouped into earshot's 16 ms hops without
-/// allocating.
+/// allocating. earshot only runs while the energy gate is open (plus a short hangover), so
+/// silence costs next to nothing.
 pub struct VoiceActivityDetector {
-    detector: Box<earshot::Detector>,
     rate: SampleRate,
     frame_len: usize,
+    frame_ms: u32,
     config: VadConfig,
-    hop: [i16; HOP],
-    hop_fill: usize,
-    last_score: f32,
+    scorer: Scorer,
     noise: NoiseFloor,
     to_16k: Option<(StreamResampler, Vec<i16>)>,
 }
@@ -87,7 +97,7 @@ impl std::fmt::Debug for VoiceActivityDetector {
             .field("rate", &self.rate)
             .field("frame_len", &self.frame_len)
             .field("config", &self.config)
-            .field("last_score", &self.last_score)
+            .field("inference_active", &self.scorer.active)
             .finish()
     }
 }
@@ -112,14 +122,11 @@ impl VoiceActivityDetector {
             Some((resampler, buf))
         };
         Ok(Self {
-            // Boxed in place: the detector holds about 8 KiB of state.
-            detector: earshot::Detector::default_boxed(),
             rate,
             frame_len: frame_samples(rate, frame),
+            frame_ms: frame.ms(),
             config,
-            hop: [0; HOP],
-            hop_fill: 0,
-            last_score: 0.0,
+            scorer: Scorer::new(),
             noise: NoiseFloor::new((config.noise_window_ms / frame.ms()).max(1) as usize),
             to_16k,
         })
@@ -149,41 +156,124 @@ impl VoiceActivityDetector {
     /// Scores one frame.
     pub fn process(&mut self, frame: &[i16]) -> Result<VadDecision, AudioError> {
         check_frame_len(self.frame_len, frame.len())?;
-        let score = match self.to_16k.as_mut() {
-            Some((resampler, buf)) => {
-                let n = resampler.process_i16(frame, buf)?;
-                feed_hops(
-                    &mut self.detector,
-                    &mut self.hop,
-                    &mut self.hop_fill,
-                    &buf[..n],
-                )
-            }
-            None => feed_hops(&mut self.detector, &mut self.hop, &mut self.hop_fill, frame),
-        };
-        if let Some(score) = score {
-            self.last_score = score;
-        }
         let energy_dbfs = energy_dbfs(frame);
         let noise_floor_dbfs = self.noise.push(energy_dbfs);
         let loud_enough = energy_dbfs >= self.config.min_energy_dbfs
             && energy_dbfs >= noise_floor_dbfs + self.config.noise_margin_db;
+        let wideband = match self.to_16k.as_mut() {
+            Some((resampler, buf)) => {
+                // Runs on every frame, gate open or not, so its filter history stays continuous.
+                let n = resampler.process_i16(frame, buf)?;
+                &buf[..n]
+            }
+            None => frame,
+        };
+        let probability = self.scorer.score(wideband, loud_enough, self.frame_ms);
         Ok(VadDecision {
-            probability: self.last_score,
+            probability,
             energy_dbfs,
             noise_floor_dbfs,
-            is_speech: loud_enough && self.last_score >= self.config.threshold,
+            is_speech: loud_enough && probability >= self.config.threshold,
         })
     }
 
     /// Forgets all history, as at the start of a new call.
     pub fn reset(&mut self) {
-        self.detector.reset();
-        self.hop_fill = 0;
-        self.last_score = 0.0;
+        self.scorer = Scorer::new();
         self.noise.reset();
         if let Some((resampler, _)) = self.to_16k.as_mut() {
             resampler.reset();
+        }
+    }
+}
+
+/// earshot plus the buffering around it: the partial hop, the replay context, and whether
+/// inference is currently running.
+struct Scorer {
+    detector: Box<earshot::Detector>,
+    hop: [i16; HOP],
+    hop_fill: usize,
+    context: [i16; CONTEXT],
+    active: bool,
+    gate_closed_ms: u32,
+    last_score: f32,
+}
+
+impl Scorer {
+    fn new() -> Self {
+        Self {
+            // Boxed in place: the detector holds about 8 KiB of state.
+            detector: earshot::Detector::default_boxed(),
+            hop: [0; HOP],
+            hop_fill: 0,
+            context: [0; CONTEXT],
+            active: false,
+            gate_closed_ms: 0,
+            last_score: 0.0,
+        }
+    }
+
+    /// Score for one 16 kHz frame: the highest score of the hops completed in it, the previous
+    /// score if none completed, or 0 while inference is paused.
+    fn score(&mut self, samples: &[i16], gate_open: bool, frame_ms: u32) -> f32 {
+        if gate_open {
+            self.gate_closed_ms = 0;
+            if !self.active {
+                self.resume();
+            }
+        } else if self.active {
+            self.gate_closed_ms += frame_ms;
+            if self.gate_closed_ms > INFERENCE_HANGOVER_MS {
+                self.active = false;
+                self.last_score = 0.0;
+            }
+        }
+        if self.active {
+            if let Some(score) = self.feed(samples) {
+                self.last_score = score;
+            }
+        }
+        self.remember(samples);
+        self.last_score
+    }
+
+    /// Restarts earshot from a clean state primed with the audio just before this frame.
+    fn resume(&mut self) {
+        self.detector.reset();
+        self.hop_fill = 0;
+        let context = self.context;
+        // The replayed hops only rebuild the window; their scores describe the pause.
+        let _ = self.feed(&context);
+        self.last_score = 0.0;
+        self.active = true;
+    }
+
+    /// Appends `samples` to the partial hop, scoring every hop that fills up; returns the
+    /// highest score, or `None` when no hop completed.
+    fn feed(&mut self, mut samples: &[i16]) -> Option<f32> {
+        let mut best: Option<f32> = None;
+        while !samples.is_empty() {
+            let take = (HOP - self.hop_fill).min(samples.len());
+            self.hop[self.hop_fill..self.hop_fill + take].copy_from_slice(&samples[..take]);
+            self.hop_fill += take;
+            samples = &samples[take..];
+            if self.hop_fill == HOP {
+                self.hop_fill = 0;
+                let score = self.detector.predict_i16(&self.hop);
+                best = Some(best.map_or(score, |b| b.max(score)));
+            }
+        }
+        best
+    }
+
+    /// Keeps the last [`CONTEXT`] samples for a later [`resume`](Self::resume).
+    fn remember(&mut self, samples: &[i16]) {
+        if samples.len() >= CONTEXT {
+            self.context
+                .copy_from_slice(&samples[samples.len() - CONTEXT..]);
+        } else {
+            self.context.copy_within(samples.len().., 0);
+            self.context[CONTEXT - samples.len()..].copy_from_slice(samples);
         }
     }
 }
@@ -231,29 +321,6 @@ impl NoiseFloor {
         self.pos = 0;
         self.filled = 0;
     }
-}
-
-/// Appends `samples` to the partial hop, scoring every hop that fills up; returns the highest
-/// score, or `None` when no hop completed.
-fn feed_hops(
-    detector: &mut earshot::Detector,
-    hop: &mut [i16; HOP],
-    fill: &mut usize,
-    mut samples: &[i16],
-) -> Option<f32> {
-    let mut best: Option<f32> = None;
-    while !samples.is_empty() {
-        let take = (HOP - *fill).min(samples.len());
-        hop[*fill..*fill + take].copy_from_slice(&samples[..take]);
-        *fill += take;
-        samples = &samples[take..];
-        if *fill == HOP {
-            *fill = 0;
-            let score = detector.predict_i16(hop);
-            best = Some(best.map_or(score, |b| b.max(score)));
-        }
-    }
-    best
 }
 
 /// Timing of [`SpeechTracker`].
@@ -522,6 +589,25 @@ mod tests {
                 assert!(events(&d, 20).is_empty());
             }
         }
+    }
+
+    #[test]
+    fn inference_pauses_in_silence_and_resumes_for_speech() {
+        let (left, _) = stereo_fixture();
+        let mut signal = white_noise(32_000, 100);
+        signal.extend_from_slice(&left);
+        let d = scores(SampleRate::Hz16000, &signal);
+        // Two seconds of quiet line: inference stops after the hangover and scores read 0.
+        let quiet = &d[..100];
+        assert!(quiet[INFERENCE_HANGOVER_MS as usize / 20 + 1..]
+            .iter()
+            .all(|d| d.probability == 0.0 && !d.is_speech));
+        let ev = events(&d, 20);
+        assert_eq!(ev.len(), 2, "{ev:?}");
+        let SpeechEvent::SpeechStarted { at_ms } = ev[0] else {
+            panic!("expected a start first, got {ev:?}");
+        };
+        assert!((2_000..3_000).contains(&at_ms), "speech starts at {at_ms}");
     }
 
     #[test]
