@@ -17,7 +17,7 @@ pub use opus::{OpusDecoder, OpusEncoder};
 pub use pcm::{frame_bytes, frame_samples, FrameBuffer, FrameDuration, SampleRate};
 pub use resample::StreamResampler;
 pub use vad::{
-    SpeechEvent, SpeechTracker, SpeechTrackerConfig, VadDecision, VoiceActivityDetector,
+    SpeechEvent, SpeechTracker, SpeechTrackerConfig, VadConfig, VadDecision, VoiceActivityDetector,
 };
 
 /// Telephony frame: 20 ms of 8 kHz mu-law, one byte per sample.
