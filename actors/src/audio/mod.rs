@@ -1,0 +1,171 @@
+//! The real-time audio path: codecs (G.711 mu-law, Opus), PCM framing and conversion,
+//! streaming resampling, voice activity detection, and [`InboundAudio`], the per-call
+//! telephony pipeline that ties them together on the hot path.
+//!
+//! Everything here works on caller-provided or preallocated buffers: building a stage
+//! allocates, processing a frame does not.
+
+pub mod error;
+pub mod mulaw;
+pub mod opus;
+pub mod pcm;
+pub mod resample;
+pub mod vad;
+
+pub use error::AudioError;
+pub use opus::{OpusDecoder, OpusEncoder};
+pub use pcm::{frame_bytes, frame_samples, FrameBuffer, FrameDuration, SampleRate};
+pub use resample::StreamResampler;
+pub use vad::{
+    SpeechEvent, SpeechTracker, SpeechTrackerConfig, VadConfig, VadDecision, VoiceActivityDetector,
+};
+
+/// Telephony frame: 20 ms of 8 kHz mu-law, one byte per sample.
+pub const TELEPHONY_FRAME_BYTES: usize = frame_samples(SampleRate::Hz8000, FrameDuration::Ms20);
+
+/// Samples in one 20 ms frame at 16 kHz, the rate speech models consume.
+pub const WIDEBAND_FRAME_SAMPLES: usize = frame_samples(SampleRate::Hz16000, FrameDuration::Ms20);
+
+/// One processed inbound frame: wideband PCM for speech recognition and the VAD verdict.
+#[derive(Debug)]
+pub struct InboundFrame<'a> {
+    /// 20 ms of 16 kHz mono PCM, delayed by [`InboundAudio::delay_us`].
+    pub pcm16k: &'a [i16],
+    /// Voice activity verdict for this frame.
+    pub vad: VadDecision,
+}
+
+/// Per-call inbound telephony pipeline: 20 ms mu-law frames at 8 kHz in, 16 kHz PCM and a VAD
+/// decision out.
+///
+/// mu-law → PCM16 (table lookup) → 8→16 kHz resampling → VAD, through buffers allocated in
+/// [`new`](Self::new). [`process`](Self::process) allocates nothing. Media streams that do not
+/// deliver exactly 160-byte payloads can be re-chunked with a [`FrameBuffer<u8>`] first.
+#[derive(Debug)]
+pub struct InboundAudio {
+    pcm8k: [i16; TELEPHONY_FRAME_BYTES],
+    pcm16k: [i16; WIDEBAND_FRAME_SAMPLES],
+    upsampler: StreamResampler,
+    vad: VoiceActivityDetector,
+}
+
+impl InboundAudio {
+    /// A fresh pipeline for one call.
+    pub fn new() -> Result<Self, AudioError> {
+        Ok(Self {
+            pcm8k: [0; TELEPHONY_FRAME_BYTES],
+            pcm16k: [0; WIDEBAND_FRAME_SAMPLES],
+            upsampler: StreamResampler::new(
+                SampleRate::Hz8000,
+                SampleRate::Hz16000,
+                FrameDuration::Ms20,
+            )?,
+            vad: VoiceActivityDetector::new(SampleRate::Hz16000, FrameDuration::Ms20)?,
+        })
+    }
+
+    /// Sets the VAD speech threshold (see [`vad::DEFAULT_THRESHOLD`]).
+    pub fn with_vad_threshold(mut self, threshold: f32) -> Self {
+        self.vad = self.vad.with_threshold(threshold);
+        self
+    }
+
+    /// Processes one 160-byte mu-law frame. Payloads of any other length are rejected with
+    /// [`AudioError::FrameLength`] and leave the pipeline state untouched.
+    pub fn process(&mut self, mulaw_frame: &[u8]) -> Result<InboundFrame<'_>, AudioError> {
+        error::check_frame_len(TELEPHONY_FRAME_BYTES, mulaw_frame.len())?;
+        mulaw::decode_into(mulaw_frame, &mut self.pcm8k)?;
+        let n = self.upsampler.process_i16(&self.pcm8k, &mut self.pcm16k)?;
+        let vad = self.vad.process(&self.pcm16k[..n])?;
+        Ok(InboundFrame {
+            pcm16k: &self.pcm16k[..n],
+            vad,
+        })
+    }
+
+    /// Delay of the 16 kHz output behind the mu-law input, in microseconds (the resampler's).
+    pub fn delay_us(&self) -> u64 {
+        self.upsampler.delay_us()
+    }
+
+    /// Forgets all history, as at the start of a new call.
+    pub fn reset(&mut self) {
+        self.upsampler.reset();
+        self.vad.reset();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture_left_8k_mulaw() -> Vec<u8> {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../shared/fixtures/audio/stereo_diarization.wav");
+        let mut reader = hound::WavReader::open(path).expect("fixture present");
+        let samples: Vec<i16> = reader
+            .samples::<i16>()
+            .collect::<Result<_, _>>()
+            .expect("fixture decodes");
+        let left: Vec<i16> = samples.iter().step_by(2).copied().collect();
+        let mut down =
+            StreamResampler::new(SampleRate::Hz16000, SampleRate::Hz8000, FrameDuration::Ms20)
+                .expect("supported");
+        let mut narrow = [0i16; 160];
+        let mut bytes = Vec::new();
+        let mut frame = [0u8; 160];
+        for chunk in left.chunks_exact(320) {
+            down.process_i16(chunk, &mut narrow).expect("frame sized");
+            mulaw::encode_into(&narrow, &mut frame).expect("frame sized");
+            bytes.extend_from_slice(&frame);
+        }
+        bytes
+    }
+
+    #[test]
+    fn phone_call_speech_is_detected_and_tracked() {
+        let mut bytes = fixture_left_8k_mulaw();
+        // One second of mu-law silence after the speech.
+        bytes.extend(std::iter::repeat_n(mulaw::SILENCE, 8_000));
+        let mut inbound = InboundAudio::new().expect("pipeline builds");
+        let mut tracker = SpeechTracker::default();
+        let mut events = Vec::new();
+        let mut speech_frames = 0;
+        for (i, frame) in bytes.chunks_exact(TELEPHONY_FRAME_BYTES).enumerate() {
+            let out = inbound.process(frame).expect("160-byte frame");
+            assert_eq!(out.pcm16k.len(), WIDEBAND_FRAME_SAMPLES);
+            speech_frames += usize::from(out.vad.is_speech);
+            events.extend(tracker.update(i as u64 * 20, 20, out.vad.is_speech));
+        }
+        assert!(speech_frames > 60, "{speech_frames} speech frames");
+        assert_eq!(events.len(), 2, "{events:?}");
+        assert!(matches!(events[0], SpeechEvent::SpeechStarted { .. }));
+        assert!(matches!(events[1], SpeechEvent::SpeechEnded { .. }));
+    }
+
+    #[test]
+    fn silence_in_gives_silence_out() {
+        let mut inbound = InboundAudio::new().expect("pipeline builds");
+        for _ in 0..50 {
+            let out = inbound
+                .process(&[mulaw::SILENCE; 160])
+                .expect("160-byte frame");
+            assert!(out.pcm16k.iter().all(|&s| s == 0));
+            assert!(!out.vad.is_speech);
+        }
+    }
+
+    #[test]
+    fn bad_payload_length_is_rejected() {
+        let mut inbound = InboundAudio::new().expect("pipeline builds");
+        assert!(matches!(
+            inbound.process(&[0xFF; 161]),
+            Err(AudioError::FrameLength {
+                expected: 160,
+                actual: 161
+            })
+        ));
+        assert!(inbound.process(&[]).is_err());
+        assert_eq!(inbound.delay_us(), 5_000);
+    }
+}
