@@ -51,69 +51,12 @@ async fn get_agent(server: &Server, key: &str, id: &str) -> Value {
 
 /// Follows the cursors from the first page to the last; answers every id in order.
 async fn all_ids(server: &Server, key: &str, limit: usize) -> Vec<String> {
-    let mut ids = Vec::new();
-    let mut query = format!("?limit={limit}");
-    loop {
-        let (status, page) = list(server, key, &query).await;
-        assert_eq!(status, 200, "{page}");
-        ids.extend(page_ids(&page));
-        match page["nextCursor"].as_str() {
-            Some(cursor) => query = format!("?limit={limit}&cursor={cursor}"),
-            None => return ids,
-        }
-    }
-}
-
-fn page_ids(page: &Value) -> Vec<String> {
-    page["data"]
-        .as_array()
-        .expect("a data array")
-        .iter()
-        .map(|collection| collection["id"].as_str().unwrap().to_string())
-        .collect()
-}
-
-/// Asserts a 400 validation error naming `param`.
-#[track_caller]
-fn assert_invalid(status: u16, body: &Value, param: &str, case: &str) {
-    assert_eq!(status, 400, "{case} → {}", short(body));
-    assert_eq!(error_code(body), "validation_error", "{case}");
-    assert_eq!(body["error"]["param"], param, "{case} → {}", short(body));
-}
-
-#[track_caller]
-fn assert_not_found(status: u16, body: &Value, case: &str) {
-    assert_eq!(status, 404, "{case} → {body}");
-    assert_eq!(error_code(body), "not_found", "{case}");
+    all_ids_at(server, key, "/v1/collections", limit).await
 }
 
 async fn rejects(server: &Server, key: &str, body: Value, param: &str) {
     let (status, error) = create(server, key, body.clone()).await;
     assert_invalid(status, &error, param, &short(&body));
-}
-
-/// A body for logs: long strings cut short.
-fn short(value: &Value) -> String {
-    let text = value.to_string();
-    if text.chars().count() > 300 {
-        format!("{}…", text.chars().take(300).collect::<String>())
-    } else {
-        text
-    }
-}
-
-/// `2026-11-22T17:00:00.123Z`: ISO 8601 UTC with milliseconds.
-fn is_iso_millis(value: &Value) -> bool {
-    let Some(text) = value.as_str() else {
-        return false;
-    };
-    let pattern = "dddd-dd-ddTdd:dd:dd.dddZ";
-    text.len() == pattern.len()
-        && text.chars().zip(pattern.chars()).all(|(c, p)| match p {
-            'd' => c.is_ascii_digit(),
-            other => c == other,
-        })
-        && chrono::DateTime::parse_from_rfc3339(text).is_ok()
 }
 
 #[tokio::test]
