@@ -53,8 +53,9 @@ pub struct PageBody<T> {
 
 impl<T> PageBody<T> {
     pub fn from_page<R>(page: Page<R>, view: impl FnMut(R) -> T) -> PageBody<T> {
+        let page = page.map(view);
         PageBody {
-            data: page.items.into_iter().map(view).collect(),
+            data: page.items,
             next_cursor: page.next_cursor,
             has_more: page.has_more,
         }
