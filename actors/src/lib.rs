@@ -3,3 +3,4 @@
 //! crate implements the traits and drives the actors.
 
 pub mod audio;
+pub mod engine;

@@ -1,0 +1,331 @@
+//! The engine traits the session actors call: speech-to-text, language model, text-to-speech,
+//! tool execution and the session observer.
+//!
+//! This crate only defines them. The server implements them with the embedded engines and the
+//! vendor adapters; tests and benchmarks implement them with scripted engines. Every call is
+//! asynchronous and cancellable: streams are `tokio::sync::mpsc` receivers, and dropping the
+//! receiver tells the producer to stop (this is how barge-in cancels the LLM and TTS).
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+
+/// A boxed, sendable future: what every one-shot engine call returns.
+pub type EngineFuture<T> = Pin<Box<dyn Future<Output = Result<T, EngineError>> + Send + 'static>>;
+
+/// A stream of engine output. Dropping it cancels the work that produces it.
+pub type EngineStream<T> = mpsc::Receiver<Result<T, EngineError>>;
+
+/// Why an engine call failed. The kind decides the status a client sees.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineError {
+    pub kind: EngineErrorKind,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EngineErrorKind {
+    /// The request cannot be served as asked (unknown voice, unsupported language, ...).
+    InvalidInput,
+    /// The engine is not loaded or not installed (a missing model, a missing library).
+    Unavailable,
+    /// The bounded worker queue is full; the caller may retry later.
+    Overloaded,
+    /// The engine took longer than its deadline.
+    Timeout,
+    /// A vendor answered with an error or broke the stream.
+    Upstream,
+    /// Anything else: a bug or a corrupt model.
+    Internal,
+}
+
+impl EngineError {
+    pub fn new(kind: EngineErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::new(EngineErrorKind::InvalidInput, message)
+    }
+
+    pub fn unavailable(message: impl Into<String>) -> Self {
+        Self::new(EngineErrorKind::Unavailable, message)
+    }
+
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(EngineErrorKind::Internal, message)
+    }
+}
+
+impl fmt::Display for EngineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for EngineError {}
+
+// ---------------------------------------------------------------------------------------------
+// Speech to text
+// ---------------------------------------------------------------------------------------------
+
+/// Mono audio as f32 samples in [-1, 1] at 16 kHz: what every recogniser is given.
+pub const STT_SAMPLE_RATE: u32 = 16_000;
+
+/// Speed against accuracy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SttMode {
+    /// Beam search on the larger model.
+    #[default]
+    Accurate,
+    /// Greedy decoding on the smallest model that knows the language.
+    Fast,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TranscribeOptions {
+    /// ISO 639-1 code. `None` detects the language.
+    pub language: Option<String>,
+    pub mode: SttMode,
+    /// Word-level timestamps as well as segments.
+    pub word_timestamps: bool,
+    /// Text that biases recognition (names, jargon), as OpenAI's `prompt`.
+    pub prompt: Option<String>,
+    /// Sampling temperature for decoding; 0 is deterministic.
+    pub temperature: f32,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Transcript {
+    pub text: String,
+    pub segments: Vec<TranscriptSegment>,
+    /// Filled when word timestamps were asked for.
+    pub words: Vec<TranscriptWord>,
+    /// The language spoken (detected or as forced), ISO 639-1.
+    pub language: String,
+    /// Seconds of audio transcribed.
+    pub duration: f32,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct TranscriptSegment {
+    pub start: f32,
+    pub end: f32,
+    pub text: String,
+    /// Set by diarization.
+    pub speaker: Option<String>,
+    /// Set when this segment's language differs from the transcript's.
+    pub language: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct TranscriptWord {
+    pub start: f32,
+    pub end: f32,
+    pub word: String,
+}
+
+/// Events of a streaming recognition.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SttEvent {
+    /// A hypothesis that may still change.
+    Partial(String),
+    /// The final text of one utterance.
+    Final(Transcript),
+}
+
+/// Live input to a streaming recognition.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SttInput {
+    /// 16 kHz mono samples.
+    Audio(Arc<[f32]>),
+    /// The caller stopped speaking (VAD endpoint): finish the utterance now.
+    EndOfUtterance,
+}
+
+pub trait SpeechToText: Send + Sync + 'static {
+    /// The provider id (`default`, `deepgram`, ...), reported as X-Provider-Used.
+    fn provider(&self) -> &str;
+
+    /// Transcribes a whole clip of 16 kHz mono audio.
+    fn transcribe(&self, audio: Arc<[f32]>, options: TranscribeOptions)
+        -> EngineFuture<Transcript>;
+
+    /// Starts a streaming recognition. The default buffers each utterance and transcribes it
+    /// when the session signals its end, which is what batch recognisers do in a call.
+    fn stream(
+        self: Arc<Self>,
+        options: TranscribeOptions,
+    ) -> Result<(mpsc::Sender<SttInput>, EngineStream<SttEvent>), EngineError> {
+        Ok(utterance_stream(self, options))
+    }
+}
+
+/// Streaming on top of one-shot recognition: buffers audio, transcribes on each end of
+/// utterance. Stops when either side is dropped.
+pub fn utterance_stream<E: SpeechToText + ?Sized>(
+    engine: Arc<E>,
+    options: TranscribeOptions,
+) -> (mpsc::Sender<SttInput>, EngineStream<SttEvent>) {
+    let (input_tx, mut input_rx) = mpsc::channel::<SttInput>(256);
+    let (event_tx, event_rx) = mpsc::channel(16);
+    tokio::spawn(async move {
+        let mut utterance: Vec<f32> = Vec::with_capacity(STT_SAMPLE_RATE as usize * 10);
+        while let Some(input) = input_rx.recv().await {
+            match input {
+                SttInput::Audio(samples) => utterance.extend_from_slice(&samples),
+                SttInput::EndOfUtterance => {
+                    if utterance.is_empty() {
+                        continue;
+                    }
+                    let clip: Arc<[f32]> = Arc::from(std::mem::take(&mut utterance));
+                    let result = engine
+                        .transcribe(clip, options.clone())
+                        .await
+                        .map(SttEvent::Final);
+                    if event_tx.send(result).await.is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    });
+    (input_tx, event_rx)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Language model
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+    Tool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatMessage {
+    pub role: Role,
+    pub content: String,
+    /// Tool calls the assistant asked for in this message.
+    pub tool_calls: Vec<ToolCall>,
+    /// For `Role::Tool`: the call this message answers.
+    pub tool_call_id: Option<String>,
+}
+
+impl ChatMessage {
+    pub fn new(role: Role, content: impl Into<String>) -> Self {
+        Self {
+            role,
+            content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+        }
+    }
+}
+
+/// A tool the model may call: a name, what it does, and a JSON Schema for its arguments.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema text of the arguments object.
+    pub parameters: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    /// JSON text of the arguments.
+    pub arguments: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatRequest {
+    /// Model name as the provider knows it; `None` is the provider's default.
+    pub model: Option<String>,
+    pub messages: Vec<ChatMessage>,
+    pub tools: Vec<ToolSpec>,
+    pub temperature: f32,
+    pub max_tokens: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FinishReason {
+    Stop,
+    Length,
+    ToolCalls,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum LlmEvent {
+    /// A piece of the answer text.
+    TextDelta(String),
+    /// A complete tool call.
+    ToolCall(ToolCall),
+    /// The end of the answer, with token counts.
+    Done {
+        reason: FinishReason,
+        prompt_tokens: u32,
+        completion_tokens: u32,
+    },
+}
+
+pub trait LanguageModel: Send + Sync + 'static {
+    fn provider(&self) -> &str;
+
+    /// Streams one assistant answer. Dropping the stream stops generation.
+    fn stream(&self, request: ChatRequest) -> Result<EngineStream<LlmEvent>, EngineError>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Text to speech
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpeechRequest {
+    pub text: String,
+    /// The provider's voice id; `default` is the provider's default voice.
+    pub voice: String,
+    /// 0.5-2.0; 1.0 is the voice's own pace.
+    pub speed: f32,
+    /// 0.5-2.0; 1.0 is the voice's own pitch.
+    pub pitch: f32,
+    /// ISO 639-1 code for voices that speak several languages.
+    pub language: Option<String>,
+}
+
+/// A piece of synthesized speech: mono f32 samples in [-1, 1].
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpeechChunk {
+    pub samples: Vec<f32>,
+    pub sample_rate: u32,
+    /// The text this audio speaks (one sentence, usually).
+    pub text: String,
+}
+
+pub trait TextToSpeech: Send + Sync + 'static {
+    fn provider(&self) -> &str;
+
+    /// Synthesizes sentence by sentence, each chunk sent as soon as it is ready. Dropping the
+    /// stream stops synthesis.
+    fn synthesize(&self, request: SpeechRequest) -> Result<EngineStream<SpeechChunk>, EngineError>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tools and observation
+// ---------------------------------------------------------------------------------------------
+
+pub trait ToolExecutor: Send + Sync + 'static {
+    /// Runs one tool call and returns the text handed back to the model.
+    fn execute(&self, call: ToolCall) -> EngineFuture<String>;
+}
