@@ -5,6 +5,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod engines;
 pub mod error;
 pub mod http;
 pub mod registry;
