@@ -4,3 +4,15 @@
 //! bounded [`pool::WorkerPool`].
 
 pub mod pool;
+
+use std::sync::Arc;
+
+use switchboard_actors::engine::{SpeechToText, TextToSpeech};
+
+/// The engines a server runs with, shared by every request and session.
+#[derive(Clone)]
+pub struct Engines {
+    pub pool: pool::WorkerPool,
+    pub stt: Arc<dyn SpeechToText>,
+    pub tts: Arc<dyn TextToSpeech>,
+}

@@ -6,9 +6,14 @@ pub mod body;
 pub mod collections;
 pub mod health;
 pub mod keys;
+pub mod openai_audio;
 pub mod openapi;
 pub mod pagination;
+pub mod providers;
 pub mod request_id;
+pub mod synthesize;
+pub mod transcribe;
+pub mod upload;
 pub mod validate;
 
 use actix::Addr;
@@ -17,8 +22,10 @@ use actix_web::middleware::from_fn;
 use actix_web::{web, HttpRequest, HttpResponse};
 
 use crate::config::Config;
+use crate::engines::Engines;
 use crate::error::ApiError;
-use crate::registry::{AgentRegistry, CollectionRegistry, KeyRegistry, Metering};
+use crate::fetch::Fetcher;
+use crate::registry::{AgentRegistry, CollectionRegistry, JobRegistry, KeyRegistry, Metering};
 use crate::store::Db;
 
 /// What every handler can reach: the registries' addresses and the configuration.
@@ -29,6 +36,9 @@ pub struct AppState {
     pub agents: Addr<AgentRegistry>,
     pub collections: Addr<CollectionRegistry>,
     pub metering: Addr<Metering>,
+    pub jobs: Addr<JobRegistry>,
+    pub engines: Engines,
+    pub fetcher: Fetcher,
 }
 
 /// Registers every route and the extractor error mappings.
@@ -43,7 +53,10 @@ pub fn configure(cfg: &mut web::ServiceConfig, max_json_bytes: usize) {
                 .wrap(from_fn(auth::require_api_key))
                 .configure(keys::routes)
                 .configure(agents::routes)
-                .configure(collections::routes),
+                .configure(collections::routes)
+                .configure(synthesize::routes)
+                .configure(transcribe::routes)
+                .configure(openai_audio::routes),
         )
         .default_service(web::to(not_found));
 }

@@ -6,11 +6,13 @@
 pub mod agents;
 pub mod cache;
 pub mod collections;
+pub mod jobs;
 pub mod keys;
 pub mod metering;
 
 pub use agents::AgentRegistry;
 pub use collections::CollectionRegistry;
+pub use jobs::JobRegistry;
 pub use keys::KeyRegistry;
 pub use metering::Metering;
 

@@ -129,3 +129,19 @@ diesel::allow_tables_to_appear_in_same_query!(
     agent_instances,
     usage_counters,
 );
+
+diesel::table! {
+    transcription_jobs (seq) {
+        seq -> BigInt,
+        id -> Text,
+        developer_id -> Text,
+        node_id -> Text,
+        status -> Text,
+        request -> Text,
+        audio_path -> Nullable<Text>,
+        result -> Nullable<Text>,
+        error -> Nullable<Text>,
+        created_at -> BigInt,
+        completed_at -> Nullable<BigInt>,
+    }
+}
