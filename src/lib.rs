@@ -9,6 +9,7 @@ pub mod engines;
 pub mod error;
 pub mod fetch;
 pub mod http;
+pub mod knowledge;
 pub mod media;
 pub mod registry;
 pub mod server;

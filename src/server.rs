@@ -14,7 +14,9 @@ use crate::fetch::Fetcher;
 use crate::http::{self, AppState};
 use crate::registry::keys::{create_key, FlushLastUsed};
 use crate::registry::metering::FlushUsage;
-use crate::registry::{AgentRegistry, CollectionRegistry, JobRegistry, KeyRegistry, Metering};
+use crate::registry::{
+    AgentRegistry, CollectionRegistry, JobRegistry, KeyRegistry, KnowledgeIndex, Metering,
+};
 use crate::store::{developers, Db};
 
 /// Runs the service until it is asked to stop (SIGINT/SIGTERM).
@@ -40,6 +42,8 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     let collections = CollectionRegistry::new(db.clone(), &config.registry, agents.clone()).start();
     let metering = Metering::new(db.clone(), config.tiers.clone(), &config.metering).start();
     let engines = Engines::start(&config);
+    let knowledge =
+        KnowledgeIndex::new(db.clone(), engines.embedder.dimensions(), &config.registry).start();
     let fetcher = Fetcher::new(&config.fetch).context("cannot build the HTTP client")?;
     let node_id = node_id(&config.server.data_dir)?;
     let jobs = JobRegistry::new(
@@ -60,6 +64,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         collections,
         metering: metering.clone(),
         jobs,
+        knowledge,
         engines,
         fetcher,
     });

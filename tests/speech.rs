@@ -59,7 +59,10 @@ async fn synthesis_streams_decodable_speech_in_every_format() {
         let audio = decode(&bytes, Some(format)).unwrap_or_else(|e| panic!("{format}: {e}"));
         assert_eq!(audio.sample_rate, rate, "{format}");
         let seconds = audio.duration_seconds();
-        assert!((1.5..8.0).contains(&seconds), "{format}: {seconds} s of audio");
+        assert!(
+            (1.5..8.0).contains(&seconds),
+            "{format}: {seconds} s of audio"
+        );
         assert!(rms(&audio.mono()) > 0.01, "{format}: the audio is silent");
     }
     // The default format is WAV.
@@ -72,8 +75,11 @@ async fn speed_changes_how_long_the_speech_lasts() {
     let server = Server::start().await;
     let mut durations = Vec::new();
     for speed in [0.5, 1.0, 2.0] {
-        let response =
-            synthesize(&server, json!({"text": SENTENCE, "speed": speed, "format": "wav"})).await;
+        let response = synthesize(
+            &server,
+            json!({"text": SENTENCE, "speed": speed, "format": "wav"}),
+        )
+        .await;
         assert_eq!(response.status(), 200);
         let audio = decode(&response.bytes().await.unwrap(), Some("wav")).unwrap();
         durations.push(audio.duration_seconds());
@@ -86,15 +92,22 @@ async fn speed_changes_how_long_the_speech_lasts() {
 async fn synthesized_speech_is_recognised_again() {
     let server = Server::start().await;
     for (voice, max_wer) in [("default", 0.15), ("espeak-en", 0.25)] {
-        let response =
-            synthesize(&server, json!({"text": SENTENCE, "voiceId": voice, "format": "wav"})).await;
+        let response = synthesize(
+            &server,
+            json!({"text": SENTENCE, "voiceId": voice, "format": "wav"}),
+        )
+        .await;
         assert_eq!(response.status(), 200, "{voice}");
         let audio = response.bytes().await.unwrap().to_vec();
         let form = upload(audio, "speech.wav").text("language", "en");
         let (status, body) = transcribe_form(&server, form).await;
         assert_eq!(status, 200, "{voice}: {body}");
         let wer = word_error_rate(SENTENCE, body["text"].as_str().unwrap());
-        assert!(wer <= max_wer, "{voice}: WER {wer:.2} for {:?}", body["text"]);
+        assert!(
+            wer <= max_wer,
+            "{voice}: WER {wer:.2} for {:?}",
+            body["text"]
+        );
     }
 }
 
@@ -129,7 +142,10 @@ async fn synthesis_refuses_bad_requests_and_names_the_field() {
         json_of(synthesize(&server, json!({"text": "hi", "provider": "elevenlabs"})).await).await;
     assert_eq!(status, 400);
     assert_eq!(error_code(&error), "provider_not_configured");
-    assert!(error["error"]["message"].as_str().unwrap().contains("elevenlabs"));
+    assert!(error["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("elevenlabs"));
 }
 
 #[tokio::test]
@@ -148,8 +164,14 @@ async fn a_recording_is_transcribed_in_both_modes_with_timestamps() {
         assert!(!segments.is_empty());
         let mut last = 0.0;
         for segment in segments {
-            let (start, end) = (segment["start"].as_f64().unwrap(), segment["end"].as_f64().unwrap());
-            assert!(start >= last - 0.01 && end >= start && end <= duration + 0.5, "{segment}");
+            let (start, end) = (
+                segment["start"].as_f64().unwrap(),
+                segment["end"].as_f64().unwrap(),
+            );
+            assert!(
+                start >= last - 0.01 && end >= start && end <= duration + 0.5,
+                "{segment}"
+            );
             last = start;
             assert!(segment.get("speaker").is_none(), "no speakers unless asked");
         }
@@ -166,11 +188,18 @@ async fn a_recording_is_transcribed_in_both_modes_with_timestamps() {
     let mut last = 0.0;
     for word in words {
         let start = word["start"].as_f64().unwrap();
-        assert!(start >= last - 0.01 && word["end"].as_f64().unwrap() >= start, "{word}");
+        assert!(
+            start >= last - 0.01 && word["end"].as_f64().unwrap() >= start,
+            "{word}"
+        );
         assert!(!word["word"].as_str().unwrap().is_empty());
         last = start;
     }
-    assert!(words.iter().any(|w| w["word"].as_str().unwrap().to_lowercase().contains("country")));
+    assert!(words.iter().any(|w| w["word"]
+        .as_str()
+        .unwrap()
+        .to_lowercase()
+        .contains("country")));
 }
 
 #[tokio::test]
@@ -192,7 +221,10 @@ async fn a_stereo_call_recording_is_split_by_channel() {
     };
     let (left, right) = (text_of("speaker_1"), text_of("speaker_2"));
     assert!(word_error_rate(LEFT, &left) <= 0.15, "left channel: {left}");
-    assert!(word_error_rate(RIGHT, &right) <= 0.15, "right channel: {right}");
+    assert!(
+        word_error_rate(RIGHT, &right) <= 0.15,
+        "right channel: {right}"
+    );
 }
 
 /// Serves one file over HTTP on loopback, as an audio host would.
@@ -201,7 +233,9 @@ async fn serve_file(bytes: Vec<u8>) -> String {
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
         loop {
-            let Ok((mut socket, _)) = listener.accept().await else { return };
+            let Ok((mut socket, _)) = listener.accept().await else {
+                return;
+            };
             let bytes = bytes.clone();
             tokio::spawn(async move {
                 let mut request = [0u8; 4096];
@@ -228,7 +262,10 @@ async fn audio_urls_are_fetched_but_internal_addresses_are_refused() {
         url.clone(),
         "http://169.254.169.254/latest/meta-data".to_string(),
         "http://10.0.0.5/a.wav".to_string(),
-        format!("http://localhost:{}/media/jfk.flac", url.split(':').nth(2).unwrap().split('/').next().unwrap()),
+        format!(
+            "http://localhost:{}/media/jfk.flac",
+            url.split(':').nth(2).unwrap().split('/').next().unwrap()
+        ),
         "file:///etc/passwd".to_string(),
         "not a url".to_string(),
     ] {
@@ -239,7 +276,8 @@ async fn audio_urls_are_fetched_but_internal_addresses_are_refused() {
     let storage = server.stop();
 
     // An operator can allow their own media host.
-    let server = Server::start_with(storage, &[("SWITCHBOARD__FETCH__ALLOW", "[\"127.0.0.1\"]")]).await;
+    let server =
+        Server::start_with(storage, &[("SWITCHBOARD__FETCH__ALLOW", "[\"127.0.0.1\"]")]).await;
     let key = storage_key(&server);
     let (status, body) = call(server.post(
         "/v1/transcribe",
@@ -248,7 +286,10 @@ async fn audio_urls_are_fetched_but_internal_addresses_are_refused() {
     ))
     .await;
     assert_eq!(status, 200, "{body}");
-    assert!(word_error_rate(JFK, body["text"].as_str().unwrap()) <= 0.10, "{body}");
+    assert!(
+        word_error_rate(JFK, body["text"].as_str().unwrap()) <= 0.10,
+        "{body}"
+    );
 }
 
 /// A key for a restarted server (the bootstrap key is printed only on the first start).
@@ -288,7 +329,8 @@ async fn transcription_refuses_bad_uploads_with_the_documented_errors() {
         assert_invalid(status, &body, param, &format!("{field}={value}"));
     }
 
-    let (status, body) = call(server.post("/v1/transcribe", server.key(), json!({"mode": "fast"}))).await;
+    let (status, body) =
+        call(server.post("/v1/transcribe", server.key(), json!({"mode": "fast"}))).await;
     assert_invalid(status, &body, "audioUrl", "JSON without audioUrl");
     let (status, body) = call(
         server
@@ -337,7 +379,9 @@ async fn async_jobs_complete_fail_and_belong_to_their_developer() {
     assert!(is_iso_millis(&job["completedAt"]), "{job}");
     let wer = word_error_rate(JFK, job["result"]["text"].as_str().unwrap());
     assert!(wer <= 0.10, "{job}");
-    assert!(job["result"]["segments"].as_array().is_some_and(|s| !s.is_empty()));
+    assert!(job["result"]["segments"]
+        .as_array()
+        .is_some_and(|s| !s.is_empty()));
 
     // Undecodable audio is accepted, then fails with a reason.
     let form = upload(b"definitely not audio ".repeat(20), "x.mp3");
@@ -350,7 +394,10 @@ async fn async_jobs_complete_fail_and_belong_to_their_developer() {
     assert_eq!(status, 202, "{accepted}");
     let job = wait_for_job(&server, server.key(), accepted["id"].as_str().unwrap()).await;
     assert_eq!(job["status"], "failed", "{job}");
-    assert!(job["error"].as_str().is_some_and(|e| e.contains("decoded")), "{job}");
+    assert!(
+        job["error"].as_str().is_some_and(|e| e.contains("decoded")),
+        "{job}"
+    );
     assert!(job.get("result").is_none());
 
     let (status, body) = call(server.get("/v1/transcribe/job_nope", server.key())).await;
@@ -385,13 +432,24 @@ async fn a_job_interrupted_by_a_restart_still_completes() {
 #[tokio::test]
 async fn openai_style_errors_on_the_compatible_routes() {
     let server = Server::start().await;
-    let (status, body) = call(server.post("/v1/audio/speech", server.key(), json!({"input": "hi", "voice": "alloy"}))).await;
+    let (status, body) = call(server.post(
+        "/v1/audio/speech",
+        server.key(),
+        json!({"input": "hi", "voice": "alloy"}),
+    ))
+    .await;
     assert_eq!(status, 400);
     let error = &body["error"];
     assert_eq!(error["type"], "invalid_request_error", "{body}");
     assert_eq!(error["param"], "model");
-    assert!(error["message"].is_string() && error.get("code").is_some(), "{body}");
-    assert!(error.get("requestId").is_none(), "OpenAI's shape only: {body}");
+    assert!(
+        error["message"].is_string() && error.get("code").is_some(),
+        "{body}"
+    );
+    assert!(
+        error.get("requestId").is_none(),
+        "OpenAI's shape only: {body}"
+    );
 
     let (status, body) = call(server.post(
         "/v1/audio/speech",
@@ -414,6 +472,14 @@ async fn openai_style_errors_on_the_compatible_routes() {
     let (status, body) = call(server.get("/v1/audio/models", server.key())).await;
     assert_eq!(status, 200);
     assert_eq!(body["object"], "list");
-    let ids: Vec<&str> = body["data"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap()).collect();
-    assert!(ids.contains(&"whisper-1") && ids.contains(&"tts-1"), "{ids:?}");
+    let ids: Vec<&str> = body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert!(
+        ids.contains(&"whisper-1") && ids.contains(&"tts-1"),
+        "{ids:?}"
+    );
 }

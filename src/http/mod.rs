@@ -6,6 +6,7 @@ pub mod body;
 pub mod collections;
 pub mod health;
 pub mod keys;
+pub mod knowledge;
 pub mod openai_audio;
 pub mod openapi;
 pub mod pagination;
@@ -25,7 +26,9 @@ use crate::config::Config;
 use crate::engines::Engines;
 use crate::error::ApiError;
 use crate::fetch::Fetcher;
-use crate::registry::{AgentRegistry, CollectionRegistry, JobRegistry, KeyRegistry, Metering};
+use crate::registry::{
+    AgentRegistry, CollectionRegistry, JobRegistry, KeyRegistry, KnowledgeIndex, Metering,
+};
 use crate::store::Db;
 
 /// What every handler can reach: the registries' addresses and the configuration.
@@ -37,6 +40,7 @@ pub struct AppState {
     pub collections: Addr<CollectionRegistry>,
     pub metering: Addr<Metering>,
     pub jobs: Addr<JobRegistry>,
+    pub knowledge: Addr<KnowledgeIndex>,
     pub engines: Engines,
     pub fetcher: Fetcher,
 }
@@ -54,6 +58,7 @@ pub fn configure(cfg: &mut web::ServiceConfig, max_json_bytes: usize) {
                 .configure(keys::routes)
                 .configure(agents::routes)
                 .configure(collections::routes)
+                .configure(knowledge::routes)
                 .configure(synthesize::routes)
                 .configure(transcribe::routes)
                 .configure(openai_audio::routes),

@@ -7,7 +7,7 @@ use actix_web::{get, HttpResponse};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{agents, collections, health, keys, openai_audio, synthesize, transcribe};
+use super::{agents, collections, health, keys, knowledge, openai_audio, synthesize, transcribe};
 use crate::error::{ErrorBody, ErrorDetail};
 
 #[derive(OpenApi)]
@@ -43,6 +43,9 @@ answer `{data, nextCursor, hasMore}` in creation order."
         collections::list_collections,
         collections::get_collection,
         collections::delete_collection,
+        knowledge::ingest,
+        knowledge::search,
+        knowledge::delete_document,
         synthesize::synthesize,
         transcribe::transcribe,
         transcribe::transcribe_async,

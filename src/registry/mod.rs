@@ -8,12 +8,14 @@ pub mod cache;
 pub mod collections;
 pub mod jobs;
 pub mod keys;
+pub mod knowledge;
 pub mod metering;
 
 pub use agents::AgentRegistry;
 pub use collections::CollectionRegistry;
 pub use jobs::JobRegistry;
 pub use keys::KeyRegistry;
+pub use knowledge::KnowledgeIndex;
 pub use metering::Metering;
 
 use crate::error::ApiError;

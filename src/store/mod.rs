@@ -5,6 +5,7 @@
 pub mod agents;
 pub mod collections;
 pub mod developers;
+pub mod documents;
 pub mod jobs;
 pub mod keys;
 pub mod schema;

@@ -369,7 +369,11 @@ pub fn word_error_rate(reference: &str, hypothesis: &str) -> f64 {
     let words = |text: &str| -> Vec<String> {
         text.to_lowercase()
             .split_whitespace()
-            .map(|w| w.chars().filter(|c| c.is_alphanumeric() || *c == '\'').collect::<String>())
+            .map(|w| {
+                w.chars()
+                    .filter(|c| c.is_alphanumeric() || *c == '\'')
+                    .collect::<String>()
+            })
             .filter(|w| !w.is_empty())
             .collect()
     };
