@@ -47,6 +47,7 @@ answer `{data, nextCursor, hasMore}` in creation order."
         knowledge::search,
         knowledge::delete_document,
         synthesize::synthesize,
+        synthesize::speak,
         transcribe::transcribe,
         transcribe::transcribe_async,
         transcribe::get_job,
