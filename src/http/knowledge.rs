@@ -265,31 +265,33 @@ fn round(seconds: f32) -> f64 {
     (f64::from(seconds) * 1000.0).round() / 1000.0
 }
 
-/// Adds a document to a collection: chunks, embeds and stores it in one transaction.
-#[utoipa::path(post, path = "/v1/collections/{id}/ingest", tag = "collections",
-    params(("id" = String, Path, description = "Collection id")),
-    request_body = IngestRequest,
-    responses((status = 201, body = IngestBody), (status = 400, body = ErrorBody),
-        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 413, body = ErrorBody),
-        (status = 503, body = ErrorBody)),
-    security(("bearer" = [])))]
-#[post("/collections/{id}/ingest")]
-async fn ingest(
-    state: web::Data<AppState>,
-    developer: Developer,
-    id: web::Path<String>,
-    body: ApiJson<IngestRequest>,
-) -> Result<HttpResponse, ApiError> {
-    let collection_id = id.into_inner();
-    let plan = validate_ingest(body.into_inner())?;
-    state
-        .collections
-        .send(GetCollection {
-            developer_id: developer.id().to_string(),
-            collection_id: collection_id.clone(),
-        })
-        .await??;
-    let sections = sections_of(&state, &plan).await?;
+/// A document ready to store: its row, its chunks and their vectors.
+pub struct PreparedDocument {
+    pub document: DocumentRow,
+    pub chunks: Vec<ChunkRow>,
+    pub vectors: Vec<Vec<f32>>,
+}
+
+impl PreparedDocument {
+    pub fn body(&self) -> IngestBody {
+        IngestBody {
+            document_id: self.document.id.clone(),
+            chunks_created: self.chunks.len(),
+            tokens_used: self.document.tokens as usize,
+        }
+    }
+}
+
+/// Validates an ingest request and turns it into a document: its text (fetched or
+/// transcribed when asked), chunked and embedded. Nothing is stored.
+pub async fn prepare_document(
+    state: &AppState,
+    developer_id: &str,
+    collection_id: &str,
+    request: IngestRequest,
+) -> Result<PreparedDocument, ApiError> {
+    let plan = validate_ingest(request)?;
+    let sections = sections_of(state, &plan).await?;
 
     // Chunks: text and transcripts as one body; audio keeps each chunk's segment times.
     let mut pieces: Vec<(String, Map<String, Value>)> = Vec::new();
@@ -347,7 +349,7 @@ async fn ingest(
             }
             ChunkRow {
                 document_id: document_id.clone(),
-                collection_id: collection_id.clone(),
+                collection_id: collection_id.to_string(),
                 chunk_index: index as i32,
                 content: text.clone(),
                 metadata: Value::Object(metadata).to_string(),
@@ -357,8 +359,8 @@ async fn ingest(
         .collect();
     let document = DocumentRow {
         id: document_id.clone(),
-        developer_id: developer.id().to_string(),
-        collection_id: collection_id.clone(),
+        developer_id: developer_id.to_string(),
+        collection_id: collection_id.to_string(),
         content_type: plan.content_type.clone(),
         source_url: plan.source_url.clone(),
         metadata: Value::Object(plan.metadata.clone()).to_string(),
@@ -366,23 +368,51 @@ async fn ingest(
         tokens: tokens_used as i64,
         created_at: now,
     };
-    let chunks_created = rows.len();
+    Ok(PreparedDocument {
+        document,
+        chunks: rows,
+        vectors,
+    })
+}
+
+/// Adds a document to a collection: chunks, embeds and stores it in one transaction.
+#[utoipa::path(post, path = "/v1/collections/{id}/ingest", tag = "collections",
+    params(("id" = String, Path, description = "Collection id")),
+    request_body = IngestRequest,
+    responses((status = 201, body = IngestBody), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 413, body = ErrorBody),
+        (status = 503, body = ErrorBody)),
+    security(("bearer" = [])))]
+#[post("/collections/{id}/ingest")]
+async fn ingest(
+    state: web::Data<AppState>,
+    developer: Developer,
+    id: web::Path<String>,
+    body: ApiJson<IngestRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let collection_id = id.into_inner();
+    let plan = body.into_inner();
+    state
+        .collections
+        .send(GetCollection {
+            developer_id: developer.id().to_string(),
+            collection_id: collection_id.clone(),
+        })
+        .await??;
+    let prepared = prepare_document(&state, developer.id(), &collection_id, plan).await?;
+    let body = prepared.body();
     let stored = state
         .knowledge
         .send(StoreDocument {
-            document,
-            chunks: rows,
-            vectors,
+            document: prepared.document,
+            chunks: prepared.chunks,
+            vectors: prepared.vectors,
         })
         .await??;
     if !stored {
         return Err(ApiError::not_found("collection", &collection_id));
     }
-    Ok(HttpResponse::Created().json(IngestBody {
-        document_id,
-        chunks_created,
-        tokens_used,
-    }))
+    Ok(HttpResponse::Created().json(body))
 }
 
 /// Finds the chunks closest in meaning to a query.

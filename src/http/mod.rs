@@ -11,6 +11,7 @@ pub mod openai_audio;
 pub mod openapi;
 pub mod pagination;
 pub mod providers;
+pub mod provision;
 pub mod request_id;
 pub mod synthesize;
 pub mod transcribe;
@@ -56,6 +57,8 @@ pub fn configure(cfg: &mut web::ServiceConfig, max_json_bytes: usize) {
             web::scope("/v1")
                 .wrap(from_fn(auth::require_api_key))
                 .configure(keys::routes)
+                // Before the agents' routes, whose /agents/{id} would take "provision".
+                .configure(provision::routes)
                 .configure(agents::routes)
                 .configure(collections::routes)
                 .configure(knowledge::routes)

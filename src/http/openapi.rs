@@ -7,7 +7,10 @@ use actix_web::{get, HttpResponse};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{agents, collections, health, keys, knowledge, openai_audio, synthesize, transcribe};
+use super::{
+    agents, collections, health, keys, knowledge, openai_audio, provision, synthesize,
+    transcribe,
+};
 use crate::error::{ErrorBody, ErrorDetail};
 
 #[derive(OpenApi)]
@@ -39,6 +42,7 @@ answer `{data, nextCursor, hasMore}` in creation order."
         agents::get_agent,
         agents::update_agent,
         agents::delete_agent,
+        provision::provision,
         collections::create_collection,
         collections::list_collections,
         collections::get_collection,

@@ -8,6 +8,7 @@ pub mod developers;
 pub mod documents;
 pub mod jobs;
 pub mod keys;
+pub mod provision;
 pub mod schema;
 pub mod usage;
 
