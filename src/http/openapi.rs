@@ -8,8 +8,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::{
-    agents, collections, health, keys, knowledge, openai_audio, provision, synthesize,
-    transcribe,
+    agents, collections, health, keys, knowledge, openai_audio, provision, synthesize, transcribe,
 };
 use crate::error::{ErrorBody, ErrorDetail};
 

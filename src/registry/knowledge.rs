@@ -136,7 +136,7 @@ impl KnowledgeIndex {
             self.cache.invalidate(collection);
             return;
         };
-        match index.write() {
+        let poisoned = match index.write() {
             Ok(mut index) => {
                 for (chunk, vector) in chunks.iter().zip(&vectors) {
                     index.add(
@@ -147,8 +147,12 @@ impl KnowledgeIndex {
                         vector,
                     );
                 }
+                false
             }
-            Err(_) => self.cache.invalidate(collection),
+            Err(_) => true,
+        };
+        if poisoned {
+            self.cache.invalidate(collection);
         }
     }
 }
@@ -179,12 +183,17 @@ impl Handler<DeleteDocument> for KnowledgeIndex {
             .map(|result, registry, _| {
                 let (deleted, msg) = result?;
                 if deleted {
-                    match registry.cache.get(&msg.collection_id) {
-                        Some(index) => match index.write() {
-                            Ok(mut index) => index.remove_document(&msg.document_id),
-                            Err(_) => registry.cache.invalidate(&msg.collection_id),
-                        },
-                        None => registry.cache.invalidate(&msg.collection_id),
+                    let removed = registry.cache.get(&msg.collection_id).is_some_and(|index| {
+                        match index.write() {
+                            Ok(mut index) => {
+                                index.remove_document(&msg.document_id);
+                                true
+                            }
+                            Err(_) => false,
+                        }
+                    });
+                    if !removed {
+                        registry.cache.invalidate(&msg.collection_id);
                     }
                 }
                 Ok(deleted)

@@ -64,10 +64,11 @@ pub async fn insert(db: &Db, document: &DocumentRow, rows: &[ChunkRow]) -> Store
             .values(document)
             .execute(conn)
             .await?;
-        // Batches keep each statement under the backends' bind-parameter limits.
-        for batch in rows.chunks(500) {
+        // Row by row: SQLite cannot batch rows with nullable columns in diesel, and inside
+        // one transaction each insert is cheap.
+        for row in rows {
             diesel::insert_into(chunks::table)
-                .values(batch)
+                .values(row)
                 .execute(conn)
                 .await?;
         }

@@ -30,9 +30,10 @@ pub async fn create(
                 .values(document)
                 .execute(conn)
                 .await?;
-            for batch in rows.chunks(500) {
+            // Row by row: SQLite cannot batch rows with nullable columns in diesel.
+            for row in rows {
                 diesel::insert_into(chunks::table)
-                    .values(batch)
+                    .values(row)
                     .execute(conn)
                     .await?;
             }
