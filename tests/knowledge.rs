@@ -25,7 +25,8 @@ The Pacific Ocean is the largest and deepest of the world's oceans, covering abo
 the surface of the Earth.";
 
 async fn new_collection(server: &Server, key: &str) -> String {
-    let (status, body) = call(server.post("/v1/collections", key, json!({"name": "Help center"}))).await;
+    let (status, body) =
+        call(server.post("/v1/collections", key, json!({"name": "Help center"}))).await;
     assert_eq!(status, 201, "{body}");
     body["id"].as_str().unwrap().to_string()
 }
@@ -59,30 +60,67 @@ async fn paraphrased_questions_find_the_right_chunk() {
     assert_eq!(body["chunksCreated"], 3, "{body}");
     assert!(body["tokensUsed"].as_u64().unwrap() > 100, "{body}");
     assert!(body["documentId"].as_str().unwrap().starts_with("doc_"));
-    let (status, _) = ingest(&server, &key, &collection, json!({"content": DISTRACTORS, "chunkSize": 300, "chunkOverlap": 0})).await;
+    let (status, _) = ingest(
+        &server,
+        &key,
+        &collection,
+        json!({"content": DISTRACTORS, "chunkSize": 300, "chunkOverlap": 0}),
+    )
+    .await;
     assert_eq!(status, 201);
 
     for (question, expected) in [
-        ("Can I get my money back if I don't like what I bought?", "refund"),
+        (
+            "Can I get my money back if I don't like what I bought?",
+            "refund",
+        ),
         ("How long does delivery take?", "shipping"),
         ("What time do you close on Saturday?", "Saturdays"),
-        ("Is there someone I can call in the middle of the night?", "phone"),
+        (
+            "Is there someone I can call in the middle of the night?",
+            "phone",
+        ),
     ] {
-        let (status, results) = search(&server, &key, &collection, json!({"query": question, "limit": 3, "threshold": 0.5})).await;
+        let (status, results) = search(
+            &server,
+            &key,
+            &collection,
+            json!({"query": question, "limit": 3, "threshold": 0.5}),
+        )
+        .await;
         assert_eq!(status, 200, "{results}");
-        assert!(top_content(&results).contains(expected), "{question} → {}", short(&results));
+        assert!(
+            top_content(&results).contains(expected),
+            "{question} → {}",
+            short(&results)
+        );
         let hits = results["results"].as_array().unwrap();
         let scores: Vec<f64> = hits.iter().map(|h| h["score"].as_f64().unwrap()).collect();
-        assert!(scores.windows(2).all(|w| w[0] >= w[1]), "sorted by score: {scores:?}");
+        assert!(
+            scores.windows(2).all(|w| w[0] >= w[1]),
+            "sorted by score: {scores:?}"
+        );
         assert!(scores.iter().all(|s| (0.5..=1.0).contains(s)), "{scores:?}");
         assert_eq!(hits[0]["metadata"]["source"], "faq");
         assert!(hits[0]["chunkIndex"].is_u64() && hits[0]["documentId"].is_string());
     }
 
     // A high threshold keeps only close matches; includeMetadata false leaves metadata out.
-    let (_, strict) = search(&server, &key, &collection, json!({"query": "bicycle history", "threshold": 0.99})).await;
+    let (_, strict) = search(
+        &server,
+        &key,
+        &collection,
+        json!({"query": "bicycle history", "threshold": 0.99}),
+    )
+    .await;
     assert_eq!(strict["results"].as_array().unwrap().len(), 0, "{strict}");
-    let (_, bare) = search(&server, &key, &collection, json!({"query": "refund policy", "includeMetadata": false})).await;
+    let (_, bare) = search(
+        &server,
+        &key,
+        &collection,
+        json!({"query": "refund policy", "includeMetadata": false}),
+    )
+    .await;
     assert!(bare["results"][0].get("metadata").is_none(), "{bare}");
 }
 
@@ -93,29 +131,64 @@ async fn a_deleted_document_leaves_search_at_once() {
     let collection = new_collection(&server, &key).await;
     let (_, faq) = ingest(&server, &key, &collection, json!({"content": FAQ})).await;
     let faq_id = faq["documentId"].as_str().unwrap().to_string();
-    let (_, before) = search(&server, &key, &collection, json!({"query": "refund for a return", "threshold": 0.5})).await;
+    let (_, before) = search(
+        &server,
+        &key,
+        &collection,
+        json!({"query": "refund for a return", "threshold": 0.5}),
+    )
+    .await;
     assert!(!before["results"].as_array().unwrap().is_empty());
 
     let response = server
-        .delete(&format!("/v1/collections/{collection}/documents/{faq_id}"), &key)
+        .delete(
+            &format!("/v1/collections/{collection}/documents/{faq_id}"),
+            &key,
+        )
         .send()
         .await
         .unwrap();
     assert_eq!(response.status(), 204);
-    let (_, after) = search(&server, &key, &collection, json!({"query": "refund for a return", "threshold": 0.5})).await;
+    let (_, after) = search(
+        &server,
+        &key,
+        &collection,
+        json!({"query": "refund for a return", "threshold": 0.5}),
+    )
+    .await;
     assert!(after["results"].as_array().unwrap().is_empty(), "{after}");
 
-    let (status, body) = call(server.delete(&format!("/v1/collections/{collection}/documents/{faq_id}"), &key)).await;
+    let (status, body) = call(server.delete(
+        &format!("/v1/collections/{collection}/documents/{faq_id}"),
+        &key,
+    ))
+    .await;
     assert_not_found(status, &body, "deleting twice");
 
     // After a restart the index is rebuilt from storage and still lacks the document.
     let (_, kept) = ingest(&server, &key, &collection, json!({"content": DISTRACTORS})).await;
     assert!(kept["documentId"].is_string());
     let server = server.restart().await;
-    let (_, rebuilt) = search(&server, &key, &collection, json!({"query": "the largest ocean", "threshold": 0.5})).await;
+    let (_, rebuilt) = search(
+        &server,
+        &key,
+        &collection,
+        json!({"query": "the largest ocean", "threshold": 0.5}),
+    )
+    .await;
     assert!(top_content(&rebuilt).contains("Pacific"), "{rebuilt}");
-    let (_, gone) = search(&server, &key, &collection, json!({"query": "refund for a return", "threshold": 0.6})).await;
-    assert!(gone["results"].as_array().unwrap().iter().all(|h| h["documentId"] != faq_id.as_str()));
+    let (_, gone) = search(
+        &server,
+        &key,
+        &collection,
+        json!({"query": "refund for a return", "threshold": 0.6}),
+    )
+    .await;
+    assert!(gone["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|h| h["documentId"] != faq_id.as_str()));
 }
 
 #[tokio::test]
@@ -132,11 +205,20 @@ async fn ingest_limits_are_enforced_and_change_nothing() {
         (json!({"content": "x", "chunkSize": 99}), "chunkSize"),
         (json!({"content": "x", "chunkSize": 4001}), "chunkSize"),
         (json!({"content": "x", "chunkOverlap": 501}), "chunkOverlap"),
-        (json!({"content": "x", "chunkSize": 300, "chunkOverlap": 300}), "chunkOverlap"),
+        (
+            json!({"content": "x", "chunkSize": 300, "chunkOverlap": 300}),
+            "chunkOverlap",
+        ),
         (json!({"content": "x", "chunkOverlap": -1}), "chunkOverlap"),
         (json!({"contentType": "url"}), "sourceUrl"),
-        (json!({"contentType": "audio", "sourceUrl": "ftp://example.com/a.wav"}), "sourceUrl"),
-        (json!({"content": "x", "metadata": "not an object"}), "metadata"),
+        (
+            json!({"contentType": "audio", "sourceUrl": "ftp://example.com/a.wav"}),
+            "sourceUrl",
+        ),
+        (
+            json!({"content": "x", "metadata": "not an object"}),
+            "metadata",
+        ),
     ] {
         let (status, error) = ingest(&server, &key, &collection, body.clone()).await;
         assert_invalid(status, &error, param, &short(&body));
@@ -144,7 +226,13 @@ async fn ingest_limits_are_enforced_and_change_nothing() {
     let (status, body) = ingest(&server, &key, "col_missing", json!({"content": "hello"})).await;
     assert_not_found(status, &body, "an unknown collection");
     // Nothing was stored by any of these.
-    let (_, results) = search(&server, &key, &collection, json!({"query": "x", "threshold": 0.0})).await;
+    let (_, results) = search(
+        &server,
+        &key,
+        &collection,
+        json!({"query": "x", "threshold": 0.0}),
+    )
+    .await;
     assert_eq!(results["results"].as_array().unwrap().len(), 0, "{results}");
 
     for (body, param) in [
@@ -166,11 +254,20 @@ async fn collections_are_private_to_their_developer() {
     let collection = new_collection(&server, &key).await;
     let (_, doc) = ingest(&server, &key, &collection, json!({"content": FAQ})).await;
     let stranger = server.storage.create_key("dev_other");
-    let (status, body) = ingest(&server, &stranger, &collection, json!({"content": "mine now"})).await;
+    let (status, body) = ingest(
+        &server,
+        &stranger,
+        &collection,
+        json!({"content": "mine now"}),
+    )
+    .await;
     assert_not_found(status, &body, "ingest into another's collection");
     let (status, body) = search(&server, &stranger, &collection, json!({"query": "refund"})).await;
     assert_not_found(status, &body, "search another's collection");
-    let path = format!("/v1/collections/{collection}/documents/{}", doc["documentId"].as_str().unwrap());
+    let path = format!(
+        "/v1/collections/{collection}/documents/{}",
+        doc["documentId"].as_str().unwrap()
+    );
     let (status, body) = call(server.delete(&path, &stranger)).await;
     assert_not_found(status, &body, "delete another's document");
 }
@@ -181,7 +278,9 @@ async fn serve(body: Vec<u8>, content_type: &'static str) -> String {
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
         loop {
-            let Ok((mut socket, _)) = listener.accept().await else { return };
+            let Ok((mut socket, _)) = listener.accept().await else {
+                return;
+            };
             let body = body.clone();
             tokio::spawn(async move {
                 let mut request = [0u8; 4096];
@@ -209,24 +308,65 @@ async fn web_pages_and_recordings_are_ingested_as_readable_text() {
     let audio_url = serve(fixture("jfk.flac"), "audio/flac").await;
 
     let storage = Storage::fresh().await;
-    let server = Server::start_with(storage, &[("SWITCHBOARD__FETCH__ALLOW", "[\"127.0.0.0/8\"]")]).await;
+    let server = Server::start_with(
+        storage,
+        &[("SWITCHBOARD__FETCH__ALLOW", "[\"127.0.0.0/8\"]")],
+    )
+    .await;
     let key = server.key().to_string();
     let collection = new_collection(&server, &key).await;
 
-    let (status, body) = ingest(&server, &key, &collection, json!({"contentType": "url", "sourceUrl": page_url})).await;
+    let (status, body) = ingest(
+        &server,
+        &key,
+        &collection,
+        json!({"contentType": "url", "sourceUrl": page_url}),
+    )
+    .await;
     assert_eq!(status, 201, "{body}");
-    let (_, results) = search(&server, &key, &collection, json!({"query": "money back for returned items", "threshold": 0.5})).await;
+    let (_, results) = search(
+        &server,
+        &key,
+        &collection,
+        json!({"query": "money back for returned items", "threshold": 0.5}),
+    )
+    .await;
     let content = top_content(&results);
     assert!(content.contains("refund"), "{results}");
-    assert!(!content.contains("tracking") && !content.contains("Copyright"), "{content}");
+    assert!(
+        !content.contains("tracking") && !content.contains("Copyright"),
+        "{content}"
+    );
 
-    let (status, body) = ingest(&server, &key, &collection, json!({"contentType": "audio", "sourceUrl": audio_url, "metadata": {"speaker": "JFK"}})).await;
+    let (status, body) = ingest(
+        &server,
+        &key,
+        &collection,
+        json!({"contentType": "audio", "sourceUrl": audio_url, "metadata": {"speaker": "JFK"}}),
+    )
+    .await;
     assert_eq!(status, 201, "{body}");
-    let (_, results) = search(&server, &key, &collection, json!({"query": "what you can do for your country", "threshold": 0.5})).await;
+    let (_, results) = search(
+        &server,
+        &key,
+        &collection,
+        json!({"query": "what you can do for your country", "threshold": 0.5}),
+    )
+    .await;
     let hit = &results["results"][0];
-    assert!(hit["content"].as_str().unwrap().to_lowercase().contains("country"), "{results}");
+    assert!(
+        hit["content"]
+            .as_str()
+            .unwrap()
+            .to_lowercase()
+            .contains("country"),
+        "{results}"
+    );
     assert_eq!(hit["metadata"]["speaker"], "JFK");
-    assert!(hit["metadata"]["startTime"].is_number() && hit["metadata"]["endTime"].is_number(), "{hit}");
+    assert!(
+        hit["metadata"]["startTime"].is_number() && hit["metadata"]["endTime"].is_number(),
+        "{hit}"
+    );
 }
 
 #[tokio::test]
@@ -252,18 +392,36 @@ async fn provisioning_is_all_or_nothing() {
     assert_eq!(body["agent"]["collectionId"], collection.as_str());
     assert_eq!(body["collection"]["name"], "Store FAQ");
     assert_eq!(body["ingestResults"].as_array().unwrap().len(), 2);
-    let (status, agent) = call(server.get(&format!("/v1/agents/{}", body["agent"]["id"].as_str().unwrap()), &key)).await;
+    let (status, agent) = call(server.get(
+        &format!("/v1/agents/{}", body["agent"]["id"].as_str().unwrap()),
+        &key,
+    ))
+    .await;
     assert_eq!(status, 200);
     assert_eq!(agent["name"], "Store helper");
-    let (_, results) = search(&server, &key, &collection, json!({"query": "how long is shipping", "threshold": 0.5})).await;
+    let (_, results) = search(
+        &server,
+        &key,
+        &collection,
+        json!({"query": "how long is shipping", "threshold": 0.5}),
+    )
+    .await;
     assert!(top_content(&results).contains("shipping"), "{results}");
 
     // One bad item: nothing at all is created.
     let agents_before = all_ids_at(&server, &key, "/v1/agents", 100).await.len();
-    let collections_before = all_ids_at(&server, &key, "/v1/collections", 100).await.len();
+    let collections_before = all_ids_at(&server, &key, "/v1/collections", 100)
+        .await
+        .len();
     for (items, param) in [
-        (json!([{"content": FAQ}, {"content": "x", "contentType": "pdf"}]), "initialContent[1].contentType"),
-        (json!([{"content": "word ".repeat(220_000)}]), "initialContent[0].content"),
+        (
+            json!([{"content": FAQ}, {"content": "x", "contentType": "pdf"}]),
+            "initialContent[1].contentType",
+        ),
+        (
+            json!([{"content": "word ".repeat(220_000)}]),
+            "initialContent[0].content",
+        ),
     ] {
         let (status, error) = call(server.post(
             "/v1/agents/provision",
@@ -273,8 +431,17 @@ async fn provisioning_is_all_or_nothing() {
         .await;
         assert_invalid(status, &error, param, param);
     }
-    let (status, error) = call(server.post("/v1/agents/provision", &key, json!({"initialContent": []}))).await;
+    let (status, error) =
+        call(server.post("/v1/agents/provision", &key, json!({"initialContent": []}))).await;
     assert_invalid(status, &error, "name", "no name");
-    assert_eq!(all_ids_at(&server, &key, "/v1/agents", 100).await.len(), agents_before);
-    assert_eq!(all_ids_at(&server, &key, "/v1/collections", 100).await.len(), collections_before);
+    assert_eq!(
+        all_ids_at(&server, &key, "/v1/agents", 100).await.len(),
+        agents_before
+    );
+    assert_eq!(
+        all_ids_at(&server, &key, "/v1/collections", 100)
+            .await
+            .len(),
+        collections_before
+    );
 }

@@ -5,6 +5,7 @@ pub mod auth;
 pub mod body;
 pub mod collections;
 pub mod health;
+pub mod instances;
 pub mod keys;
 pub mod knowledge;
 pub mod openai_audio;
@@ -60,6 +61,7 @@ pub fn configure(cfg: &mut web::ServiceConfig, max_json_bytes: usize) {
                 // Before the agents' routes, whose /agents/{id} would take "provision".
                 .configure(provision::routes)
                 .configure(agents::routes)
+                .configure(instances::routes)
                 .configure(collections::routes)
                 .configure(knowledge::routes)
                 .configure(synthesize::routes)

@@ -8,7 +8,8 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::{
-    agents, collections, health, keys, knowledge, openai_audio, provision, synthesize, transcribe,
+    agents, collections, health, instances, keys, knowledge, openai_audio, provision, synthesize,
+    transcribe,
 };
 use crate::error::{ErrorBody, ErrorDetail};
 
@@ -42,6 +43,11 @@ answer `{data, nextCursor, hasMore}` in creation order."
         agents::update_agent,
         agents::delete_agent,
         provision::provision,
+        instances::create_instance,
+        instances::list_instances,
+        instances::get_instance,
+        instances::update_instance,
+        instances::delete_instance,
         collections::create_collection,
         collections::list_collections,
         collections::get_collection,

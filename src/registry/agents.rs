@@ -27,6 +27,13 @@ impl AgentRegistry {
     }
 }
 
+impl AgentRegistry {
+    /// The store, for the handlers in sibling modules (instances).
+    pub(super) fn db(&self) -> Db {
+        self.db.clone()
+    }
+}
+
 impl Actor for AgentRegistry {
     type Context = Context<Self>;
 }

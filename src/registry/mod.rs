@@ -6,6 +6,7 @@
 pub mod agents;
 pub mod cache;
 pub mod collections;
+pub mod instances;
 pub mod jobs;
 pub mod keys;
 pub mod knowledge;

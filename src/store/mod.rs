@@ -6,6 +6,7 @@ pub mod agents;
 pub mod collections;
 pub mod developers;
 pub mod documents;
+pub mod instances;
 pub mod jobs;
 pub mod keys;
 pub mod provision;
