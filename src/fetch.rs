@@ -213,6 +213,66 @@ impl Fetcher {
     }
 }
 
+/// What an HTTP tool answered.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: u16,
+    pub body: String,
+}
+
+impl Fetcher {
+    /// Calls a developer's HTTP endpoint (a tool) under the same address guard: `GET` with the
+    /// arguments as query parameters, any other method with them as a JSON body. The body of
+    /// the answer is read up to `max_body` bytes; the whole call is cut off after `timeout`.
+    pub async fn call_json(
+        &self,
+        method: &str,
+        url: &str,
+        arguments: &serde_json::Value,
+        timeout: Duration,
+        max_body: usize,
+    ) -> Result<Answer, FetchError> {
+        let url =
+            Url::parse(url).map_err(|e| FetchError::InvalidUrl(format!("not a valid URL: {e}")))?;
+        check_url(&self.policy, &url)?;
+        let method = reqwest::Method::from_bytes(method.to_ascii_uppercase().as_bytes())
+            .map_err(|_| FetchError::InvalidUrl(format!("{method} is not an HTTP method")))?;
+        let mut request = self.client.request(method.clone(), url).timeout(timeout);
+        if method == reqwest::Method::GET {
+            if let Some(map) = arguments.as_object() {
+                let pairs: Vec<(String, String)> = map
+                    .iter()
+                    .map(|(k, v)| {
+                        (
+                            k.clone(),
+                            v.as_str().map_or_else(|| v.to_string(), str::to_string),
+                        )
+                    })
+                    .collect();
+                request = request.query(&pairs);
+            }
+        } else {
+            request = request.json(arguments);
+        }
+        let response = request.send().await.map_err(describe)?;
+        let status = response.status().as_u16();
+        let mut body = Vec::new();
+        let mut stream = response.bytes_stream();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(describe)?;
+            let room = max_body.saturating_sub(body.len());
+            body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            if body.len() >= max_body {
+                break;
+            }
+        }
+        Ok(Answer {
+            status,
+            body: String::from_utf8_lossy(&body).into_owned(),
+        })
+    }
+}
+
 /// Scheme, credentials and literal-IP checks that need no DNS (names are checked when they
 /// resolve).
 fn check_url(policy: &AddressPolicy, url: &Url) -> Result<(), FetchError> {

@@ -7,7 +7,8 @@ use common::*;
 use serde_json::json;
 
 async fn new_agent(server: &Server, key: &str, id: &str) {
-    let (status, body) = call(server.post("/v1/agents", key, json!({"id": id, "name": "Front desk"}))).await;
+    let (status, body) =
+        call(server.post("/v1/agents", key, json!({"id": id, "name": "Front desk"}))).await;
     assert_eq!(status, 201, "{body}");
 }
 
@@ -30,10 +31,18 @@ async fn an_instance_lives_through_create_list_read_update_and_delete() {
     assert_eq!(created["variables"]["store"], "Downtown");
     assert!(is_iso_millis(&created["createdAt"]) && is_iso_millis(&created["updatedAt"]));
 
-    let (status, custom) = call(server.post("/v1/agents/desk/instances", &key, json!({"id": "uptown", "phoneNumber": "+14155550124"}))).await;
+    let (status, custom) = call(server.post(
+        "/v1/agents/desk/instances",
+        &key,
+        json!({"id": "uptown", "phoneNumber": "+14155550124"}),
+    ))
+    .await;
     assert_eq!(status, 201, "{custom}");
     assert_eq!(custom["context"], "");
-    assert_eq!(all_ids_at(&server, &key, "/v1/agents/desk/instances", 1).await, [id.clone(), "uptown".to_string()]);
+    assert_eq!(
+        all_ids_at(&server, &key, "/v1/agents/desk/instances", 1).await,
+        [id.clone(), "uptown".to_string()]
+    );
 
     let (status, updated) = call(server.put(
         &format!("/v1/agents/desk/instances/{id}"),
@@ -44,10 +53,16 @@ async fn an_instance_lives_through_create_list_read_update_and_delete() {
     assert_eq!(status, 200, "{updated}");
     assert_eq!(updated["name"], serde_json::Value::Null);
     assert_eq!(updated["context"], "Silver member now.");
-    assert_eq!(updated["phoneNumber"], "+14155550123", "untouched fields stay");
+    assert_eq!(
+        updated["phoneNumber"], "+14155550123",
+        "untouched fields stay"
+    );
 
     let (status, read) = call(server.get(&format!("/v1/agents/desk/instances/{id}"), &key)).await;
-    assert_eq!((status, &read["context"]), (200, &json!("Silver member now.")));
+    assert_eq!(
+        (status, &read["context"]),
+        (200, &json!("Silver member now."))
+    );
 
     let (status, _) = call(server.delete(&format!("/v1/agents/desk/instances/{id}"), &key)).await;
     assert_eq!(status, 204);
@@ -69,16 +84,32 @@ async fn phone_numbers_are_e164_and_unique_per_agent() {
         (json!({"id": "has space"}), "id"),
         (json!({"variables": [1, 2]}), "variables"),
     ] {
-        let (status, error) = call(server.post("/v1/agents/desk/instances", &key, body.clone())).await;
+        let (status, error) =
+            call(server.post("/v1/agents/desk/instances", &key, body.clone())).await;
         assert_invalid(status, &error, param, &short(&body));
     }
-    let (status, _) = call(server.post("/v1/agents/desk/instances", &key, json!({"phoneNumber": "+14155550123"}))).await;
+    let (status, _) = call(server.post(
+        "/v1/agents/desk/instances",
+        &key,
+        json!({"phoneNumber": "+14155550123"}),
+    ))
+    .await;
     assert_eq!(status, 201);
-    let (status, body) = call(server.post("/v1/agents/desk/instances", &key, json!({"phoneNumber": "+14155550123"}))).await;
+    let (status, body) = call(server.post(
+        "/v1/agents/desk/instances",
+        &key,
+        json!({"phoneNumber": "+14155550123"}),
+    ))
+    .await;
     assert_eq!(status, 409, "{body}");
     assert_eq!(error_code(&body), "conflict");
     // The same number may serve another agent.
-    let (status, _) = call(server.post("/v1/agents/sales/instances", &key, json!({"phoneNumber": "+14155550123"}))).await;
+    let (status, _) = call(server.post(
+        "/v1/agents/sales/instances",
+        &key,
+        json!({"phoneNumber": "+14155550123"}),
+    ))
+    .await;
     assert_eq!(status, 201);
 }
 
@@ -87,8 +118,12 @@ async fn instances_belong_to_a_live_agent_of_their_developer() {
     let server = Server::start().await;
     let key = server.key().to_string();
     new_agent(&server, &key, "desk").await;
-    let (_, created) = call(server.post("/v1/agents/desk/instances", &key, json!({"name": "A"}))).await;
-    let path = format!("/v1/agents/desk/instances/{}", created["id"].as_str().unwrap());
+    let (_, created) =
+        call(server.post("/v1/agents/desk/instances", &key, json!({"name": "A"}))).await;
+    let path = format!(
+        "/v1/agents/desk/instances/{}",
+        created["id"].as_str().unwrap()
+    );
 
     let stranger = server.storage.create_key("dev_other");
     let (status, body) = call(server.get(&path, &stranger)).await;

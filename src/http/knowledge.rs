@@ -2,8 +2,6 @@
 //! into a collection (text, transcripts, transcribed audio, web pages), semantic search, and
 //! deleting a document.
 
-use std::collections::HashMap;
-
 use actix_web::{delete, post, web, HttpResponse};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -17,9 +15,10 @@ use crate::error::{ApiError, ErrorBody};
 use crate::fetch::FetchError;
 use crate::knowledge::chunking::{chunk, Layout};
 use crate::knowledge::html::readable_text;
+use crate::knowledge::search::{search_collection, KnowledgeHit};
 use crate::registry::collections::GetCollection;
 use crate::registry::jobs::extension_of;
-use crate::registry::knowledge::{ChunkTexts, DeleteDocument, IndexOf, StoreDocument};
+use crate::registry::knowledge::{DeleteDocument, StoreDocument};
 use crate::registry::new_id;
 use crate::speech::transcription::{transcribe_file, TranscriptionRequest};
 use crate::store::documents::{bytes_of, ChunkRow, DocumentRow};
@@ -87,21 +86,8 @@ pub struct SearchRequest {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SearchHitBody {
-    pub content: String,
-    /// 0-1: (cosine similarity + 1) / 2.
-    pub score: f64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Object>)]
-    pub metadata: Option<Value>,
-    pub document_id: String,
-    pub chunk_index: i32,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
 pub struct SearchBody {
-    pub results: Vec<SearchHitBody>,
+    pub results: Vec<KnowledgeHit>,
 }
 
 /// A validated ingest request.
@@ -445,7 +431,8 @@ async fn search(
         })
         .await??;
     let results = search_collection(
-        &state,
+        state.engines.embedder.as_ref(),
+        &state.knowledge,
         &collection_id,
         request.query.unwrap_or_default(),
         limit as usize,
@@ -462,62 +449,6 @@ async fn search(
         })
         .collect();
     Ok(HttpResponse::Ok().json(SearchBody { results }))
-}
-
-/// Embeds the query and searches the collection's index (whose ownership the caller checked).
-pub async fn search_collection(
-    state: &AppState,
-    collection_id: &str,
-    query: String,
-    limit: usize,
-    threshold: f32,
-) -> Result<Vec<SearchHitBody>, ApiError> {
-    let mut embedded = state.engines.embedder.embed(vec![query]).await?;
-    let vector = embedded
-        .pop()
-        .ok_or_else(|| ApiError::Internal("the embedder returned nothing".into()))?;
-    let index = state
-        .knowledge
-        .send(IndexOf {
-            collection_id: collection_id.to_string(),
-        })
-        .await??;
-    let hits = tokio::task::spawn_blocking(move || {
-        index
-            .read()
-            .map(|index| index.search(&vector, limit, threshold))
-            .unwrap_or_default()
-    })
-    .await
-    .map_err(|_| ApiError::Internal("search failed".into()))?;
-    if hits.is_empty() {
-        return Ok(Vec::new());
-    }
-    let texts: HashMap<(String, i32), (String, String)> = state
-        .knowledge
-        .send(ChunkTexts {
-            collection_id: collection_id.to_string(),
-            chunks: hits.iter().map(|h| h.chunk.clone()).collect(),
-        })
-        .await??
-        .into_iter()
-        .map(|(doc, index, content, metadata)| ((doc, index), (content, metadata)))
-        .collect();
-    Ok(hits
-        .into_iter()
-        .filter_map(|hit| {
-            let key = (hit.chunk.document_id.clone(), hit.chunk.chunk_index);
-            // A chunk deleted since the index was read is skipped.
-            let (content, metadata) = texts.get(&key)?;
-            Some(SearchHitBody {
-                content: content.clone(),
-                score: (f64::from(hit.score) * 10_000.0).round() / 10_000.0,
-                metadata: Some(validate::stored_json(metadata)),
-                document_id: hit.chunk.document_id,
-                chunk_index: hit.chunk.chunk_index,
-            })
-        })
-        .collect())
 }
 
 /// Deletes one document and its chunks; they leave search results at once.

@@ -5,3 +5,4 @@
 pub mod chunking;
 pub mod html;
 pub mod index;
+pub mod search;

@@ -4,6 +4,7 @@
 
 pub mod agents;
 pub mod collections;
+pub mod conversations;
 pub mod developers;
 pub mod documents;
 pub mod instances;

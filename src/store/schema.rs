@@ -120,6 +120,9 @@ diesel::table! {
 }
 
 diesel::allow_tables_to_appear_in_same_query!(
+    conversations,
+    conversation_messages,
+    transcription_jobs,
     developers,
     api_keys,
     collections,
@@ -143,5 +146,31 @@ diesel::table! {
         error -> Nullable<Text>,
         created_at -> BigInt,
         completed_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    conversations (seq) {
+        seq -> BigInt,
+        id -> Text,
+        developer_id -> Text,
+        agent_id -> Text,
+        instance_id -> Nullable<Text>,
+        turns -> Integer,
+        ended -> Bool,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    conversation_messages (seq) {
+        seq -> BigInt,
+        conversation_id -> Text,
+        turn_index -> Integer,
+        role -> Text,
+        content -> Text,
+        tool_calls -> Text,
+        created_at -> BigInt,
     }
 }
