@@ -5,6 +5,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod conversation;
 pub mod engines;
 pub mod error;
 pub mod fetch;

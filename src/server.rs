@@ -15,7 +15,8 @@ use crate::http::{self, AppState};
 use crate::registry::keys::{create_key, FlushLastUsed};
 use crate::registry::metering::FlushUsage;
 use crate::registry::{
-    AgentRegistry, CollectionRegistry, JobRegistry, KeyRegistry, KnowledgeIndex, Metering,
+    AgentRegistry, CollectionRegistry, ConversationRegistry, JobRegistry, KeyRegistry,
+    KnowledgeIndex, Metering,
 };
 use crate::store::{developers, Db};
 
@@ -42,6 +43,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     let collections = CollectionRegistry::new(db.clone(), &config.registry, agents.clone()).start();
     let metering = Metering::new(db.clone(), config.tiers.clone(), &config.metering).start();
     let engines = Engines::start(&config);
+    let conversations = ConversationRegistry::new(db.clone()).start();
     let knowledge =
         KnowledgeIndex::new(db.clone(), engines.embedder.dimensions(), &config.registry).start();
     let fetcher = Fetcher::new(&config.fetch).context("cannot build the HTTP client")?;
@@ -65,6 +67,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         metering: metering.clone(),
         jobs,
         knowledge,
+        conversations,
         engines,
         fetcher,
     });

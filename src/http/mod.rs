@@ -3,6 +3,7 @@
 pub mod agents;
 pub mod auth;
 pub mod body;
+pub mod chat;
 pub mod collections;
 pub mod health;
 pub mod instances;
@@ -29,7 +30,8 @@ use crate::engines::Engines;
 use crate::error::ApiError;
 use crate::fetch::Fetcher;
 use crate::registry::{
-    AgentRegistry, CollectionRegistry, JobRegistry, KeyRegistry, KnowledgeIndex, Metering,
+    AgentRegistry, CollectionRegistry, ConversationRegistry, JobRegistry, KeyRegistry,
+    KnowledgeIndex, Metering,
 };
 use crate::store::Db;
 
@@ -43,6 +45,7 @@ pub struct AppState {
     pub metering: Addr<Metering>,
     pub jobs: Addr<JobRegistry>,
     pub knowledge: Addr<KnowledgeIndex>,
+    pub conversations: Addr<ConversationRegistry>,
     pub engines: Engines,
     pub fetcher: Fetcher,
 }
@@ -62,6 +65,7 @@ pub fn configure(cfg: &mut web::ServiceConfig, max_json_bytes: usize) {
                 .configure(provision::routes)
                 .configure(agents::routes)
                 .configure(instances::routes)
+                .configure(chat::routes)
                 .configure(collections::routes)
                 .configure(knowledge::routes)
                 .configure(synthesize::routes)

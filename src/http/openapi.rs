@@ -8,8 +8,8 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::{
-    agents, collections, health, instances, keys, knowledge, openai_audio, provision, synthesize,
-    transcribe,
+    agents, chat, collections, health, instances, keys, knowledge, openai_audio, provision,
+    synthesize, transcribe,
 };
 use crate::error::{ErrorBody, ErrorDetail};
 
@@ -43,6 +43,7 @@ answer `{data, nextCursor, hasMore}` in creation order."
         agents::update_agent,
         agents::delete_agent,
         provision::provision,
+        chat::chat,
         instances::create_instance,
         instances::list_instances,
         instances::get_instance,

@@ -4,11 +4,11 @@
 
 use std::sync::Arc;
 
-use switchboard_actors::engine::{SpeechToText, TextToSpeech};
+use switchboard_actors::engine::{LanguageModel, SpeechToText, TextToSpeech};
 
 use super::AppState;
 use crate::error::ApiError;
-use crate::vendors::catalog::{DEFAULT_PROVIDER, STT_PROVIDERS, TTS_PROVIDERS};
+use crate::vendors::catalog::{DEFAULT_PROVIDER, LLM_PROVIDERS, STT_PROVIDERS, TTS_PROVIDERS};
 
 pub fn tts(
     state: &AppState,
@@ -26,6 +26,15 @@ pub fn stt(
 ) -> Result<Arc<dyn SpeechToText>, ApiError> {
     check(param, provider, STT_PROVIDERS)?;
     Ok(state.engines.stt.clone())
+}
+
+pub fn llm(
+    state: &AppState,
+    param: &str,
+    provider: &str,
+) -> Result<Arc<dyn LanguageModel>, ApiError> {
+    check(param, provider, LLM_PROVIDERS)?;
+    Ok(state.engines.llm.clone())
 }
 
 fn check(param: &str, provider: &str, known: &[&str]) -> Result<(), ApiError> {

@@ -6,6 +6,7 @@
 pub mod agents;
 pub mod cache;
 pub mod collections;
+pub mod conversations;
 pub mod instances;
 pub mod jobs;
 pub mod keys;
@@ -14,6 +15,7 @@ pub mod metering;
 
 pub use agents::AgentRegistry;
 pub use collections::CollectionRegistry;
+pub use conversations::ConversationRegistry;
 pub use jobs::JobRegistry;
 pub use keys::KeyRegistry;
 pub use knowledge::KnowledgeIndex;
