@@ -63,6 +63,8 @@ pub struct ChatResponseBody {
     pub turn_index: i32,
     pub tool_calls: Vec<ToolCallRecord>,
     pub usage: UsageBody,
+    /// The instance that personalised this turn, if any.
+    pub instance_id: Option<String>,
     /// True when the agent ended the conversation (it then takes no more turns).
     pub ended: bool,
 }
@@ -279,6 +281,7 @@ async fn chat(
                 output_tokens: outcome.output_tokens,
             },
             ended: outcome.ended,
+            instance_id: instance.map(|i| i.id),
         }))
 }
 
