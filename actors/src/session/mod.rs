@@ -51,7 +51,9 @@ pub mod tts;
 pub use audio_in::{CallerAudio, CallerFrame};
 pub use audio_out::{EncodedFrame, OutputEncoder};
 pub use barge_in::BargeIn;
-pub use call::{CallSession, SessionEngines, SessionHandle, TurnState};
+pub use call::{
+    CallSession, GetSnapshot, SessionEngines, SessionHandle, SessionSnapshot, TurnState,
+};
 pub use config::{
     AgentProfile, AudioFormat, EchoGate, Pacing, PlaybackAcks, SessionConfig, StageTimeouts,
     TurnTiming,

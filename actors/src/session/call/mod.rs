@@ -64,6 +64,22 @@ pub enum TurnState {
     AgentSpeaking,
 }
 
+/// Asks a session for its current state and history (for persistence or inspection).
+#[derive(Debug, Clone, Copy, Message)]
+#[rtype(result = "SessionSnapshot")]
+pub struct GetSnapshot;
+
+/// A session's state at one moment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionSnapshot {
+    /// Where the conversation stands.
+    pub state: TurnState,
+    /// The conversation (system prompt excluded), assistant text truncated to what was heard.
+    pub history: Vec<ChatMessage>,
+    /// Turns recorded so far.
+    pub turns: u32,
+}
+
 /// What a transport keeps of a started session.
 #[derive(Debug, Clone)]
 pub struct SessionHandle {
@@ -352,6 +368,18 @@ impl Actor for CallSession {
 
     fn stopped(&mut self, _: &mut Self::Context) {
         self.finish(EndReason::TransportClosed);
+    }
+}
+
+impl Handler<GetSnapshot> for CallSession {
+    type Result = MessageResult<GetSnapshot>;
+
+    fn handle(&mut self, _: GetSnapshot, _: &mut Self::Context) -> Self::Result {
+        MessageResult(SessionSnapshot {
+            state: self.state,
+            history: self.history.clone(),
+            turns: self.totals.turns,
+        })
     }
 }
 
