@@ -79,16 +79,15 @@ impl OutputEncoder {
         if sample_rate == 0 {
             return Err(AudioError::Unsupported("synthesized audio at 0 Hz"));
         }
-        let converted: Vec<i16>;
-        if sample_rate == self.rate_hz {
-            converted = samples.iter().map(|&s| pcm::f32_to_i16_sample(s)).collect();
+        let converted: Vec<i16> = if sample_rate == self.rate_hz {
+            samples.iter().map(|&s| pcm::f32_to_i16_sample(s)).collect()
         } else {
             let resampled = self.resample(samples, sample_rate)?;
-            converted = resampled
+            resampled
                 .iter()
                 .map(|&s| pcm::f32_to_i16_sample(s))
-                .collect();
-        }
+                .collect()
+        };
         self.pending.push(&converted);
         self.drain(out)
     }
