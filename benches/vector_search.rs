@@ -9,7 +9,9 @@ use switchboard::knowledge::index::{ChunkRef, VectorIndex};
 const DIMENSIONS: usize = 384;
 
 fn unit_vector(rng: &mut impl Rng) -> Vec<f32> {
-    let v: Vec<f32> = (0..DIMENSIONS).map(|_| rng.random_range(-1.0..1.0)).collect();
+    let v: Vec<f32> = (0..DIMENSIONS)
+        .map(|_| rng.random_range(-1.0..1.0))
+        .collect();
     let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
     v.into_iter().map(|x| x / norm).collect()
 }

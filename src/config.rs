@@ -33,6 +33,7 @@ pub struct Config {
     pub engines: EnginesConfig,
     pub fetch: FetchConfig,
     pub jobs: JobsConfig,
+    pub telephony: TelephonyConfig,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -124,6 +125,15 @@ pub struct FetchConfig {
 }
 
 #[derive(Debug, Clone, Deserialize)]
+pub struct TelephonyConfig {
+    /// Secret that signs relay tokens; empty = generated into the data dir on first start.
+    /// Every node of a deployment needs the same one.
+    pub relay_secret: String,
+    /// How long a relay token stays valid after the call-control markup is issued.
+    pub token_ttl_seconds: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
 pub struct JobsConfig {
     /// Asynchronous transcriptions waiting or running before new ones are refused (503).
     pub max_pending: usize,
@@ -132,6 +142,17 @@ pub struct JobsConfig {
 }
 
 impl Config {
+    /// The base URL outside parties reach this server at: `server.public_url`, or
+    /// `http://<bind>` when it is empty.
+    pub fn public_base_url(&self) -> String {
+        let configured = self.server.public_url.trim().trim_end_matches('/');
+        if configured.is_empty() {
+            format!("http://{}", self.server.bind)
+        } else {
+            configured.to_string()
+        }
+    }
+
     /// Loads the layered configuration; `file` is the optional `--config` argument.
     pub fn load(file: Option<&Path>) -> Result<Config, Box<figment::Error>> {
         let mut figment = Figment::from(Toml::string(DEFAULT_TOML));

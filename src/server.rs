@@ -16,9 +16,10 @@ use crate::registry::keys::{create_key, FlushLastUsed};
 use crate::registry::metering::FlushUsage;
 use crate::registry::{
     AgentRegistry, CollectionRegistry, ConversationRegistry, JobRegistry, KeyRegistry,
-    KnowledgeIndex, Metering,
+    KnowledgeIndex, Metering, SessionRegistry,
 };
 use crate::store::{developers, Db};
+use crate::telephony::token::TokenSigner;
 
 /// Runs the service until it is asked to stop (SIGINT/SIGTERM).
 pub async fn serve(config: Config) -> anyhow::Result<()> {
@@ -44,6 +45,8 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     let metering = Metering::new(db.clone(), config.tiers.clone(), &config.metering).start();
     let engines = Engines::start(&config);
     let conversations = ConversationRegistry::new(db.clone()).start();
+    let sessions = SessionRegistry::new(db.clone()).start();
+    let signer = TokenSigner::new(relay_secret(&config)?);
     let knowledge =
         KnowledgeIndex::new(db.clone(), engines.embedder.dimensions(), &config.registry).start();
     let fetcher = Fetcher::new(&config.fetch).context("cannot build the HTTP client")?;
@@ -68,6 +71,8 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         jobs,
         knowledge,
         conversations,
+        sessions,
+        signer,
         engines,
         fetcher,
     });
@@ -127,4 +132,22 @@ fn node_id(data_dir: &std::path::Path) -> anyhow::Result<String> {
     let id = crate::registry::new_id("node");
     std::fs::write(&path, &id).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(id)
+}
+
+/// The relay-token secret: configured, or generated once into the data dir.
+fn relay_secret(config: &Config) -> anyhow::Result<String> {
+    let configured = config.telephony.relay_secret.trim();
+    if !configured.is_empty() {
+        return Ok(configured.to_string());
+    }
+    let path = config.server.data_dir.join("relay-secret");
+    if let Ok(existing) = std::fs::read_to_string(&path) {
+        let existing = existing.trim();
+        if !existing.is_empty() {
+            return Ok(existing.to_string());
+        }
+    }
+    let secret = TokenSigner::generate_secret();
+    std::fs::write(&path, &secret).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(secret)
 }

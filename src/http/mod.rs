@@ -15,6 +15,7 @@ pub mod pagination;
 pub mod providers;
 pub mod provision;
 pub mod request_id;
+pub mod sessions;
 pub mod synthesize;
 pub mod transcribe;
 pub mod upload;
@@ -31,7 +32,7 @@ use crate::error::ApiError;
 use crate::fetch::Fetcher;
 use crate::registry::{
     AgentRegistry, CollectionRegistry, ConversationRegistry, JobRegistry, KeyRegistry,
-    KnowledgeIndex, Metering,
+    KnowledgeIndex, Metering, SessionRegistry,
 };
 use crate::store::Db;
 
@@ -46,6 +47,8 @@ pub struct AppState {
     pub jobs: Addr<JobRegistry>,
     pub knowledge: Addr<KnowledgeIndex>,
     pub conversations: Addr<ConversationRegistry>,
+    pub sessions: Addr<SessionRegistry>,
+    pub signer: crate::telephony::token::TokenSigner,
     pub engines: Engines,
     pub fetcher: Fetcher,
 }
@@ -57,6 +60,11 @@ pub fn configure(cfg: &mut web::ServiceConfig, max_json_bytes: usize) {
         .app_data(web::PathConfig::default().error_handler(|err, _| path_error(err).into()))
         .service(health::health)
         .service(openapi::openapi_json)
+        // Authenticated by its relay token, not an API key: outside the /v1 key check.
+        .service(
+            web::resource("/v1/sessions/twilio/stream")
+                .route(web::get().to(sessions::twilio_stream)),
+        )
         .service(
             web::scope("/v1")
                 .wrap(from_fn(auth::require_api_key))
@@ -66,6 +74,7 @@ pub fn configure(cfg: &mut web::ServiceConfig, max_json_bytes: usize) {
                 .configure(agents::routes)
                 .configure(instances::routes)
                 .configure(chat::routes)
+                .configure(sessions::routes)
                 .configure(collections::routes)
                 .configure(knowledge::routes)
                 .configure(synthesize::routes)

@@ -9,7 +9,7 @@ use utoipa::{Modify, OpenApi};
 
 use super::{
     agents, chat, collections, health, instances, keys, knowledge, openai_audio, provision,
-    synthesize, transcribe,
+    sessions, synthesize, transcribe,
 };
 use crate::error::{ErrorBody, ErrorDetail};
 
@@ -44,6 +44,7 @@ answer `{data, nextCursor, hasMore}` in creation order."
         agents::delete_agent,
         provision::provision,
         chat::chat,
+        sessions::create_twilio_session,
         instances::create_instance,
         instances::list_instances,
         instances::get_instance,

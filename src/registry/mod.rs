@@ -12,6 +12,7 @@ pub mod jobs;
 pub mod keys;
 pub mod knowledge;
 pub mod metering;
+pub mod sessions;
 
 pub use agents::AgentRegistry;
 pub use collections::CollectionRegistry;
@@ -20,6 +21,7 @@ pub use jobs::JobRegistry;
 pub use keys::KeyRegistry;
 pub use knowledge::KnowledgeIndex;
 pub use metering::Metering;
+pub use sessions::SessionRegistry;
 
 use crate::error::ApiError;
 use crate::store::StoreResult;

@@ -12,6 +12,7 @@ pub mod jobs;
 pub mod keys;
 pub mod provision;
 pub mod schema;
+pub mod sessions;
 pub mod usage;
 
 use std::sync::Arc;
