@@ -9,6 +9,7 @@ pub mod health;
 pub mod instances;
 pub mod keys;
 pub mod knowledge;
+pub mod observability;
 pub mod openai_audio;
 pub mod openapi;
 pub mod pagination;
@@ -75,6 +76,7 @@ pub fn configure(cfg: &mut web::ServiceConfig, max_json_bytes: usize) {
                 .configure(instances::routes)
                 .configure(chat::routes)
                 .configure(sessions::routes)
+                .configure(observability::routes)
                 .configure(collections::routes)
                 .configure(knowledge::routes)
                 .configure(synthesize::routes)
