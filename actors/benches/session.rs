@@ -81,43 +81,50 @@ fn bench(c: &mut Criterion) {
     let mut turn_audio = speech.clone();
     turn_audio.extend(mulaw_silence(560));
     let turn_end = mulaw_silence(140);
-    g.bench_function("platform_overhead", |b| {
-        b.iter_custom(|iters| {
-            let turn_audio = turn_audio.clone();
-            let turn_end = turn_end.clone();
-            actix::System::new().block_on(async move {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    let mut h = Harness::start(
-                        config(),
-                        Scripted::instant(&["Hello."], vec![LlmTurn::Say("Hi there.".into())]),
-                    );
-                    for chunk in turn_audio.chunks(160) {
-                        h.session
-                            .addr()
-                            .do_send(AudioIn(Bytes::copy_from_slice(chunk)));
-                    }
-                    // Every frame has been handled once the snapshot answers.
-                    h.session.addr().send(GetSnapshot).await.expect("alive");
-                    let start = Instant::now();
-                    for chunk in turn_end.chunks(160) {
-                        h.session
-                            .addr()
-                            .do_send(AudioIn(Bytes::copy_from_slice(chunk)));
-                    }
-                    loop {
-                        let out = h.outputs.recv().await.expect("transport open");
-                        if matches!(out.output, SessionOutput::Audio(_)) {
-                            break;
+    for (name, voice_hz) in [
+        ("platform_overhead_voice_22k", 22_050),
+        ("platform_overhead_voice_8k", 8_000),
+    ] {
+        g.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                let turn_audio = turn_audio.clone();
+                let turn_end = turn_end.clone();
+                actix::System::new().block_on(async move {
+                    let mut total = Duration::ZERO;
+                    for _ in 0..iters {
+                        let mut engines =
+                            Scripted::instant(&["Hello."], vec![LlmTurn::Say("Hi there.".into())]);
+                        std::sync::Arc::get_mut(&mut engines.tts)
+                            .expect("fresh")
+                            .sample_rate = voice_hz;
+                        let mut h = Harness::start(config(), engines);
+                        for chunk in turn_audio.chunks(160) {
+                            h.session
+                                .addr()
+                                .do_send(AudioIn(Bytes::copy_from_slice(chunk)));
                         }
+                        // Every frame has been handled once the snapshot answers.
+                        h.session.addr().send(GetSnapshot).await.expect("alive");
+                        let start = Instant::now();
+                        for chunk in turn_end.chunks(160) {
+                            h.session
+                                .addr()
+                                .do_send(AudioIn(Bytes::copy_from_slice(chunk)));
+                        }
+                        loop {
+                            let out = h.outputs.recv().await.expect("transport open");
+                            if matches!(out.output, SessionOutput::Audio(_)) {
+                                break;
+                            }
+                        }
+                        total += start.elapsed();
+                        h.session.addr().do_send(Hangup);
                     }
-                    total += start.elapsed();
-                    h.session.addr().do_send(Hangup);
-                }
-                total
+                    total
+                })
             })
-        })
-    });
+        });
+    }
     g.finish();
 }
 

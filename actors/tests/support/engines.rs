@@ -13,6 +13,14 @@ use switchboard_actors::engine::{
 };
 use tokio::sync::mpsc;
 
+/// Waits `d`; returns at once for zero, where a timer would still cost a tick of tokio's
+/// millisecond wheel.
+async fn pause(d: Duration) {
+    if !d.is_zero() {
+        tokio::time::sleep(d).await;
+    }
+}
+
 /// One scripted model answer.
 #[derive(Debug, Clone)]
 pub enum LlmTurn {
@@ -49,7 +57,7 @@ impl SpeechToText for ScriptedStt {
         let delay = self.delay;
         let duration = audio.len() as f32 / 16_000.0;
         Box::pin(async move {
-            tokio::time::sleep(delay).await;
+            pause(delay).await;
             Ok(Transcript {
                 text,
                 segments: Vec::new(),
@@ -91,7 +99,7 @@ impl LanguageModel for ScriptedLlm {
         active.fetch_add(1, Ordering::SeqCst);
         tokio::spawn(async move {
             let run = async {
-                tokio::time::sleep(first).await;
+                pause(first).await;
                 let (say, call) = match turn {
                     LlmTurn::Say(s) => (s, None),
                     LlmTurn::CallTool { say, call } => (say, Some(call)),
@@ -107,7 +115,7 @@ impl LanguageModel for ScriptedLlm {
                     tx.send(Ok(LlmEvent::TextDelta(w.to_owned())))
                         .await
                         .map_err(|_| ())?;
-                    tokio::time::sleep(token_delay).await;
+                    pause(token_delay).await;
                 }
                 let reason = if let Some(call) = call {
                     tx.send(Ok(LlmEvent::ToolCall(call)))
@@ -173,7 +181,7 @@ impl TextToSpeech for ScriptedTts {
         active.fetch_add(1, Ordering::SeqCst);
         tokio::spawn(async move {
             let run = async {
-                tokio::time::sleep(first).await;
+                pause(first).await;
                 if fail {
                     let _ = tx
                         .send(Err(EngineError::internal("scripted synthesis failure")))
@@ -201,7 +209,7 @@ impl TextToSpeech for ScriptedTts {
                     }))
                     .await
                     .map_err(|_| ())?;
-                    tokio::time::sleep(between).await;
+                    pause(between).await;
                 }
                 Ok::<(), ()>(())
             };
@@ -226,7 +234,7 @@ impl ToolExecutor for ScriptedTools {
         self.calls.lock().expect("not poisoned").push(call);
         let (answer, delay) = (self.answer.clone(), self.delay);
         Box::pin(async move {
-            tokio::time::sleep(delay).await;
+            pause(delay).await;
             Ok(answer)
         })
     }
