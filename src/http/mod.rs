@@ -5,6 +5,7 @@ pub mod auth;
 pub mod body;
 pub mod chat;
 pub mod collections;
+pub mod direct;
 pub mod health;
 pub mod instances;
 pub mod keys;
@@ -66,6 +67,10 @@ pub fn configure(cfg: &mut web::ServiceConfig, max_json_bytes: usize) {
             web::resource("/v1/sessions/twilio/stream")
                 .route(web::get().to(sessions::twilio_stream)),
         )
+        // API key or session token, checked by the handler itself.
+        .service(
+            web::resource("/v1/agents/{id}/session").route(web::get().to(direct::direct_session)),
+        )
         .service(
             web::scope("/v1")
                 .wrap(from_fn(auth::require_api_key))
@@ -76,6 +81,7 @@ pub fn configure(cfg: &mut web::ServiceConfig, max_json_bytes: usize) {
                 .configure(instances::routes)
                 .configure(chat::routes)
                 .configure(sessions::routes)
+                .configure(direct::routes)
                 .configure(observability::routes)
                 .configure(collections::routes)
                 .configure(knowledge::routes)

@@ -8,8 +8,8 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::{
-    agents, chat, collections, health, instances, keys, knowledge, observability, openai_audio,
-    provision, sessions, synthesize, transcribe,
+    agents, chat, collections, direct, health, instances, keys, knowledge, observability,
+    openai_audio, provision, sessions, synthesize, transcribe,
 };
 use crate::error::{ErrorBody, ErrorDetail};
 
@@ -45,6 +45,7 @@ answer `{data, nextCursor, hasMore}` in creation order."
         provision::provision,
         chat::chat,
         sessions::create_twilio_session,
+        direct::session_token,
         observability::list_sessions,
         observability::get_session,
         observability::get_call,

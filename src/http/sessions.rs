@@ -203,13 +203,16 @@ pub async fn twilio_stream(
     let context = StreamContext {
         signer: state.signer.clone(),
         sessions: state.sessions.clone(),
-        factory: Arc::new(AppSessionFactory {
-            state: state.clone(),
-        }),
+        factory: app_session_factory(state.clone()),
         observer: Arc::new(SessionRecorder::new(state.sessions.clone())),
     };
     actix_web::rt::spawn(stream::run(context, socket, messages));
     Ok(response)
+}
+
+/// The factory live sessions of this server are built with.
+pub fn app_session_factory(state: web::Data<AppState>) -> Arc<dyn SessionFactory> {
+    Arc::new(AppSessionFactory { state })
 }
 
 /// Builds a session's agent profile and engines from the stored agent and instance.
