@@ -3,4 +3,5 @@
 //! behind the engine traits of `switchboard_actors::engine`. CPU-heavy inference runs on the
 //! bounded [`pool::WorkerPool`].
 
+pub mod llm;
 pub mod pool;
