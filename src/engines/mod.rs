@@ -3,6 +3,8 @@
 //! behind the engine traits of `switchboard_actors::engine`. CPU-heavy inference runs on the
 //! bounded [`pool::WorkerPool`].
 
+pub mod embeddings;
+pub mod llm;
 pub mod pool;
 
 use std::sync::Arc;
