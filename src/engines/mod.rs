@@ -4,3 +4,4 @@
 //! bounded [`pool::WorkerPool`].
 
 pub mod pool;
+pub mod whisper;
