@@ -17,6 +17,7 @@ fn main() -> anyhow::Result<()> {
         Command::Serve => actix_web::rt::System::new().block_on(switchboard::server::serve(config)),
         Command::Migrate => runtime()?.block_on(cli::migrate(&config)),
         Command::Keys { command } => runtime()?.block_on(cli::keys(&config, command)),
+        Command::Transcribe(args) => runtime()?.block_on(cli::transcribe(&config, args)),
     }
 }
 
