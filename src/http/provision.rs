@@ -84,10 +84,11 @@ async fn provision(
     let mut agent = new_agent_row(
         developer.id(),
         AgentFields {
-            name: Some(request.name.clone()),
-            system_prompt: Some(request.system_prompt),
-            tts_provider: Some(request.tts_provider),
-            llm_provider: Some(request.llm_provider),
+            // Absent fields stay absent (their defaults apply); none of them is null.
+            name: request.name.clone().map(Some),
+            system_prompt: request.system_prompt.map(Some),
+            tts_provider: request.tts_provider.map(Some),
+            llm_provider: request.llm_provider.map(Some),
             ..AgentFields::default()
         },
     )?;
