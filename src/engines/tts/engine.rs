@@ -117,10 +117,13 @@ struct Inner {
     pool: WorkerPool,
     options: TtsOptions,
     /// One slot per neural voice id; the slot's lock is held while the voice loads.
-    loaded: Mutex<HashMap<String, Arc<Mutex<Option<Arc<PiperVoice>>>>>>,
+    loaded: Mutex<HashMap<String, VoiceSlot>>,
     /// Voices whose model failed to load, with the reason.
     failures: Mutex<HashMap<String, EngineError>>,
 }
+
+/// A neural voice, once loaded; its lock is held while it loads.
+type VoiceSlot = Arc<Mutex<Option<Arc<PiperVoice>>>>;
 
 /// What a resolved voice synthesizes with.
 #[derive(Clone)]

@@ -48,8 +48,8 @@ thread_local! {
 pub struct PhonemeClause {
     /// IPA phonemes, words separated by spaces, language switches as `(xx)` flags.
     pub phonemes: String,
-    /// The bytes of the input text this clause consumed, its terminating punctuation
-    /// (and any spaces after it) included.
+    /// The bytes of the input text this clause covers, its terminating punctuation (and
+    /// any spaces after it) included.
     pub text: Range<usize>,
 }
 
@@ -199,9 +199,20 @@ impl Espeak {
                 end_offset
             } else {
                 // Both pointers are into `buffer`; the difference is the bytes consumed.
-                (cursor as usize)
+                // eSpeak reads one character past a clause's end (to see what follows its
+                // punctuation): that character belongs to the next clause.
+                let read = (cursor as usize)
                     .saturating_sub(start as usize)
-                    .min(end_offset)
+                    .min(end_offset);
+                let lookahead = text
+                    .get(offset..read)
+                    .and_then(|consumed| consumed.chars().last())
+                    .map_or(0, char::len_utf8);
+                if read - lookahead > offset {
+                    read - lookahead
+                } else {
+                    read
+                }
             };
             if next <= offset && !cursor.is_null() {
                 return Err(EngineError::internal(

@@ -221,8 +221,9 @@ impl PiperVoice {
                 model.display()
             ))
         };
-        let session = Session::builder(&environment)
-            .map_err(|e| failed(e.to_string()))?
+        let mut builder = Session::builder(&environment).map_err(|e| failed(e.to_string()))?;
+        runtime::use_cpu_provider(&mut builder)?;
+        let session = builder
             .with_optimization_level(GraphOptimizationLevel::All)
             .map_err(|e| failed(e.to_string()))?
             .with_intra_threads(intra_threads.max(1))

@@ -5,11 +5,22 @@
 //! allows one library and one environment per process, so both live here behind a lock; a
 //! failed attempt (a missing file) is not remembered and may be retried once the file is in
 //! place.
+//!
+//! `ort` gives every session an automatic device-selection policy, and ONNX Runtime 1.22
+//! then picks devices from the environment's hardware list, which can be empty (it is in
+//! containers where device discovery finds nothing), failing with "No CPU based execution
+//! providers were found". Registering the CPU execution provider explicitly, through the
+//! library's exported `OrtSessionOptionsAppendExecutionProvider_CPU`, bypasses that policy:
+//! this is the one piece of `unsafe` code outside the eSpeak wrapper.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use std::ffi::{c_int, CStr};
+
 use ort::environment::Environment;
+use ort::session::builder::SessionBuilder;
+use ort::AsPointer;
 use switchboard_actors::engine::EngineError;
 
 /// The library's path inside the models directory.
@@ -18,7 +29,13 @@ pub const LIBRARY: &str = "onnxruntime/libonnxruntime.so";
 struct Loaded {
     path: PathBuf,
     environment: Environment,
+    /// A second handle on the library (the same mapping `ort` loaded), for the CPU provider.
+    library: libloading::Library,
 }
+
+/// `OrtSessionOptionsAppendExecutionProvider_CPU(options, use_arena) -> OrtStatus*`.
+type AppendCpu =
+    unsafe extern "C" fn(*mut ort::sys::OrtSessionOptions, c_int) -> *mut ort::sys::OrtStatus;
 
 static RUNTIME: Mutex<Option<Loaded>> = Mutex::new(None);
 
@@ -65,9 +82,56 @@ pub fn environment(library: &Path) -> Result<Environment, EngineError> {
         .with_name("switchboard-tts")
         .build()
         .map_err(|e| EngineError::internal(format!("ONNX Runtime failed to start: {e}")))?;
+    // SAFETY: the library is already loaded (and initialised) by `ort` above; opening it
+    // again only takes another reference to the same mapping.
+    let handle = unsafe { libloading::Library::new(library) }.map_err(|e| {
+        EngineError::unavailable(format!(
+            "the ONNX Runtime library {} cannot be opened ({e})",
+            library.display()
+        ))
+    })?;
     *loaded = Some(Loaded {
         path: library.to_path_buf(),
         environment: environment.clone(),
+        library: handle,
     });
     Ok(environment)
+}
+
+/// Registers ONNX Runtime's CPU execution provider (with its memory arena) on a session
+/// builder, so that the session skips automatic device selection (see the module docs).
+pub fn use_cpu_provider(builder: &mut SessionBuilder) -> Result<(), EngineError> {
+    let loaded = RUNTIME.lock().unwrap_or_else(|p| p.into_inner());
+    let loaded = loaded
+        .as_ref()
+        .ok_or_else(|| EngineError::internal("ONNX Runtime is not loaded"))?;
+    // SAFETY: the symbol is exported by every ONNX Runtime build with this exact signature
+    // (cpu_provider_factory.h); the library outlives the call (held by `RUNTIME`).
+    let append = unsafe {
+        loaded
+            .library
+            .get::<AppendCpu>(b"OrtSessionOptionsAppendExecutionProvider_CPU\0")
+    }
+    .map_err(|e| EngineError::internal(format!("ONNX Runtime has no CPU provider entry ({e})")))?;
+    // SAFETY: `builder.ptr_mut()` is the builder's live, non-null OrtSessionOptions.
+    let status = unsafe { append(builder.ptr_mut(), 1) };
+    if status.is_null() {
+        return Ok(());
+    }
+    // SAFETY: a non-null status is an OrtStatus owned by the caller: its message is read,
+    // then it is released exactly once.
+    let message = unsafe {
+        let api = ort::api();
+        let text = (api.GetErrorMessage)(status);
+        let message = if text.is_null() {
+            String::new()
+        } else {
+            CStr::from_ptr(text).to_string_lossy().into_owned()
+        };
+        (api.ReleaseStatus)(status);
+        message
+    };
+    Err(EngineError::internal(format!(
+        "ONNX Runtime refused its CPU provider: {message}"
+    )))
 }

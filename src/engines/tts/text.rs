@@ -1,5 +1,6 @@
 //! Splitting text into the pieces synthesized one at a time: sentences, and long sentences
-//! further at clause punctuation so that the first audio is ready quickly.
+//! further at clause punctuation so that the first audio is ready quickly (the first sentence
+//! is split from a lower length than the others).
 //!
 //! A sentence ends at `.`, `!`, `?`, `…` and their equivalents in other scripts (`。！？`,
 //! `؟`, `।`, ...), together with any closing quotes or brackets after them. A full stop does
@@ -93,11 +94,20 @@ pub fn is_abbreviation_dot(text: &str, dot: usize) -> bool {
     ABBREVIATIONS.contains(&lower.as_str())
 }
 
+/// The first sentence is split at clauses from this length on, so the first audio comes
+/// sooner.
+pub const LONG_FIRST_SENTENCE_CHARS: usize = 50;
+
 /// Splits text into sentences, and long sentences into clauses. Empty pieces are dropped.
 pub fn split(text: &str) -> Vec<Segment> {
     let mut segments = Vec::new();
-    for sentence in sentences(text) {
-        if sentence.chars().count() > LONG_SENTENCE_CHARS {
+    for (index, sentence) in sentences(text).into_iter().enumerate() {
+        let limit = if index == 0 {
+            LONG_FIRST_SENTENCE_CHARS
+        } else {
+            LONG_SENTENCE_CHARS
+        };
+        if sentence.chars().count() > limit {
             let clauses = clauses(&sentence);
             let last = clauses.len().saturating_sub(1);
             segments.extend(
@@ -309,5 +319,21 @@ mod tests {
         let segments = split("Yes, of course, I can.");
         assert_eq!(segments.len(), 1);
         assert!(segments[0].ends_sentence);
+    }
+
+    #[test]
+    fn the_first_sentence_splits_earlier() {
+        let sentence = "Thanks for waiting on the line, I have found your booking.";
+        let segments = split(&format!("{sentence} {sentence}"));
+        let texts: Vec<&str> = segments.iter().map(|s| s.text.as_str()).collect();
+        assert_eq!(
+            texts,
+            vec![
+                "Thanks for waiting on the line,",
+                "I have found your booking.",
+                sentence
+            ]
+        );
+        assert!(!segments[0].ends_sentence && segments[1].ends_sentence);
     }
 }
