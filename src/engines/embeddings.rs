@@ -6,16 +6,20 @@
 //! attention mask and L2 normalisation, giving 384-dimensional unit vectors whose dot product
 //! is the cosine similarity.
 //!
-//! Texts are sorted by length and cut into batches bounded by a padded-token budget, so a
-//! batch pads its texts to nearly the same length and attention stays cheap; results are
-//! returned in the caller's order. All inference runs on the worker pool.
+//! Texts are sorted by length and cut into batches bounded by a token budget; within a batch
+//! the [`encoder`] packs texts without padding. Results are returned in the caller's order.
+//! All inference runs on the worker pool.
+
+pub mod encoder;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use candle_core::{DType, Device, Tensor, D};
+use candle_core::{DType, Device};
 use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config};
+use candle_transformers::models::bert::Config;
+
+use encoder::Encoder;
 use switchboard_actors::engine::{EngineError, EngineFuture};
 use tokenizers::{Tokenizer, TruncationParams};
 
@@ -35,8 +39,8 @@ pub const MINILM_DIMENSIONS: usize = 384;
 /// texts are truncated.
 pub const MAX_TOKENS: usize = 256;
 
-/// Padded tokens per forward pass: large enough to keep the matrix kernels busy, small enough
-/// that attention scores and activations stay in cache-friendly sizes.
+/// Tokens per forward pass: large enough to keep the matrix kernels busy, small enough that
+/// the activations stay moderate (about 25 MB for the widest layer).
 const BATCH_TOKENS: usize = 4096;
 
 /// Texts embedded into vectors for semantic search.
@@ -55,7 +59,7 @@ pub trait Embedder: Send + Sync + 'static {
 }
 
 struct Loaded {
-    model: BertModel,
+    model: Encoder,
     tokenizer: Arc<Tokenizer>,
 }
 
@@ -204,7 +208,7 @@ impl Shared {
         })?;
         let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu)
             .map_err(internal("reading the embedding weights"))?;
-        let model = BertModel::load(vb, &config).map_err(internal("building the BERT encoder"))?;
+        let model = Encoder::load(vb, &config).map_err(internal("building the BERT encoder"))?;
         Ok(Loaded { model, tokenizer })
     }
 }
@@ -224,12 +228,12 @@ fn embed_batches(loaded: &Loaded, texts: &[String]) -> Result<Vec<Vec<f32>>, Eng
     let mut vectors: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
     let mut start = 0;
     while start < order.len() {
-        // Grow the batch while its padded size (count x longest, the longest being the last
-        // since the order is ascending) fits the budget.
+        // Grow the batch while its tokens fit the budget (one text always fits).
         let mut end = start + 1;
+        let mut tokens = encodings[order[start]].get_ids().len();
         while end < order.len() {
-            let longest = encodings[order[end]].get_ids().len();
-            if (end + 1 - start) * longest > BATCH_TOKENS {
+            tokens += encodings[order[end]].get_ids().len();
+            if tokens > BATCH_TOKENS {
                 break;
             }
             end += 1;
@@ -238,42 +242,16 @@ fn embed_batches(loaded: &Loaded, texts: &[String]) -> Result<Vec<Vec<f32>>, Eng
             .iter()
             .map(|&i| encodings[i].get_ids())
             .collect();
-        let embedded =
-            forward_batch(&loaded.model, &batch).map_err(internal("embedding forward pass"))?;
+        let embedded = loaded
+            .model
+            .embed(&batch)
+            .map_err(internal("embedding forward pass"))?;
         for (&index, vector) in order[start..end].iter().zip(embedded) {
             vectors[index] = vector;
         }
         start = end;
     }
     Ok(vectors)
-}
-
-/// Mean-pooled, L2-normalised vectors of one batch of token id sequences.
-fn forward_batch(model: &BertModel, batch: &[&[u32]]) -> candle_core::Result<Vec<Vec<f32>>> {
-    let device = Device::Cpu;
-    let width = batch.iter().map(|ids| ids.len()).max().unwrap_or(0).max(1);
-    let mut ids = Vec::with_capacity(batch.len() * width);
-    let mut mask = Vec::with_capacity(batch.len() * width);
-    for seq in batch {
-        ids.extend_from_slice(seq);
-        ids.extend(std::iter::repeat_n(0u32, width - seq.len()));
-        mask.extend(std::iter::repeat_n(1u32, seq.len()));
-        mask.extend(std::iter::repeat_n(0u32, width - seq.len()));
-    }
-    let ids = Tensor::from_vec(ids, (batch.len(), width), &device)?;
-    let mask = Tensor::from_vec(mask, (batch.len(), width), &device)?;
-    let token_types = ids.zeros_like()?;
-    let hidden = model.forward(&ids, &token_types, Some(&mask))?;
-    let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
-    let summed = hidden.broadcast_mul(&mask)?.sum(1)?;
-    let counts = mask.sum(1)?.clamp(1e-9, f64::MAX)?;
-    let mean = summed.broadcast_div(&counts)?;
-    let norms = mean
-        .sqr()?
-        .sum_keepdim(D::Minus1)?
-        .sqrt()?
-        .clamp(1e-12, f64::MAX)?;
-    mean.broadcast_div(&norms)?.to_vec2::<f32>()
 }
 
 impl Embedder for MiniLmEmbedder {

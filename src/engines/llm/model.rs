@@ -319,11 +319,10 @@ impl LlamaModel {
                 down,
             });
         }
-        let (t, n) = (
+        let norm = dense(
             load_weight(content, reader, "output_norm.weight", &device)?,
             "output_norm.weight",
-        );
-        let norm = dense(t, n)?;
+        )?;
         let (cos, sin) = rope_tables(head_dim, rope_theta, context_length, &device)
             .map_err(model_error("computing the rotary tables"))?;
         Ok(Self {
