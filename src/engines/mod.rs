@@ -95,7 +95,7 @@ impl Engines {
         let llm = self.local_llm.status();
         let embeddings = self.minilm.status();
         json!({
-            "stt": self.whisper.status(),
+            "stt": {"models": self.whisper.status()},
             "tts": self.voices.status(),
             "llm": {"model": llm::MODEL_NAME, "state": llm.as_str()},
             "embeddings": {"model": self.minilm.model(), "state": embeddings.as_str()},
