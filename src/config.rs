@@ -102,6 +102,8 @@ pub struct EnginesConfig {
     pub queue: usize,
     /// Load every model at start instead of on first use.
     pub preload: bool,
+    /// Threads one inference job may use (the pool runs `workers` jobs side by side).
+    pub threads_per_job: usize,
 }
 
 impl EnginesConfig {
@@ -142,17 +144,6 @@ pub struct JobsConfig {
 }
 
 impl Config {
-    /// The base URL outside parties reach this server at: `server.public_url`, or
-    /// `http://<bind>` when it is empty.
-    pub fn public_base_url(&self) -> String {
-        let configured = self.server.public_url.trim().trim_end_matches('/');
-        if configured.is_empty() {
-            format!("http://{}", self.server.bind)
-        } else {
-            configured.to_string()
-        }
-    }
-
     /// Loads the layered configuration; `file` is the optional `--config` argument.
     pub fn load(file: Option<&Path>) -> Result<Config, Box<figment::Error>> {
         let mut figment = Figment::from(Toml::string(DEFAULT_TOML));

@@ -42,17 +42,27 @@ async fn a_missing_model_is_a_clear_503_naming_the_setup_command() {
     let (status, health) = call(server.http.get(server.url("/health"))).await;
     assert_eq!(status, 200);
     assert_eq!(health["engines"]["llm"]["state"], "missing", "{health}");
-    let (status, collection) = call(server.post("/v1/collections", &key, serde_json::json!({"name": "c"}))).await;
+    let (status, collection) =
+        call(server.post("/v1/collections", &key, serde_json::json!({"name": "c"}))).await;
     assert_eq!(status, 201);
     let (status, body) = call(server.post(
-        &format!("/v1/collections/{}/search", collection["id"].as_str().unwrap()),
+        &format!(
+            "/v1/collections/{}/search",
+            collection["id"].as_str().unwrap()
+        ),
         &key,
         serde_json::json!({"query": "hello"}),
     ))
     .await;
     assert_eq!(status, 503, "{body}");
     assert_eq!(error_code(&body), "engine_unavailable");
-    assert!(body["error"]["message"].as_str().unwrap().contains("scripts/fetch-models"), "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("scripts/fetch-models"),
+        "{body}"
+    );
 }
 
 #[tokio::test]
@@ -79,7 +89,10 @@ async fn the_openapi_document_describes_every_route() {
         ("/v1/agents/{id}/chat", &["post"]),
         ("/v1/agents/{id}/speak", &["post"]),
         ("/v1/agents/{id}/instances", &["get", "post"]),
-        ("/v1/agents/{id}/instances/{instanceId}", &["get", "put", "delete"]),
+        (
+            "/v1/agents/{id}/instances/{instanceId}",
+            &["get", "put", "delete"],
+        ),
         ("/v1/agents/{id}/session-token", &["post"]),
         ("/v1/synthesize", &["post"]),
         ("/v1/transcribe", &["post"]),

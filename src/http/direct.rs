@@ -67,6 +67,7 @@ pub struct SessionTokenBody {
 #[post("/agents/{id}/session-token")]
 async fn session_token(
     state: web::Data<AppState>,
+    req: HttpRequest,
     developer: Developer,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
@@ -87,7 +88,7 @@ async fn session_token(
         inst: None,
         exp: expires,
     });
-    let base = state.config.public_base_url();
+    let base = super::public_base(&state, &req);
     let ws_base = base
         .replacen("https://", "wss://", 1)
         .replacen("http://", "ws://", 1);

@@ -92,6 +92,18 @@ pub fn configure(cfg: &mut web::ServiceConfig, max_json_bytes: usize) {
         .default_service(web::to(not_found));
 }
 
+/// The base URL outside parties reach this server at: `server.public_url` when set, else
+/// the scheme and host this request came in on (so a server on an ephemeral port, or behind
+/// a proxy that sets `Forwarded`/`X-Forwarded-*`, advertises a URL that works).
+pub fn public_base(state: &AppState, req: &HttpRequest) -> String {
+    let configured = state.config.server.public_url.trim().trim_end_matches('/');
+    if !configured.is_empty() {
+        return configured.to_string();
+    }
+    let info = req.connection_info();
+    format!("{}://{}", info.scheme(), info.host())
+}
+
 /// Registers, after a module's routes, a catch-all for its paths so a known path with an
 /// unsupported method answers 405 instead of falling through to 404.
 pub fn other_methods(cfg: &mut web::ServiceConfig, paths: &[&str]) {

@@ -153,7 +153,7 @@ async fn create_twilio_session(
         inst: instance,
         exp: expires,
     });
-    let stream_url = twiml::stream_url(&state.config.public_base_url());
+    let stream_url = twiml::stream_url(&super::public_base(&state, &req));
     let markup = twiml::connect_stream(&stream_url, &token);
     if prefers_xml(&req) {
         return Ok(HttpResponse::Ok()

@@ -98,7 +98,10 @@ struct Cursor<'a> {
 
 impl<'a> Cursor<'a> {
     fn take(&mut self, len: usize, what: &str) -> Result<&'a [u8], Ct2Error> {
-        let end = self.pos.checked_add(len).filter(|&end| end <= self.data.len());
+        let end = self
+            .pos
+            .checked_add(len)
+            .filter(|&end| end <= self.data.len());
         match end {
             Some(end) => {
                 let slice = &self.data[self.pos..end];
@@ -170,7 +173,9 @@ impl Ct2File {
             let name = cur.string(&format!("the name of variable {index}"))?;
             let rank = cur.u8(&format!("the rank of {name}"))?;
             if rank > MAX_RANK {
-                return Err(Ct2Error(format!("variable {name} has an impossible rank {rank}")));
+                return Err(Ct2Error(format!(
+                    "variable {name} has an impossible rank {rank}"
+                )));
             }
             let mut dims = Vec::with_capacity(rank as usize);
             for _ in 0..rank {
@@ -248,7 +253,9 @@ impl Ct2File {
             }
         };
         if var.dims.is_empty() {
-            return Err(Ct2Error(format!("variable {name} is a scalar, not a weight")));
+            return Err(Ct2Error(format!(
+                "variable {name} is a scalar, not a weight"
+            )));
         }
         let raw = &self.data[var.bytes.clone()];
         let t = Tensor::from_raw_buffer(raw, dtype, &var.dims, &Device::Cpu)?;
@@ -312,7 +319,11 @@ impl Ct2File {
                 format!("{to}.embed_positions.weight"),
                 self.tensor(&format!("{side}/position_encodings/encodings"))?,
             );
-            self.layer_norm(&format!("{side}/layer_norm"), &format!("{to}.layer_norm"), &mut put)?;
+            self.layer_norm(
+                &format!("{side}/layer_norm"),
+                &format!("{to}.layer_norm"),
+                &mut put,
+            )?;
             for i in 0..layers {
                 let from = format!("{side}/layer_{i}");
                 let to = format!("{to}.layers.{i}");
@@ -323,8 +334,14 @@ impl Ct2File {
                 put(format!("{to}.self_attn.q_proj.weight"), w.narrow(0, 0, d)?);
                 put(format!("{to}.self_attn.q_proj.bias"), b.narrow(0, 0, d)?);
                 put(format!("{to}.self_attn.k_proj.weight"), w.narrow(0, d, d)?);
-                put(format!("{to}.self_attn.v_proj.weight"), w.narrow(0, 2 * d, d)?);
-                put(format!("{to}.self_attn.v_proj.bias"), b.narrow(0, 2 * d, d)?);
+                put(
+                    format!("{to}.self_attn.v_proj.weight"),
+                    w.narrow(0, 2 * d, d)?,
+                );
+                put(
+                    format!("{to}.self_attn.v_proj.bias"),
+                    b.narrow(0, 2 * d, d)?,
+                );
                 self.linear(
                     &format!("{from}/self_attention/linear_1"),
                     &format!("{to}.self_attn.out_proj"),
@@ -345,8 +362,14 @@ impl Ct2File {
                     let w = self.tensor(&format!("{from}/attention/linear_1/weight"))?;
                     let b = self.tensor(&format!("{from}/attention/linear_1/bias"))?;
                     check_rows(&w, 2 * d, &from)?;
-                    put(format!("{to}.encoder_attn.k_proj.weight"), w.narrow(0, 0, d)?);
-                    put(format!("{to}.encoder_attn.v_proj.weight"), w.narrow(0, d, d)?);
+                    put(
+                        format!("{to}.encoder_attn.k_proj.weight"),
+                        w.narrow(0, 0, d)?,
+                    );
+                    put(
+                        format!("{to}.encoder_attn.v_proj.weight"),
+                        w.narrow(0, d, d)?,
+                    );
                     put(format!("{to}.encoder_attn.v_proj.bias"), b.narrow(0, d, d)?);
                     self.linear(
                         &format!("{from}/attention/linear_2"),
@@ -359,8 +382,16 @@ impl Ct2File {
                         &mut put,
                     )?;
                 }
-                self.linear(&format!("{from}/ffn/linear_0"), &format!("{to}.fc1"), &mut put)?;
-                self.linear(&format!("{from}/ffn/linear_1"), &format!("{to}.fc2"), &mut put)?;
+                self.linear(
+                    &format!("{from}/ffn/linear_0"),
+                    &format!("{to}.fc1"),
+                    &mut put,
+                )?;
+                self.linear(
+                    &format!("{from}/ffn/linear_1"),
+                    &format!("{to}.fc2"),
+                    &mut put,
+                )?;
                 self.layer_norm(
                     &format!("{from}/ffn/layer_norm"),
                     &format!("{to}.final_layer_norm"),
@@ -388,7 +419,10 @@ impl Ct2File {
         to: &str,
         put: &mut impl FnMut(String, Tensor),
     ) -> Result<(), Ct2Error> {
-        put(format!("{to}.weight"), self.tensor(&format!("{from}/weight"))?);
+        put(
+            format!("{to}.weight"),
+            self.tensor(&format!("{from}/weight"))?,
+        );
         put(format!("{to}.bias"), self.tensor(&format!("{from}/bias"))?);
         Ok(())
     }
@@ -399,7 +433,10 @@ impl Ct2File {
         to: &str,
         put: &mut impl FnMut(String, Tensor),
     ) -> Result<(), Ct2Error> {
-        put(format!("{to}.weight"), self.tensor(&format!("{from}/gamma"))?);
+        put(
+            format!("{to}.weight"),
+            self.tensor(&format!("{from}/gamma"))?,
+        );
         put(format!("{to}.bias"), self.tensor(&format!("{from}/beta"))?);
         Ok(())
     }

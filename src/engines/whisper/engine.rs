@@ -266,11 +266,11 @@ impl Inner {
 
 /// Reads a model directory.
 fn load(dir: &Path) -> Result<Loaded, EngineError> {
-    let corrupt = |msg: String| EngineError::internal(format!("cannot load the Whisper model: {msg}"));
+    let corrupt =
+        |msg: String| EngineError::internal(format!("cannot load the Whisper model: {msg}"));
     let (vb, dims) = ct2::load_var_builder(&dir.join("model.bin")).map_err(|e| corrupt(e.0))?;
-    let model = WhisperModel::load(&vb, dims).map_err(|e| {
-        corrupt(format!("{}: {e}", dir.join("model.bin").display()))
-    })?;
+    let model = WhisperModel::load(&vb, dims)
+        .map_err(|e| corrupt(format!("{}: {e}", dir.join("model.bin").display())))?;
     let vocab = Vocab::load(&dir.join("tokenizer.json"), dims.n_vocab).map_err(corrupt)?;
     let mel = MelFrontEnd::new(dims.n_mels).map_err(|e| corrupt(e.to_string()))?;
     let config: serde_json::Value = match std::fs::read(dir.join("config.json")) {
@@ -280,7 +280,12 @@ fn load(dir: &Path) -> Result<Loaded, EngineError> {
     };
     let mut suppress: Vec<u32> = config["suppress_ids"]
         .as_array()
-        .map(|ids| ids.iter().filter_map(|v| v.as_u64()).map(|v| v as u32).collect())
+        .map(|ids| {
+            ids.iter()
+                .filter_map(|v| v.as_u64())
+                .map(|v| v as u32)
+                .collect()
+        })
         .unwrap_or_default();
     // Special tokens (start, languages, task, previous text, no-speech) are never sampled.
     suppress.extend(vocab.eot + 1..vocab.timestamp_begin);
@@ -364,7 +369,11 @@ fn run(
         let language = match forced {
             Some(code) if vocab.multilingual => code,
             _ if !vocab.multilingual => "en",
-            _ => language::detect(&m.model, vocab, &cross).map_err(inference)?.0,
+            _ => {
+                language::detect(&m.model, vocab, &cross)
+                    .map_err(inference)?
+                    .0
+            }
         };
         first_language.get_or_insert(language);
         if previous_language != Some(language) {
@@ -408,8 +417,7 @@ fn run(
                 }
             }
         }
-        if decoded.no_speech_prob > NO_SPEECH_THRESHOLD && decoded.avg_logprob < LOGPROB_THRESHOLD
-        {
+        if decoded.no_speech_prob > NO_SPEECH_THRESHOLD && decoded.avg_logprob < LOGPROB_THRESHOLD {
             seek += window_frames;
             continue;
         }
