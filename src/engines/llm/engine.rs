@@ -5,6 +5,14 @@
 //! cache, feeds the tokens the cache does not already hold, then samples token by token and
 //! `blocking_send`s text deltas. The job notices a dropped stream at the next token and stops,
 //! freeing its worker.
+//!
+//! Threads: candle splits every matrix product over `CANDLE_NUM_THREADS` threads (default: all
+//! cores) and synchronises them per product, about 200 times per decoded token. On a machine
+//! whose cores are busy with other work that synchronisation dominates (measured on two shared
+//! cores: 3 tokens/s with two candle threads, 28 with one). When the worker pool already runs
+//! requests side by side, or the machine is shared, start the process with
+//! `CANDLE_NUM_THREADS=1`; concurrent requests are safe either way (candle serialises its
+//! thread pool between callers).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -187,7 +187,7 @@ pub fn requantize(tensor: QTensor, name: &str) -> Result<QTensor, EngineError> {
         GgmlDType::Q8_0 | GgmlDType::F32 | GgmlDType::F16 | GgmlDType::BF16
     );
     let row = tensor.shape().dims().last().copied().unwrap_or(0);
-    if keep || row % GgmlDType::Q8_0.block_size() != 0 {
+    if keep || !row.is_multiple_of(GgmlDType::Q8_0.block_size()) {
         return Ok(tensor);
     }
     let device = tensor.device();
@@ -253,7 +253,11 @@ impl LlamaModel {
         let layers_count = metadata_u32(content, "llama.block_count")?;
         let hidden_size = metadata_u32(content, "llama.embedding_length")?;
         let model_context = metadata_u32(content, "llama.context_length").unwrap_or(2048);
-        if heads == 0 || kv_heads == 0 || heads % kv_heads != 0 || hidden_size % heads != 0 {
+        if heads == 0
+            || kv_heads == 0
+            || !heads.is_multiple_of(kv_heads)
+            || !hidden_size.is_multiple_of(heads)
+        {
             return Err(EngineError::internal(format!(
                 "inconsistent attention shape: {heads} heads, {kv_heads} KV heads, width {hidden_size}"
             )));
