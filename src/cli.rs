@@ -1,12 +1,16 @@
-//! The command line: `serve`, `migrate`, and operator key management that works beside a
-//! running server on the same data dir or database.
+//! The command line: `serve`, `migrate`, operator key management that works beside a
+//! running server on the same data dir or database, and `transcribe` for the embedded
+//! speech recogniser.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 
 use crate::config::Config;
+use crate::engines::pool::WorkerPool;
+use crate::engines::whisper::{audio::decode_file, WhisperEngine};
 use crate::registry::keys::create_key;
 use crate::store::{self, keys, Db};
 use crate::time::{iso, iso_opt, now_ms};
@@ -32,6 +36,32 @@ pub enum Command {
         #[command(subcommand)]
         command: KeysCommand,
     },
+    /// Transcribe an audio file with the embedded Whisper engine; prints the transcript JSON.
+    Transcribe(TranscribeArgs),
+}
+
+/// Arguments of `transcribe`.
+#[derive(Debug, clap::Args)]
+pub struct TranscribeArgs {
+    /// An audio file in any common container and codec (WAV, FLAC, MP3, Ogg, ...).
+    pub file: PathBuf,
+    /// `fast`: greedy decoding on the smallest model that knows the language;
+    /// `accurate`: beam search on the multilingual model.
+    #[arg(long, value_enum, default_value_t = ModeArg::Accurate)]
+    pub mode: ModeArg,
+    /// ISO 639-1 code of the spoken language; detected when omitted.
+    #[arg(long)]
+    pub language: Option<String>,
+    /// Word-level timestamps as well as segments.
+    #[arg(long)]
+    pub words: bool,
+}
+
+/// Recognition mode on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ModeArg {
+    Fast,
+    Accurate,
 }
 
 #[derive(Debug, Subcommand)]
@@ -137,5 +167,54 @@ pub async fn keys(config: &Config, command: KeysCommand) -> anyhow::Result<()> {
             println!("revoked {key_id}");
         }
     }
+    Ok(())
+}
+
+/// Runs `transcribe`: decodes the file to 16 kHz mono, transcribes it on a one-thread worker
+/// pool and prints the transcript as JSON.
+pub async fn transcribe(config: &Config, args: TranscribeArgs) -> anyhow::Result<()> {
+    use switchboard_actors::engine::{SpeechToText, SttMode, TranscribeOptions};
+
+    let audio = decode_file(&args.file)?.mono_16k();
+    let engine = WhisperEngine::new(&config.server.models_dir, WorkerPool::new(1, 1));
+    let options = TranscribeOptions {
+        language: args.language,
+        mode: match args.mode {
+            ModeArg::Fast => SttMode::Fast,
+            ModeArg::Accurate => SttMode::Accurate,
+        },
+        word_timestamps: args.words,
+        ..Default::default()
+    };
+    let transcript = engine.transcribe(Arc::from(audio), options).await?;
+    let segments: Vec<serde_json::Value> = transcript
+        .segments
+        .iter()
+        .map(|s| {
+            let mut segment = serde_json::json!({
+                "start": s.start,
+                "end": s.end,
+                "text": s.text,
+            });
+            if let Some(language) = &s.language {
+                segment["language"] = language.as_str().into();
+            }
+            segment
+        })
+        .collect();
+    let mut out = serde_json::json!({
+        "text": transcript.text,
+        "language": transcript.language,
+        "duration": transcript.duration,
+        "segments": segments,
+    });
+    if args.words {
+        out["words"] = transcript
+            .words
+            .iter()
+            .map(|w| serde_json::json!({"start": w.start, "end": w.end, "word": w.word}))
+            .collect();
+    }
+    println!("{}", serde_json::to_string_pretty(&out)?);
     Ok(())
 }

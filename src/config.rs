@@ -30,6 +30,10 @@ pub struct Config {
     pub registry: RegistryConfig,
     pub tiers: BTreeMap<String, TierConfig>,
     pub metering: MeteringConfig,
+    pub engines: EnginesConfig,
+    pub fetch: FetchConfig,
+    pub jobs: JobsConfig,
+    pub telephony: TelephonyConfig,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -88,6 +92,55 @@ pub struct TierConfig {
 #[derive(Debug, Clone, Deserialize)]
 pub struct MeteringConfig {
     pub flush_ms: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct EnginesConfig {
+    /// Inference worker threads; 0 = one per core.
+    pub workers: usize,
+    /// Inference jobs that may wait for a worker before new ones are refused (503).
+    pub queue: usize,
+    /// Load every model at start instead of on first use.
+    pub preload: bool,
+    /// Threads one inference job may use (the pool runs `workers` jobs side by side).
+    pub threads_per_job: usize,
+}
+
+impl EnginesConfig {
+    pub fn worker_threads(&self) -> usize {
+        if self.workers > 0 {
+            return self.workers;
+        }
+        std::thread::available_parallelism().map_or(1, usize::from)
+    }
+}
+
+/// Limits on URLs the server fetches for a caller (audioUrl, sourceUrl).
+#[derive(Debug, Clone, Deserialize)]
+pub struct FetchConfig {
+    pub max_bytes: u64,
+    pub timeout_ms: u64,
+    pub max_redirects: usize,
+    /// Host names or IP networks (CIDR) that may be fetched even though they are loopback,
+    /// private or link-local, for operators who serve audio from their own network.
+    pub allow: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct TelephonyConfig {
+    /// Secret that signs relay tokens; empty = generated into the data dir on first start.
+    /// Every node of a deployment needs the same one.
+    pub relay_secret: String,
+    /// How long a relay token stays valid after the call-control markup is issued.
+    pub token_ttl_seconds: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct JobsConfig {
+    /// Asynchronous transcriptions waiting or running before new ones are refused (503).
+    pub max_pending: usize,
+    /// Asynchronous transcriptions run at once.
+    pub concurrency: usize,
 }
 
 impl Config {

@@ -5,6 +5,11 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
 use serde::Serialize;
 
+use switchboard_actors::engine::{EngineError, EngineErrorKind};
+
+use crate::fetch::FetchError;
+use crate::media::MediaError;
+use crate::speech::SpeechError;
 use crate::store::StoreError;
 
 tokio::task_local! {
@@ -47,6 +52,15 @@ pub enum ApiError {
     Upstream(String),
     #[error("{0}")]
     Unavailable(String),
+    /// An embedded engine's model or library is not installed or failed to load.
+    #[error("{0}")]
+    EngineUnavailable(String),
+    /// The inference queue is full; the client should retry shortly (sent with Retry-After).
+    #[error("{0}")]
+    Overloaded(String),
+    /// The request names a vendor no key is configured for.
+    #[error("{0}")]
+    ProviderNotConfigured(String),
     /// Details are logged, never sent: the client sees a generic message and the request id.
     #[error("internal error: {0}")]
     Internal(String),
@@ -85,7 +99,9 @@ impl ApiError {
             ApiError::PayloadTooLarge(_) => "payload_too_large",
             ApiError::UnsupportedMediaType(_) => "unsupported_media_type",
             ApiError::Upstream(_) => "upstream_error",
-            ApiError::Unavailable(_) => "unavailable",
+            ApiError::Unavailable(_) | ApiError::Overloaded(_) => "unavailable",
+            ApiError::EngineUnavailable(_) => "engine_unavailable",
+            ApiError::ProviderNotConfigured(_) => "provider_not_configured",
             ApiError::Internal(_) => "internal_error",
         }
     }
@@ -129,7 +145,10 @@ impl ResponseError for ApiError {
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Upstream(_) => StatusCode::BAD_GATEWAY,
-            ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Unavailable(_) | ApiError::EngineUnavailable(_) | ApiError::Overloaded(_) => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
+            ApiError::ProviderNotConfigured(_) => StatusCode::BAD_REQUEST,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -146,6 +165,9 @@ impl ResponseError for ApiError {
         let mut response = HttpResponse::build(self.status_code());
         if let ApiError::Unauthorized(_) = self {
             response.insert_header(("WWW-Authenticate", "Bearer"));
+        }
+        if let ApiError::Overloaded(_) = self {
+            response.insert_header(("Retry-After", "1"));
         }
         response.json(ErrorBody {
             error: ErrorDetail {
@@ -173,5 +195,50 @@ impl From<StoreError> for ApiError {
 impl From<actix::MailboxError> for ApiError {
     fn from(err: actix::MailboxError) -> ApiError {
         ApiError::Unavailable(format!("a registry did not answer: {err}"))
+    }
+}
+
+impl From<EngineError> for ApiError {
+    fn from(err: EngineError) -> ApiError {
+        match err.kind {
+            EngineErrorKind::InvalidInput => ApiError::bad_request(err.message),
+            EngineErrorKind::Unavailable => ApiError::EngineUnavailable(err.message),
+            EngineErrorKind::Overloaded => ApiError::Overloaded(err.message),
+            EngineErrorKind::Timeout => ApiError::Unavailable(err.message),
+            EngineErrorKind::Upstream => ApiError::Upstream(err.message),
+            EngineErrorKind::Internal => ApiError::Internal(err.message),
+        }
+    }
+}
+
+impl From<MediaError> for ApiError {
+    fn from(err: MediaError) -> ApiError {
+        match err {
+            MediaError::Unsupported(_) => ApiError::UnsupportedMediaType(err.to_string()),
+            MediaError::Corrupt(_) => ApiError::invalid("file", err.to_string()),
+            MediaError::TooLong => ApiError::PayloadTooLarge(err.to_string()),
+            MediaError::Encode(_) => ApiError::Internal(err.to_string()),
+        }
+    }
+}
+
+impl From<SpeechError> for ApiError {
+    fn from(err: SpeechError) -> ApiError {
+        match err {
+            SpeechError::Media(e) => e.into(),
+            SpeechError::Engine(e) => e.into(),
+        }
+    }
+}
+
+impl From<FetchError> for ApiError {
+    fn from(err: FetchError) -> ApiError {
+        match err {
+            FetchError::InvalidUrl(_) | FetchError::Forbidden(_) => {
+                ApiError::invalid("audioUrl", err.to_string())
+            }
+            FetchError::TooLarge(_) => ApiError::PayloadTooLarge(err.to_string()),
+            FetchError::Failed(_) => ApiError::invalid("audioUrl", err.to_string()),
+        }
     }
 }

@@ -5,11 +5,18 @@
 
 pub mod cli;
 pub mod config;
+pub mod conversation;
 pub mod engines;
 pub mod error;
+pub mod fetch;
 pub mod http;
+pub mod knowledge;
+pub mod media;
+pub mod observability;
 pub mod registry;
 pub mod server;
+pub mod speech;
 pub mod store;
+pub mod telephony;
 pub mod time;
 pub mod vendors;

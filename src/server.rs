@@ -9,11 +9,17 @@ use actix_web::{web, App, HttpServer};
 use anyhow::Context as _;
 
 use crate::config::Config;
+use crate::engines::Engines;
+use crate::fetch::Fetcher;
 use crate::http::{self, AppState};
 use crate::registry::keys::{create_key, FlushLastUsed};
 use crate::registry::metering::FlushUsage;
-use crate::registry::{AgentRegistry, CollectionRegistry, KeyRegistry, Metering};
+use crate::registry::{
+    AgentRegistry, CollectionRegistry, ConversationRegistry, JobRegistry, KeyRegistry,
+    KnowledgeIndex, Metering, SessionRegistry,
+};
 use crate::store::{developers, Db};
+use crate::telephony::token::TokenSigner;
 
 /// Runs the service until it is asked to stop (SIGINT/SIGTERM).
 pub async fn serve(config: Config) -> anyhow::Result<()> {
@@ -37,6 +43,23 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     let agents = AgentRegistry::new(db.clone(), &config.registry).start();
     let collections = CollectionRegistry::new(db.clone(), &config.registry, agents.clone()).start();
     let metering = Metering::new(db.clone(), config.tiers.clone(), &config.metering).start();
+    let engines = Engines::start(&config);
+    let conversations = ConversationRegistry::new(db.clone()).start();
+    let sessions = SessionRegistry::new(db.clone()).start();
+    let signer = TokenSigner::new(relay_secret(&config)?);
+    let knowledge =
+        KnowledgeIndex::new(db.clone(), engines.embedder.dimensions(), &config.registry).start();
+    let fetcher = Fetcher::new(&config.fetch).context("cannot build the HTTP client")?;
+    let node_id = node_id(&config.server.data_dir)?;
+    let jobs = JobRegistry::new(
+        db.clone(),
+        engines.clone(),
+        fetcher.clone(),
+        node_id,
+        &config.server.data_dir,
+        &config.jobs,
+    )
+    .start();
 
     let state = web::Data::new(AppState {
         config: config.clone(),
@@ -45,6 +68,13 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         agents,
         collections,
         metering: metering.clone(),
+        jobs,
+        knowledge,
+        conversations,
+        sessions,
+        signer,
+        engines,
+        fetcher,
     });
     let max_json = config.server.max_json_bytes;
     let mut server = HttpServer::new(move || {
@@ -87,4 +117,37 @@ async fn bootstrap_first_key(db: &Db, config: &Config) -> anyhow::Result<()> {
     );
     println!("{}", issued.raw);
     Ok(())
+}
+
+/// This server's stable identity, kept in the data dir: jobs it accepted are resumed by it
+/// after a restart, and only by it.
+fn node_id(data_dir: &std::path::Path) -> anyhow::Result<String> {
+    let path = data_dir.join("node-id");
+    if let Ok(existing) = std::fs::read_to_string(&path) {
+        let existing = existing.trim();
+        if !existing.is_empty() {
+            return Ok(existing.to_string());
+        }
+    }
+    let id = crate::registry::new_id("node");
+    std::fs::write(&path, &id).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(id)
+}
+
+/// The relay-token secret: configured, or generated once into the data dir.
+fn relay_secret(config: &Config) -> anyhow::Result<String> {
+    let configured = config.telephony.relay_secret.trim();
+    if !configured.is_empty() {
+        return Ok(configured.to_string());
+    }
+    let path = config.server.data_dir.join("relay-secret");
+    if let Ok(existing) = std::fs::read_to_string(&path) {
+        let existing = existing.trim();
+        if !existing.is_empty() {
+            return Ok(existing.to_string());
+        }
+    }
+    let secret = TokenSigner::generate_secret();
+    std::fs::write(&path, &secret).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(secret)
 }

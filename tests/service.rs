@@ -20,6 +20,49 @@ async fn health_answers_ok_without_a_key() {
         "sqlite"
     };
     assert_eq!(body["database"], expected);
+    // Each engine reports its state; nothing is loaded before first use.
+    let engines = &body["engines"];
+    for engine in ["stt", "tts", "llm", "embeddings"] {
+        assert!(engines[engine].is_object(), "{engine} in {body}");
+    }
+    assert_eq!(engines["llm"]["state"], "not_loaded", "{body}");
+    assert!(engines["inferenceQueue"]["threads"].as_u64().unwrap() >= 1);
+}
+
+#[tokio::test]
+async fn a_missing_model_is_a_clear_503_naming_the_setup_command() {
+    let storage = Storage::fresh().await;
+    let empty = tempfile::tempdir().unwrap();
+    let server = Server::start_with(
+        storage,
+        &[("SWITCHBOARD_MODELS_DIR", empty.path().to_str().unwrap())],
+    )
+    .await;
+    let key = server.key().to_string();
+    let (status, health) = call(server.http.get(server.url("/health"))).await;
+    assert_eq!(status, 200);
+    assert_eq!(health["engines"]["llm"]["state"], "missing", "{health}");
+    let (status, collection) =
+        call(server.post("/v1/collections", &key, serde_json::json!({"name": "c"}))).await;
+    assert_eq!(status, 201);
+    let (status, body) = call(server.post(
+        &format!(
+            "/v1/collections/{}/search",
+            collection["id"].as_str().unwrap()
+        ),
+        &key,
+        serde_json::json!({"query": "hello"}),
+    ))
+    .await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(error_code(&body), "engine_unavailable");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("scripts/fetch-models"),
+        "{body}"
+    );
 }
 
 #[tokio::test]
@@ -39,6 +82,29 @@ async fn the_openapi_document_describes_every_route() {
         ("/v1/agents/{id}", &["get", "put", "delete"]),
         ("/v1/collections", &["get", "post"]),
         ("/v1/collections/{id}", &["get", "delete"]),
+        ("/v1/collections/{id}/ingest", &["post"]),
+        ("/v1/collections/{id}/search", &["post"]),
+        ("/v1/collections/{id}/documents/{documentId}", &["delete"]),
+        ("/v1/agents/provision", &["post"]),
+        ("/v1/agents/{id}/chat", &["post"]),
+        ("/v1/agents/{id}/speak", &["post"]),
+        ("/v1/agents/{id}/instances", &["get", "post"]),
+        (
+            "/v1/agents/{id}/instances/{instanceId}",
+            &["get", "put", "delete"],
+        ),
+        ("/v1/agents/{id}/session-token", &["post"]),
+        ("/v1/synthesize", &["post"]),
+        ("/v1/transcribe", &["post"]),
+        ("/v1/transcribe/async", &["post"]),
+        ("/v1/transcribe/{jobId}", &["get"]),
+        ("/v1/audio/speech", &["post"]),
+        ("/v1/audio/transcriptions", &["post"]),
+        ("/v1/audio/models", &["get"]),
+        ("/v1/sessions/twilio", &["post"]),
+        ("/v1/observability/sessions", &["get"]),
+        ("/v1/observability/sessions/{sessionId}", &["get"]),
+        ("/v1/observability/calls/{callId}", &["get"]),
     ] {
         for method in methods {
             assert!(
@@ -68,6 +134,21 @@ async fn every_v1_route_requires_an_api_key() {
         ("POST", "/v1/collections"),
         ("GET", "/v1/collections/c"),
         ("DELETE", "/v1/collections/c"),
+        ("POST", "/v1/collections/c/ingest"),
+        ("POST", "/v1/collections/c/search"),
+        ("DELETE", "/v1/collections/c/documents/d"),
+        ("POST", "/v1/agents/provision"),
+        ("POST", "/v1/agents/a/chat"),
+        ("POST", "/v1/agents/a/speak"),
+        ("POST", "/v1/agents/a/session-token"),
+        ("GET", "/v1/agents/a/instances"),
+        ("POST", "/v1/synthesize"),
+        ("POST", "/v1/transcribe"),
+        ("POST", "/v1/transcribe/async"),
+        ("GET", "/v1/transcribe/job_x"),
+        ("POST", "/v1/sessions/twilio"),
+        ("GET", "/v1/observability/sessions"),
+        ("GET", "/v1/observability/calls/CA1"),
         ("GET", "/v1/no-such-route"),
     ];
     for (method, path) in routes {

@@ -4,3 +4,4 @@
 
 pub mod audio;
 pub mod engine;
+pub mod session;

@@ -159,3 +159,49 @@ fn pipeline_types_can_move_between_threads() {
     assert_send::<OpusDecoder>();
     assert_send::<SpeechTracker>();
 }
+
+#[test]
+fn session_listening_path_does_not_allocate_per_frame() {
+    use switchboard_actors::session::{AudioFormat, CallerAudio};
+
+    let mulaw_frames: Vec<[u8; 160]> = (0..200)
+        .map(|i| {
+            let pcm = tone_frame(i, (i / 40) % 2 == 1);
+            let mut bytes = [0u8; 160];
+            mulaw::encode_into(&pcm, &mut bytes).expect("frame sized");
+            bytes
+        })
+        .collect();
+    for format in [
+        AudioFormat::Mulaw8k,
+        AudioFormat::Pcm16 {
+            rate: SampleRate::Hz16000,
+        },
+        AudioFormat::Pcm16 {
+            rate: SampleRate::Hz48000,
+        },
+    ] {
+        let mut audio = CallerAudio::new(format, 0.5).expect("builds");
+        let payload_len = match format {
+            AudioFormat::Pcm16 { rate } => rate.hz() as usize / 50 * 2,
+            _ => 160,
+        };
+        let payloads: Vec<Vec<u8>> = mulaw_frames
+            .iter()
+            .map(|f| f.iter().cycle().take(payload_len).copied().collect())
+            .collect();
+        let mut tracker = SpeechTracker::default();
+        // Warm up: the framing buffer reaches its working size.
+        audio.push(&payloads[0]);
+        while audio.next_frame().expect("decodes").is_some() {}
+        let n = allocations_during(|| {
+            for payload in &payloads {
+                audio.push(payload);
+                while let Some(f) = audio.next_frame().expect("decodes") {
+                    std::hint::black_box(tracker.update(f.start_ms, 20, f.vad.is_speech));
+                }
+            }
+        });
+        assert_eq!(n, 0, "{format:?}");
+    }
+}

@@ -1,7 +1,105 @@
 //! The embedded engines: speech recognition (Whisper), the local language model (SmolLM2),
 //! embeddings (MiniLM) and speech synthesis (Piper voices, eSpeak NG), all on CPU and all
 //! behind the engine traits of `switchboard_actors::engine`. CPU-heavy inference runs on the
-//! bounded [`pool::WorkerPool`].
+//! bounded [`pool::WorkerPool`]. [`Engines`] holds the running set for the server.
 
+pub mod embeddings;
+pub mod llm;
 pub mod pool;
 pub mod tts;
+pub mod whisper;
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use switchboard_actors::engine::{LanguageModel, SpeechToText, TextToSpeech};
+
+use crate::config::Config;
+use embeddings::{Embedder, MiniLmEmbedder};
+use llm::LocalLlm;
+use tts::TtsEngine;
+use whisper::WhisperEngine;
+
+/// The engines a server runs with, shared by every request and session. Cheap to clone.
+#[derive(Clone)]
+pub struct Engines {
+    pub pool: pool::WorkerPool,
+    pub stt: Arc<dyn SpeechToText>,
+    pub tts: Arc<dyn TextToSpeech>,
+    pub llm: Arc<dyn LanguageModel>,
+    pub embedder: Arc<dyn Embedder>,
+    whisper: WhisperEngine,
+    voices: TtsEngine,
+    local_llm: LocalLlm,
+    minilm: MiniLmEmbedder,
+}
+
+impl Engines {
+    /// Builds the embedded engines over the models directory; with `engines.preload` every
+    /// model loads now (failures are logged and reported by `/health`), otherwise each loads
+    /// on first use.
+    pub fn start(config: &Config) -> Engines {
+        let pool = pool::WorkerPool::new(config.engines.worker_threads(), config.engines.queue);
+        let models = &config.server.models_dir;
+        let whisper = WhisperEngine::new(models, pool.clone());
+        let voices = TtsEngine::new(models, pool.clone());
+        let local_llm = LocalLlm::from_models_dir(models, pool.clone());
+        let minilm = MiniLmEmbedder::from_models_dir(models, pool.clone());
+        let engines = Engines {
+            stt: Arc::new(whisper.clone()),
+            tts: Arc::new(voices.clone()),
+            llm: Arc::new(local_llm.clone()),
+            embedder: Arc::new(minilm.clone()),
+            pool,
+            whisper,
+            voices,
+            local_llm,
+            minilm,
+        };
+        if config.engines.preload {
+            engines.preload();
+        }
+        engines
+    }
+
+    /// Loads every model in the background; each failure is logged.
+    fn preload(&self) {
+        let engines = self.clone();
+        std::thread::spawn(move || {
+            if let Err(e) = engines.whisper.preload() {
+                tracing::warn!("speech recognition not loaded: {e}");
+            }
+            if let Err(e) = engines.voices.preload() {
+                tracing::warn!("speech synthesis not loaded: {e}");
+            }
+        });
+        let llm = self.local_llm.clone();
+        let minilm = self.minilm.clone();
+        actix_web::rt::spawn(async move {
+            if let Err(e) = llm.preload().await {
+                tracing::warn!("language model not loaded: {e}");
+            }
+            if let Err(e) = minilm.preload().await {
+                tracing::warn!("embeddings not loaded: {e}");
+            }
+        });
+    }
+
+    /// Every voice id the embedded synthesis serves.
+    pub fn voice_ids(&self) -> Vec<String> {
+        self.voices.voices().into_iter().map(|v| v.id).collect()
+    }
+
+    /// Each engine's state for `/health`.
+    pub fn status(&self) -> Value {
+        let llm = self.local_llm.status();
+        let embeddings = self.minilm.status();
+        json!({
+            "stt": {"models": self.whisper.status()},
+            "tts": self.voices.status(),
+            "llm": {"model": llm::MODEL_NAME, "state": llm.as_str()},
+            "embeddings": {"model": self.minilm.model(), "state": embeddings.as_str()},
+            "inferenceQueue": self.pool.stats(),
+        })
+    }
+}

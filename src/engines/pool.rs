@@ -95,9 +95,9 @@ impl WorkerPool {
                     self.inner.queue_limit
                 ),
             )),
-            Err(TrySendError::Disconnected(_)) => {
-                Err(EngineError::unavailable("the inference workers have stopped"))
-            }
+            Err(TrySendError::Disconnected(_)) => Err(EngineError::unavailable(
+                "the inference workers have stopped",
+            )),
         }
     }
 

@@ -290,7 +290,16 @@ async fn create_agent(
     developer: Developer,
     body: ApiJson<AgentFields>,
 ) -> Result<HttpResponse, ApiError> {
-    let mut fields = body.into_inner();
+    let agent = new_agent_row(developer.id(), body.into_inner())?;
+    let agent = state.agents.send(CreateAgent { agent }).await??;
+    Ok(HttpResponse::Created().json(AgentBody::from(agent)))
+}
+
+/// A new agent from create fields: validated, with every default filled in.
+pub(crate) fn new_agent_row(
+    developer_id: &str,
+    mut fields: AgentFields,
+) -> Result<AgentRow, ApiError> {
     let id = not_null("id", fields.id.take())?;
     if let Some(id) = &id {
         validate::identifier("id", id, 60)?;
@@ -300,10 +309,10 @@ async fn create_agent(
         .name
         .ok_or_else(|| ApiError::invalid("name", "name is required"))?;
     let now = time::now_ms();
-    let agent = AgentRow {
+    Ok(AgentRow {
         seq: 0,
         id: id.unwrap_or_else(|| new_id("agent")),
-        developer_id: developer.id().to_string(),
+        developer_id: developer_id.to_string(),
         name,
         description: fields.description.flatten(),
         system_prompt: fields.system_prompt.flatten(),
@@ -329,9 +338,7 @@ async fn create_agent(
         status: STATUS_ACTIVE.to_string(),
         created_at: now,
         updated_at: now,
-    };
-    let agent = state.agents.send(CreateAgent { agent }).await??;
-    Ok(HttpResponse::Created().json(AgentBody::from(agent)))
+    })
 }
 
 /// Lists the caller's agents in creation order; archived agents are left out.

@@ -77,7 +77,7 @@ fn is_blank(bytes: &[u8]) -> bool {
     bytes.iter().all(u8::is_ascii_whitespace)
 }
 
-fn is_json_type(req: &HttpRequest) -> bool {
+pub(crate) fn is_json_type(req: &HttpRequest) -> bool {
     req.headers()
         .get(CONTENT_TYPE)
         .and_then(|value| value.to_str().ok())
@@ -92,7 +92,7 @@ fn is_json_type(req: &HttpRequest) -> bool {
         })
 }
 
-fn unsupported_type() -> ApiError {
+pub(crate) fn unsupported_type() -> ApiError {
     ApiError::UnsupportedMediaType(
         "request body must be JSON: send `Content-Type: application/json`".into(),
     )
@@ -114,7 +114,10 @@ fn read_json(
     }
 }
 
-async fn read_limited(payload: &mut Payload, limit: usize) -> Result<web::Bytes, ApiError> {
+pub(crate) async fn read_limited(
+    payload: &mut Payload,
+    limit: usize,
+) -> Result<web::Bytes, ApiError> {
     let mut bytes = web::BytesMut::new();
     while let Some(chunk) = payload.next().await {
         let chunk = chunk.map_err(|err| {
@@ -131,7 +134,7 @@ async fn read_limited(payload: &mut Payload, limit: usize) -> Result<web::Bytes,
 }
 
 /// Deserializes a JSON object, naming the field at fault when it is the wrong type.
-fn parse_object<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+pub(crate) fn parse_object<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
     if first != Some(&b'{') {
         if serde_json::from_slice::<serde_json::Value>(bytes).is_err() {

@@ -15,6 +15,7 @@ use crate::error::{ApiError, ErrorBody};
 use crate::registry::collections::{
     CreateCollection, DeleteCollection, GetCollection, ListCollections,
 };
+use crate::registry::knowledge::CollectionDropped;
 use crate::registry::new_id;
 use crate::store::collections::CollectionRow;
 use crate::time::{self, iso};
@@ -144,12 +145,14 @@ async fn delete_collection(
     developer: Developer,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
+    let collection_id = id.into_inner();
     state
         .collections
         .send(DeleteCollection {
             developer_id: developer.id().to_string(),
-            collection_id: id.into_inner(),
+            collection_id: collection_id.clone(),
         })
         .await??;
+    state.knowledge.do_send(CollectionDropped { collection_id });
     Ok(HttpResponse::NoContent().finish())
 }

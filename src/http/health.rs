@@ -1,4 +1,5 @@
-//! `GET /health`: liveness and storage reachability, without authentication.
+//! `GET /health`: liveness, storage reachability and the state of each embedded engine,
+//! without authentication.
 
 use actix_web::{get, web, HttpResponse};
 use serde::Serialize;
@@ -14,6 +15,10 @@ pub struct HealthBody {
     pub database: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Each engine's models: `ready`/`loaded`, `not_loaded` (loads on first use), `missing`
+    /// (run `scripts/fetch-models`) or `failed`; and the inference queue.
+    #[schema(value_type = Object)]
+    pub engines: serde_json::Value,
 }
 
 /// Answers 200 `{"status":"ok"}` when the database is reachable, 503 otherwise.
@@ -31,11 +36,13 @@ async fn health(state: web::Data<AppState>) -> HttpResponse {
             status: "ok".into(),
             database,
             error: None,
+            engines: state.engines.status(),
         }),
         Err(err) => HttpResponse::ServiceUnavailable().json(HealthBody {
             status: "unavailable".into(),
             database,
             error: Some(format!("database unreachable: {err}")),
+            engines: state.engines.status(),
         }),
     }
 }

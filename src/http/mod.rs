@@ -3,12 +3,24 @@
 pub mod agents;
 pub mod auth;
 pub mod body;
+pub mod chat;
 pub mod collections;
+pub mod direct;
 pub mod health;
+pub mod instances;
 pub mod keys;
+pub mod knowledge;
+pub mod observability;
+pub mod openai_audio;
 pub mod openapi;
 pub mod pagination;
+pub mod providers;
+pub mod provision;
 pub mod request_id;
+pub mod sessions;
+pub mod synthesize;
+pub mod transcribe;
+pub mod upload;
 pub mod validate;
 
 use actix::Addr;
@@ -17,8 +29,13 @@ use actix_web::middleware::from_fn;
 use actix_web::{web, HttpRequest, HttpResponse};
 
 use crate::config::Config;
+use crate::engines::Engines;
 use crate::error::ApiError;
-use crate::registry::{AgentRegistry, CollectionRegistry, KeyRegistry, Metering};
+use crate::fetch::Fetcher;
+use crate::registry::{
+    AgentRegistry, CollectionRegistry, ConversationRegistry, JobRegistry, KeyRegistry,
+    KnowledgeIndex, Metering, SessionRegistry,
+};
 use crate::store::Db;
 
 /// What every handler can reach: the registries' addresses and the configuration.
@@ -29,6 +46,13 @@ pub struct AppState {
     pub agents: Addr<AgentRegistry>,
     pub collections: Addr<CollectionRegistry>,
     pub metering: Addr<Metering>,
+    pub jobs: Addr<JobRegistry>,
+    pub knowledge: Addr<KnowledgeIndex>,
+    pub conversations: Addr<ConversationRegistry>,
+    pub sessions: Addr<SessionRegistry>,
+    pub signer: crate::telephony::token::TokenSigner,
+    pub engines: Engines,
+    pub fetcher: Fetcher,
 }
 
 /// Registers every route and the extractor error mappings.
@@ -38,14 +62,46 @@ pub fn configure(cfg: &mut web::ServiceConfig, max_json_bytes: usize) {
         .app_data(web::PathConfig::default().error_handler(|err, _| path_error(err).into()))
         .service(health::health)
         .service(openapi::openapi_json)
+        // Authenticated by its relay token, not an API key: outside the /v1 key check.
+        .service(
+            web::resource("/v1/sessions/twilio/stream")
+                .route(web::get().to(sessions::twilio_stream)),
+        )
+        // API key or session token, checked by the handler itself.
+        .service(
+            web::resource("/v1/agents/{id}/session").route(web::get().to(direct::direct_session)),
+        )
         .service(
             web::scope("/v1")
                 .wrap(from_fn(auth::require_api_key))
                 .configure(keys::routes)
+                // Before the agents' routes, whose /agents/{id} would take "provision".
+                .configure(provision::routes)
                 .configure(agents::routes)
-                .configure(collections::routes),
+                .configure(instances::routes)
+                .configure(chat::routes)
+                .configure(sessions::routes)
+                .configure(direct::routes)
+                .configure(observability::routes)
+                .configure(collections::routes)
+                .configure(knowledge::routes)
+                .configure(synthesize::routes)
+                .configure(transcribe::routes)
+                .configure(openai_audio::routes),
         )
         .default_service(web::to(not_found));
+}
+
+/// The base URL outside parties reach this server at: `server.public_url` when set, else
+/// the scheme and host this request came in on (so a server on an ephemeral port, or behind
+/// a proxy that sets `Forwarded`/`X-Forwarded-*`, advertises a URL that works).
+pub fn public_base(state: &AppState, req: &HttpRequest) -> String {
+    let configured = state.config.server.public_url.trim().trim_end_matches('/');
+    if !configured.is_empty() {
+        return configured.to_string();
+    }
+    let info = req.connection_info();
+    format!("{}://{}", info.scheme(), info.host())
 }
 
 /// Registers, after a module's routes, a catch-all for its paths so a known path with an

@@ -7,7 +7,10 @@ use actix_web::{get, HttpResponse};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{agents, collections, health, keys};
+use super::{
+    agents, chat, collections, direct, health, instances, keys, knowledge, observability,
+    openai_audio, provision, sessions, synthesize, transcribe,
+};
 use crate::error::{ErrorBody, ErrorDetail};
 
 #[derive(OpenApi)]
@@ -21,7 +24,9 @@ Every `/v1` route needs `Authorization: Bearer <API key>`. Every response carrie
 Errors are `{\"error\": {\"code\", \"message\", \"param\", \"requestId\"}}` with codes: \
 400 validation_error, 401 unauthorized, 402 insufficient_credits, 404 not_found, \
 405 method_not_allowed, 409 conflict, 413 payload_too_large, 415 unsupported_media_type, \
-429 rate_limited, 500 internal_error, 502 upstream_error, 503 unavailable.\n\n\
+429 rate_limited, 500 internal_error, 502 upstream_error, 503 unavailable (retry later; \
+sent with Retry-After when the inference queue is full) or engine_unavailable (a model is not \
+installed: run `scripts/fetch-models`).\n\n\
 Lists take `limit` (1-100, default 20) and `cursor` (the id after which to continue) and \
 answer `{data, nextCursor, hasMore}` in creation order."
     ),
@@ -37,10 +42,33 @@ answer `{data, nextCursor, hasMore}` in creation order."
         agents::get_agent,
         agents::update_agent,
         agents::delete_agent,
+        provision::provision,
+        chat::chat,
+        sessions::create_twilio_session,
+        direct::session_token,
+        observability::list_sessions,
+        observability::get_session,
+        observability::get_call,
+        instances::create_instance,
+        instances::list_instances,
+        instances::get_instance,
+        instances::update_instance,
+        instances::delete_instance,
         collections::create_collection,
         collections::list_collections,
         collections::get_collection,
         collections::delete_collection,
+        knowledge::ingest,
+        knowledge::search,
+        knowledge::delete_document,
+        synthesize::synthesize,
+        synthesize::speak,
+        transcribe::transcribe,
+        transcribe::transcribe_async,
+        transcribe::get_job,
+        openai_audio::speech,
+        openai_audio::transcriptions,
+        openai_audio::models,
     ),
     components(schemas(ErrorBody, ErrorDetail)),
     modifiers(&BearerAuth),

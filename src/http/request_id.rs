@@ -25,10 +25,18 @@ pub async fn assign(
     let id = new_request_id();
     let result = error::with_request_id(id.clone(), async move {
         if let Some(refusal) = refuse_nul(&req) {
-            return Ok(req.into_response(refusal.error_response()));
+            let response = req.into_response(refusal.error_response());
+            if super::openai_audio::is_openai_path(response.request().path()) {
+                return Ok(super::openai_audio::reshape_error(response).await);
+            }
+            return Ok(response);
         }
-        let response = next.call(req).await?.map_into_boxed_body();
-        Ok::<_, actix_web::Error>(with_json_error_body(response))
+        let openai = super::openai_audio::is_openai_path(req.path());
+        let response = with_json_error_body(next.call(req).await?.map_into_boxed_body());
+        if openai {
+            return Ok(super::openai_audio::reshape_error(response).await);
+        }
+        Ok::<_, actix_web::Error>(response)
     })
     .await;
     let mut response = result?;

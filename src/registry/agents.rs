@@ -27,6 +27,13 @@ impl AgentRegistry {
     }
 }
 
+impl AgentRegistry {
+    /// The store, for the handlers in sibling modules (instances).
+    pub(super) fn db(&self) -> Db {
+        self.db.clone()
+    }
+}
+
 impl Actor for AgentRegistry {
     type Context = Context<Self>;
 }
@@ -232,5 +239,45 @@ impl Handler<CollectionDeleted> for AgentRegistry {
             *developer == msg.developer_id
                 && agent.collection_id.as_deref() == Some(msg.collection_id.as_str())
         });
+    }
+}
+
+/// Creates an agent together with its new collection and that collection's first documents,
+/// all or nothing.
+#[derive(Message)]
+#[rtype(result = "Result<(), ApiError>")]
+pub struct ProvisionAgent {
+    pub collection: crate::store::collections::CollectionRow,
+    pub agent: AgentRow,
+    pub content: Vec<(
+        crate::store::documents::DocumentRow,
+        Vec<crate::store::documents::ChunkRow>,
+    )>,
+}
+
+impl Handler<ProvisionAgent> for AgentRegistry {
+    type Result = ResponseActFuture<Self, Result<(), ApiError>>;
+
+    fn handle(&mut self, msg: ProvisionAgent, _: &mut Context<Self>) -> Self::Result {
+        let db = self.db.clone();
+        let key = (msg.agent.developer_id.clone(), msg.agent.id.clone());
+        Box::pin(
+            async move {
+                crate::store::provision::create(&db, &msg.collection, &msg.agent, &msg.content)
+                    .await
+                    .map_err(|err| match err {
+                        StoreError::Conflict(_) => ApiError::Conflict(format!(
+                            "an agent with id '{}' already exists",
+                            msg.agent.id
+                        )),
+                        other => other.into(),
+                    })
+            }
+            .into_actor(self)
+            .map(move |result, registry, _| {
+                registry.cache.invalidate(&key);
+                result
+            }),
+        )
     }
 }

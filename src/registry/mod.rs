@@ -6,13 +6,22 @@
 pub mod agents;
 pub mod cache;
 pub mod collections;
+pub mod conversations;
+pub mod instances;
+pub mod jobs;
 pub mod keys;
+pub mod knowledge;
 pub mod metering;
+pub mod sessions;
 
 pub use agents::AgentRegistry;
 pub use collections::CollectionRegistry;
+pub use conversations::ConversationRegistry;
+pub use jobs::JobRegistry;
 pub use keys::KeyRegistry;
+pub use knowledge::KnowledgeIndex;
 pub use metering::Metering;
+pub use sessions::SessionRegistry;
 
 use crate::error::ApiError;
 use crate::store::StoreResult;

@@ -4,9 +4,15 @@
 
 pub mod agents;
 pub mod collections;
+pub mod conversations;
 pub mod developers;
+pub mod documents;
+pub mod instances;
+pub mod jobs;
 pub mod keys;
+pub mod provision;
 pub mod schema;
+pub mod sessions;
 pub mod usage;
 
 use std::sync::Arc;

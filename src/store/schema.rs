@@ -120,6 +120,11 @@ diesel::table! {
 }
 
 diesel::allow_tables_to_appear_in_same_query!(
+    sessions,
+    session_turns,
+    conversations,
+    conversation_messages,
+    transcription_jobs,
     developers,
     api_keys,
     collections,
@@ -129,3 +134,86 @@ diesel::allow_tables_to_appear_in_same_query!(
     agent_instances,
     usage_counters,
 );
+
+diesel::table! {
+    transcription_jobs (seq) {
+        seq -> BigInt,
+        id -> Text,
+        developer_id -> Text,
+        node_id -> Text,
+        status -> Text,
+        request -> Text,
+        audio_path -> Nullable<Text>,
+        result -> Nullable<Text>,
+        error -> Nullable<Text>,
+        created_at -> BigInt,
+        completed_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    conversations (seq) {
+        seq -> BigInt,
+        id -> Text,
+        developer_id -> Text,
+        agent_id -> Text,
+        instance_id -> Nullable<Text>,
+        turns -> Integer,
+        ended -> Bool,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    conversation_messages (seq) {
+        seq -> BigInt,
+        conversation_id -> Text,
+        turn_index -> Integer,
+        role -> Text,
+        content -> Text,
+        tool_calls -> Text,
+        created_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    sessions (seq) {
+        seq -> BigInt,
+        id -> Text,
+        developer_id -> Text,
+        agent_id -> Text,
+        transport -> Text,
+        call_sid -> Nullable<Text>,
+        from_number -> Nullable<Text>,
+        to_number -> Nullable<Text>,
+        instance_id -> Nullable<Text>,
+        status -> Text,
+        turn_count -> Integer,
+        tool_executions -> Integer,
+        total_duration_ms -> BigInt,
+        avg_turn_latency_ms -> BigInt,
+        end_reason -> Nullable<Text>,
+        created_at -> BigInt,
+        started_at -> Nullable<BigInt>,
+        ended_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    session_turns (seq) {
+        seq -> BigInt,
+        session_id -> Text,
+        turn_index -> Integer,
+        speaker -> Text,
+        text -> Text,
+        start_ms -> BigInt,
+        end_ms -> BigInt,
+        stt_ms -> BigInt,
+        llm_ms -> BigInt,
+        tts_ms -> BigInt,
+        latency_ms -> Nullable<BigInt>,
+        interrupted -> Bool,
+        error -> Nullable<Text>,
+    }
+}

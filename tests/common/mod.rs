@@ -52,6 +52,7 @@ impl Storage {
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("SWITCHBOARD_DATA_DIR", self.data_dir.path())
+            .env("SWITCHBOARD_MODELS_DIR", models_dir())
             .env("SWITCHBOARD_BIND", "127.0.0.1:0")
             .env("SWITCHBOARD_LOG", "warn")
             .env("SWITCHBOARD__AUTH__REVOCATION_POLL_MS", "100")
@@ -347,4 +348,45 @@ pub fn is_iso_millis(value: &Value) -> bool {
             other => c == other,
         })
         && chrono::DateTime::parse_from_rfc3339(text).is_ok()
+}
+
+/// The models fetched by `scripts/fetch-models`.
+pub fn models_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("models")
+}
+
+/// A speech fixture from ../shared/fixtures/audio.
+pub fn fixture(name: &str) -> Vec<u8> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/fixtures/audio")
+        .join(name);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
+}
+
+/// Word error rate of `hypothesis` against `reference`, after lower-casing and stripping
+/// punctuation: (substitutions + deletions + insertions) / reference words.
+pub fn word_error_rate(reference: &str, hypothesis: &str) -> f64 {
+    let words = |text: &str| -> Vec<String> {
+        text.to_lowercase()
+            .split_whitespace()
+            .map(|w| {
+                w.chars()
+                    .filter(|c| c.is_alphanumeric() || *c == '\'')
+                    .collect::<String>()
+            })
+            .filter(|w| !w.is_empty())
+            .collect()
+    };
+    let (r, h) = (words(reference), words(hypothesis));
+    let mut row: Vec<usize> = (0..=h.len()).collect();
+    for i in 1..=r.len() {
+        let mut previous = row[0];
+        row[0] = i;
+        for j in 1..=h.len() {
+            let substitution = previous + usize::from(r[i - 1] != h[j - 1]);
+            previous = row[j];
+            row[j] = substitution.min(row[j] + 1).min(row[j - 1] + 1);
+        }
+    }
+    row[h.len()] as f64 / r.len().max(1) as f64
 }

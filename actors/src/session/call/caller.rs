@@ -1,0 +1,321 @@
+//! The caller's side of a turn: audio frames through the VAD, speech onset and endpointing
+//! (VAD silence or the recognizer's own final), audio to the recognizer, transcripts into the
+//! history, and recognizer failures.
+
+use std::time::Duration;
+
+use actix::prelude::*;
+use tokio::time::Instant;
+
+use crate::audio::SpeechEvent;
+use crate::engine::{ChatMessage, Role, SttInput};
+
+use super::super::audio_in::{CallerFrame, FRAME_MS};
+use super::super::barge_in::CallerVoice;
+use super::super::error::TurnError;
+use super::super::messages::{AudioIn, SessionEvent};
+use super::super::observer::{EndReason, EndpointSource, Speaker, TurnRecord};
+use super::super::stt::{SttFailed, SttFeed, TranscriptFinal, TranscriptPartial};
+use super::{AnswerTiming, CallSession, PendingUtterance, TurnState};
+
+/// Captured caller audio is sent to the recognizer in chunks of this length.
+const STT_CHUNK_MS: u32 = 100;
+
+impl CallSession {
+    /// Wall-clock instant of caller stream time `stream_ms`, from the frame just processed.
+    fn stream_instant(&self, stream_ms: u64, now: Instant) -> Instant {
+        let behind = self.audio.now_ms().saturating_sub(stream_ms);
+        now.checked_sub(Duration::from_millis(behind))
+            .unwrap_or(now)
+    }
+
+    fn on_frame(&mut self, frame: CallerFrame, ctx: &mut Context<Self>) {
+        if frame.vad.is_speech {
+            self.last_speech_end_ms = frame.start_ms + u64::from(FRAME_MS);
+        }
+        if self.state == TurnState::AgentSpeaking {
+            if let Some(barge_in) = self.barge_in.as_ref() {
+                barge_in.do_send(CallerVoice {
+                    start_ms: frame.start_ms,
+                    is_speech: frame.vad.is_speech,
+                    energy_dbfs: frame.vad.energy_dbfs,
+                });
+            }
+            return;
+        }
+        let event = self
+            .tracker
+            .update(frame.start_ms, FRAME_MS, frame.vad.is_speech);
+        if self.audio.is_capturing() {
+            if let Some(chunk) = self.audio.take_capture(STT_CHUNK_MS) {
+                self.feed_stt(SttInput::Audio(chunk));
+            }
+        }
+        match event {
+            Some(SpeechEvent::SpeechStarted { at_ms }) => self.user_started(at_ms),
+            Some(SpeechEvent::SpeechEnded { at_ms }) => self.user_stopped(at_ms, ctx),
+            None => {}
+        }
+    }
+
+    fn feed_stt(&self, input: SttInput) {
+        if let Some(stt) = self.stt.as_ref() {
+            stt.do_send(SttFeed(input));
+        }
+    }
+
+    /// The caller started speaking at stream time `onset_ms`: capture for the recognizer.
+    pub(super) fn user_started(&mut self, onset_ms: u64) {
+        if self.reply.as_ref().is_some_and(|r| !r.audio_started) {
+            // The caller went on talking before the agent said anything: the reply is stale.
+            self.drop_silent_reply();
+        }
+        self.state = TurnState::UserSpeaking;
+        self.utterance_onset_ms = Some(onset_ms);
+        let preroll = u64::from(self.config.turn.stt_preroll_ms);
+        self.audio.start_capture(onset_ms.saturating_sub(preroll));
+    }
+
+    /// VAD endpoint: the caller's speech ended at stream time `end_ms`.
+    fn user_stopped(&mut self, end_ms: u64, ctx: &mut Context<Self>) {
+        let now = Instant::now();
+        if let Some(chunk) = self.audio.stop_capture() {
+            self.feed_stt(SttInput::Audio(chunk));
+        }
+        self.feed_stt(SttInput::EndOfUtterance);
+        let onset_ms = self.utterance_onset_ms.take().unwrap_or(end_ms);
+        let seq = self.next_utterance_seq;
+        self.next_utterance_seq += 1;
+        let onset_at = self.stream_instant(onset_ms, now);
+        let speech_end_at = self.stream_instant(end_ms, now);
+        self.pending.push_back(PendingUtterance {
+            seq,
+            start_ms: self.session_ms(onset_at),
+            end_ms: self.session_ms(speech_end_at),
+            speech_end_at,
+            end_of_utterance_at: now,
+        });
+        self.state = TurnState::Thinking;
+        let timeout = self.config.timeouts.stt;
+        ctx.run_later(timeout, move |act, ctx| {
+            if act.pending.front().is_some_and(|p| p.seq == seq) {
+                act.pending.pop_front();
+                let error = TurnError::SttTimeout(timeout.as_millis() as u64);
+                act.caller_turn_failed(error, ctx);
+            }
+        });
+    }
+
+    /// A caller turn could not be transcribed: record it, apologise, go on.
+    fn caller_turn_failed(&mut self, error: TurnError, ctx: &mut Context<Self>) {
+        let now_ms = self.session_ms(Instant::now());
+        let turn = TurnRecord {
+            index: self.next_turn_index(),
+            speaker: Speaker::User,
+            text: String::new(),
+            start_ms: now_ms,
+            end_ms: now_ms,
+            stt_ms: 0,
+            llm_ms: 0,
+            tts_ms: 0,
+            interrupted: false,
+            error: Some(format!("{}: {}", error.code(), error)),
+            latency: None,
+            barge_in: None,
+            endpoint: None,
+        };
+        self.record_turn(turn);
+        self.emit(SessionEvent::Error {
+            code: error.code(),
+            message: error.to_string(),
+        });
+        if self.reply.is_none() && self.state != TurnState::UserSpeaking {
+            let apology = self.config.apology_text.clone();
+            self.start_fixed_reply(super::reply::ReplyKind::Apology, &apology, ctx);
+        }
+    }
+
+    /// Typed text or a DTMF digit: a complete caller turn.
+    pub(super) fn typed_turn(&mut self, text: String, ctx: &mut Context<Self>) {
+        let text = text.trim().to_owned();
+        if text.is_empty() {
+            return;
+        }
+        if self.reply.is_some() {
+            self.interrupt_reply(None, ctx);
+        }
+        let now_ms = self.session_ms(Instant::now());
+        self.emit(SessionEvent::TranscriptFinal { text: text.clone() });
+        let turn = TurnRecord {
+            index: self.next_turn_index(),
+            speaker: Speaker::User,
+            text: text.clone(),
+            start_ms: now_ms,
+            end_ms: now_ms,
+            stt_ms: 0,
+            llm_ms: 0,
+            tts_ms: 0,
+            interrupted: false,
+            error: None,
+            latency: None,
+            barge_in: None,
+            endpoint: Some(EndpointSource::Text),
+        };
+        self.record_turn(turn);
+        self.history.push(ChatMessage::new(Role::User, text));
+        self.awaiting_answer = true;
+        self.answer_timing = None;
+        if self.state != TurnState::UserSpeaking && self.pending.is_empty() {
+            self.start_answer(ctx);
+        }
+    }
+}
+
+impl Handler<AudioIn> for CallSession {
+    type Result = ();
+
+    fn handle(&mut self, msg: AudioIn, ctx: &mut Self::Context) {
+        if self.ended {
+            return;
+        }
+        self.last_audio_at = Instant::now();
+        self.audio.push(&msg.0);
+        loop {
+            match self.audio.next_frame() {
+                Ok(Some(frame)) => self.on_frame(frame, ctx),
+                Ok(None) => break,
+                Err(error) => {
+                    self.bad_frames += 1;
+                    if self.bad_frames == 1 {
+                        self.emit(SessionEvent::Error {
+                            code: "bad_audio",
+                            message: error.to_string(),
+                        });
+                    }
+                    break;
+                }
+            }
+        }
+    }
+}
+
+impl Handler<TranscriptPartial> for CallSession {
+    type Result = ();
+
+    fn handle(&mut self, msg: TranscriptPartial, _: &mut Self::Context) {
+        if !self.ended {
+            self.emit(SessionEvent::TranscriptPartial { text: msg.0 });
+        }
+    }
+}
+
+impl Handler<TranscriptFinal> for CallSession {
+    type Result = ();
+
+    fn handle(&mut self, msg: TranscriptFinal, ctx: &mut Self::Context) {
+        if self.ended {
+            return;
+        }
+        let now = Instant::now();
+        let (pending, endpoint) = match self.pending.pop_front() {
+            Some(p) => (p, EndpointSource::Vad),
+            None => {
+                // The recognizer decided the end of the utterance itself.
+                if let Some(chunk) = self.audio.stop_capture() {
+                    self.feed_stt(SttInput::Audio(chunk));
+                }
+                let onset_ms = self
+                    .utterance_onset_ms
+                    .take()
+                    .unwrap_or(self.last_speech_end_ms);
+                self.tracker.reset();
+                if self.state == TurnState::UserSpeaking {
+                    self.state = TurnState::Thinking;
+                }
+                let onset_at = self.stream_instant(onset_ms, now);
+                let speech_end_at = self.stream_instant(self.last_speech_end_ms, now);
+                let p = PendingUtterance {
+                    seq: 0,
+                    start_ms: self.session_ms(onset_at),
+                    end_ms: self.session_ms(speech_end_at),
+                    speech_end_at,
+                    end_of_utterance_at: now,
+                };
+                (p, EndpointSource::Stt)
+            }
+        };
+        let stt_ms = now
+            .saturating_duration_since(pending.end_of_utterance_at)
+            .as_millis() as u64;
+        let endpoint_ms = pending
+            .end_of_utterance_at
+            .saturating_duration_since(pending.speech_end_at)
+            .as_millis() as u64;
+        let text = msg.0.trim().to_owned();
+        if !text.is_empty() {
+            self.emit(SessionEvent::TranscriptFinal { text: text.clone() });
+            let turn = TurnRecord {
+                index: self.next_turn_index(),
+                speaker: Speaker::User,
+                text: text.clone(),
+                start_ms: pending.start_ms,
+                end_ms: pending.end_ms,
+                stt_ms,
+                llm_ms: 0,
+                tts_ms: 0,
+                interrupted: false,
+                error: None,
+                latency: None,
+                barge_in: None,
+                endpoint: Some(endpoint),
+            };
+            self.record_turn(turn);
+            self.history.push(ChatMessage::new(Role::User, text));
+            self.awaiting_answer = true;
+            self.answer_timing = Some(AnswerTiming {
+                speech_end_at: pending.speech_end_at,
+                endpoint_ms,
+                stt_ms,
+            });
+        }
+        if self.pending.is_empty() && self.state != TurnState::UserSpeaking {
+            if self.awaiting_answer && self.reply.is_none() {
+                self.start_answer(ctx);
+            } else if self.reply.is_none() {
+                self.state = TurnState::Listening;
+            }
+        }
+    }
+}
+
+impl Handler<SttFailed> for CallSession {
+    type Result = ();
+
+    fn handle(&mut self, msg: SttFailed, ctx: &mut Self::Context) {
+        if self.ended {
+            return;
+        }
+        if msg.fatal {
+            let error = super::super::error::SessionError::SttUnavailable(msg.error);
+            self.end(
+                EndReason::Fatal {
+                    code: error.code(),
+                    message: error.to_string(),
+                },
+                ctx,
+            );
+            return;
+        }
+        // The utterance in flight is lost with the stream.
+        self.pending.pop_front();
+        if self.state == TurnState::UserSpeaking {
+            self.audio.stop_capture();
+            self.utterance_onset_ms = None;
+            self.tracker.reset();
+            self.state = TurnState::Listening;
+        } else if self.state == TurnState::Thinking && self.reply.is_none() {
+            self.state = TurnState::Listening;
+        }
+        self.caller_turn_failed(TurnError::Stt(msg.error), ctx);
+    }
+}

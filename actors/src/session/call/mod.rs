@@ -1,0 +1,436 @@
+//! [`CallSession`]: the actor at the centre of a call. It owns the turn state machine
+//! (listening → user speaking → thinking → agent speaking → listening), the conversation
+//! history and the turn records, starts and stops the child actors, and is the only actor a
+//! transport talks to.
+//!
+//! This file holds the actor, its start and end, and the transport's messages. `caller.rs`
+//! handles the caller's side of a turn (audio frames, endpointing, transcripts), `reply.rs`
+//! the agent's (model rounds, tools, playback, barge-in, failures).
+
+mod caller;
+mod reply;
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::prelude::*;
+use tokio::time::Instant;
+
+use crate::audio::{SpeechTracker, SpeechTrackerConfig};
+use crate::engine::{
+    ChatMessage, LanguageModel, SpeechToText, TextToSpeech, ToolExecutor, TranscribeOptions,
+};
+
+use super::audio_in::CallerAudio;
+use super::audio_out::OutputEncoder;
+use super::barge_in::BargeIn;
+use super::config::SessionConfig;
+use super::error::SessionError;
+use super::liveness::{LiveCounter, LiveGuard};
+use super::messages::{
+    Dtmf, Hangup, Interrupt, SessionEvent, SessionOutput, TextIn, TransportClosed,
+};
+use super::observer::{EndReason, SessionObserver, SessionStatus, SessionSummary, TurnRecord};
+use super::stt::{Shutdown, SttStream};
+use super::tools::ToolRunner;
+use super::tts::PlaybackGate;
+
+use reply::Reply;
+
+/// The engines one session calls, resolved once when it starts.
+#[derive(Clone)]
+pub struct SessionEngines {
+    /// Speech to text (its `stream()` is used).
+    pub stt: Arc<dyn SpeechToText>,
+    /// The language model.
+    pub llm: Arc<dyn LanguageModel>,
+    /// Speech synthesis.
+    pub tts: Arc<dyn TextToSpeech>,
+    /// Tool execution.
+    pub tools: Arc<dyn ToolExecutor>,
+}
+
+/// Where the conversation stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TurnState {
+    /// Nobody is speaking.
+    Listening,
+    /// The caller is speaking.
+    UserSpeaking,
+    /// Waiting for the transcript, the model, tools or the first audio.
+    Thinking,
+    /// Agent audio is playing.
+    AgentSpeaking,
+}
+
+/// Asks a session for its current state and history (for persistence or inspection).
+#[derive(Debug, Clone, Copy, Message)]
+#[rtype(result = "SessionSnapshot")]
+pub struct GetSnapshot;
+
+/// A session's state at one moment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionSnapshot {
+    /// Where the conversation stands.
+    pub state: TurnState,
+    /// The conversation (system prompt excluded), assistant text truncated to what was heard.
+    pub history: Vec<ChatMessage>,
+    /// Turns recorded so far.
+    pub turns: u32,
+}
+
+/// What a transport keeps of a started session.
+#[derive(Debug, Clone)]
+pub struct SessionHandle {
+    addr: Addr<CallSession>,
+    live: LiveCounter,
+}
+
+impl SessionHandle {
+    /// The session's address: send it [`AudioIn`](super::AudioIn) and the other transport
+    /// messages.
+    pub fn addr(&self) -> &Addr<CallSession> {
+        &self.addr
+    }
+
+    /// How many of the session's actors (itself and its children) are alive.
+    pub fn live_actors(&self) -> usize {
+        self.live.get()
+    }
+}
+
+/// A caller utterance whose transcript is awaited.
+#[derive(Debug, Clone, Copy)]
+struct PendingUtterance {
+    seq: u64,
+    start_ms: u64,
+    end_ms: u64,
+    speech_end_at: Instant,
+    end_of_utterance_at: Instant,
+}
+
+/// Timing of the caller turn a reply answers.
+#[derive(Debug, Clone, Copy)]
+struct AnswerTiming {
+    speech_end_at: Instant,
+    endpoint_ms: u64,
+    stt_ms: u64,
+}
+
+/// Running totals for the summary.
+#[derive(Debug, Default)]
+struct Totals {
+    turns: u32,
+    latency_sum_ms: u64,
+    latency_count: u64,
+    tool_executions: u32,
+    interruptions: u32,
+    failed_turns: u32,
+}
+
+/// One call (see the module docs).
+pub struct CallSession {
+    config: SessionConfig,
+    engines: SessionEngines,
+    output: Recipient<SessionOutput>,
+    observer: Arc<dyn SessionObserver>,
+    live: LiveCounter,
+    started_at: Instant,
+    audio: CallerAudio,
+    tracker: SpeechTracker,
+    state: TurnState,
+    history: Vec<ChatMessage>,
+    stt: Option<Addr<SttStream>>,
+    barge_in: Option<Addr<BargeIn>>,
+    tools: Option<Addr<ToolRunner>>,
+    gate: PlaybackGate,
+    reply: Option<Reply>,
+    next_reply_id: u64,
+    /// Stream time of the current caller utterance's onset, while it is being captured.
+    utterance_onset_ms: Option<u64>,
+    /// Stream time at the end of the last caller speech frame.
+    last_speech_end_ms: u64,
+    pending: VecDeque<PendingUtterance>,
+    next_utterance_seq: u64,
+    /// A caller turn is in the history and not yet answered.
+    awaiting_answer: bool,
+    answer_timing: Option<AnswerTiming>,
+    last_audio_at: Instant,
+    bad_frames: u64,
+    transport_gone: bool,
+    totals: Totals,
+    ended: bool,
+    _live: LiveGuard,
+}
+
+impl CallSession {
+    /// Validates `config`, builds the audio path and starts the session on the current
+    /// arbiter. Must be called inside a running actix system. Output goes to `output`,
+    /// records to `observer`.
+    pub fn start(
+        config: SessionConfig,
+        engines: SessionEngines,
+        output: Recipient<SessionOutput>,
+        observer: Arc<dyn SessionObserver>,
+    ) -> Result<SessionHandle, SessionError> {
+        config.validate()?;
+        let audio = CallerAudio::new(config.input, config.turn.vad_threshold)?;
+        // Built here only to refuse an unusable output format before the call starts.
+        OutputEncoder::new(config.output)?;
+        let live = LiveCounter::new();
+        let tracker = SpeechTracker::new(SpeechTrackerConfig {
+            onset_ms: config.turn.speech_onset_ms,
+            end_silence_ms: config.turn.endpoint_silence_ms,
+        });
+        let now = Instant::now();
+        let session = CallSession {
+            history: Vec::new(),
+            engines,
+            output,
+            observer,
+            _live: live.guard(),
+            live: live.clone(),
+            started_at: now,
+            audio,
+            tracker,
+            state: TurnState::Listening,
+            stt: None,
+            barge_in: None,
+            tools: None,
+            gate: PlaybackGate::default(),
+            reply: None,
+            next_reply_id: 1,
+            utterance_onset_ms: None,
+            last_speech_end_ms: 0,
+            pending: VecDeque::new(),
+            next_utterance_seq: 1,
+            awaiting_answer: false,
+            answer_timing: None,
+            last_audio_at: now,
+            bad_frames: 0,
+            transport_gone: false,
+            totals: Totals::default(),
+            ended: false,
+            config,
+        };
+        let addr = session.start();
+        Ok(SessionHandle { addr, live })
+    }
+
+    /// Milliseconds since the session started, at `at`.
+    fn session_ms(&self, at: Instant) -> u64 {
+        at.saturating_duration_since(self.started_at).as_millis() as u64
+    }
+
+    /// Sends `output` to the transport, noticing when it is gone.
+    fn send(&mut self, output: SessionOutput) {
+        if self.output.connected() {
+            self.output.do_send(output);
+        } else {
+            self.transport_gone = true;
+        }
+    }
+
+    fn emit(&mut self, event: SessionEvent) {
+        self.send(SessionOutput::Event(event));
+    }
+
+    fn record_turn(&mut self, turn: TurnRecord) {
+        self.totals.turns += 1;
+        if turn.error.is_some() {
+            self.totals.failed_turns += 1;
+        }
+        if let Some(latency) = turn.latency {
+            self.totals.latency_sum_ms += latency.total_ms;
+            self.totals.latency_count += 1;
+        }
+        self.observer.turn_completed(&self.config.session_id, &turn);
+        self.emit(SessionEvent::TurnMetrics(turn));
+    }
+
+    fn next_turn_index(&self) -> u32 {
+        self.totals.turns
+    }
+
+    /// Ends the session: stops every child, reports the summary, tells the transport.
+    fn end(&mut self, reason: EndReason, ctx: &mut Context<Self>) {
+        self.finish(reason);
+        ctx.stop();
+    }
+
+    fn finish(&mut self, reason: EndReason) {
+        if self.ended {
+            return;
+        }
+        self.ended = true;
+        self.gate.close();
+        if let Some(reply) = self.reply.take() {
+            reply.stop_children(self.tools.as_ref());
+        }
+        if let Some(stt) = self.stt.take() {
+            stt.do_send(Shutdown);
+        }
+        if let Some(barge_in) = self.barge_in.take() {
+            barge_in.do_send(Shutdown);
+        }
+        if let Some(tools) = self.tools.take() {
+            tools.do_send(Shutdown);
+        }
+        let status = match reason {
+            EndReason::Fatal { .. } => SessionStatus::Failed,
+            _ => SessionStatus::Completed,
+        };
+        if let EndReason::Fatal { code, message } = &reason {
+            self.emit(SessionEvent::Error {
+                code,
+                message: message.clone(),
+            });
+        }
+        let summary = SessionSummary {
+            total_duration_ms: self.session_ms(Instant::now()),
+            avg_turn_latency_ms: self
+                .totals
+                .latency_sum_ms
+                .checked_div(self.totals.latency_count)
+                .unwrap_or(0),
+            tool_executions: self.totals.tool_executions,
+            turns: self.totals.turns,
+            interruptions: self.totals.interruptions,
+            failed_turns: self.totals.failed_turns,
+            status,
+            reason,
+        };
+        self.observer
+            .session_ended(&self.config.session_id, &summary);
+        self.emit(SessionEvent::SessionEnded(summary));
+        self.send(SessionOutput::Ended);
+    }
+
+    /// The conversation so far (system prompt excluded).
+    pub fn history(&self) -> &[ChatMessage] {
+        &self.history
+    }
+}
+
+impl Actor for CallSession {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        let me = ctx.address();
+        let options = TranscribeOptions {
+            language: self.config.agent.language.clone(),
+            ..TranscribeOptions::default()
+        };
+        self.stt = Some(
+            SttStream::new(
+                self.engines.stt.clone(),
+                options,
+                me.clone(),
+                self.live.guard(),
+            )
+            .start(),
+        );
+        self.barge_in = Some(
+            BargeIn::new(
+                me.clone(),
+                self.config.turn.barge_in_sustain_ms,
+                self.config.echo_gate,
+                self.live.guard(),
+            )
+            .start(),
+        );
+        self.tools = Some(
+            ToolRunner::new(
+                self.engines.tools.clone(),
+                self.config.timeouts.tool,
+                me,
+                self.live.guard(),
+            )
+            .start(),
+        );
+        let session_id = self.config.session_id.clone();
+        self.emit(SessionEvent::SessionStarted { session_id });
+        let greeting = self.config.agent.first_message.clone();
+        if !greeting.trim().is_empty() {
+            self.start_fixed_reply(reply::ReplyKind::Greeting, &greeting, ctx);
+        }
+        let idle = self.config.idle_timeout;
+        let check = (idle / 10).clamp(Duration::from_millis(10), Duration::from_secs(1));
+        ctx.run_interval(check, move |act, ctx| {
+            if act.transport_gone {
+                act.end(EndReason::TransportClosed, ctx);
+            } else if act.last_audio_at.elapsed() >= idle {
+                act.end(EndReason::IdleTimeout, ctx);
+            }
+        });
+    }
+
+    fn stopped(&mut self, _: &mut Self::Context) {
+        self.finish(EndReason::TransportClosed);
+    }
+}
+
+impl Handler<GetSnapshot> for CallSession {
+    type Result = MessageResult<GetSnapshot>;
+
+    fn handle(&mut self, _: GetSnapshot, _: &mut Self::Context) -> Self::Result {
+        MessageResult(SessionSnapshot {
+            state: self.state,
+            history: self.history.clone(),
+            turns: self.totals.turns,
+        })
+    }
+}
+
+impl Handler<TextIn> for CallSession {
+    type Result = ();
+
+    fn handle(&mut self, msg: TextIn, ctx: &mut Self::Context) {
+        if self.ended {
+            return;
+        }
+        self.last_audio_at = Instant::now();
+        self.typed_turn(msg.0, ctx);
+    }
+}
+
+impl Handler<Dtmf> for CallSession {
+    type Result = ();
+
+    fn handle(&mut self, msg: Dtmf, ctx: &mut Self::Context) {
+        if self.ended {
+            return;
+        }
+        self.typed_turn(format!("DTMF {}", msg.digit), ctx);
+    }
+}
+
+impl Handler<Interrupt> for CallSession {
+    type Result = ();
+
+    fn handle(&mut self, _: Interrupt, ctx: &mut Self::Context) {
+        if self.ended || self.reply.is_none() {
+            return;
+        }
+        self.interrupt_reply(None, ctx);
+        self.state = TurnState::Listening;
+        self.tracker.reset();
+    }
+}
+
+impl Handler<Hangup> for CallSession {
+    type Result = ();
+
+    fn handle(&mut self, _: Hangup, ctx: &mut Self::Context) {
+        self.end(EndReason::Hangup, ctx);
+    }
+}
+
+impl Handler<TransportClosed> for CallSession {
+    type Result = ();
+
+    fn handle(&mut self, _: TransportClosed, ctx: &mut Self::Context) {
+        self.end(EndReason::TransportClosed, ctx);
+    }
+}

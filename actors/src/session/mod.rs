@@ -1,0 +1,76 @@
+//! Real-time voice sessions: one [`CallSession`] actor per phone call or direct WebSocket
+//! connection, and the child actors it supervises.
+//!
+//! | piece | owns |
+//! |---|---|
+//! | [`CallSession`] (`call/`) | turn state machine, conversation history, turn records, child lifecycle |
+//! | [`SttStream`] (`stt`) | the recognizer stream: caller audio in, partial/final transcripts out |
+//! | [`BargeIn`] (`barge_in`) | deciding that the caller interrupted the agent, with the echo gate |
+//! | [`LlmStream`] (`llm`) | one model round: tokens, speakable sentences, tool calls |
+//! | [`ToolRunner`] (`tools`) | tool calls with timeouts |
+//! | [`TtsPlayback`] (`tts`) | one reply's synthesis, encoding, pacing and marks |
+//!
+//! Pure helpers beside them: [`CallerAudio`] (inbound frames, VAD, pre-roll), [`OutputEncoder`]
+//! (outbound formats), [`SentenceSplitter`], [`PlaybackLedger`] (what was heard).
+//!
+//! # For transports
+//! 1. Fill a [`SessionConfig`] ([`SessionConfig::twilio`] or [`SessionConfig::direct`]) and a
+//!    [`SessionEngines`]; implement [`SessionObserver`] (or use [`NoopObserver`]).
+//! 2. Inside an actix system, call [`CallSession::start`] with a `Recipient<SessionOutput>`
+//!    (usually the transport's own actor). Keep the returned [`SessionHandle`].
+//! 3. Send the session [`AudioIn`] for every media payload, and [`TextIn`], [`Dtmf`],
+//!    [`PlaybackMark`], [`Interrupt`] as they arrive; [`Hangup`] or [`TransportClosed`] at the
+//!    end.
+//! 4. Write every [`SessionOutput`] to the socket: `Audio` as media, `Mark` as a mark, `Clear`
+//!    as Twilio `clear` (or an `audio.clear` event), `Event` as JSON named by
+//!    [`SessionEvent::name`]. Close the socket on `Ended`, which is always last.
+//!
+//! The greeting starts as soon as the session does. The session ends on `Hangup`,
+//! `TransportClosed`, when the output recipient stops accepting messages, after the idle
+//! timeout, or on a fatal error; it then stops its children, reports the summary to the
+//! observer, sends `session.ended` and `Ended`. [`SessionHandle::live_actors`] counts its
+//! actors still alive (zero shortly after the end).
+
+pub mod audio_in;
+pub mod audio_out;
+pub mod barge_in;
+mod call;
+pub mod config;
+pub mod error;
+pub mod liveness;
+pub mod llm;
+pub mod messages;
+pub mod observer;
+pub mod playback;
+pub mod sentences;
+mod stream;
+pub mod stt;
+pub mod tools;
+pub mod tts;
+
+pub use audio_in::{CallerAudio, CallerFrame};
+pub use audio_out::{EncodedFrame, OutputEncoder};
+pub use barge_in::BargeIn;
+pub use call::{
+    CallSession, GetSnapshot, SessionEngines, SessionHandle, SessionSnapshot, TurnState,
+};
+pub use config::{
+    AgentProfile, AudioFormat, EchoGate, Pacing, PlaybackAcks, SessionConfig, StageTimeouts,
+    TurnTiming,
+};
+pub use error::{SessionError, TurnError};
+pub use liveness::LiveCounter;
+pub use llm::LlmStream;
+pub use messages::{
+    AudioIn, Dtmf, Hangup, Interrupt, PlaybackMark, SessionEvent, SessionOutput, TextIn,
+    TransportClosed,
+};
+pub use observer::{
+    BargeInRecord, EndReason, EndpointSource, NoopObserver, SessionObserver, SessionStatus,
+    SessionSummary, Speaker, TurnLatency, TurnRecord,
+};
+pub use playback::PlaybackLedger;
+pub use sentences::SentenceSplitter;
+pub use stt::SttStream;
+pub use tools::ToolRunner;
+pub use tts::TtsPlayback;

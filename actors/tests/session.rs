@@ -1,0 +1,545 @@
+//! A call, end to end in process: real speech (the shared fixtures, converted to 8 kHz mu-law
+//! by the crate's own resampler and encoder) streamed in 20 ms frames into a `CallSession`
+//! with scripted engines and a fake Twilio that plays audio and echoes marks. Time is tokio's
+//! paused clock, so pacing is real-time but the tests run fast.
+
+mod support;
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use support::*;
+use switchboard_actors::engine::{Role, ToolCall};
+use switchboard_actors::session::{
+    AgentProfile, EndReason, GetSnapshot, Hangup, SessionConfig, SessionEvent, SessionOutput,
+    SessionStatus, Speaker,
+};
+
+fn config(first_message: &str) -> SessionConfig {
+    SessionConfig::twilio(
+        "CA-test",
+        AgentProfile {
+            first_message: first_message.into(),
+            ..AgentProfile::default()
+        },
+    )
+}
+
+fn is_event(name: &'static str) -> impl Fn(&SessionOutput) -> bool {
+    move |o| matches!(o, SessionOutput::Event(e) if e.name() == name)
+}
+
+fn is_audio(o: &SessionOutput) -> bool {
+    matches!(o, SessionOutput::Audio(_))
+}
+
+async fn wait_until_listening(h: &mut Harness) {
+    h.wait_for(
+        "agent.audio.end",
+        Duration::from_secs(30),
+        is_event("agent.audio.end"),
+    )
+    .await;
+    h.wait_for(
+        "turn.metrics",
+        Duration::from_secs(5),
+        is_event("turn.metrics"),
+    )
+    .await;
+}
+
+/// Ends the call and checks that every actor and engine stream is gone.
+async fn hang_up_and_check_all_stopped(h: &mut Harness) {
+    h.session.addr().do_send(Hangup);
+    h.wait_for("ended", Duration::from_secs(5), |o| {
+        matches!(o, SessionOutput::Ended)
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(h.session.live_actors(), 0, "actors still alive");
+    assert_eq!(
+        h.engines.active_streams(),
+        0,
+        "engine streams still running"
+    );
+}
+
+#[actix::test]
+async fn greeting_audio_arrives_first_and_quickly() {
+    tokio::time::pause();
+    let mut h = Harness::start(
+        config("Hello! How can I help you today?"),
+        Scripted::new(&[], vec![]),
+    );
+    let first = h
+        .wait_for("first output", Duration::from_secs(1), |_| true)
+        .await;
+    assert!(matches!(
+        &first.output,
+        SessionOutput::Event(SessionEvent::SessionStarted { .. })
+    ));
+    let audio = h
+        .wait_for("greeting audio", Duration::from_secs(2), is_audio)
+        .await;
+    let waited = audio.at - h.start;
+    // Only the scripted voice's 40 ms first-chunk delay stands between start and audio.
+    assert!(
+        waited < Duration::from_millis(100),
+        "greeting after {waited:?}"
+    );
+    assert_eq!(h.count(|o| matches!(o, SessionOutput::Mark(_))), 0);
+    wait_until_listening(&mut h).await;
+    let turns = h.turns();
+    assert_eq!(turns.len(), 1);
+    assert_eq!(turns[0].speaker, Speaker::Agent);
+    assert_eq!(turns[0].text, "Hello! How can I help you today?");
+    assert!(!turns[0].interrupted);
+    hang_up_and_check_all_stopped(&mut h).await;
+}
+
+#[actix::test]
+async fn a_multi_turn_conversation_keeps_both_sides_in_history() {
+    tokio::time::pause();
+    let engines = Scripted::new(
+        &[
+            "He began a confused complaint against the wizard.",
+            "The horizon seems extremely distant.",
+        ],
+        vec![
+            LlmTurn::Say("I am sorry to hear that. What did the wizard do?".into()),
+            LlmTurn::Say("It does look far away, Dr. Smith said 3.5 miles.".into()),
+        ],
+    );
+    let mut h = Harness::start(config("Hi, this is the front desk."), engines);
+    wait_until_listening(&mut h).await;
+    let (first, second) = caller_utterances_mulaw();
+    h.speak(&first, 160).await;
+    h.speak(&mulaw_silence(800), 160).await;
+    h.wait_for(
+        "first transcript",
+        Duration::from_secs(5),
+        is_event("transcript.final"),
+    )
+    .await;
+    h.wait_for(
+        "agent audio",
+        Duration::from_secs(5),
+        is_event("agent.audio.start"),
+    )
+    .await;
+    // Keep the line open (silence) while the agent talks.
+    h.speak(&mulaw_silence(4_000), 160).await;
+    wait_until_listening(&mut h).await;
+    h.speak(&second, 160).await;
+    h.speak(&mulaw_silence(800), 160).await;
+    h.wait_for(
+        "second answer",
+        Duration::from_secs(5),
+        is_event("agent.audio.start"),
+    )
+    .await;
+    h.speak(&mulaw_silence(4_000), 160).await;
+    wait_until_listening(&mut h).await;
+
+    let snapshot = h
+        .session
+        .addr()
+        .send(GetSnapshot)
+        .await
+        .expect("session alive");
+    let roles: Vec<Role> = snapshot.history.iter().map(|m| m.role).collect();
+    assert_eq!(
+        roles,
+        vec![
+            Role::Assistant,
+            Role::User,
+            Role::Assistant,
+            Role::User,
+            Role::Assistant
+        ]
+    );
+    assert_eq!(
+        snapshot.history[1].content,
+        "He began a confused complaint against the wizard."
+    );
+    assert_eq!(
+        snapshot.history[4].content,
+        "It does look far away, Dr. Smith said 3.5 miles."
+    );
+    // The model saw the system prompt and the whole history.
+    let requests = h.engines.llm.requests.lock().expect("not poisoned").clone();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[1].messages[0].role, Role::System);
+    assert_eq!(requests[1].messages.len(), 5);
+    // Synthesis got the answer sentence by sentence, the abbreviation and number intact.
+    let spoken = h.engines.tts.requests.lock().expect("not poisoned").clone();
+    assert!(
+        spoken.contains(&"I am sorry to hear that.".to_owned()),
+        "{spoken:?}"
+    );
+    assert!(
+        spoken.contains(&"It does look far away, Dr. Smith said 3.5 miles.".to_owned()),
+        "{spoken:?}"
+    );
+    // Marks followed the audio and were echoed.
+    assert!(h.count(|o| matches!(o, SessionOutput::Mark(_))) >= 3);
+
+    let turns = h.turns();
+    let speakers: Vec<Speaker> = turns.iter().map(|t| t.speaker).collect();
+    assert_eq!(
+        speakers,
+        vec![
+            Speaker::Agent,
+            Speaker::User,
+            Speaker::Agent,
+            Speaker::User,
+            Speaker::Agent
+        ]
+    );
+    for t in &turns {
+        assert!(t.end_ms >= t.start_ms, "{t:?}");
+        assert!(t.error.is_none() && !t.interrupted, "{t:?}");
+    }
+    assert!(turns[1].stt_ms >= 80, "{:?}", turns[1]);
+    let latency = turns[2].latency.expect("answers carry latency");
+    // End of speech -> 600 ms endpoint silence -> 80 ms STT -> 60 ms first token -> voice.
+    assert!(
+        latency.endpoint_ms >= 580 && latency.endpoint_ms <= 700,
+        "{latency:?}"
+    );
+    assert!(latency.stt_ms >= 80, "{latency:?}");
+    assert!(latency.llm_ms >= 60, "{latency:?}");
+    assert!(latency.tts_ms >= 40, "{latency:?}");
+    assert!(
+        latency.total_ms >= latency.endpoint_ms + latency.stt_ms + latency.llm_ms,
+        "{latency:?}"
+    );
+    assert_eq!(h.engines.stt.utterances.load(Ordering::SeqCst), 2);
+
+    hang_up_and_check_all_stopped(&mut h).await;
+    let summary = h.summary().expect("summary reported");
+    assert_eq!(summary.status, SessionStatus::Completed);
+    assert_eq!(summary.reason, EndReason::Hangup);
+    assert_eq!(summary.turns, 5);
+    assert!(summary.avg_turn_latency_ms > 0);
+}
+
+#[actix::test]
+async fn caller_speech_over_the_agent_clears_and_truncates_history() {
+    tokio::time::pause();
+    let long_answer = "Our opening hours are from nine in the morning until six in the evening. \
+        On Saturdays we open at ten and close at four. On Sundays and public holidays the \
+        office stays closed, but the hotline answers calls all day long. You can also write \
+        to us at any time and we will answer within one working day.";
+    let engines = Scripted::new(
+        &["When are you open?", "Thanks, that is all."],
+        vec![
+            LlmTurn::Say(long_answer.into()),
+            LlmTurn::Say("Goodbye.".into()),
+        ],
+    );
+    // A slow model: still writing when the caller interrupts.
+    let mut engines = engines;
+    std::sync::Arc::get_mut(&mut engines.llm)
+        .expect("fresh")
+        .token_delay = Duration::from_millis(60);
+    let mut h = Harness::start(config(""), engines);
+    let (first, second) = caller_utterances_mulaw();
+    h.speak(&first, 160).await;
+    h.speak(&mulaw_silence(800), 160).await;
+    h.wait_for(
+        "agent audio",
+        Duration::from_secs(5),
+        is_event("agent.audio.start"),
+    )
+    .await;
+    h.speak(&mulaw_silence(1_500), 160).await;
+    // Barge in.
+    h.speak(&second, 160).await;
+    h.wait_for("clear", Duration::from_secs(1), |o| {
+        matches!(o, SessionOutput::Clear)
+    })
+    .await;
+    h.speak(&mulaw_silence(800), 160).await;
+    h.wait_for(
+        "reply to the interruption",
+        Duration::from_secs(5),
+        is_event("agent.audio.start"),
+    )
+    .await;
+    h.speak(&mulaw_silence(1_500), 160).await;
+
+    let (llm_cancelled, tts_cancelled) = h.engines.cancelled();
+    assert!(
+        llm_cancelled + tts_cancelled >= 1,
+        "no engine saw the cancellation"
+    );
+    assert!(
+        llm_cancelled >= 1,
+        "the model was still streaming and must be cancelled"
+    );
+
+    let turns = h.turns();
+    let interrupted = turns
+        .iter()
+        .find(|t| t.interrupted)
+        .expect("an interrupted agent turn");
+    let barge = interrupted.barge_in.clone().expect("barge-in record");
+    assert!(
+        barge.detection_ms >= 200 && barge.detection_ms < 400,
+        "{barge:?}"
+    );
+    assert!(barge.stop_ms < 50, "{barge:?}");
+    assert!(!barge.requested);
+    let heard = interrupted.text.clone();
+    assert!(!heard.is_empty(), "about 1.5 s of audio had played");
+    assert!(
+        long_answer.starts_with(heard.trim_end_matches(['.', ','])),
+        "{heard}"
+    );
+    assert!(heard.split_whitespace().count() < long_answer.split_whitespace().count());
+
+    let snapshot = h
+        .session
+        .addr()
+        .send(GetSnapshot)
+        .await
+        .expect("session alive");
+    let assistant = &snapshot.history[1];
+    assert_eq!(assistant.role, Role::Assistant);
+    assert_eq!(
+        assistant.content, heard,
+        "history keeps only what was played"
+    );
+    assert_eq!(snapshot.history[2].content, "Thanks, that is all.");
+    hang_up_and_check_all_stopped(&mut h).await;
+    assert_eq!(h.summary().expect("summary").interruptions, 1);
+}
+
+#[actix::test]
+async fn an_engine_failure_apologises_and_the_call_goes_on() {
+    tokio::time::pause();
+    let engines = Scripted::new(
+        &["First question.", "Second question."],
+        vec![LlmTurn::Fail, LlmTurn::Say("Here is the answer.".into())],
+    );
+    let mut h = Harness::start(config(""), engines);
+    let (first, second) = caller_utterances_mulaw();
+    h.speak(&first, 160).await;
+    h.speak(&mulaw_silence(800), 160).await;
+    h.wait_for("error event", Duration::from_secs(5), is_event("error"))
+        .await;
+    h.wait_for(
+        "apology audio",
+        Duration::from_secs(5),
+        is_event("agent.audio.start"),
+    )
+    .await;
+    h.speak(&mulaw_silence(4_000), 160).await;
+    let spoken = h.engines.tts.requests.lock().expect("not poisoned").clone();
+    assert!(
+        spoken
+            .iter()
+            .any(|s| s.starts_with("Sorry, I had a problem")),
+        "{spoken:?}"
+    );
+    let failed = h
+        .turns()
+        .into_iter()
+        .find(|t| t.error.is_some())
+        .expect("a failed turn");
+    assert_eq!(failed.speaker, Speaker::Agent);
+    assert!(
+        failed
+            .error
+            .as_deref()
+            .is_some_and(|e| e.starts_with("llm_failed")),
+        "{failed:?}"
+    );
+
+    h.speak(&second, 160).await;
+    h.speak(&mulaw_silence(800), 160).await;
+    h.wait_for(
+        "answer",
+        Duration::from_secs(5),
+        is_event("agent.audio.start"),
+    )
+    .await;
+    h.speak(&mulaw_silence(3_000), 160).await;
+    let snapshot = h
+        .session
+        .addr()
+        .send(GetSnapshot)
+        .await
+        .expect("session alive");
+    assert_eq!(
+        snapshot.history.last().map(|m| m.content.as_str()),
+        Some("Here is the answer.")
+    );
+    hang_up_and_check_all_stopped(&mut h).await;
+    assert_eq!(h.summary().expect("summary").failed_turns, 1);
+}
+
+#[actix::test]
+async fn a_tool_call_round_trip() {
+    tokio::time::pause();
+    let call = ToolCall {
+        id: "call-1".into(),
+        name: "get_weather".into(),
+        arguments: "{\"city\": \"Paris\"}".into(),
+    };
+    let engines = Scripted::new(
+        &["What is the weather in Paris?"],
+        vec![
+            LlmTurn::CallTool {
+                say: String::new(),
+                call: call.clone(),
+            },
+            LlmTurn::Say("It is sunny and 21 degrees in Paris.".into()),
+        ],
+    );
+    let mut h = Harness::start(config(""), engines);
+    let (first, _) = caller_utterances_mulaw();
+    h.speak(&first, 160).await;
+    h.speak(&mulaw_silence(800), 160).await;
+    h.wait_for("tool.call", Duration::from_secs(5), is_event("tool.call"))
+        .await;
+    let result = h
+        .wait_for(
+            "tool.result",
+            Duration::from_secs(5),
+            is_event("tool.result"),
+        )
+        .await;
+    if let SessionOutput::Event(SessionEvent::ToolResult { is_error, name, .. }) = &result.output {
+        assert!(!is_error);
+        assert_eq!(name, "get_weather");
+    }
+    h.wait_for(
+        "answer audio",
+        Duration::from_secs(5),
+        is_event("agent.audio.start"),
+    )
+    .await;
+    h.speak(&mulaw_silence(3_000), 160).await;
+    let snapshot = h
+        .session
+        .addr()
+        .send(GetSnapshot)
+        .await
+        .expect("session alive");
+    let h2 = &snapshot.history;
+    assert_eq!(h2[1].tool_calls, vec![call]);
+    assert_eq!(h2[2].role, Role::Tool);
+    assert_eq!(h2[2].tool_call_id.as_deref(), Some("call-1"));
+    assert_eq!(h2[3].content, "It is sunny and 21 degrees in Paris.");
+    let requests = h.engines.llm.requests.lock().expect("not poisoned").clone();
+    assert_eq!(
+        requests.len(),
+        2,
+        "one round for the call, one for the answer"
+    );
+    hang_up_and_check_all_stopped(&mut h).await;
+    assert_eq!(h.summary().expect("summary").tool_executions, 1);
+}
+
+#[actix::test]
+async fn idle_timeout_ends_the_session() {
+    tokio::time::pause();
+    let mut cfg = config("Hello.");
+    cfg.idle_timeout = Duration::from_secs(3);
+    let mut h = Harness::start(cfg, Scripted::new(&[], vec![]));
+    h.wait_for("ended", Duration::from_secs(10), |o| {
+        matches!(o, SessionOutput::Ended)
+    })
+    .await;
+    let ended_after = h.seen.last().expect("seen").at - h.start;
+    assert!(ended_after >= Duration::from_secs(3) && ended_after < Duration::from_secs(4));
+    let summary = h.summary().expect("summary");
+    assert_eq!(summary.reason, EndReason::IdleTimeout);
+    assert_eq!(summary.status, SessionStatus::Completed);
+    assert!(h.count(is_event("session.ended")) == 1);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(h.session.live_actors(), 0);
+}
+
+#[actix::test]
+async fn hangup_mid_answer_stops_everything() {
+    tokio::time::pause();
+    let engines = Scripted::new(
+        &["Tell me a long story."],
+        vec![LlmTurn::Say(
+            "Once upon a time there was a very long story that went on and on. ".repeat(5),
+        )],
+    );
+    let mut engines = engines;
+    std::sync::Arc::get_mut(&mut engines.llm)
+        .expect("fresh")
+        .token_delay = Duration::from_millis(50);
+    let mut h = Harness::start(config(""), engines);
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    assert_eq!(
+        h.session.live_actors(),
+        4,
+        "session, recognizer, barge-in, tools"
+    );
+    let (first, _) = caller_utterances_mulaw();
+    h.speak(&first, 160).await;
+    h.speak(&mulaw_silence(800), 160).await;
+    h.wait_for(
+        "agent audio",
+        Duration::from_secs(5),
+        is_event("agent.audio.start"),
+    )
+    .await;
+    assert!(h.session.live_actors() >= 5, "a reply is running");
+    assert!(h.engines.active_streams() >= 1);
+    hang_up_and_check_all_stopped(&mut h).await;
+    assert!(h.engines.cancelled().0 >= 1, "the model stream was dropped");
+}
+
+#[actix::test]
+async fn a_hundred_concurrent_sessions() {
+    tokio::time::pause();
+    let (first, _) = caller_utterances_mulaw();
+    let mut calls = Vec::new();
+    for i in 0..100 {
+        let mut cfg = config("Hello.");
+        cfg.session_id = format!("CA-{i}");
+        let engines = Scripted::new(&["Hi."], vec![LlmTurn::Say(format!("Hello caller {i}."))]);
+        calls.push(Harness::start(cfg, engines));
+    }
+    // Interleave the callers' frames as a transport would.
+    let mut audio = first.clone();
+    audio.extend(mulaw_silence(3_000));
+    for chunk in audio.chunks(160) {
+        for h in &calls {
+            h.session
+                .addr()
+                .do_send(switchboard_actors::session::AudioIn(
+                    bytes::Bytes::copy_from_slice(chunk),
+                ));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    for (i, h) in calls.iter_mut().enumerate() {
+        h.drain_for(Duration::from_millis(1)).await;
+        let snapshot = h
+            .session
+            .addr()
+            .send(GetSnapshot)
+            .await
+            .expect("session alive");
+        assert_eq!(
+            snapshot.history.last().map(|m| m.content.clone()),
+            Some(format!("Hello caller {i}.")),
+            "session {i}"
+        );
+        h.session.addr().do_send(Hangup);
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    for h in &calls {
+        assert_eq!(h.session.live_actors(), 0);
+        assert_eq!(h.engines.active_streams(), 0);
+    }
+}

@@ -1,0 +1,180 @@
+//! Test harness for sessions: scripted engines, real speech fixtures converted to the wire
+//! formats with the crate's own resampler and encoders, a fake Twilio that plays audio in real
+//! time and echoes marks, and a recording observer.
+
+#![allow(dead_code)]
+
+pub mod engines;
+pub mod fixtures;
+pub mod transport;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use switchboard_actors::session::{
+    AudioIn, CallSession, SessionConfig, SessionEngines, SessionHandle, SessionObserver,
+    SessionOutput, SessionSummary, TurnRecord,
+};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+pub use engines::*;
+pub use fixtures::*;
+pub use transport::*;
+
+/// Records everything a session reports.
+#[derive(Default)]
+pub struct RecordingObserver {
+    pub turns: Mutex<Vec<TurnRecord>>,
+    pub summary: Mutex<Option<SessionSummary>>,
+}
+
+impl SessionObserver for RecordingObserver {
+    fn turn_completed(&self, _: &str, turn: &TurnRecord) {
+        self.turns.lock().expect("not poisoned").push(turn.clone());
+    }
+
+    fn session_ended(&self, _: &str, summary: &SessionSummary) {
+        *self.summary.lock().expect("not poisoned") = Some(summary.clone());
+    }
+}
+
+/// A started session with its scripted engines, fake transport and observer.
+pub struct Harness {
+    pub session: SessionHandle,
+    pub engines: Scripted,
+    pub observer: Arc<RecordingObserver>,
+    pub outputs: mpsc::UnboundedReceiver<Stamped>,
+    pub seen: Vec<Stamped>,
+    /// Outputs before this index have been matched by `wait_for` already.
+    pub cursor: usize,
+    pub start: Instant,
+}
+
+impl Harness {
+    /// Starts a session over a fake Twilio transport.
+    pub fn start(config: SessionConfig, engines: Scripted) -> Self {
+        Self::start_with(config, engines, FakeTransportConfig::default())
+    }
+
+    pub fn start_with(
+        config: SessionConfig,
+        engines: Scripted,
+        transport: FakeTransportConfig,
+    ) -> Self {
+        let (tx, outputs) = mpsc::unbounded_channel();
+        let fake = FakeTransport::start(tx, transport);
+        let observer = Arc::new(RecordingObserver::default());
+        let session = CallSession::start(
+            config,
+            SessionEngines {
+                stt: engines.stt.clone(),
+                llm: engines.llm.clone(),
+                tts: engines.tts.clone(),
+                tools: engines.tools.clone(),
+            },
+            fake.clone().recipient(),
+            observer.clone(),
+        )
+        .expect("valid configuration");
+        fake.do_send(Attach(session.addr().clone()));
+        Self {
+            session,
+            engines,
+            observer,
+            outputs,
+            seen: Vec::new(),
+            cursor: 0,
+            start: Instant::now(),
+        }
+    }
+
+    /// Waits until an output matching `pred` arrives (keeping everything seen).
+    pub async fn wait_for(
+        &mut self,
+        what: &str,
+        within: Duration,
+        pred: impl Fn(&SessionOutput) -> bool,
+    ) -> Stamped {
+        if let Some(i) = self.seen[self.cursor..]
+            .iter()
+            .position(|s| pred(&s.output))
+        {
+            self.cursor += i + 1;
+            return self.seen[self.cursor - 1].clone();
+        }
+        self.cursor = self.seen.len();
+        let deadline = Instant::now() + within;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match tokio::time::timeout(left, self.outputs.recv()).await {
+                Ok(Some(out)) => {
+                    self.seen.push(out.clone());
+                    self.cursor = self.seen.len();
+                    if pred(&out.output) {
+                        return out;
+                    }
+                }
+                Ok(None) => panic!("transport closed while waiting for {what}"),
+                Err(_) => panic!(
+                    "no {what} within {within:?}; seen: {:?}",
+                    self.seen
+                        .iter()
+                        .map(|s| describe(&s.output))
+                        .collect::<Vec<_>>()
+                ),
+            }
+        }
+    }
+
+    /// Collects outputs for `period` without waiting for anything in particular.
+    pub async fn drain_for(&mut self, period: Duration) {
+        let deadline = Instant::now() + period;
+        while let Ok(Some(out)) = tokio::time::timeout(
+            deadline.saturating_duration_since(Instant::now()),
+            self.outputs.recv(),
+        )
+        .await
+        {
+            self.seen.push(out);
+        }
+    }
+
+    /// Sends caller audio in real-time-paced frames of `frame_bytes`.
+    pub async fn speak(&mut self, audio: &[u8], frame_bytes: usize) {
+        for chunk in audio.chunks(frame_bytes) {
+            self.session
+                .addr()
+                .do_send(AudioIn(Bytes::copy_from_slice(chunk)));
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            while let Ok(out) = self.outputs.try_recv() {
+                self.seen.push(out);
+            }
+        }
+    }
+
+    pub fn turns(&self) -> Vec<TurnRecord> {
+        self.observer.turns.lock().expect("not poisoned").clone()
+    }
+
+    pub fn summary(&self) -> Option<SessionSummary> {
+        self.observer.summary.lock().expect("not poisoned").clone()
+    }
+
+    /// Outputs seen so far that match `pred`.
+    pub fn count(&self, pred: impl Fn(&SessionOutput) -> bool) -> usize {
+        self.seen.iter().filter(|s| pred(&s.output)).count()
+    }
+}
+
+/// A short description of an output for failure messages.
+pub fn describe(output: &SessionOutput) -> String {
+    match output {
+        SessionOutput::Audio(b) => format!("audio({})", b.len()),
+        SessionOutput::Mark(m) => format!("mark({m})"),
+        SessionOutput::Clear => "clear".into(),
+        SessionOutput::Event(e) => e.name().to_owned(),
+        SessionOutput::Ended => "ended".into(),
+    }
+}

@@ -1,0 +1,59 @@
+//! Speech-to-text on the embedded Whisper engine, models loaded: fast mode (tiny.en, greedy)
+//! on a 3.5 s utterance and on the 11 s JFK clip, and accurate mode (base, beam 5, language
+//! detected) on the JFK clip. Each iteration is one whole transcription, mel to text.
+
+use std::path::Path;
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use switchboard::engines::pool::WorkerPool;
+use switchboard::engines::whisper::{audio::decode_file, WhisperEngine};
+use switchboard_actors::engine::{SttMode, TranscribeOptions};
+
+fn stt(c: &mut Criterion) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let jfk = decode_file(&root.join("../shared/fixtures/audio/jfk.flac"))
+        .expect("jfk.flac in shared/fixtures/audio")
+        .mono_16k();
+    let short = jfk[..16_000 * 7 / 2].to_vec();
+    let engine = WhisperEngine::new(root.join("models"), WorkerPool::new(1, 1));
+    engine
+        .preload()
+        .expect("Whisper models installed (scripts/fetch-models)");
+    let fast = TranscribeOptions {
+        language: Some("en".into()),
+        mode: SttMode::Fast,
+        ..Default::default()
+    };
+    let accurate = TranscribeOptions {
+        language: None,
+        mode: SttMode::Accurate,
+        ..Default::default()
+    };
+    let mut group = c.benchmark_group("stt");
+    group.sample_size(10);
+    group.bench_function("fast_3.5s", |b| {
+        b.iter(|| {
+            engine
+                .transcribe_blocking(&short, &fast)
+                .expect("transcribes")
+        })
+    });
+    group.bench_function("fast_jfk_11s", |b| {
+        b.iter(|| {
+            engine
+                .transcribe_blocking(&jfk, &fast)
+                .expect("transcribes")
+        })
+    });
+    group.bench_function("accurate_jfk_11s", |b| {
+        b.iter(|| {
+            engine
+                .transcribe_blocking(&jfk, &accurate)
+                .expect("transcribes")
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, stt);
+criterion_main!(benches);

@@ -1,0 +1,2 @@
+DROP TABLE conversation_messages;
+DROP TABLE conversations;

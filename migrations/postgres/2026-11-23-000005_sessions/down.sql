@@ -1,0 +1,2 @@
+DROP TABLE session_turns;
+DROP TABLE sessions;

@@ -1,0 +1,271 @@
+//! The tools an agent's language model may call: the built-in `search_knowledge` (the agent's
+//! collection) and `end_conversation`, plus the developer's HTTP tools declared in the agent's
+//! `metadata.tools` as `{name, description, parameters, url, method, timeoutMs}`. HTTP tools
+//! go through the same address guard as every fetch (operators allow internal hosts in
+//! `fetch.allow`).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actix::Addr;
+use serde_json::{json, Value};
+use switchboard_actors::engine::{EngineFuture, ToolCall, ToolExecutor, ToolSpec};
+
+use crate::engines::embeddings::Embedder;
+use crate::fetch::Fetcher;
+use crate::knowledge::search::search_collection;
+use crate::registry::knowledge::KnowledgeIndex;
+
+pub const SEARCH_KNOWLEDGE: &str = "search_knowledge";
+pub const END_CONVERSATION: &str = "end_conversation";
+/// Longest an HTTP tool may take when it does not say.
+const DEFAULT_TIMEOUT_MS: u64 = 5_000;
+const MAX_TIMEOUT_MS: u64 = 30_000;
+/// Most bytes of an HTTP tool's answer handed to the model.
+const MAX_RESULT_BYTES: usize = 16 * 1024;
+
+/// A developer-defined HTTP tool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HttpTool {
+    pub name: String,
+    pub description: String,
+    pub parameters: Value,
+    pub url: String,
+    pub method: String,
+    pub timeout: Duration,
+}
+
+/// Reads the HTTP tools of an agent's metadata (`metadata.tools`). Entries without a name or
+/// url, or with a name of a built-in tool, are refused with the reason.
+pub fn http_tools(metadata: &Value) -> Result<Vec<HttpTool>, String> {
+    let Some(entries) = metadata.get("tools") else {
+        return Ok(Vec::new());
+    };
+    let entries = entries
+        .as_array()
+        .ok_or("metadata.tools must be an array of tool definitions")?;
+    entries
+        .iter()
+        .enumerate()
+        .map(|(i, entry)| {
+            let text = |key: &str| entry.get(key).and_then(Value::as_str).map(str::to_string);
+            let name = text("name").ok_or(format!("metadata.tools[{i}] needs a name"))?;
+            if !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+                || name.is_empty()
+                || name.len() > 64
+            {
+                return Err(format!(
+                    "metadata.tools[{i}].name must be 1-64 letters, digits, _ or -"
+                ));
+            }
+            if name == SEARCH_KNOWLEDGE || name == END_CONVERSATION {
+                return Err(format!(
+                    "metadata.tools[{i}].name '{name}' is a built-in tool"
+                ));
+            }
+            let url = text("url").ok_or(format!("metadata.tools[{i}] needs a url"))?;
+            let timeout = entry
+                .get("timeoutMs")
+                .and_then(Value::as_u64)
+                .unwrap_or(DEFAULT_TIMEOUT_MS)
+                .clamp(1, MAX_TIMEOUT_MS);
+            Ok(HttpTool {
+                description: text("description").unwrap_or_default(),
+                parameters: entry
+                    .get("parameters")
+                    .cloned()
+                    .unwrap_or_else(|| json!({"type": "object", "properties": {}})),
+                method: text("method")
+                    .unwrap_or_else(|| "POST".into())
+                    .to_ascii_uppercase(),
+                timeout: Duration::from_millis(timeout),
+                url,
+                name,
+            })
+        })
+        .collect()
+}
+
+/// What one tool call did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutcome {
+    /// Handed back to the model (for an error, a short explanation of it).
+    pub result: String,
+    pub error: Option<String>,
+    pub duration_ms: u64,
+    /// The call asked to end the conversation.
+    pub ends_conversation: bool,
+}
+
+/// The tools of one agent. Cheap to clone.
+#[derive(Clone)]
+pub struct AgentTools {
+    embedder: Arc<dyn Embedder>,
+    knowledge: Addr<KnowledgeIndex>,
+    fetcher: Fetcher,
+    collection_id: Option<String>,
+    http: Arc<Vec<HttpTool>>,
+}
+
+impl AgentTools {
+    pub fn new(
+        embedder: Arc<dyn Embedder>,
+        knowledge: Addr<KnowledgeIndex>,
+        fetcher: Fetcher,
+        collection_id: Option<String>,
+        http: Vec<HttpTool>,
+    ) -> Self {
+        Self {
+            embedder,
+            knowledge,
+            fetcher,
+            collection_id,
+            http: Arc::new(http),
+        }
+    }
+
+    /// The tool list offered to the model.
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        let mut specs = Vec::new();
+        if self.collection_id.is_some() {
+            specs.push(ToolSpec {
+                name: SEARCH_KNOWLEDGE.into(),
+                description: "Search the knowledge base for facts that answer the user's question."
+                    .into(),
+                parameters: json!({
+                    "type": "object",
+                    "properties": {"query": {"type": "string", "description": "What to look for"}},
+                    "required": ["query"]
+                })
+                .to_string(),
+            });
+        }
+        specs.push(ToolSpec {
+            name: END_CONVERSATION.into(),
+            description: "End the conversation when the user says goodbye or has what they need."
+                .into(),
+            parameters: json!({"type": "object", "properties": {}}).to_string(),
+        });
+        specs.extend(self.http.iter().map(|tool| ToolSpec {
+            name: tool.name.clone(),
+            description: tool.description.clone(),
+            parameters: tool.parameters.to_string(),
+        }));
+        specs
+    }
+
+    /// Runs one call. Failures become results the model can read, never a failed turn.
+    pub async fn run(&self, call: &ToolCall) -> ToolOutcome {
+        let started = Instant::now();
+        let arguments: Value = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
+        let outcome: Result<(String, bool), String> = match call.name.as_str() {
+            SEARCH_KNOWLEDGE => self.search(&arguments).await.map(|r| (r, false)),
+            END_CONVERSATION => Ok(("The conversation is over.".into(), true)),
+            name => match self.http.iter().find(|t| t.name == name) {
+                Some(tool) => self.call_http(tool, &arguments).await.map(|r| (r, false)),
+                None => Err(format!("there is no tool named '{name}'")),
+            },
+        };
+        let duration_ms = started.elapsed().as_millis() as u64;
+        match outcome {
+            Ok((result, ends_conversation)) => ToolOutcome {
+                result,
+                error: None,
+                duration_ms,
+                ends_conversation,
+            },
+            Err(error) => ToolOutcome {
+                result: format!("The tool failed: {error}"),
+                error: Some(error),
+                duration_ms,
+                ends_conversation: false,
+            },
+        }
+    }
+
+    async fn search(&self, arguments: &Value) -> Result<String, String> {
+        let collection = self
+            .collection_id
+            .as_deref()
+            .ok_or("this agent has no knowledge collection")?;
+        let query = arguments
+            .get("query")
+            .and_then(Value::as_str)
+            .filter(|q| !q.trim().is_empty())
+            .ok_or("search_knowledge needs a query")?;
+        let hits = search_collection(
+            self.embedder.as_ref(),
+            &self.knowledge,
+            collection,
+            query.chars().take(2000).collect(),
+            4,
+            0.6,
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+        if hits.is_empty() {
+            return Ok("Nothing in the knowledge base matches.".into());
+        }
+        Ok(hits
+            .iter()
+            .map(|h| h.content.trim())
+            .collect::<Vec<_>>()
+            .join("\n---\n"))
+    }
+
+    async fn call_http(&self, tool: &HttpTool, arguments: &Value) -> Result<String, String> {
+        let answer = self
+            .fetcher
+            .call_json(
+                &tool.method,
+                &tool.url,
+                arguments,
+                tool.timeout,
+                MAX_RESULT_BYTES,
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+        if !(200..300).contains(&answer.status) {
+            return Err(format!("{} answered HTTP {}", tool.name, answer.status));
+        }
+        Ok(answer.body)
+    }
+}
+
+impl ToolExecutor for AgentTools {
+    fn execute(&self, call: ToolCall) -> EngineFuture<String> {
+        let tools = self.clone();
+        Box::pin(async move { Ok(tools.run(&call).await.result) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn http_tools_are_read_from_agent_metadata() {
+        let metadata = json!({"tools": [
+            {"name": "order_status", "description": "Look up an order", "url": "https://shop.example/status",
+             "parameters": {"type": "object", "properties": {"orderId": {"type": "string"}}}, "timeoutMs": 2000},
+            {"name": "weather", "url": "https://api.example/weather", "method": "get"}
+        ]});
+        let tools = http_tools(&metadata).unwrap();
+        assert_eq!(tools.len(), 2);
+        assert_eq!(tools[0].timeout, Duration::from_millis(2000));
+        assert_eq!(tools[1].method, "GET");
+        assert_eq!(tools[1].timeout, Duration::from_millis(DEFAULT_TIMEOUT_MS));
+        assert!(http_tools(&json!({})).unwrap().is_empty());
+        assert!(http_tools(&json!({"tools": [{"name": "x"}]}))
+            .unwrap_err()
+            .contains("url"));
+        assert!(
+            http_tools(&json!({"tools": [{"name": "search_knowledge", "url": "https://a"}]}))
+                .unwrap_err()
+                .contains("built-in")
+        );
+        assert!(http_tools(&json!({"tools": "nope"})).is_err());
+    }
+}

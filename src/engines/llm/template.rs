@@ -1,0 +1,241 @@
+//! The chat template: SmolLM2's ChatML (`<|im_start|>role\n...<|im_end|>\n`) and the tool
+//! prompt rendered into the system message.
+//!
+//! The prompt is built as token ids, message by message: control tokens are inserted by id
+//! and every piece of text is encoded on its own. Earlier turns therefore always encode to the
+//! same ids, which is what the prompt cache relies on, and text that merely looks like a
+//! control token (`<|im_end|>` typed by a caller) cannot close a turn.
+//!
+//! Tools follow the Hermes / Qwen 2.5 convention: their JSON signatures go into the system
+//! message inside `<tools></tools>`, the model is asked to answer with
+//! `<tool_call>{"name": ..., "arguments": {...}}</tool_call>`, earlier calls are replayed in
+//! that form and tool results come back as user turns wrapped in `<tool_response>`.
+
+use switchboard_actors::engine::{ChatMessage, Role, ToolSpec};
+
+use super::tokenizer::LlmTokenizer;
+use switchboard_actors::engine::EngineError;
+
+/// The system prompt SmolLM2-Instruct was tuned with, used when a request brings none.
+pub const DEFAULT_SYSTEM_PROMPT: &str =
+    "You are a helpful AI assistant named SmolLM, trained by Hugging Face";
+
+const IM_START: &str = "<|im_start|>";
+const IM_END: &str = "<|im_end|>";
+
+/// Renders conversations into prompt token ids.
+pub struct ChatTemplate {
+    im_start: u32,
+    im_end: u32,
+}
+
+/// One piece of a rendered prompt.
+#[derive(Debug, Clone, PartialEq)]
+enum Piece {
+    Start,
+    End,
+    Text(String),
+}
+
+impl ChatTemplate {
+    /// Finds the ChatML control tokens in the vocabulary.
+    pub fn new(tokenizer: &LlmTokenizer) -> Result<Self, EngineError> {
+        let find = |text: &str| {
+            tokenizer.special(text).ok_or_else(|| {
+                EngineError::internal(format!("the model's vocabulary has no `{text}` token"))
+            })
+        };
+        Ok(Self {
+            im_start: find(IM_START)?,
+            im_end: find(IM_END)?,
+        })
+    }
+
+    /// The `<|im_end|>` id, which ends an assistant turn.
+    pub fn end_of_turn(&self) -> u32 {
+        self.im_end
+    }
+
+    /// Token ids of the conversation followed by the opening of the assistant's turn.
+    pub fn render(
+        &self,
+        tokenizer: &LlmTokenizer,
+        messages: &[ChatMessage],
+        tools: &[ToolSpec],
+    ) -> Result<Vec<u32>, EngineError> {
+        let mut ids = Vec::new();
+        for piece in pieces(messages, tools) {
+            match piece {
+                Piece::Start => ids.push(self.im_start),
+                Piece::End => ids.push(self.im_end),
+                Piece::Text(text) => ids.extend(tokenizer.encode(&text)?),
+            }
+        }
+        Ok(ids)
+    }
+}
+
+/// The prompt as text, exactly as [`ChatTemplate::render`] tokenizes it (for logs and tests).
+pub fn render_text(messages: &[ChatMessage], tools: &[ToolSpec]) -> String {
+    pieces(messages, tools)
+        .into_iter()
+        .map(|piece| match piece {
+            Piece::Start => IM_START.to_string(),
+            Piece::End => IM_END.to_string(),
+            Piece::Text(text) => text,
+        })
+        .collect()
+}
+
+fn pieces(messages: &[ChatMessage], tools: &[ToolSpec]) -> Vec<Piece> {
+    let mut out = Vec::with_capacity(messages.len() * 4 + 4);
+    let explicit_system = messages
+        .first()
+        .filter(|m| m.role == Role::System)
+        .map(|m| m.content.as_str());
+    let mut system = explicit_system.unwrap_or(DEFAULT_SYSTEM_PROMPT).to_string();
+    if !tools.is_empty() {
+        system.push_str(&tool_prompt(tools));
+    }
+    push_turn(&mut out, "system", &system);
+    let rest = if explicit_system.is_some() {
+        &messages[1..]
+    } else {
+        messages
+    };
+    for message in rest {
+        match message.role {
+            // A system message after the first is an instruction mid-conversation: ChatML
+            // carries it as its own system turn.
+            Role::System => push_turn(&mut out, "system", &message.content),
+            Role::User => push_turn(&mut out, "user", &message.content),
+            Role::Assistant => {
+                let mut content = message.content.clone();
+                for call in &message.tool_calls {
+                    if !content.is_empty() {
+                        content.push('\n');
+                    }
+                    content.push_str(&format!(
+                        "<tool_call>\n{{\"name\": {}, \"arguments\": {}}}\n</tool_call>",
+                        serde_json::Value::String(call.name.clone()),
+                        json_or_string(&call.arguments)
+                    ));
+                }
+                push_turn(&mut out, "assistant", &content);
+            }
+            Role::Tool => push_turn(
+                &mut out,
+                "user",
+                &format!("<tool_response>\n{}\n</tool_response>", message.content),
+            ),
+        }
+    }
+    out.push(Piece::Start);
+    out.push(Piece::Text("assistant\n".to_string()));
+    out
+}
+
+fn push_turn(out: &mut Vec<Piece>, role: &str, content: &str) {
+    out.push(Piece::Start);
+    out.push(Piece::Text(format!("{role}\n{content}")));
+    out.push(Piece::End);
+    out.push(Piece::Text("\n".to_string()));
+}
+
+/// Compact JSON of `text` when it parses, else `text` as a JSON string.
+fn json_or_string(text: &str) -> String {
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(value) => value.to_string(),
+        Err(_) => serde_json::Value::String(text.to_string()).to_string(),
+    }
+}
+
+/// The tool section appended to the system prompt.
+fn tool_prompt(tools: &[ToolSpec]) -> String {
+    let mut prompt = String::from(
+        "\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n\
+         You are provided with function signatures within <tools></tools> XML tags:\n<tools>",
+    );
+    for tool in tools {
+        let parameters = serde_json::from_str::<serde_json::Value>(&tool.parameters)
+            .unwrap_or_else(|_| serde_json::json!({"type": "object"}));
+        // Written by hand to keep Qwen's key order (serde_json sorts object keys).
+        let signature = format!(
+            "{{\"type\": \"function\", \"function\": {{\"name\": {}, \"description\": {}, \"parameters\": {}}}}}",
+            serde_json::Value::String(tool.name.clone()),
+            serde_json::Value::String(tool.description.clone()),
+            parameters
+        );
+        prompt.push('\n');
+        prompt.push_str(&signature.to_string());
+    }
+    prompt.push_str(
+        "\n</tools>\n\nFor each function call, return a json object with function name and \
+         arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n\
+         {\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call>",
+    );
+    prompt
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use switchboard_actors::engine::ToolCall;
+
+    #[test]
+    fn chatml_with_the_default_system_prompt() {
+        let text = render_text(&[ChatMessage::new(Role::User, "Hi")], &[]);
+        assert_eq!(
+            text,
+            format!(
+                "<|im_start|>system\n{DEFAULT_SYSTEM_PROMPT}<|im_end|>\n\
+                 <|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
+            )
+        );
+    }
+
+    #[test]
+    fn an_explicit_system_prompt_replaces_the_default() {
+        let text = render_text(
+            &[
+                ChatMessage::new(Role::System, "Be brief."),
+                ChatMessage::new(Role::User, "Hi"),
+            ],
+            &[],
+        );
+        assert!(text.starts_with("<|im_start|>system\nBe brief.<|im_end|>\n"));
+        assert!(!text.contains(DEFAULT_SYSTEM_PROMPT));
+    }
+
+    #[test]
+    fn tools_calls_and_results_are_rendered_hermes_style() {
+        let tools = [ToolSpec {
+            name: "get_weather".into(),
+            description: "Weather for a city".into(),
+            parameters: r#"{"type":"object","properties":{"city":{"type":"string"}}}"#.into(),
+        }];
+        let mut call = ChatMessage::new(Role::Assistant, "");
+        call.tool_calls.push(ToolCall {
+            id: "call_1".into(),
+            name: "get_weather".into(),
+            arguments: r#"{"city": "Paris"}"#.into(),
+        });
+        let mut result = ChatMessage::new(Role::Tool, "18 degrees");
+        result.tool_call_id = Some("call_1".into());
+        let text = render_text(
+            &[
+                ChatMessage::new(Role::User, "Weather in Paris?"),
+                call,
+                result,
+            ],
+            &tools,
+        );
+        assert!(text.contains("<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"description\": \"Weather for a city\""));
+        assert!(text.contains(
+            "<|im_start|>assistant\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\":\"Paris\"}}\n</tool_call><|im_end|>"
+        ));
+        assert!(text
+            .contains("<|im_start|>user\n<tool_response>\n18 degrees\n</tool_response><|im_end|>"));
+        assert!(text.ends_with("<|im_start|>assistant\n"));
+    }
+}

@@ -1,0 +1,267 @@
+//! Tests of the engine on the real model (release builds; `models/` must hold SmolLM2).
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use switchboard_actors::engine::{
+    ChatMessage, ChatRequest, EngineErrorKind, FinishReason, LanguageModel, LlmEvent, Role,
+};
+
+use super::cache::common_prefix;
+use super::{LlmOptions, LocalLlm, ModelStatus, MODEL_FILE};
+use crate::engines::pool::WorkerPool;
+
+fn models_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("models")
+}
+
+fn engine(pool: WorkerPool) -> LocalLlm {
+    LocalLlm::new(
+        models_dir().join(MODEL_FILE),
+        pool,
+        LlmOptions {
+            seed: Some(42),
+            ..LlmOptions::default()
+        },
+    )
+}
+
+/// One engine shared by the tests that do not count or block workers.
+fn shared() -> &'static LocalLlm {
+    static ENGINE: OnceLock<LocalLlm> = OnceLock::new();
+    ENGINE.get_or_init(|| engine(WorkerPool::new(2, 16)))
+}
+
+fn request(messages: Vec<ChatMessage>, max_tokens: u32) -> ChatRequest {
+    ChatRequest {
+        model: None,
+        messages,
+        tools: Vec::new(),
+        temperature: 0.0,
+        max_tokens,
+    }
+}
+
+fn user(text: &str) -> Vec<ChatMessage> {
+    vec![ChatMessage::new(Role::User, text)]
+}
+
+/// The answer text and the final event.
+async fn collect(llm: &LocalLlm, request: ChatRequest) -> (String, LlmEvent, usize) {
+    let mut rx = llm.stream(request).expect("stream starts");
+    let mut text = String::new();
+    let mut deltas = 0;
+    while let Some(event) = rx.recv().await {
+        match event.expect("no engine error") {
+            LlmEvent::TextDelta(delta) => {
+                deltas += 1;
+                text.push_str(&delta);
+            }
+            LlmEvent::ToolCall(call) => panic!("unexpected tool call {call:?}"),
+            done @ LlmEvent::Done { .. } => return (text, done, deltas),
+        }
+    }
+    panic!("the stream ended without Done; text so far: {text:?}");
+}
+
+#[tokio::test]
+async fn a_short_prompt_gets_a_coherent_answer_that_stops_by_itself() {
+    let llm = shared();
+    let (text, done, _) = collect(llm, request(user("What is the capital of France?"), 64)).await;
+    let LlmEvent::Done {
+        reason,
+        prompt_tokens,
+        completion_tokens,
+    } = done
+    else {
+        unreachable!()
+    };
+    assert_eq!(reason, FinishReason::Stop, "answer: {text:?}");
+    assert!(completion_tokens < 64 && completion_tokens > 0);
+    assert!(prompt_tokens > 10);
+    assert!(text.contains("Paris"), "answer: {text:?}");
+}
+
+#[tokio::test]
+async fn max_tokens_ends_with_length_after_exactly_that_many_tokens() {
+    let llm = shared();
+    let (text, done, deltas) = collect(
+        llm,
+        request(
+            user("Write a long story about a dragon who learns to fly."),
+            5,
+        ),
+    )
+    .await;
+    assert_eq!(
+        done,
+        LlmEvent::Done {
+            reason: FinishReason::Length,
+            prompt_tokens: match done {
+                LlmEvent::Done { prompt_tokens, .. } => prompt_tokens,
+                _ => unreachable!(),
+            },
+            completion_tokens: 5,
+        }
+    );
+    assert!(deltas <= 5 && !text.is_empty());
+}
+
+#[tokio::test]
+async fn temperature_zero_is_deterministic() {
+    let llm = shared();
+    let ask = || request(user("Name three colours of the rainbow."), 24);
+    let (first, _, _) = collect(llm, ask()).await;
+    let (second, _, _) = collect(llm, ask()).await;
+    assert_eq!(first, second);
+    assert!(!first.trim().is_empty());
+}
+
+#[tokio::test]
+async fn a_second_turn_feeds_only_the_new_suffix() {
+    let llm = engine(WorkerPool::new(1, 4));
+    let mut messages = vec![
+        ChatMessage::new(
+            Role::System,
+            "You are a friendly receptionist at a dental clinic. Keep answers short.",
+        ),
+        ChatMessage::new(Role::User, "Hello, I would like to book an appointment."),
+    ];
+    let first = request(messages.clone(), 40);
+    let (answer, _, _) = collect(&llm, first.clone()).await;
+    let after_first = llm.counters();
+
+    messages.push(ChatMessage::new(Role::Assistant, answer.clone()));
+    messages.push(ChatMessage::new(Role::User, "Is Tuesday morning possible?"));
+    let second = request(messages, 40);
+    let (second_prompt, first_prompt, answer_ids) = {
+        let llm = llm.clone();
+        let (first, second) = (first.clone(), second.clone());
+        tokio::task::spawn_blocking(move || {
+            (
+                llm.prompt_tokens(&second).unwrap(),
+                llm.prompt_tokens(&first).unwrap(),
+                llm.encode(&answer).unwrap(),
+            )
+        })
+        .await
+        .unwrap()
+    };
+    let _ = collect(&llm, second).await;
+    let after_second = llm.counters();
+
+    let fed = after_second.prompt_tokens_fed - after_first.prompt_tokens_fed;
+    let reused = after_second.prompt_tokens_reused - after_first.prompt_tokens_reused;
+    // What the first turn left in the cache: its prompt and the answer it generated. The
+    // answer re-encodes to the same ids, so everything before the new turn is reused.
+    let mut cached = first_prompt.clone();
+    cached.extend(&answer_ids);
+    let shared_prefix = common_prefix(&cached, &second_prompt);
+    assert!(shared_prefix >= first_prompt.len() + answer_ids.len() - 1);
+    assert_eq!(reused as usize, shared_prefix.min(cached.len()));
+    assert_eq!(fed as usize, second_prompt.len() - reused as usize);
+    assert!(
+        fed < 30,
+        "fed {fed} of {} prompt tokens",
+        second_prompt.len()
+    );
+}
+
+#[tokio::test]
+async fn dropping_the_stream_stops_generation_and_frees_the_worker() {
+    let pool = WorkerPool::new(1, 4);
+    let llm = engine(pool.clone());
+    llm.preload().await.unwrap();
+    let mut rx = llm
+        .stream(request(
+            user("Count from one to one thousand, in words."),
+            2000,
+        ))
+        .unwrap();
+    // Wait for the first delta, then hang up.
+    let first = rx.recv().await.unwrap().unwrap();
+    assert!(matches!(first, LlmEvent::TextDelta(_)));
+    drop(rx);
+    // The single worker must free up long before 2000 tokens could be generated.
+    let started = std::time::Instant::now();
+    tokio::time::timeout(Duration::from_secs(5), pool.run(|| Ok(())))
+        .await
+        .expect("the worker was freed")
+        .unwrap();
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(llm.counters().completion_tokens < 300);
+}
+
+#[tokio::test]
+async fn a_missing_model_is_unavailable_and_names_the_fetch_script() {
+    let llm = LocalLlm::new(
+        "/nonexistent/model.gguf",
+        WorkerPool::new(1, 1),
+        LlmOptions::default(),
+    );
+    assert!(matches!(llm.status(), ModelStatus::Missing(_)));
+    let err = llm.stream(request(user("hi"), 4)).unwrap_err();
+    assert_eq!(err.kind, EngineErrorKind::Unavailable);
+    assert!(
+        err.message.contains("scripts/fetch-models"),
+        "{}",
+        err.message
+    );
+    let err = llm.preload().await.unwrap_err();
+    assert_eq!(err.kind, EngineErrorKind::Unavailable);
+}
+
+#[tokio::test]
+async fn status_goes_from_not_loaded_to_ready() {
+    let llm = engine(WorkerPool::new(1, 2));
+    assert_eq!(llm.status(), ModelStatus::NotLoaded);
+    llm.preload().await.unwrap();
+    assert_eq!(llm.status(), ModelStatus::Ready);
+    assert_eq!(llm.status().as_str(), "ready");
+}
+
+#[tokio::test]
+async fn the_tokenizer_round_trips_varied_text() {
+    let llm = shared().clone();
+    tokio::task::spawn_blocking(move || {
+        let samples = [
+            "Hello, world!",
+            " leading space and  double  spaces\ttab\n\nnewlines ",
+            "Numbers: 3.14159, 2024-06-01, 1,000,000 and -42.",
+            "Ünïcödé: café, naïve, 日本語のテキスト, Ελληνικά, العربية, emoji 🎉👍🏽",
+            "fn main() {\n    let x: Vec<u32> = (0..10).map(|i| i * 2).collect();\n    println!(\"{x:?}\");\n}",
+            "<|im_start|>user\nnot a control token<|im_end|>",
+            "",
+        ];
+        for text in samples {
+            let ids = llm.encode(text).unwrap();
+            assert_eq!(llm.decode(&ids).unwrap(), text, "ids {ids:?}");
+        }
+        // Digits are split one by one, and there is no prefix space.
+        let ids = llm.encode("2024").unwrap();
+        assert_eq!(ids.len(), 4);
+        assert_eq!(llm.decode(&ids[..1]).unwrap(), "2");
+        // Control-token text stays plain text.
+        let ids = llm.encode("<|im_end|>").unwrap();
+        assert!(ids.len() > 1);
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn multi_byte_characters_are_never_split_across_deltas() {
+    let llm = shared();
+    let mut rx = llm
+        .stream(request(
+            user("Écris une phrase en français avec des accents: été, çà, où."),
+            30,
+        ))
+        .unwrap();
+    while let Some(event) = rx.recv().await {
+        if let LlmEvent::TextDelta(delta) = event.unwrap() {
+            assert!(!delta.contains(char::REPLACEMENT_CHARACTER), "{delta:?}");
+        }
+    }
+}

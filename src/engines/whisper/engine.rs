@@ -1,0 +1,485 @@
+//! The speech-to-text engine: model selection by mode and language, lazy shared model
+//! loading, and the long-form loop over 30 s windows (encode, detect the language, decode,
+//! split into segments, align words, seek to the last timestamp).
+//!
+//! Models: `whisper-tiny.en` (English only) serves fast mode in English; `whisper-base`
+//! (multilingual) serves everything else: language detection, other languages, and
+//! accurate mode with beam search. Both are CTranslate2 directories under the models dir.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+use switchboard_actors::engine::{
+    EngineError, EngineFuture, SpeechToText, SttMode, TranscribeOptions, Transcript,
+    TranscriptSegment, TranscriptWord, STT_SAMPLE_RATE,
+};
+
+use super::ct2;
+use super::decode::{decode_window, DecodeRequest};
+use super::language;
+use super::mel::{MelFrontEnd, HOP_LENGTH, N_FRAMES};
+use super::model::WhisperModel;
+use super::timestamps::{align_words, split_segments, RawSegment};
+use super::vocab::{Vocab, LANGUAGES};
+use crate::engines::pool::WorkerPool;
+
+/// The English-only model directory.
+pub const ENGLISH_MODEL: &str = "whisper-tiny.en";
+/// The multilingual model directory.
+pub const MULTILINGUAL_MODEL: &str = "whisper-base";
+/// Beams in accurate mode.
+pub const BEAM_SIZE: usize = 5;
+
+/// Above this no-speech probability a window whose text is also unlikely is silence.
+const NO_SPEECH_THRESHOLD: f32 = 0.6;
+/// Mean log-probability below which a window's text is deemed unreliable.
+const LOGPROB_THRESHOLD: f32 = -1.0;
+/// Temperatures tried, in order, when a greedy window decodes as a repetition loop.
+const FALLBACK_TEMPERATURES: [f32; 3] = [0.2, 0.4, 0.6];
+/// A window shorter than this (in mel frames) at the end of the audio is not decoded alone.
+const MIN_WINDOW_FRAMES: usize = 10;
+/// Languages written without spaces between words: every token is a word for timestamps.
+const UNSPACED_LANGUAGES: [&str; 6] = ["zh", "ja", "th", "lo", "my", "bo"];
+
+/// Whether a model is ready, for `/health`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModelState {
+    /// In memory and serving.
+    Loaded,
+    /// Installed; loads on first use (or on `preload`).
+    NotLoaded,
+    /// Not installed: `scripts/fetch-models` downloads it.
+    Missing,
+}
+
+/// One model's state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ModelStatus {
+    pub name: &'static str,
+    pub state: ModelState,
+}
+
+/// A loaded model with everything needed to run it.
+struct Loaded {
+    model: WhisperModel,
+    vocab: Vocab,
+    mel: MelFrontEnd,
+    suppress: Vec<u32>,
+    alignment_heads: Vec<(usize, usize)>,
+}
+
+struct Slot {
+    name: &'static str,
+    loaded: Mutex<Option<Arc<Loaded>>>,
+}
+
+struct Inner {
+    dir: PathBuf,
+    english: Slot,
+    multilingual: Slot,
+}
+
+/// Whisper on CPU. Cheap to clone; clones share the loaded models.
+#[derive(Clone)]
+pub struct WhisperEngine {
+    inner: Arc<Inner>,
+    pool: WorkerPool,
+}
+
+impl WhisperEngine {
+    /// An engine over the models in `models_dir` (which holds `whisper-tiny.en/` and
+    /// `whisper-base/`), running inference on `pool`. Nothing is loaded yet.
+    pub fn new(models_dir: impl Into<PathBuf>, pool: WorkerPool) -> Self {
+        let slot = |name| Slot {
+            name,
+            loaded: Mutex::new(None),
+        };
+        Self {
+            inner: Arc::new(Inner {
+                dir: models_dir.into(),
+                english: slot(ENGLISH_MODEL),
+                multilingual: slot(MULTILINGUAL_MODEL),
+            }),
+            pool,
+        }
+    }
+
+    /// Loads every installed model now (blocking; seconds). Fails if none is installed or
+    /// one is corrupt.
+    pub fn preload(&self) -> Result<(), EngineError> {
+        let mut any = false;
+        for slot in [&self.inner.english, &self.inner.multilingual] {
+            if self.inner.installed(slot.name) {
+                self.inner.get(slot)?;
+                any = true;
+            }
+        }
+        if any {
+            Ok(())
+        } else {
+            Err(self.inner.missing(MULTILINGUAL_MODEL))
+        }
+    }
+
+    /// Each model's state.
+    pub fn status(&self) -> Vec<ModelStatus> {
+        [&self.inner.english, &self.inner.multilingual]
+            .into_iter()
+            .map(|slot| {
+                let loaded = slot.loaded.lock().map(|g| g.is_some()).unwrap_or(false);
+                let state = if loaded {
+                    ModelState::Loaded
+                } else if self.inner.installed(slot.name) {
+                    ModelState::NotLoaded
+                } else {
+                    ModelState::Missing
+                };
+                ModelStatus {
+                    name: slot.name,
+                    state,
+                }
+            })
+            .collect()
+    }
+
+    /// Transcribes on the calling thread (for the command line and benchmarks; servers use
+    /// [`SpeechToText::transcribe`], which runs on the worker pool).
+    pub fn transcribe_blocking(
+        &self,
+        audio: &[f32],
+        options: &TranscribeOptions,
+    ) -> Result<Transcript, EngineError> {
+        self.inner.transcribe(audio, options)
+    }
+}
+
+impl SpeechToText for WhisperEngine {
+    fn provider(&self) -> &str {
+        "default"
+    }
+
+    fn transcribe(
+        &self,
+        audio: Arc<[f32]>,
+        options: TranscribeOptions,
+    ) -> EngineFuture<Transcript> {
+        let inner = self.inner.clone();
+        let pool = self.pool.clone();
+        Box::pin(async move { pool.run(move || inner.transcribe(&audio, &options)).await })
+    }
+}
+
+fn inference(err: candle_core::Error) -> EngineError {
+    EngineError::internal(format!("Whisper inference failed: {err}"))
+}
+
+/// The checked language code of a request, if one was given.
+fn requested_language(options: &TranscribeOptions) -> Result<Option<&'static str>, EngineError> {
+    let Some(code) = options.language.as_deref() else {
+        return Ok(None);
+    };
+    let code = code.trim().to_ascii_lowercase();
+    LANGUAGES
+        .iter()
+        .find(|&&known| known == code)
+        .map(|&known| Some(known))
+        .ok_or_else(|| {
+            EngineError::invalid(format!(
+                "unsupported language {code:?}; supported: {}",
+                language::supported_languages().join(", ")
+            ))
+        })
+}
+
+impl Inner {
+    fn model_dir(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
+    fn installed(&self, name: &str) -> bool {
+        let dir = self.model_dir(name);
+        ["model.bin", "tokenizer.json"]
+            .iter()
+            .all(|f| dir.join(f).is_file())
+    }
+
+    fn missing(&self, name: &str) -> EngineError {
+        EngineError::unavailable(format!(
+            "the Whisper model {name} is not installed in {}; run scripts/fetch-models",
+            self.dir.display()
+        ))
+    }
+
+    /// The loaded model of a slot, loading it on first use.
+    fn get(&self, slot: &Slot) -> Result<Arc<Loaded>, EngineError> {
+        // Holding the lock while loading makes concurrent first requests wait for one load.
+        let mut guard = slot
+            .loaded
+            .lock()
+            .map_err(|_| EngineError::internal("the Whisper model lock is poisoned"))?;
+        if let Some(loaded) = guard.as_ref() {
+            return Ok(loaded.clone());
+        }
+        if !self.installed(slot.name) {
+            return Err(self.missing(slot.name));
+        }
+        let started = std::time::Instant::now();
+        let loaded = Arc::new(load(&self.model_dir(slot.name))?);
+        tracing::info!(
+            model = slot.name,
+            ms = started.elapsed().as_millis() as u64,
+            "Whisper model loaded"
+        );
+        *guard = Some(loaded.clone());
+        Ok(loaded)
+    }
+
+    fn transcribe(
+        &self,
+        audio: &[f32],
+        options: &TranscribeOptions,
+    ) -> Result<Transcript, EngineError> {
+        let forced = requested_language(options)?;
+        if audio.is_empty() {
+            return Err(EngineError::invalid("the audio is empty"));
+        }
+        if audio.iter().any(|s| !s.is_finite()) {
+            return Err(EngineError::invalid("the audio has non-finite samples"));
+        }
+        let english_fast = options.mode == SttMode::Fast && forced == Some("en");
+        let model = if english_fast && self.installed(ENGLISH_MODEL) {
+            self.get(&self.english)?
+        } else if english_fast && !self.installed(MULTILINGUAL_MODEL) {
+            self.get(&self.english)?
+        } else {
+            self.get(&self.multilingual)?
+        };
+        let beam_size = match options.mode {
+            SttMode::Accurate => BEAM_SIZE,
+            SttMode::Fast => 1,
+        };
+        run(&model, audio, options, forced, beam_size)
+    }
+}
+
+/// Reads a model directory.
+fn load(dir: &Path) -> Result<Loaded, EngineError> {
+    let corrupt =
+        |msg: String| EngineError::internal(format!("cannot load the Whisper model: {msg}"));
+    let (vb, dims) = ct2::load_var_builder(&dir.join("model.bin")).map_err(|e| corrupt(e.0))?;
+    let model = WhisperModel::load(&vb, dims)
+        .map_err(|e| corrupt(format!("{}: {e}", dir.join("model.bin").display())))?;
+    let vocab = Vocab::load(&dir.join("tokenizer.json"), dims.n_vocab).map_err(corrupt)?;
+    let mel = MelFrontEnd::new(dims.n_mels).map_err(|e| corrupt(e.to_string()))?;
+    let config: serde_json::Value = match std::fs::read(dir.join("config.json")) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map_err(|e| corrupt(format!("{}: {e}", dir.join("config.json").display())))?,
+        Err(_) => serde_json::Value::Null,
+    };
+    let mut suppress: Vec<u32> = config["suppress_ids"]
+        .as_array()
+        .map(|ids| {
+            ids.iter()
+                .filter_map(|v| v.as_u64())
+                .map(|v| v as u32)
+                .collect()
+        })
+        .unwrap_or_default();
+    // Special tokens (start, languages, task, previous text, no-speech) are never sampled.
+    suppress.extend(vocab.eot + 1..vocab.timestamp_begin);
+    suppress.retain(|&id| id != vocab.eot && (id as usize) < dims.n_vocab);
+    suppress.sort_unstable();
+    suppress.dedup();
+    let mut alignment_heads: Vec<(usize, usize)> = config["alignment_heads"]
+        .as_array()
+        .map(|pairs| {
+            pairs
+                .iter()
+                .filter_map(|p| Some((p.get(0)?.as_u64()? as usize, p.get(1)?.as_u64()? as usize)))
+                .filter(|&(l, h)| l < dims.n_decoder_layers && h < dims.n_decoder_heads)
+                .collect()
+        })
+        .unwrap_or_default();
+    if alignment_heads.is_empty() {
+        // Without a list, every head of the upper half of the decoder (as openai-whisper).
+        for l in dims.n_decoder_layers / 2..dims.n_decoder_layers {
+            alignment_heads.extend((0..dims.n_decoder_heads).map(|h| (l, h)));
+        }
+    }
+    Ok(Loaded {
+        model,
+        vocab,
+        mel,
+        suppress,
+        alignment_heads,
+    })
+}
+
+/// Whether a window's tokens look like a decoding loop (one short phrase over and over).
+fn is_repetitive(tokens: &[u32]) -> bool {
+    if tokens.len() < 24 {
+        return false;
+    }
+    // The fraction of distinct 4-grams: a loop has very few.
+    let mut grams: Vec<&[u32]> = tokens.windows(4).collect();
+    let total = grams.len();
+    grams.sort_unstable();
+    grams.dedup();
+    (grams.len() as f32) < 0.35 * total as f32
+}
+
+/// The long-form loop.
+fn run(
+    m: &Loaded,
+    audio: &[f32],
+    options: &TranscribeOptions,
+    forced: Option<&'static str>,
+    beam_size: usize,
+) -> Result<Transcript, EngineError> {
+    let vocab = &m.vocab;
+    let duration = audio.len() as f32 / STT_SAMPLE_RATE as f32;
+    let mel = m.mel.log_mel(audio).map_err(inference)?;
+    let content = mel.content_frames;
+    let n_ctx = m.model.dims.n_text_ctx;
+    let initial_prompt: Vec<u32> = options
+        .prompt
+        .as_deref()
+        .filter(|p| !p.trim().is_empty())
+        .map(|p| vocab.encode(&format!(" {}", p.trim())))
+        .unwrap_or_default();
+    let mut history: Vec<u32> = Vec::new();
+    let mut segments: Vec<(RawSegment, &'static str)> = Vec::new();
+    let mut words: Vec<TranscriptWord> = Vec::new();
+    let mut first_language: Option<&'static str> = None;
+    let mut previous_language: Option<&'static str> = None;
+    let mut seek = 0usize;
+    while seek < content {
+        let window_frames = (content - seek).min(N_FRAMES);
+        if window_frames < MIN_WINDOW_FRAMES && seek > 0 {
+            break;
+        }
+        let time_offset = (seek * HOP_LENGTH) as f32 / STT_SAMPLE_RATE as f32;
+        let features = m
+            .model
+            .encode(&mel.window(seek).map_err(inference)?)
+            .map_err(inference)?;
+        let cross = m.model.cross_kv(&features).map_err(inference)?;
+        let language = match forced {
+            Some(code) if vocab.multilingual => code,
+            _ if !vocab.multilingual => "en",
+            _ => {
+                language::detect(&m.model, vocab, &cross)
+                    .map_err(inference)?
+                    .0
+            }
+        };
+        first_language.get_or_insert(language);
+        if previous_language != Some(language) {
+            // Text in another language is a poor prompt.
+            history.clear();
+        }
+        previous_language = Some(language);
+        let sot_sequence = vocab.sot_sequence(Some(language));
+        let mut prompt = Vec::new();
+        let context: Vec<u32> = initial_prompt.iter().chain(&history).copied().collect();
+        if !context.is_empty() {
+            let keep = (n_ctx / 2 - 1).min(context.len());
+            prompt.push(vocab.sot_prev);
+            prompt.extend_from_slice(&context[context.len() - keep..]);
+        }
+        let sot_index = prompt.len();
+        prompt.extend_from_slice(&sot_sequence);
+        let request = DecodeRequest {
+            prompt,
+            sot_index,
+            beam_size,
+            temperature: options.temperature.max(0.0),
+            max_new_tokens: n_ctx / 2,
+            suppress: &m.suppress,
+        };
+        let mut decoded = decode_window(&m.model, vocab, &cross, &request).map_err(inference)?;
+        if is_repetitive(&decoded.tokens) {
+            // A loop: retry by sampling at rising temperatures, without the prompt text.
+            for temperature in FALLBACK_TEMPERATURES {
+                let request = DecodeRequest {
+                    prompt: sot_sequence.clone(),
+                    sot_index: 0,
+                    beam_size: 1,
+                    temperature,
+                    max_new_tokens: n_ctx / 2,
+                    suppress: &m.suppress,
+                };
+                decoded = decode_window(&m.model, vocab, &cross, &request).map_err(inference)?;
+                if !is_repetitive(&decoded.tokens) {
+                    break;
+                }
+            }
+        }
+        if decoded.no_speech_prob > NO_SPEECH_THRESHOLD && decoded.avg_logprob < LOGPROB_THRESHOLD {
+            seek += window_frames;
+            continue;
+        }
+        let (window_segments, advance) =
+            split_segments(vocab, &decoded.tokens, time_offset, window_frames);
+        if options.word_timestamps && !window_segments.is_empty() {
+            let spaced = !UNSPACED_LANGUAGES.contains(&language);
+            let aligned = align_words(
+                &m.model,
+                vocab,
+                &cross,
+                &sot_sequence,
+                &window_segments,
+                &m.alignment_heads,
+                time_offset,
+                window_frames,
+                spaced,
+            )
+            .map_err(inference)?;
+            for timing in aligned.into_iter().flatten() {
+                let word = vocab.decode(&timing.tokens).trim().to_string();
+                if !word.is_empty() {
+                    words.push(TranscriptWord {
+                        start: timing.start,
+                        end: timing.end,
+                        word,
+                    });
+                }
+            }
+        }
+        history.extend_from_slice(&decoded.tokens);
+        segments.extend(window_segments.into_iter().map(|s| (s, language)));
+        seek += advance.max(1);
+    }
+    let language = first_language.unwrap_or("en");
+    let segments: Vec<TranscriptSegment> = segments
+        .into_iter()
+        .filter_map(|(s, lang)| {
+            let text = vocab.decode(&s.tokens).trim().to_string();
+            (!text.is_empty()).then(|| TranscriptSegment {
+                start: s.start.min(duration),
+                end: s.end.min(duration),
+                text,
+                speaker: None,
+                language: (lang != language).then(|| lang.to_string()),
+            })
+        })
+        .collect();
+    let text = segments
+        .iter()
+        .map(|s| s.text.as_str())
+        .collect::<Vec<_>>()
+        .join(" ");
+    for w in &mut words {
+        w.start = w.start.min(duration);
+        w.end = w.end.min(duration);
+    }
+    Ok(Transcript {
+        text,
+        segments,
+        words,
+        language: language.to_string(),
+        duration,
+    })
+}

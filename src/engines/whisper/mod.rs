@@ -1,0 +1,33 @@
+//! Embedded speech recognition: OpenAI's Whisper on CPU with candle, loading CTranslate2
+//! (`model.bin`) weights.
+//!
+//! - [`ct2`]: the CTranslate2 model reader and the mapping onto candle's tensor names;
+//! - [`mel`]: the log-mel front end;
+//! - [`model`]: the encoder and the cached, batched decoder;
+//! - [`vocab`]: the tokenizer and special tokens;
+//! - [`decode`]: greedy and beam search under Whisper's timestamp rules;
+//! - [`language`]: spoken-language detection;
+//! - [`timestamps`]: segments from timestamp tokens, word timestamps by attention alignment;
+//! - [`engine`]: [`WhisperEngine`], the `SpeechToText` implementation;
+//! - [`audio`]: decoding audio files to 16 kHz mono for the command line and tests.
+
+pub mod audio;
+pub mod ct2;
+pub mod decode;
+pub mod engine;
+pub mod language;
+pub mod mel;
+pub mod model;
+pub mod timestamps;
+pub mod vocab;
+
+#[cfg(test)]
+mod tests;
+
+pub use engine::{ModelState, ModelStatus, WhisperEngine, ENGLISH_MODEL, MULTILINGUAL_MODEL};
+pub use language::supported_languages;
+
+/// The speech fixtures the tests use (`shared/` beside the repository).
+#[cfg(test)]
+pub(crate) const FIXTURES_DIR: &str =
+    concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/audio");

@@ -1,0 +1,341 @@
+//! End-to-end tests of the engine on the real models and recorded speech fixtures: word
+//! error rates, language detection and switching, timestamps, and bad inputs.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use switchboard_actors::engine::{
+    EngineErrorKind, SpeechToText, SttMode, TranscribeOptions, Transcript,
+};
+
+use super::audio::decode_file;
+use super::{ModelState, WhisperEngine, FIXTURES_DIR};
+use crate::engines::pool::WorkerPool;
+
+const JFK: &str = "And so my fellow Americans, ask not what your country can do for you, ask \
+                   what you can do for your country.";
+const LEFT: &str = "He began a confused complaint against the wizard, who had vanished behind \
+                    the curtain on the left.";
+const RIGHT: &str = "The horizon seems extremely distant.";
+const LICENSE_EN: &str = "Permission is hereby granted, free of charge, to any person obtaining \
+    a copy of the software and associated documentation files to deal in the software without \
+    restriction, including without limitation the rights to use, copy, modify, merge, publish, \
+    distribute, sublicense, and/or sell copies of the software, and to permit persons to whom \
+    the software is furnished to do so, subject to the following conditions. The above \
+    copyright notice and this permission notice shall be included in all copies or substantial \
+    portions of the software.";
+
+fn models_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("models")
+}
+
+/// One engine for all tests, so each model loads once.
+fn engine() -> &'static WhisperEngine {
+    static ENGINE: OnceLock<WhisperEngine> = OnceLock::new();
+    ENGINE.get_or_init(|| WhisperEngine::new(models_dir(), WorkerPool::new(1, 8)))
+}
+
+fn fixture_mono(name: &str) -> Vec<f32> {
+    decode_file(&Path::new(FIXTURES_DIR).join(name))
+        .expect("fixture decodes")
+        .mono_16k()
+}
+
+fn options(mode: SttMode, language: Option<&str>, words: bool) -> TranscribeOptions {
+    TranscribeOptions {
+        language: language.map(str::to_string),
+        mode,
+        word_timestamps: words,
+        ..Default::default()
+    }
+}
+
+fn normalise(text: &str) -> Vec<String> {
+    text.to_lowercase()
+        .split(|c: char| c.is_whitespace() || c == '/' || c == '-')
+        .map(|w| {
+            w.chars()
+                .filter(|c| c.is_alphanumeric() || *c == '\'')
+                .collect::<String>()
+        })
+        .filter(|w| !w.is_empty())
+        .collect()
+}
+
+/// Word error rate: word-level edit distance over the reference length.
+fn wer(reference: &str, hypothesis: &str) -> f32 {
+    let r = normalise(reference);
+    let h = normalise(hypothesis);
+    let mut row: Vec<usize> = (0..=h.len()).collect();
+    for (i, rw) in r.iter().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, hw) in h.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = if rw == hw {
+                prev
+            } else {
+                1 + prev.min(row[j]).min(row[j + 1])
+            };
+            prev = cur;
+        }
+    }
+    row[h.len()] as f32 / r.len().max(1) as f32
+}
+
+fn check_timestamps(t: &Transcript) {
+    let mut last_start = 0.0f32;
+    for s in &t.segments {
+        assert!(
+            s.start >= last_start - 1e-3,
+            "segments out of order: {:?}",
+            t.segments
+        );
+        assert!(
+            s.end >= s.start && s.end <= t.duration + 1e-3,
+            "segment {s:?} of {}",
+            t.duration
+        );
+        last_start = s.start;
+    }
+    let mut last_end = 0.0f32;
+    for w in &t.words {
+        assert!(
+            w.start >= last_end - 1e-3 && w.end >= w.start,
+            "words out of order: {:?}",
+            t.words
+        );
+        last_end = w.end;
+        assert!(
+            t.segments
+                .iter()
+                .any(|s| w.start >= s.start - 1e-3 && w.end <= s.end + 1e-3),
+            "word {w:?} is outside every segment {:?}",
+            t.segments
+        );
+    }
+}
+
+#[test]
+fn wer_metric_counts_edits() {
+    assert_eq!(wer("a b c d", "a b c d"), 0.0);
+    assert_eq!(wer("a b c d", "a x c"), 0.5);
+    assert_eq!(wer("Hello, World!", "hello world"), 0.0);
+}
+
+#[test]
+fn jfk_fast_mode_is_accurate_with_word_timestamps() {
+    let audio = fixture_mono("jfk.flac");
+    let t = engine()
+        .transcribe_blocking(&audio, &options(SttMode::Fast, Some("en"), true))
+        .unwrap();
+    let rate = wer(JFK, &t.text);
+    assert!(rate <= 0.10, "WER {rate}: {:?}", t.text);
+    assert_eq!(t.language, "en");
+    assert!((t.duration - 11.0).abs() < 0.1);
+    check_timestamps(&t);
+    assert_eq!(t.words.len(), normalise(&t.text).len(), "{:?}", t.words);
+    // Real alignment, not an even spread: the speech starts late in the clip after a pause
+    // and "country" (the last word) ends well before the clip does.
+    let first = &t.words[0];
+    let last = &t.words[t.words.len() - 1];
+    assert!(first.start < 1.0, "{first:?}");
+    assert!(last.word.to_lowercase().contains("country"));
+    assert!(last.end > 8.5 && last.end < 11.0, "{last:?}");
+    let americans = t
+        .words
+        .iter()
+        .find(|w| w.word.contains("Americans"))
+        .expect("Americans");
+    assert!(
+        americans.start > 1.5 && americans.end < 4.5,
+        "{americans:?}"
+    );
+}
+
+#[test]
+fn jfk_accurate_mode_detects_english() {
+    let audio = fixture_mono("jfk.flac");
+    let t = engine()
+        .transcribe_blocking(&audio, &options(SttMode::Accurate, None, false))
+        .unwrap();
+    let rate = wer(JFK, &t.text);
+    assert!(rate <= 0.10, "WER {rate}: {:?}", t.text);
+    assert_eq!(t.language, "en");
+    assert!(t.words.is_empty());
+    check_timestamps(&t);
+}
+
+#[test]
+fn each_stereo_channel_is_its_own_speaker() {
+    let audio = decode_file(&Path::new(FIXTURES_DIR).join("stereo_diarization.wav")).unwrap();
+    for (channel, reference) in [(0, LEFT), (1, RIGHT)] {
+        let samples = audio.channel_16k(channel).unwrap();
+        for mode in [SttMode::Fast, SttMode::Accurate] {
+            let t = engine()
+                .transcribe_blocking(&samples, &options(mode, Some("en"), true))
+                .unwrap();
+            let rate = wer(reference, &t.text);
+            assert!(
+                rate <= 0.15,
+                "channel {channel} {mode:?}: WER {rate}: {:?}",
+                t.text
+            );
+            check_timestamps(&t);
+        }
+    }
+}
+
+#[test]
+fn english_then_german_is_detected_per_window() {
+    let audio = fixture_mono("multilingual.mp3");
+    let t = engine()
+        .transcribe_blocking(&audio, &options(SttMode::Accurate, None, true))
+        .unwrap();
+    check_timestamps(&t);
+    assert_eq!(t.language, "en", "{t:#?}");
+    let english: Vec<&str> = t
+        .segments
+        .iter()
+        .take_while(|s| s.language.is_none())
+        .map(|s| s.text.as_str())
+        .collect();
+    let english = english.join(" ");
+    // The English part is compared over as many reference words as were transcribed.
+    let reference: Vec<String> = normalise(LICENSE_EN);
+    let heard = normalise(&english).len().min(reference.len());
+    assert!(heard >= 40, "too little English: {english:?}");
+    let rate = wer(&reference[..heard].join(" "), &english);
+    assert!(rate <= 0.2, "English WER {rate}: {english:?}");
+    let german: Vec<&str> = t
+        .segments
+        .iter()
+        .filter(|s| s.language.as_deref() == Some("de"))
+        .map(|s| s.text.as_str())
+        .collect();
+    assert!(!german.is_empty(), "no segment detected as German: {t:#?}");
+    let last = t.segments.last().unwrap();
+    assert_eq!(last.language.as_deref(), Some("de"), "{last:?}");
+    let german_words = normalise(&german.join(" "));
+    let function_words = [
+        "und", "der", "die", "das", "ist", "zu", "den", "mit", "nicht", "ein", "eine", "von",
+        "sie", "es", "ich", "wir", "auf",
+    ];
+    let hits = german_words
+        .iter()
+        .filter(|w| function_words.contains(&w.as_str()))
+        .count();
+    assert!(hits >= 3, "not German: {german:?}");
+}
+
+#[test]
+fn silence_gives_no_text() {
+    let silence = vec![0.0f32; 16_000 * 5];
+    // Faint noise, as from a quiet line.
+    let mut state = 12_345u32;
+    let hiss: Vec<f32> = (0..16_000 * 5)
+        .map(|_| {
+            state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            (state >> 8) as f32 / (1u32 << 24) as f32 * 0.002 - 0.001
+        })
+        .collect();
+    for (name, audio) in [("silence", silence), ("hiss", hiss)] {
+        for opts in [
+            options(SttMode::Fast, Some("en"), false),
+            options(SttMode::Accurate, None, false),
+        ] {
+            let t = engine().transcribe_blocking(&audio, &opts).unwrap();
+            let words = normalise(&t.text).len();
+            assert!(
+                words <= 2,
+                "{name} {:?}: hallucinated {:?}",
+                opts.mode,
+                t.text
+            );
+        }
+    }
+}
+
+#[test]
+fn bad_requests_are_refused_clearly() {
+    let err = engine()
+        .transcribe_blocking(&[], &options(SttMode::Fast, Some("en"), false))
+        .unwrap_err();
+    assert_eq!(err.kind, EngineErrorKind::InvalidInput);
+    let err = engine()
+        .transcribe_blocking(&[0.0; 1600], &options(SttMode::Fast, Some("xx"), false))
+        .unwrap_err();
+    assert_eq!(err.kind, EngineErrorKind::InvalidInput);
+    assert!(
+        err.message.contains("xx") && err.message.contains("de"),
+        "{}",
+        err.message
+    );
+    let err = engine()
+        .transcribe_blocking(
+            &[f32::NAN; 1600],
+            &options(SttMode::Fast, Some("en"), false),
+        )
+        .unwrap_err();
+    assert_eq!(err.kind, EngineErrorKind::InvalidInput);
+}
+
+#[test]
+fn a_missing_model_dir_is_unavailable() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = WhisperEngine::new(dir.path().join("nowhere"), WorkerPool::new(1, 1));
+    assert!(engine
+        .status()
+        .iter()
+        .all(|s| s.state == ModelState::Missing));
+    let err = engine
+        .transcribe_blocking(&[0.0; 16_000], &options(SttMode::Accurate, None, false))
+        .unwrap_err();
+    assert_eq!(err.kind, EngineErrorKind::Unavailable);
+    assert!(
+        err.message.contains("scripts/fetch-models"),
+        "{}",
+        err.message
+    );
+    assert_eq!(
+        engine.preload().unwrap_err().kind,
+        EngineErrorKind::Unavailable
+    );
+}
+
+#[test]
+fn a_truncated_model_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let model_dir = dir.path().join(super::ENGLISH_MODEL);
+    std::fs::create_dir_all(&model_dir).unwrap();
+    let source = models_dir().join(super::ENGLISH_MODEL);
+    for file in ["config.json", "tokenizer.json"] {
+        std::fs::copy(source.join(file), model_dir.join(file)).unwrap();
+    }
+    let bytes = std::fs::read(source.join("model.bin")).unwrap();
+    std::fs::write(model_dir.join("model.bin"), &bytes[..bytes.len() / 3]).unwrap();
+    let engine = WhisperEngine::new(dir.path(), WorkerPool::new(1, 1));
+    let err = engine
+        .transcribe_blocking(&[0.0; 16_000], &options(SttMode::Fast, Some("en"), false))
+        .unwrap_err();
+    assert_eq!(err.kind, EngineErrorKind::Internal);
+    assert!(err.message.contains("truncated"), "{}", err.message);
+    // Still not loaded, and the error repeats instead of a half-built model being served.
+    assert_eq!(engine.status()[0].state, ModelState::NotLoaded);
+}
+
+#[tokio::test]
+async fn the_trait_runs_on_the_pool_and_models_load_once() {
+    let engine = WhisperEngine::new(models_dir(), WorkerPool::new(1, 2));
+    assert_eq!(engine.provider(), "default");
+    assert_eq!(engine.status()[0].state, ModelState::NotLoaded);
+    let audio: Arc<[f32]> = Arc::from(fixture_mono("jfk.flac"));
+    let t = engine
+        .transcribe(audio.clone(), options(SttMode::Fast, Some("en"), false))
+        .await
+        .unwrap();
+    assert!(wer(JFK, &t.text) <= 0.10, "{:?}", t.text);
+    let status = engine.status();
+    assert_eq!(status[0].state, ModelState::Loaded);
+    assert_eq!(status[1].state, ModelState::NotLoaded);
+}

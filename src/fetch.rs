@@ -1,0 +1,400 @@
+//! Fetching a URL on a caller's behalf (transcription `audioUrl`, ingest `sourceUrl`) without
+//! letting the caller reach what only the server can: loopback, private, link-local and cloud
+//! metadata addresses are refused, for the first request and for every redirect, unless an
+//! operator allows them (`[fetch] allow`). Size and time are capped.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use ipnet::IpNet;
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+use reqwest::Url;
+
+use crate::config::FetchConfig;
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum FetchError {
+    #[error("{0}")]
+    InvalidUrl(String),
+    #[error("{0}")]
+    Forbidden(String),
+    #[error("the resource is larger than the {0} byte limit")]
+    TooLarge(u64),
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// What was fetched.
+#[derive(Debug)]
+pub struct Fetched {
+    pub bytes: Vec<u8>,
+    pub content_type: Option<String>,
+    /// The final URL after redirects.
+    pub url: Url,
+}
+
+/// A guarded HTTP client; cheap to clone.
+#[derive(Clone)]
+pub struct Fetcher {
+    client: reqwest::Client,
+    policy: Arc<AddressPolicy>,
+    max_bytes: u64,
+}
+
+/// Which destinations may be fetched.
+#[derive(Debug, Default)]
+struct AddressPolicy {
+    hosts: Vec<String>,
+    networks: Vec<IpNet>,
+}
+
+impl AddressPolicy {
+    fn from_config(allow: &[String]) -> Self {
+        let mut policy = AddressPolicy::default();
+        for entry in allow {
+            let entry = entry.trim();
+            if let Ok(network) = entry.parse::<IpNet>() {
+                policy.networks.push(network);
+            } else if let Ok(ip) = entry.parse::<IpAddr>() {
+                policy.networks.push(IpNet::from(ip));
+            } else if !entry.is_empty() {
+                policy.hosts.push(entry.to_ascii_lowercase());
+            }
+        }
+        policy
+    }
+
+    fn host_allowed(&self, host: &str) -> bool {
+        self.hosts.iter().any(|h| h.eq_ignore_ascii_case(host))
+    }
+
+    fn ip_allowed(&self, ip: IpAddr) -> bool {
+        is_public(ip) || self.networks.iter().any(|n| n.contains(&ip))
+    }
+}
+
+/// True for addresses on the public internet: not loopback, private, link-local (which holds
+/// the 169.254.169.254 metadata service), shared (CGNAT), unspecified, multicast, broadcast
+/// or documentation ranges. IPv4-mapped IPv6 addresses are judged as the IPv4 they carry.
+pub fn is_public(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            let [a, b, ..] = v4.octets();
+            !(v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_multicast()
+                || v4.is_broadcast()
+                || v4.is_documentation()
+                || a == 0
+                || (a == 100 && (64..128).contains(&b))
+                || (a == 192 && b == 0 && v4.octets()[2] == 0)
+                || a >= 240)
+        }
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return is_public(IpAddr::V4(v4));
+            }
+            let first = v6.segments()[0];
+            !(v6.is_loopback()
+                || v6.is_unspecified()
+                || v6.is_multicast()
+                || (first & 0xfe00) == 0xfc00 // unique local
+                || (first & 0xffc0) == 0xfe80 // link-local
+                || first == 0x2001 && v6.segments()[1] == 0x0db8) // documentation
+        }
+    }
+}
+
+/// Resolves names and drops every address the policy refuses, so a DNS name pointing at an
+/// internal address cannot be used to reach it.
+struct GuardedResolver {
+    policy: Arc<AddressPolicy>,
+}
+
+impl Resolve for GuardedResolver {
+    fn resolve(&self, name: Name) -> Resolving {
+        let policy = self.policy.clone();
+        Box::pin(async move {
+            let host = name.as_str().to_string();
+            let addrs: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let host_allowed = policy.host_allowed(&host);
+            let allowed: Vec<SocketAddr> = addrs
+                .into_iter()
+                .filter(|a| host_allowed || policy.ip_allowed(a.ip()))
+                .collect();
+            if allowed.is_empty() {
+                return Err(
+                    format!("{host} resolves only to addresses that may not be fetched").into(),
+                );
+            }
+            Ok(Box::new(allowed.into_iter()) as Addrs)
+        })
+    }
+}
+
+impl Fetcher {
+    pub fn new(config: &FetchConfig) -> Result<Self, FetchError> {
+        let policy = Arc::new(AddressPolicy::from_config(&config.allow));
+        let redirect_policy = {
+            let policy = policy.clone();
+            let max = config.max_redirects;
+            reqwest::redirect::Policy::custom(move |attempt| {
+                if attempt.previous().len() > max {
+                    return attempt.error(format!("more than {max} redirects"));
+                }
+                match check_url(&policy, attempt.url()) {
+                    Ok(()) => attempt.follow(),
+                    Err(e) => attempt.error(e.to_string()),
+                }
+            })
+        };
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_millis(config.timeout_ms))
+            .connect_timeout(Duration::from_millis(config.timeout_ms.min(10_000)))
+            .redirect(redirect_policy)
+            .dns_resolver(Arc::new(GuardedResolver {
+                policy: policy.clone(),
+            }))
+            .user_agent(concat!("switchboard/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| FetchError::Failed(format!("building the HTTP client: {e}")))?;
+        Ok(Self {
+            client,
+            policy,
+            max_bytes: config.max_bytes,
+        })
+    }
+
+    /// Validates `url` and fetches it, refusing forbidden destinations, bodies over the
+    /// limit (by Content-Length, and by counting as it streams) and non-success statuses.
+    pub async fn fetch(&self, url: &str) -> Result<Fetched, FetchError> {
+        let url =
+            Url::parse(url).map_err(|e| FetchError::InvalidUrl(format!("not a valid URL: {e}")))?;
+        check_url(&self.policy, &url)?;
+        let response = self.client.get(url).send().await.map_err(describe)?;
+        let status = response.status();
+        if !status.is_success() {
+            return Err(FetchError::Failed(format!(
+                "the URL answered HTTP {}",
+                status.as_u16()
+            )));
+        }
+        if response
+            .content_length()
+            .is_some_and(|len| len > self.max_bytes)
+        {
+            return Err(FetchError::TooLarge(self.max_bytes));
+        }
+        let final_url = response.url().clone();
+        let content_type = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let mut bytes = Vec::new();
+        let mut body = response.bytes_stream();
+        while let Some(chunk) = body.next().await {
+            let chunk = chunk.map_err(describe)?;
+            if bytes.len() as u64 + chunk.len() as u64 > self.max_bytes {
+                return Err(FetchError::TooLarge(self.max_bytes));
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        Ok(Fetched {
+            bytes,
+            content_type,
+            url: final_url,
+        })
+    }
+}
+
+/// What an HTTP tool answered.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: u16,
+    pub body: String,
+}
+
+impl Fetcher {
+    /// Calls a developer's HTTP endpoint (a tool) under the same address guard: `GET` with the
+    /// arguments as query parameters, any other method with them as a JSON body. The body of
+    /// the answer is read up to `max_body` bytes; the whole call is cut off after `timeout`.
+    pub async fn call_json(
+        &self,
+        method: &str,
+        url: &str,
+        arguments: &serde_json::Value,
+        timeout: Duration,
+        max_body: usize,
+    ) -> Result<Answer, FetchError> {
+        let url =
+            Url::parse(url).map_err(|e| FetchError::InvalidUrl(format!("not a valid URL: {e}")))?;
+        check_url(&self.policy, &url)?;
+        let method = reqwest::Method::from_bytes(method.to_ascii_uppercase().as_bytes())
+            .map_err(|_| FetchError::InvalidUrl(format!("{method} is not an HTTP method")))?;
+        let mut request = self.client.request(method.clone(), url).timeout(timeout);
+        if method == reqwest::Method::GET {
+            if let Some(map) = arguments.as_object() {
+                let pairs: Vec<(String, String)> = map
+                    .iter()
+                    .map(|(k, v)| {
+                        (
+                            k.clone(),
+                            v.as_str().map_or_else(|| v.to_string(), str::to_string),
+                        )
+                    })
+                    .collect();
+                request = request.query(&pairs);
+            }
+        } else {
+            request = request.json(arguments);
+        }
+        let response = request.send().await.map_err(describe)?;
+        let status = response.status().as_u16();
+        let mut body = Vec::new();
+        let mut stream = response.bytes_stream();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(describe)?;
+            let room = max_body.saturating_sub(body.len());
+            body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            if body.len() >= max_body {
+                break;
+            }
+        }
+        Ok(Answer {
+            status,
+            body: String::from_utf8_lossy(&body).into_owned(),
+        })
+    }
+}
+
+/// Scheme, credentials and literal-IP checks that need no DNS (names are checked when they
+/// resolve).
+fn check_url(policy: &AddressPolicy, url: &Url) -> Result<(), FetchError> {
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(FetchError::InvalidUrl(format!(
+            "only http and https URLs can be fetched, not {}",
+            url.scheme()
+        )));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(FetchError::InvalidUrl(
+            "URLs with credentials are not fetched".into(),
+        ));
+    }
+    let host = url
+        .host()
+        .ok_or_else(|| FetchError::InvalidUrl("the URL has no host".into()))?;
+    let literal = match host {
+        url::Host::Ipv4(ip) => Some(IpAddr::V4(ip)),
+        url::Host::Ipv6(ip) => Some(IpAddr::V6(ip)),
+        url::Host::Domain(name) => {
+            if policy.host_allowed(name) {
+                return Ok(());
+            }
+            None
+        }
+    };
+    if let Some(ip) = literal {
+        if !policy.ip_allowed(ip) {
+            return Err(FetchError::Forbidden(format!(
+                "{ip} is a loopback, private, link-local or reserved address and may not be fetched"
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn describe(error: reqwest::Error) -> FetchError {
+    if error.is_timeout() {
+        return FetchError::Failed("the URL did not answer in time".into());
+    }
+    if error.is_redirect() {
+        return FetchError::Forbidden(format!("a redirect was refused: {}", root_cause(&error)));
+    }
+    if error.is_connect() {
+        let cause = root_cause(&error);
+        if cause.contains("may not be fetched") {
+            return FetchError::Forbidden(cause);
+        }
+        return FetchError::Failed(format!("could not connect: {cause}"));
+    }
+    FetchError::Failed(format!("fetching failed: {}", root_cause(&error)))
+}
+
+fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut current = error;
+    while let Some(source) = current.source() {
+        current = source;
+    }
+    current.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn internal_addresses_are_not_public() {
+        for ip in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+            "::1",
+            "fe80::1",
+            "fd00::1",
+            "::ffff:127.0.0.1",
+            "::ffff:169.254.169.254",
+            "255.255.255.255",
+        ] {
+            assert!(!is_public(ip.parse().unwrap()), "{ip} passed as public");
+        }
+        for ip in ["8.8.8.8", "1.1.1.1", "2606:4700::1111"] {
+            assert!(is_public(ip.parse().unwrap()), "{ip} refused");
+        }
+    }
+
+    #[test]
+    fn literal_urls_are_checked_before_any_request() {
+        let policy = AddressPolicy::from_config(&[]);
+        let check = |u: &str| check_url(&policy, &Url::parse(u).unwrap());
+        assert!(matches!(
+            check("http://127.0.0.1/a.wav"),
+            Err(FetchError::Forbidden(_))
+        ));
+        assert!(matches!(
+            check("http://[::1]:8080/"),
+            Err(FetchError::Forbidden(_))
+        ));
+        assert!(matches!(
+            check("http://169.254.169.254/latest/meta-data"),
+            Err(FetchError::Forbidden(_))
+        ));
+        assert!(matches!(
+            check("file:///etc/passwd"),
+            Err(FetchError::InvalidUrl(_))
+        ));
+        assert!(matches!(
+            check("http://user:pw@example.com/"),
+            Err(FetchError::InvalidUrl(_))
+        ));
+        assert!(check("https://example.com/a.mp3").is_ok());
+    }
+
+    #[test]
+    fn operators_can_allow_networks_and_hosts() {
+        let policy = AddressPolicy::from_config(&["127.0.0.0/8".into(), "media.internal".into()]);
+        assert!(check_url(&policy, &Url::parse("http://127.0.0.1:9000/x").unwrap()).is_ok());
+        assert!(check_url(&policy, &Url::parse("http://media.internal/x").unwrap()).is_ok());
+        assert!(check_url(&policy, &Url::parse("http://10.0.0.1/x").unwrap()).is_err());
+    }
+}

@@ -1,0 +1,340 @@
+//! `POST /v1/agents/{id}/chat`: one turn of a text conversation with an agent. Before the
+//! language model runs, the agent's collection is searched for the message (and the previous
+//! user message) and the best chunks go into the system prompt, so retrieval works even with
+//! a model that cannot call tools; models that can also get `search_knowledge`,
+//! `end_conversation` and the agent's HTTP tools, for up to `maxSteps` rounds.
+
+use actix_web::{post, web, HttpResponse};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+use switchboard_actors::engine::{ChatMessage, Role, ToolCall};
+use utoipa::ToSchema;
+
+use super::auth::Developer;
+use super::body::ApiJson;
+use super::instances::is_e164;
+use super::{providers, validate, AppState};
+use crate::conversation::prompt::system_prompt;
+use crate::conversation::tools::{http_tools, AgentTools};
+use crate::conversation::turn::{run_turn, ToolCallRecord, TurnSettings};
+use crate::error::{ApiError, ErrorBody};
+use crate::knowledge::search::{search_collection, KnowledgeHit};
+use crate::registry::agents::GetAgent;
+use crate::registry::conversations::{LoadConversation, SaveTurn};
+use crate::registry::instances::{GetInstance, InstanceLookup};
+use crate::registry::new_id;
+use crate::store::conversations::{ConversationRow, MessageRow};
+use crate::store::instances::InstanceRow;
+use crate::time;
+
+const MAX_MESSAGE_CHARS: usize = 10_000;
+/// Answer length when the agent sets no maxTokens.
+const DEFAULT_MAX_TOKENS: u32 = 256;
+/// Chunks retrieved into the prompt before the model runs.
+const RETRIEVED_CHUNKS: usize = 4;
+const RETRIEVAL_THRESHOLD: f32 = 0.6;
+
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.service(chat);
+    super::other_methods(cfg, &["/agents/{id}/chat"]);
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ChatRequestBody {
+    /// 1-10,000 characters.
+    pub message: Option<String>,
+    /// Continues a stored conversation with this agent; a new one starts when absent.
+    pub conversation_id: Option<String>,
+    /// An instance of the agent whose context and variables personalise the prompt.
+    pub instance_id: Option<String>,
+    /// E.164; picks the agent's instance with this phone number, if there is one.
+    pub caller_phone: Option<String>,
+    /// 1-8, default 5: tool rounds per turn.
+    pub max_steps: Option<i64>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ChatResponseBody {
+    pub reply: String,
+    pub conversation_id: String,
+    /// 0 for a conversation's first turn.
+    pub turn_index: i32,
+    pub tool_calls: Vec<ToolCallRecord>,
+    pub usage: UsageBody,
+    /// The instance that personalised this turn, if any.
+    pub instance_id: Option<String>,
+    /// True when the agent ended the conversation (it then takes no more turns).
+    pub ended: bool,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UsageBody {
+    pub input_tokens: u32,
+    pub output_tokens: u32,
+}
+
+/// One turn of a conversation with an agent.
+#[utoipa::path(post, path = "/v1/agents/{id}/chat", tag = "agents", request_body = ChatRequestBody,
+    params(("id" = String, Path, description = "Agent id")),
+    responses((status = 200, body = ChatResponseBody), (status = 400, body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 409, description = "The conversation has ended", body = ErrorBody),
+        (status = 503, body = ErrorBody)),
+    security(("bearer" = [])))]
+#[post("/agents/{id}/chat")]
+async fn chat(
+    state: web::Data<AppState>,
+    developer: Developer,
+    id: web::Path<String>,
+    body: ApiJson<ChatRequestBody>,
+) -> Result<HttpResponse, ApiError> {
+    let request = body.into_inner();
+    validate::required_text("message", request.message.as_deref(), MAX_MESSAGE_CHARS)?;
+    let max_steps = request.max_steps.unwrap_or(5);
+    validate::integer_in("maxSteps", max_steps, 1, 8)?;
+    if let Some(phone) = &request.caller_phone {
+        if !is_e164(phone) {
+            return Err(ApiError::invalid(
+                "callerPhone",
+                "callerPhone must be in E.164 form, e.g. +14155550123",
+            ));
+        }
+    }
+    let message = request.message.unwrap_or_default();
+    let developer_id = developer.id().to_string();
+    let agent = state
+        .agents
+        .send(GetAgent {
+            developer_id: developer_id.clone(),
+            agent_id: id.into_inner(),
+        })
+        .await??;
+    let llm = providers::llm(&state, "llmProvider", &agent.llm_provider)?;
+    let tools = http_tools(&validate::stored_json(&agent.metadata))
+        .map_err(|reason| ApiError::invalid("agent.metadata.tools", reason))?;
+
+    // The conversation: continued (with its history) or new.
+    let (conversation, history, is_new) = match &request.conversation_id {
+        Some(conversation_id) => {
+            let (row, history) = state
+                .conversations
+                .send(LoadConversation {
+                    developer_id: developer_id.clone(),
+                    agent_id: agent.id.clone(),
+                    conversation_id: conversation_id.clone(),
+                })
+                .await??;
+            if row.ended {
+                return Err(ApiError::Conflict(format!(
+                    "conversation '{conversation_id}' has ended; start a new one"
+                )));
+            }
+            (row, history, false)
+        }
+        None => {
+            let now = time::now_ms();
+            let row = ConversationRow {
+                seq: 0,
+                id: new_id("conv"),
+                developer_id: developer_id.clone(),
+                agent_id: agent.id.clone(),
+                instance_id: None,
+                turns: 0,
+                ended: false,
+                created_at: now,
+                updated_at: now,
+            };
+            (row, Vec::new(), true)
+        }
+    };
+
+    // The instance: named, matched by phone, or the one the conversation started with.
+    let lookup = match (
+        &request.instance_id,
+        &request.caller_phone,
+        &conversation.instance_id,
+    ) {
+        (Some(id), _, _) => Some((InstanceLookup::Id(id.clone()), true)),
+        (None, Some(phone), _) => Some((InstanceLookup::Phone(phone.clone()), false)),
+        (None, None, Some(id)) => Some((InstanceLookup::Id(id.clone()), false)),
+        (None, None, None) => None,
+    };
+    let instance: Option<InstanceRow> = match lookup {
+        None => None,
+        Some((lookup, required)) => {
+            let found = state
+                .agents
+                .send(GetInstance {
+                    developer_id: developer_id.clone(),
+                    agent_id: agent.id.clone(),
+                    lookup,
+                })
+                .await?;
+            match found {
+                Ok(row) => Some(row),
+                Err(ApiError::NotFound(message)) if required => {
+                    return Err(ApiError::invalid("instanceId", message))
+                }
+                Err(ApiError::NotFound(_)) => None,
+                Err(other) => return Err(other),
+            }
+        }
+    };
+    let mut conversation = conversation;
+    if is_new {
+        conversation.instance_id = instance.as_ref().map(|i| i.id.clone());
+    }
+
+    // Retrieval for the message and the previous user message.
+    let knowledge: Vec<KnowledgeHit> = match &agent.collection_id {
+        Some(collection) => {
+            let previous = history
+                .iter()
+                .rev()
+                .find(|m| m.role == "user")
+                .map(|m| m.content.clone());
+            let query = match previous {
+                Some(previous) => format!("{message}\n{previous}"),
+                None => message.clone(),
+            };
+            search_collection(
+                state.engines.embedder.as_ref(),
+                &state.knowledge,
+                collection,
+                query.chars().take(2000).collect(),
+                RETRIEVED_CHUNKS,
+                RETRIEVAL_THRESHOLD,
+            )
+            .await?
+        }
+        None => Vec::new(),
+    };
+    let variables: Map<String, Value> = instance
+        .as_ref()
+        .and_then(|i| validate::stored_json(&i.metadata).as_object().cloned())
+        .unwrap_or_default();
+    let system = system_prompt(
+        agent.system_prompt.as_deref(),
+        &variables,
+        instance.as_ref().map(|i| i.context.as_str()),
+        &knowledge,
+    );
+    let mut messages = vec![ChatMessage::new(Role::System, system)];
+    messages.extend(history.iter().filter_map(to_chat_message));
+    messages.push(ChatMessage::new(Role::User, message.clone()));
+
+    let agent_tools = AgentTools::new(
+        state.engines.embedder.clone(),
+        state.knowledge.clone(),
+        state.fetcher.clone(),
+        agent.collection_id.clone(),
+        tools,
+    );
+    let settings = TurnSettings {
+        temperature: agent.temperature as f32,
+        max_tokens: agent
+            .max_tokens
+            .map_or(DEFAULT_MAX_TOKENS, |t| t.max(1) as u32),
+        max_steps: max_steps as u32,
+    };
+    let outcome = run_turn(llm, &agent_tools, messages, settings).await?;
+
+    let turn_index = conversation.turns;
+    let now = time::now_ms();
+    let mut rows = vec![MessageRow {
+        conversation_id: conversation.id.clone(),
+        turn_index,
+        role: "user".into(),
+        content: message,
+        tool_calls: "[]".into(),
+        created_at: now,
+    }];
+    rows.extend(outcome.added.iter().map(|m| MessageRow {
+        conversation_id: conversation.id.clone(),
+        turn_index,
+        role: role_name(m.role).into(),
+        content: m.content.clone(),
+        tool_calls: stored_calls(m),
+        created_at: now,
+    }));
+    state
+        .conversations
+        .send(SaveTurn {
+            conversation: conversation.clone(),
+            is_new,
+            messages: rows,
+            ended: outcome.ended,
+        })
+        .await??;
+    Ok(HttpResponse::Ok()
+        .insert_header(("X-Provider-Used", agent.llm_provider))
+        .json(ChatResponseBody {
+            reply: outcome.reply,
+            conversation_id: conversation.id,
+            turn_index,
+            tool_calls: outcome.tool_calls,
+            usage: UsageBody {
+                input_tokens: outcome.input_tokens,
+                output_tokens: outcome.output_tokens,
+            },
+            ended: outcome.ended,
+            instance_id: instance.map(|i| i.id),
+        }))
+}
+
+fn role_name(role: Role) -> &'static str {
+    match role {
+        Role::System => "system",
+        Role::User => "user",
+        Role::Assistant => "assistant",
+        Role::Tool => "tool",
+    }
+}
+
+/// An assistant message's calls, or the call a tool message answers, as stored JSON.
+fn stored_calls(message: &ChatMessage) -> String {
+    if let Some(id) = &message.tool_call_id {
+        return json!([{ "id": id }]).to_string();
+    }
+    Value::Array(
+        message
+            .tool_calls
+            .iter()
+            .map(|c| json!({"id": c.id, "name": c.name, "arguments": c.arguments}))
+            .collect(),
+    )
+    .to_string()
+}
+
+/// A stored message back as a model message.
+fn to_chat_message(row: &MessageRow) -> Option<ChatMessage> {
+    let role = match row.role.as_str() {
+        "user" => Role::User,
+        "assistant" => Role::Assistant,
+        "tool" => Role::Tool,
+        _ => return None,
+    };
+    let mut message = ChatMessage::new(role, row.content.clone());
+    let calls: Vec<Value> = serde_json::from_str(&row.tool_calls).unwrap_or_default();
+    if role == Role::Tool {
+        message.tool_call_id = calls
+            .first()
+            .and_then(|c| c["id"].as_str())
+            .map(str::to_string);
+    } else {
+        message.tool_calls = calls
+            .iter()
+            .filter_map(|c| {
+                Some(ToolCall {
+                    id: c["id"].as_str()?.to_string(),
+                    name: c["name"].as_str()?.to_string(),
+                    arguments: c["arguments"].as_str().unwrap_or("{}").to_string(),
+                })
+            })
+            .collect();
+    }
+    Some(message)
+}

@@ -1,0 +1,390 @@
+//! The direct agent WebSocket, `GET /v1/agents/{id}/session`, for browsers and server-side
+//! clients, and `POST /v1/agents/{id}/session-token`, which mints the short-lived token a
+//! browser presents instead of an API key (`?token=`).
+//!
+//! Wire format: JSON text frames for control and events, binary frames for audio (PCM16
+//! little-endian mono at `?sampleRate=` 8000, 16000 (default), 24000 or 48000 Hz, both ways).
+//! Client messages: binary audio; `{"type": "text", "text": ...}`; `{"type": "interrupt"}`;
+//! `{"type": "mark", "name": ...}` (with `?acks=marks`: the audio before that mark has
+//! played); `{"type": "end"}`. Server events: `{"type": "<event name>", ...}` for
+//! session.started, transcript.partial/final, agent.text.delta, agent.audio.start/end,
+//! audio.clear, audio.mark, tool.call, tool.result, turn.metrics, error, session.ended.
+
+use std::sync::Arc;
+
+use actix::prelude::*;
+use actix_web::{post, web, HttpRequest, HttpResponse};
+use actix_ws::{CloseCode, CloseReason, Message as WsMessage};
+use bytes::Bytes;
+use futures_util::StreamExt;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use switchboard_actors::audio::SampleRate;
+use switchboard_actors::session::{
+    AudioIn, CallSession, Hangup, Interrupt, PlaybackAcks, PlaybackMark, SessionConfig,
+    SessionEvent, SessionOutput, TextIn, TransportClosed,
+};
+use tokio::sync::mpsc;
+use utoipa::ToSchema;
+
+use super::auth::Developer;
+use super::AppState;
+use crate::error::{ApiError, ErrorBody};
+use crate::observability::recorder::SessionRecorder;
+use crate::registry::agents::GetAgent;
+use crate::registry::keys::{hash_key, CheckKey, KeyCheck};
+use crate::registry::new_id;
+use crate::registry::sessions::CreateSession;
+use crate::store::sessions::{SessionRow, STATUS_ACTIVE};
+use crate::telephony::token::RelayClaims;
+use crate::time::{self, iso};
+
+/// Longest a browser session token lives.
+pub const SESSION_TOKEN_TTL_MS: i64 = 10 * 60 * 1000;
+
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.service(session_token);
+    super::other_methods(cfg, &["/agents/{id}/session-token"]);
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionTokenBody {
+    /// Present as `?token=` on `GET /v1/agents/{id}/session`; valid for one session of this
+    /// agent.
+    pub token: String,
+    pub expires_at: String,
+    /// The WebSocket URL to open, token included.
+    pub url: String,
+}
+
+/// Mints a 10-minute token for one direct session with the agent (for browsers, which must
+/// never see an API key).
+#[utoipa::path(post, path = "/v1/agents/{id}/session-token", tag = "sessions",
+    params(("id" = String, Path, description = "Agent id")),
+    responses((status = 200, body = SessionTokenBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)),
+    security(("bearer" = [])))]
+#[post("/agents/{id}/session-token")]
+async fn session_token(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    developer: Developer,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let agent = state
+        .agents
+        .send(GetAgent {
+            developer_id: developer.id().to_string(),
+            agent_id: id.into_inner(),
+        })
+        .await??;
+    let expires = time::now_ms() + SESSION_TOKEN_TTL_MS;
+    let token = state.signer.sign(&RelayClaims {
+        sid: new_id("ses"),
+        dev: developer.id().to_string(),
+        agent: agent.id.clone(),
+        from: None,
+        to: None,
+        inst: None,
+        exp: expires,
+    });
+    let base = super::public_base(&state, &req);
+    let ws_base = base
+        .replacen("https://", "wss://", 1)
+        .replacen("http://", "ws://", 1);
+    Ok(HttpResponse::Ok().json(SessionTokenBody {
+        url: format!("{ws_base}/v1/agents/{}/session?token={token}", agent.id),
+        token,
+        expires_at: iso(expires),
+    }))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DirectQuery {
+    token: Option<String>,
+    sample_rate: Option<u32>,
+    acks: Option<String>,
+}
+
+/// Forwards session output to the socket writer in order.
+struct Forwarder {
+    tx: mpsc::UnboundedSender<SessionOutput>,
+}
+
+impl Actor for Forwarder {
+    type Context = Context<Self>;
+}
+
+impl Handler<SessionOutput> for Forwarder {
+    type Result = ();
+
+    fn handle(&mut self, msg: SessionOutput, ctx: &mut Context<Self>) {
+        if self.tx.send(msg).is_err() {
+            ctx.stop();
+        }
+    }
+}
+
+/// `GET /v1/agents/{id}/session`: authenticated by `Authorization: Bearer <API key>` or by a
+/// session token in `?token=`.
+pub async fn direct_session(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    path: web::Path<String>,
+    query: web::Query<DirectQuery>,
+    body: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    let agent_id = path.into_inner();
+    let query = query.into_inner();
+    let rate = match query.sample_rate.unwrap_or(16_000) {
+        8_000 => SampleRate::Hz8000,
+        16_000 => SampleRate::Hz16000,
+        24_000 => SampleRate::Hz24000,
+        48_000 => SampleRate::Hz48000,
+        other => {
+            return Err(ApiError::invalid(
+                "sampleRate",
+                format!("sampleRate {other} is not one of 8000, 16000, 24000, 48000"),
+            ))
+        }
+    };
+    let acks = match query.acks.as_deref().unwrap_or("clock") {
+        "clock" => PlaybackAcks::Clock,
+        "marks" => PlaybackAcks::Marks,
+        other => {
+            return Err(ApiError::invalid(
+                "acks",
+                format!("acks '{other}' is not one of: clock, marks"),
+            ))
+        }
+    };
+    let developer_id = authenticate(&state, &req, query.token.as_deref(), &agent_id).await?;
+    let agent = state
+        .agents
+        .send(GetAgent {
+            developer_id: developer_id.clone(),
+            agent_id: agent_id.clone(),
+        })
+        .await??;
+    let session_id = new_id("ses");
+    let now = time::now_ms();
+    state
+        .sessions
+        .send(CreateSession(SessionRow {
+            seq: 0,
+            id: session_id.clone(),
+            developer_id: developer_id.clone(),
+            agent_id: agent.id.clone(),
+            transport: "direct".into(),
+            call_sid: None,
+            from_number: None,
+            to_number: None,
+            instance_id: None,
+            status: STATUS_ACTIVE.into(),
+            turn_count: 0,
+            tool_executions: 0,
+            total_duration_ms: 0,
+            avg_turn_latency_ms: 0,
+            end_reason: None,
+            created_at: now,
+            started_at: Some(now),
+            ended_at: None,
+        }))
+        .await??;
+    let factory = super::sessions::app_session_factory(state.clone());
+    let (profile, engines) = factory
+        .build(RelayClaims {
+            sid: session_id.clone(),
+            dev: developer_id,
+            agent: agent.id,
+            from: None,
+            to: None,
+            inst: None,
+            exp: now + SESSION_TOKEN_TTL_MS,
+        })
+        .await
+        .map_err(ApiError::Unavailable)?;
+    let mut config = SessionConfig::direct(session_id.clone(), profile, rate);
+    config.pacing.acks = acks;
+    let (response, socket, messages) =
+        actix_ws::handle(&req, body).map_err(|e| ApiError::bad_request(e.to_string()))?;
+    let (tx, rx) = mpsc::unbounded_channel();
+    let forwarder = Forwarder { tx }.start();
+    let observer = Arc::new(SessionRecorder::new(state.sessions.clone()));
+    let handle = CallSession::start(config, engines, forwarder.recipient(), observer)
+        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    actix_web::rt::spawn(pump(handle, socket, messages, rx));
+    Ok(response)
+}
+
+/// The API key in the Authorization header, or a session token for this agent.
+async fn authenticate(
+    state: &AppState,
+    req: &HttpRequest,
+    token: Option<&str>,
+    agent_id: &str,
+) -> Result<String, ApiError> {
+    if let Some(token) = token {
+        let claims = state
+            .signer
+            .verify(token, time::now_ms())
+            .map_err(|e| ApiError::Unauthorized(format!("session token refused: {e}")))?;
+        if claims.agent != agent_id {
+            return Err(ApiError::Unauthorized(
+                "this session token is for another agent".into(),
+            ));
+        }
+        return Ok(claims.dev);
+    }
+    let raw = req
+        .headers()
+        .get(actix_web::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().strip_prefix("Bearer "))
+        .map(str::trim)
+        .ok_or_else(|| {
+            ApiError::Unauthorized(
+                "send `Authorization: Bearer <API key>` or `?token=<session token>`".into(),
+            )
+        })?;
+    match state
+        .keys
+        .send(CheckKey {
+            hash: hash_key(raw),
+        })
+        .await??
+    {
+        KeyCheck::Valid(principal) => Ok(principal.developer_id),
+        _ => Err(ApiError::Unauthorized("invalid API key".into())),
+    }
+}
+
+/// Moves messages between the socket and the session until either ends.
+async fn pump(
+    handle: switchboard_actors::session::SessionHandle,
+    socket: actix_ws::Session,
+    mut messages: actix_ws::MessageStream,
+    mut outputs: mpsc::UnboundedReceiver<SessionOutput>,
+) {
+    let session = handle.addr().clone();
+    let mut writer = socket.clone();
+    loop {
+        tokio::select! {
+            output = outputs.recv() => {
+                let sent = match output {
+                    None | Some(SessionOutput::Ended) => break,
+                    Some(SessionOutput::Audio(audio)) => writer.binary(audio).await,
+                    Some(SessionOutput::Mark(name)) => writer.text(json!({"type": "audio.mark", "name": name}).to_string()).await,
+                    Some(SessionOutput::Clear) => Ok(()),
+                    Some(SessionOutput::Event(event)) => writer.text(event_json(&event).to_string()).await,
+                };
+                if sent.is_err() {
+                    session.do_send(TransportClosed);
+                    break;
+                }
+            }
+            incoming = messages.next() => {
+                match incoming {
+                    Some(Ok(WsMessage::Binary(audio))) => session.do_send(AudioIn(Bytes::from(audio))),
+                    Some(Ok(WsMessage::Text(text))) => {
+                        let Ok(message) = serde_json::from_str::<Value>(&text) else {
+                            let error = json!({"type": "error", "code": "bad_message", "message": "messages must be JSON objects"});
+                            let _ = writer.text(error.to_string()).await;
+                            continue;
+                        };
+                        match message["type"].as_str().unwrap_or("") {
+                            "text" => {
+                                if let Some(text) = message["text"].as_str().filter(|t| !t.trim().is_empty()) {
+                                    session.do_send(TextIn(text.chars().take(10_000).collect()));
+                                }
+                            }
+                            "interrupt" => session.do_send(Interrupt),
+                            "mark" => {
+                                if let Some(name) = message["name"].as_str() {
+                                    session.do_send(PlaybackMark { name: name.to_string() });
+                                }
+                            }
+                            "end" => session.do_send(Hangup),
+                            other => {
+                                let error = json!({"type": "error", "code": "unknown_message", "message": format!("unknown message type '{other}'")});
+                                let _ = writer.text(error.to_string()).await;
+                            }
+                        }
+                    }
+                    Some(Ok(WsMessage::Ping(bytes))) => {
+                        let _ = writer.pong(&bytes).await;
+                    }
+                    Some(Ok(WsMessage::Close(_))) | None | Some(Err(_)) => {
+                        session.do_send(TransportClosed);
+                        while let Some(output) = outputs.recv().await {
+                            if matches!(output, SessionOutput::Ended) {
+                                break;
+                            }
+                        }
+                        return;
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    drop(handle);
+    let _ = socket
+        .close(Some(CloseReason {
+            code: CloseCode::Normal,
+            description: Some("the session ended".into()),
+        }))
+        .await;
+}
+
+/// A session event as the direct socket sends it.
+fn event_json(event: &SessionEvent) -> Value {
+    let name = event.name();
+    match event {
+        SessionEvent::SessionStarted { session_id } => {
+            json!({"type": name, "sessionId": session_id})
+        }
+        SessionEvent::TranscriptPartial { text } | SessionEvent::TranscriptFinal { text } => {
+            json!({"type": name, "text": text})
+        }
+        SessionEvent::AgentTextDelta { response_id, text } => {
+            json!({"type": name, "responseId": response_id, "text": text})
+        }
+        SessionEvent::AgentAudioStart { response_id }
+        | SessionEvent::AudioClear { response_id } => {
+            json!({"type": name, "responseId": response_id})
+        }
+        SessionEvent::AgentAudioEnd {
+            response_id,
+            interrupted,
+        } => json!({"type": name, "responseId": response_id, "interrupted": interrupted}),
+        SessionEvent::ToolCall(call) => json!({
+            "type": name, "id": call.id, "name": call.name,
+            "arguments": serde_json::from_str::<Value>(&call.arguments).unwrap_or(Value::Null),
+        }),
+        SessionEvent::ToolResult {
+            call_id,
+            name: tool,
+            output,
+            is_error,
+            duration_ms,
+        } => {
+            json!({"type": name, "id": call_id, "name": tool, "output": output, "isError": is_error, "durationMs": duration_ms})
+        }
+        SessionEvent::TurnMetrics(turn) => json!({
+            "type": name, "index": turn.index, "speaker": turn.speaker.as_str(), "text": turn.text,
+            "startMs": turn.start_ms, "endMs": turn.end_ms, "sttMs": turn.stt_ms, "llmMs": turn.llm_ms,
+            "ttsMs": turn.tts_ms, "interrupted": turn.interrupted, "error": turn.error,
+            "latencyMs": turn.latency.map(|l| l.total_ms),
+        }),
+        SessionEvent::Error { code, message } => {
+            json!({"type": name, "code": code, "message": message})
+        }
+        SessionEvent::SessionEnded(summary) => json!({
+            "type": name, "totalDurationMs": summary.total_duration_ms,
+            "avgTurnLatencyMs": summary.avg_turn_latency_ms, "turns": summary.turns,
+            "toolExecutions": summary.tool_executions,
+        }),
+    }
+}

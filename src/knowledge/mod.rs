@@ -1,0 +1,8 @@
+//! Knowledge collections: chunking documents, readable text from web pages, and the vector
+//! index searched for retrieval. The index registry that caches one index per collection is
+//! `registry::knowledge`; documents and chunks are stored by `store::documents`.
+
+pub mod chunking;
+pub mod html;
+pub mod index;
+pub mod search;

@@ -1,0 +1,81 @@
+//! `ConversationRegistry`: stored chat conversations. Loads a conversation with its recent
+//! messages for a turn and records each finished turn in one transaction.
+
+use actix::prelude::*;
+
+use crate::error::ApiError;
+use crate::store::conversations::{self, ConversationRow, MessageRow};
+use crate::store::Db;
+use crate::time::now_ms;
+
+/// Messages of history a turn sees.
+pub const HISTORY_MESSAGES: i64 = 24;
+
+pub struct ConversationRegistry {
+    db: Db,
+}
+
+impl ConversationRegistry {
+    pub fn new(db: Db) -> Self {
+        Self { db }
+    }
+}
+
+impl Actor for ConversationRegistry {
+    type Context = Context<Self>;
+}
+
+/// A developer's conversation with an agent and its recent messages, oldest first.
+#[derive(Message)]
+#[rtype(result = "Result<(ConversationRow, Vec<MessageRow>), ApiError>")]
+pub struct LoadConversation {
+    pub developer_id: String,
+    pub agent_id: String,
+    pub conversation_id: String,
+}
+
+impl Handler<LoadConversation> for ConversationRegistry {
+    type Result = ResponseFuture<Result<(ConversationRow, Vec<MessageRow>), ApiError>>;
+
+    fn handle(&mut self, msg: LoadConversation, _: &mut Context<Self>) -> Self::Result {
+        let db = self.db.clone();
+        Box::pin(async move {
+            let row =
+                conversations::get(&db, &msg.developer_id, &msg.agent_id, &msg.conversation_id)
+                    .await?
+                    .ok_or_else(|| ApiError::not_found("conversation", &msg.conversation_id))?;
+            let messages = conversations::recent_messages(&db, &row.id, HISTORY_MESSAGES).await?;
+            Ok((row, messages))
+        })
+    }
+}
+
+/// Records a finished turn (creating the conversation on its first).
+#[derive(Message)]
+#[rtype(result = "Result<(), ApiError>")]
+pub struct SaveTurn {
+    pub conversation: ConversationRow,
+    pub is_new: bool,
+    pub messages: Vec<MessageRow>,
+    pub ended: bool,
+}
+
+impl Handler<SaveTurn> for ConversationRegistry {
+    type Result = ResponseFuture<Result<(), ApiError>>;
+
+    fn handle(&mut self, msg: SaveTurn, _: &mut Context<Self>) -> Self::Result {
+        let db = self.db.clone();
+        Box::pin(async move {
+            conversations::append_turn(
+                &db,
+                &msg.conversation,
+                msg.is_new,
+                &msg.messages,
+                msg.ended,
+                now_ms(),
+            )
+            .await?;
+            Ok(())
+        })
+    }
+}

@@ -1,0 +1,240 @@
+//! `KnowledgeIndex`: one in-memory vector index per collection, built from storage on first
+//! use, kept in an LRU of collections, and updated in place on ingest and document delete.
+//! Searches run on the blocking pool under a read lock, so the actor only hands out indexes
+//! and never computes. On PostgreSQL with several nodes a cached index is rebuilt after 30 ×
+//! `registry.shared_cache_ttl_ms` (30 s by default), so documents ingested or deleted on
+//! another node show in this node's searches within that time.
+
+use std::sync::{Arc, RwLock};
+
+use actix::prelude::*;
+
+use super::cache::RegistryCache;
+use crate::config::RegistryConfig;
+use crate::error::ApiError;
+use crate::knowledge::index::{ChunkRef, VectorIndex};
+use crate::store::documents::{self, ChunkRow, DocumentRow};
+use crate::store::Db;
+
+/// Collections whose indexes are kept in memory.
+const CACHED_COLLECTIONS: usize = 256;
+
+pub type SharedIndex = Arc<RwLock<VectorIndex>>;
+
+pub struct KnowledgeIndex {
+    db: Db,
+    dimensions: usize,
+    cache: RegistryCache<String, SharedIndex>,
+}
+
+impl KnowledgeIndex {
+    pub fn new(db: Db, dimensions: usize, config: &RegistryConfig) -> Self {
+        let ttl = config.cache_ttl(db.backend()).map(|t| t * 30);
+        Self {
+            db,
+            dimensions,
+            cache: RegistryCache::new(CACHED_COLLECTIONS, ttl),
+        }
+    }
+}
+
+impl Actor for KnowledgeIndex {
+    type Context = Context<Self>;
+}
+
+/// The index of a collection (whose ownership the caller has checked).
+#[derive(Message)]
+#[rtype(result = "Result<SharedIndex, ApiError>")]
+pub struct IndexOf {
+    pub collection_id: String,
+}
+
+impl Handler<IndexOf> for KnowledgeIndex {
+    type Result = ResponseActFuture<Self, Result<SharedIndex, ApiError>>;
+
+    fn handle(&mut self, msg: IndexOf, _: &mut Context<Self>) -> Self::Result {
+        if let Some(index) = self.cache.get(&msg.collection_id) {
+            return Box::pin(fut::ready(Ok(index)));
+        }
+        let db = self.db.clone();
+        let dimensions = self.dimensions;
+        let generation = self.cache.generation();
+        let collection = msg.collection_id;
+        Box::pin(
+            async move {
+                let rows = documents::vectors(&db, &collection).await?;
+                let index = tokio::task::spawn_blocking(move || {
+                    let mut index = VectorIndex::new(dimensions);
+                    for (document_id, chunk_index, bytes) in rows {
+                        let vector = documents::floats_of(&bytes);
+                        index.add(
+                            ChunkRef {
+                                document_id,
+                                chunk_index,
+                            },
+                            &vector,
+                        );
+                    }
+                    index
+                })
+                .await
+                .map_err(|_| ApiError::Internal("building a search index failed".into()))?;
+                Ok::<_, ApiError>((collection, Arc::new(RwLock::new(index))))
+            }
+            .into_actor(self)
+            .map(move |result, registry, _| {
+                let (collection, index) = result?;
+                registry.cache.fill(generation, collection, index.clone());
+                Ok(index)
+            }),
+        )
+    }
+}
+
+/// Stores a document with its chunks in one transaction, then adds its vectors to the
+/// collection's index if it is loaded. Answers false when the collection is gone.
+#[derive(Message)]
+#[rtype(result = "Result<bool, ApiError>")]
+pub struct StoreDocument {
+    pub document: DocumentRow,
+    pub chunks: Vec<ChunkRow>,
+    pub vectors: Vec<Vec<f32>>,
+}
+
+impl Handler<StoreDocument> for KnowledgeIndex {
+    type Result = ResponseActFuture<Self, Result<bool, ApiError>>;
+
+    fn handle(&mut self, msg: StoreDocument, _: &mut Context<Self>) -> Self::Result {
+        let db = self.db.clone();
+        Box::pin(
+            async move {
+                let stored = documents::insert(&db, &msg.document, &msg.chunks).await?;
+                Ok::<_, ApiError>((stored, msg))
+            }
+            .into_actor(self)
+            .map(|result, registry, _| {
+                let (stored, msg) = result?;
+                if stored {
+                    registry.add_vectors(&msg.document, msg.chunks, msg.vectors);
+                }
+                Ok(stored)
+            }),
+        )
+    }
+}
+
+impl KnowledgeIndex {
+    fn add_vectors(
+        &mut self,
+        document: &DocumentRow,
+        chunks: Vec<ChunkRow>,
+        vectors: Vec<Vec<f32>>,
+    ) {
+        let collection = &document.collection_id;
+        let Some(index) = self.cache.get(collection) else {
+            // A build in flight may have read storage before this document: drop it.
+            self.cache.invalidate(collection);
+            return;
+        };
+        let poisoned = match index.write() {
+            Ok(mut index) => {
+                for (chunk, vector) in chunks.iter().zip(&vectors) {
+                    index.add(
+                        ChunkRef {
+                            document_id: document.id.clone(),
+                            chunk_index: chunk.chunk_index,
+                        },
+                        vector,
+                    );
+                }
+                false
+            }
+            Err(_) => true,
+        };
+        if poisoned {
+            self.cache.invalidate(collection);
+        }
+    }
+}
+
+/// Deletes a document of a developer's collection; its vectors leave the index at once.
+/// Answers whether it existed.
+#[derive(Message)]
+#[rtype(result = "Result<bool, ApiError>")]
+pub struct DeleteDocument {
+    pub developer_id: String,
+    pub collection_id: String,
+    pub document_id: String,
+}
+
+impl Handler<DeleteDocument> for KnowledgeIndex {
+    type Result = ResponseActFuture<Self, Result<bool, ApiError>>;
+
+    fn handle(&mut self, msg: DeleteDocument, _: &mut Context<Self>) -> Self::Result {
+        let db = self.db.clone();
+        Box::pin(
+            async move {
+                let deleted =
+                    documents::delete(&db, &msg.developer_id, &msg.collection_id, &msg.document_id)
+                        .await?;
+                Ok::<_, ApiError>((deleted, msg))
+            }
+            .into_actor(self)
+            .map(|result, registry, _| {
+                let (deleted, msg) = result?;
+                if deleted {
+                    let removed = registry.cache.get(&msg.collection_id).is_some_and(|index| {
+                        match index.write() {
+                            Ok(mut index) => {
+                                index.remove_document(&msg.document_id);
+                                true
+                            }
+                            Err(_) => false,
+                        }
+                    });
+                    if !removed {
+                        registry.cache.invalidate(&msg.collection_id);
+                    }
+                }
+                Ok(deleted)
+            }),
+        )
+    }
+}
+
+/// The text and metadata of chunks found by a search, by (document id, chunk index).
+#[derive(Message)]
+#[rtype(result = "Result<Vec<(String, i32, String, String)>, ApiError>")]
+pub struct ChunkTexts {
+    pub collection_id: String,
+    pub chunks: Vec<ChunkRef>,
+}
+
+impl Handler<ChunkTexts> for KnowledgeIndex {
+    type Result = ResponseFuture<Result<Vec<(String, i32, String, String)>, ApiError>>;
+
+    fn handle(&mut self, msg: ChunkTexts, _: &mut Context<Self>) -> Self::Result {
+        let db = self.db.clone();
+        Box::pin(async move {
+            let document_ids: Vec<String> =
+                msg.chunks.iter().map(|c| c.document_id.clone()).collect();
+            let indices: Vec<i32> = msg.chunks.iter().map(|c| c.chunk_index).collect();
+            Ok(documents::chunk_texts(&db, &msg.collection_id, &document_ids, &indices).await?)
+        })
+    }
+}
+
+/// A collection was deleted: its index is dropped.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct CollectionDropped {
+    pub collection_id: String,
+}
+
+impl Handler<CollectionDropped> for KnowledgeIndex {
+    type Result = ();
+
+    fn handle(&mut self, msg: CollectionDropped, _: &mut Context<Self>) {
+        self.cache.invalidate(&msg.collection_id);
+    }
+}

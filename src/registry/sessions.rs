@@ -1,0 +1,154 @@
+//! `SessionRegistry`: real-time session records. Creates them when a session is set up,
+//! claims a pending one when its stream connects (once), records turns as they finish and the
+//! summary when the session ends, and serves the observability reads. Writes from live
+//! sessions arrive as fire-and-forget messages, so a session never waits for storage.
+
+use actix::prelude::*;
+
+use super::{cursor_position, Page, PageRequest};
+use crate::error::ApiError;
+use crate::store::sessions::{self, SessionEnd, SessionRow, TurnRow};
+use crate::store::Db;
+use crate::time::now_ms;
+
+pub struct SessionRegistry {
+    db: Db,
+}
+
+impl SessionRegistry {
+    pub fn new(db: Db) -> Self {
+        Self { db }
+    }
+}
+
+impl Actor for SessionRegistry {
+    type Context = Context<Self>;
+}
+
+#[derive(Message)]
+#[rtype(result = "Result<(), ApiError>")]
+pub struct CreateSession(pub SessionRow);
+
+impl Handler<CreateSession> for SessionRegistry {
+    type Result = ResponseFuture<Result<(), ApiError>>;
+
+    fn handle(&mut self, msg: CreateSession, _: &mut Context<Self>) -> Self::Result {
+        let db = self.db.clone();
+        Box::pin(async move { Ok(sessions::insert(&db, &msg.0).await?) })
+    }
+}
+
+/// Claims a pending session for the stream that just connected; `None` if it is unknown or
+/// was claimed before (a reused token).
+#[derive(Message)]
+#[rtype(result = "Result<Option<SessionRow>, ApiError>")]
+pub struct ClaimSession {
+    pub session_id: String,
+    pub call_sid: Option<String>,
+}
+
+impl Handler<ClaimSession> for SessionRegistry {
+    type Result = ResponseFuture<Result<Option<SessionRow>, ApiError>>;
+
+    fn handle(&mut self, msg: ClaimSession, _: &mut Context<Self>) -> Self::Result {
+        let db = self.db.clone();
+        Box::pin(async move {
+            Ok(sessions::activate(&db, &msg.session_id, msg.call_sid.as_deref(), now_ms()).await?)
+        })
+    }
+}
+
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct RecordTurn(pub TurnRow);
+
+impl Handler<RecordTurn> for SessionRegistry {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, msg: RecordTurn, _: &mut Context<Self>) -> Self::Result {
+        let db = self.db.clone();
+        Box::pin(async move {
+            if let Err(e) = sessions::add_turn(&db, &msg.0).await {
+                tracing::error!(session = %msg.0.session_id, "could not record a turn: {e}");
+            }
+        })
+    }
+}
+
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct EndSession {
+    pub session_id: String,
+    pub end: SessionEnd,
+}
+
+impl Handler<EndSession> for SessionRegistry {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, msg: EndSession, _: &mut Context<Self>) -> Self::Result {
+        let db = self.db.clone();
+        Box::pin(async move {
+            if let Err(e) = sessions::finish(&db, &msg.session_id, &msg.end).await {
+                tracing::error!(session = %msg.session_id, "could not record a session's end: {e}");
+            }
+        })
+    }
+}
+
+/// A developer's session with its turns, by session id or Twilio call SID.
+#[derive(Message)]
+#[rtype(result = "Result<(SessionRow, Vec<TurnRow>), ApiError>")]
+pub struct GetSession {
+    pub developer_id: String,
+    pub lookup: SessionLookup,
+}
+
+pub enum SessionLookup {
+    Id(String),
+    CallSid(String),
+}
+
+impl Handler<GetSession> for SessionRegistry {
+    type Result = ResponseFuture<Result<(SessionRow, Vec<TurnRow>), ApiError>>;
+
+    fn handle(&mut self, msg: GetSession, _: &mut Context<Self>) -> Self::Result {
+        let db = self.db.clone();
+        Box::pin(async move {
+            let row = match &msg.lookup {
+                SessionLookup::Id(id) => sessions::get(&db, &msg.developer_id, id)
+                    .await?
+                    .ok_or_else(|| ApiError::not_found("session", id))?,
+                SessionLookup::CallSid(sid) => sessions::by_call_sid(&db, &msg.developer_id, sid)
+                    .await?
+                    .ok_or_else(|| ApiError::not_found("call", sid))?,
+            };
+            let turns = sessions::turns_of(&db, &row.id).await?;
+            Ok((row, turns))
+        })
+    }
+}
+
+#[derive(Message)]
+#[rtype(result = "Result<Page<SessionRow>, ApiError>")]
+pub struct ListSessions {
+    pub developer_id: String,
+    pub agent_id: Option<String>,
+    pub page: PageRequest,
+}
+
+impl Handler<ListSessions> for SessionRegistry {
+    type Result = ResponseFuture<Result<Page<SessionRow>, ApiError>>;
+
+    fn handle(&mut self, msg: ListSessions, _: &mut Context<Self>) -> Self::Result {
+        let db = self.db.clone();
+        Box::pin(async move {
+            let dev = &msg.developer_id;
+            let cursor = msg.page.cursor.as_deref();
+            let after =
+                cursor_position(cursor, sessions::seq_of(&db, dev, cursor.unwrap_or(""))).await?;
+            let rows = sessions::list(&db, dev, msg.agent_id.as_deref(), after, msg.page.limit + 1)
+                .await?;
+            Ok(Page::from_rows(rows, msg.page.limit, |row| &row.id))
+        })
+    }
+}

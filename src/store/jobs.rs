@@ -1,0 +1,97 @@
+//! Queries on asynchronous transcription jobs.
+
+use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
+
+use super::schema::transcription_jobs;
+use super::{Db, StoreResult};
+use crate::db_run;
+
+pub const STATUS_PROCESSING: &str = "processing";
+pub const STATUS_COMPLETED: &str = "completed";
+pub const STATUS_FAILED: &str = "failed";
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
+#[diesel(table_name = transcription_jobs)]
+pub struct JobRow {
+    pub id: String,
+    pub developer_id: String,
+    pub node_id: String,
+    pub status: String,
+    /// JSON of the job's request (options and source).
+    pub request: String,
+    pub audio_path: Option<String>,
+    /// JSON of the transcription result, once completed.
+    pub result: Option<String>,
+    pub error: Option<String>,
+    pub created_at: i64,
+    pub completed_at: Option<i64>,
+}
+
+pub async fn insert(db: &Db, row: &JobRow) -> StoreResult<()> {
+    db_run!(db, |conn| {
+        diesel::insert_into(transcription_jobs::table)
+            .values(row)
+            .execute(conn)
+            .await?;
+        Ok(())
+    })
+}
+
+/// A developer's job; another developer's id is not found.
+pub async fn get(db: &Db, developer: &str, id: &str) -> StoreResult<Option<JobRow>> {
+    db_run!(db, |conn| {
+        Ok(transcription_jobs::table
+            .filter(transcription_jobs::id.eq(id))
+            .filter(transcription_jobs::developer_id.eq(developer))
+            .select(JobRow::as_select())
+            .first(conn)
+            .await
+            .optional()?)
+    })
+}
+
+/// This node's jobs still processing, oldest first: at start-up, those its previous run left
+/// unfinished.
+pub async fn unfinished(db: &Db, node: &str) -> StoreResult<Vec<JobRow>> {
+    db_run!(db, |conn| {
+        Ok(transcription_jobs::table
+            .filter(transcription_jobs::node_id.eq(node))
+            .filter(transcription_jobs::status.eq(STATUS_PROCESSING))
+            .order(transcription_jobs::seq.asc())
+            .select(JobRow::as_select())
+            .load(conn)
+            .await?)
+    })
+}
+
+/// Records the end of a job: `completed` with its result JSON or `failed` with a reason. Only
+/// a job still processing changes, so a job finishes once.
+pub async fn finish(
+    db: &Db,
+    id: &str,
+    outcome: Result<String, String>,
+    at: i64,
+) -> StoreResult<bool> {
+    use transcription_jobs as t;
+    let (status, result, error) = match outcome {
+        Ok(result) => (STATUS_COMPLETED, Some(result), None),
+        Err(reason) => (STATUS_FAILED, None, Some(reason)),
+    };
+    db_run!(db, |conn| {
+        let changed = diesel::update(
+            t::table
+                .filter(t::id.eq(id))
+                .filter(t::status.eq(STATUS_PROCESSING)),
+        )
+        .set((
+            t::status.eq(status),
+            t::result.eq(result.clone()),
+            t::error.eq(error.clone()),
+            t::completed_at.eq(Some(at)),
+        ))
+        .execute(conn)
+        .await?;
+        Ok(changed == 1)
+    })
+}

@@ -1,0 +1,263 @@
+//! The Twilio Media Streams transport (protocols.md §1): reads `connected`, `start`, `media`,
+//! `mark`, `dtmf` and `stop` from the socket, checks the relay token in `start`, starts a
+//! `CallSession`, feeds it the caller's audio, and writes the session's audio, marks and
+//! clears back as Twilio `media`, `mark` and `clear` messages, in order.
+//!
+//! Tolerant by design: numbers may arrive as strings, unknown events are ignored, malformed
+//! JSON or base64 is logged and skipped. A forged, expired or reused token closes the stream
+//! before any audio is sent.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::prelude::*;
+use actix_ws::{CloseCode, CloseReason, Message as WsMessage, MessageStream, Session as WsSession};
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine as _;
+use bytes::Bytes;
+use futures_util::StreamExt;
+use serde_json::{json, Value};
+use switchboard_actors::session::{
+    AgentProfile, AudioIn, CallSession, Dtmf, Hangup, PlaybackMark, SessionConfig, SessionEngines,
+    SessionHandle, SessionObserver, SessionOutput, TransportClosed,
+};
+use tokio::sync::mpsc;
+
+use super::token::{RelayClaims, TokenSigner};
+use crate::registry::sessions::{ClaimSession, SessionRegistry};
+use crate::time::now_ms;
+
+/// How long a new stream may take to send `start`.
+const START_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Builds what a session needs from its verified claims (the agent's profile and engines).
+pub trait SessionFactory: Send + Sync + 'static {
+    fn build(
+        &self,
+        claims: RelayClaims,
+    ) -> Pin<Box<dyn Future<Output = Result<(AgentProfile, SessionEngines), String>> + Send>>;
+}
+
+/// What the transport needs from the server.
+#[derive(Clone)]
+pub struct StreamContext {
+    pub signer: TokenSigner,
+    pub sessions: Addr<SessionRegistry>,
+    pub factory: Arc<dyn SessionFactory>,
+    pub observer: Arc<dyn SessionObserver>,
+}
+
+/// Forwards the session's output into the socket writer's queue, keeping its order.
+struct OutputForwarder {
+    tx: mpsc::UnboundedSender<SessionOutput>,
+}
+
+impl Actor for OutputForwarder {
+    type Context = Context<Self>;
+}
+
+impl Handler<SessionOutput> for OutputForwarder {
+    type Result = ();
+
+    fn handle(&mut self, msg: SessionOutput, ctx: &mut Context<Self>) {
+        if self.tx.send(msg).is_err() {
+            // The socket is gone: stopping tells the session its output is dead.
+            ctx.stop();
+        }
+    }
+}
+
+/// A field that Twilio may send as a number or a string.
+fn text_of(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// Runs one media stream to its end.
+pub async fn run(context: StreamContext, socket: WsSession, mut messages: MessageStream) {
+    let mut writer_socket = socket.clone();
+    let (out_tx, mut out_rx) = mpsc::unbounded_channel::<SessionOutput>();
+    let deadline = tokio::time::sleep(START_TIMEOUT);
+    tokio::pin!(deadline);
+
+    // Until `start`: only `connected` is expected.
+    let start = loop {
+        tokio::select! {
+            _ = &mut deadline => {
+                close(socket, CloseCode::Policy, "no start message").await;
+                return;
+            }
+            message = messages.next() => {
+                let Some(Ok(message)) = message else { return };
+                match message {
+                    WsMessage::Text(text) => {
+                        let Ok(event) = serde_json::from_str::<Value>(&text) else {
+                            tracing::warn!("media stream: skipped a malformed message");
+                            continue;
+                        };
+                        if event["event"] == "start" {
+                            break event;
+                        }
+                    }
+                    WsMessage::Ping(bytes) => {
+                        let mut s = socket.clone();
+                        let _ = s.pong(&bytes).await;
+                    }
+                    WsMessage::Close(_) => return,
+                    _ => {}
+                }
+            }
+        }
+    };
+
+    let start_info = &start["start"];
+    let stream_sid = text_of(&start["streamSid"])
+        .or_else(|| text_of(&start_info["streamSid"]))
+        .unwrap_or_default();
+    let call_sid = text_of(&start_info["callSid"]);
+    let token = start_info["customParameters"]["token"]
+        .as_str()
+        .unwrap_or("");
+    let claims = match context.signer.verify(token, now_ms()) {
+        Ok(claims) => claims,
+        Err(e) => {
+            tracing::warn!("media stream refused: {e}");
+            close(socket, CloseCode::Policy, "invalid relay token").await;
+            return;
+        }
+    };
+    let claimed = context
+        .sessions
+        .send(ClaimSession {
+            session_id: claims.sid.clone(),
+            call_sid: call_sid.clone(),
+        })
+        .await;
+    if !matches!(claimed, Ok(Ok(Some(_)))) {
+        tracing::warn!(session = %claims.sid, "media stream refused: the token was already used");
+        close(socket, CloseCode::Policy, "relay token already used").await;
+        return;
+    }
+    let session_id = claims.sid.clone();
+    let (profile, engines) = match context.factory.build(claims).await {
+        Ok(built) => built,
+        Err(reason) => {
+            tracing::error!(session = %session_id, "cannot start the call: {reason}");
+            close(socket, CloseCode::Error, "the agent is not available").await;
+            return;
+        }
+    };
+    let forwarder = OutputForwarder { tx: out_tx }.start();
+    // Held until the stream ends: the session lives as long as the call.
+    let handle: SessionHandle = match CallSession::start(
+        SessionConfig::twilio(session_id.clone(), profile),
+        engines,
+        forwarder.recipient(),
+        context.observer.clone(),
+    ) {
+        Ok(started) => started,
+        Err(e) => {
+            tracing::error!(session = %session_id, "cannot start the call: {e}");
+            close(socket, CloseCode::Error, "the session could not start").await;
+            return;
+        }
+    };
+    let session = handle.addr().clone();
+
+    loop {
+        tokio::select! {
+            output = out_rx.recv() => {
+                let Some(output) = output else { break };
+                let message = match output {
+                    SessionOutput::Audio(audio) => json!({
+                        "event": "media",
+                        "streamSid": stream_sid,
+                        "media": {"payload": BASE64.encode(&audio)},
+                    }),
+                    SessionOutput::Mark(name) => json!({
+                        "event": "mark",
+                        "streamSid": stream_sid,
+                        "mark": {"name": name},
+                    }),
+                    SessionOutput::Clear => json!({"event": "clear", "streamSid": stream_sid}),
+                    // Twilio has no channel for events; they are logged.
+                    SessionOutput::Event(event) => {
+                        tracing::debug!(session = %session_id, "{}", event.name());
+                        continue;
+                    }
+                    SessionOutput::Ended => break,
+                };
+                if writer_socket.text(message.to_string()).await.is_err() {
+                    session.do_send(TransportClosed);
+                    break;
+                }
+            }
+            incoming = messages.next() => {
+                match incoming {
+                    Some(Ok(WsMessage::Text(text))) => {
+                        let Ok(event) = serde_json::from_str::<Value>(&text) else {
+                            tracing::warn!(session = %session_id, "media stream: skipped a malformed message");
+                            continue;
+                        };
+                        match event["event"].as_str().unwrap_or("") {
+                            "media" => {
+                                let payload = event["media"]["payload"].as_str().unwrap_or("");
+                                // Only the caller's track is ours to hear.
+                                let track = event["media"]["track"].as_str().unwrap_or("inbound");
+                                if track != "inbound" {
+                                    continue;
+                                }
+                                match BASE64.decode(payload) {
+                                    Ok(audio) => session.do_send(AudioIn(Bytes::from(audio))),
+                                    Err(_) => tracing::warn!(session = %session_id, "media stream: skipped bad base64"),
+                                }
+                            }
+                            "mark" => {
+                                if let Some(name) = event["mark"]["name"].as_str() {
+                                    session.do_send(PlaybackMark { name: name.to_string() });
+                                }
+                            }
+                            "dtmf" => {
+                                let digit = text_of(&event["dtmf"]["digit"]).and_then(|d| d.chars().next());
+                                if let Some(digit) = digit {
+                                    session.do_send(Dtmf { digit });
+                                }
+                            }
+                            "stop" => session.do_send(Hangup),
+                            _ => {}
+                        }
+                    }
+                    Some(Ok(WsMessage::Ping(bytes))) => {
+                        let _ = writer_socket.pong(&bytes).await;
+                    }
+                    Some(Ok(WsMessage::Close(_))) | None | Some(Err(_)) => {
+                        session.do_send(TransportClosed);
+                        // Keep draining output until the session says it ended.
+                        while let Some(output) = out_rx.recv().await {
+                            if matches!(output, SessionOutput::Ended) {
+                                break;
+                            }
+                        }
+                        return;
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    close(writer_socket, CloseCode::Normal, "the call ended").await;
+}
+
+async fn close(socket: WsSession, code: CloseCode, description: &str) {
+    let _ = socket
+        .close(Some(CloseReason {
+            code,
+            description: Some(description.to_string()),
+        }))
+        .await;
+}

@@ -1,0 +1,108 @@
+"""Drives the OpenAI-compatible audio routes with the official `openai` Python client, as a
+user switching their base URL would. Exits non-zero on the first broken expectation.
+
+Environment: SWITCHBOARD_BASE_URL (…/v1), SWITCHBOARD_API_KEY, FIXTURES (the audio fixtures
+directory).
+"""
+
+import io
+import os
+import re
+import sys
+import wave
+
+import openai
+
+client = openai.OpenAI(
+    base_url=os.environ["SWITCHBOARD_BASE_URL"],
+    api_key=os.environ["SWITCHBOARD_API_KEY"],
+    max_retries=0,
+    timeout=120,
+)
+fixtures = os.environ["FIXTURES"]
+jfk = os.path.join(fixtures, "jfk.flac")
+
+
+def check(condition, message):
+    if not condition:
+        print(f"FAILED: {message}", file=sys.stderr)
+        sys.exit(1)
+
+
+def words(text):
+    return re.sub(r"[^a-z' ]", " ", text.lower()).split()
+
+
+# Speech: WAV bytes that decode, at 24 kHz mono 16-bit.
+speech = client.audio.speech.create(
+    model="tts-1", voice="alloy", input="Hello from the speech endpoint.", response_format="wav"
+)
+audio = speech.read()
+with wave.open(io.BytesIO(audio)) as wav:
+    check(wav.getframerate() == 24000, f"wav rate {wav.getframerate()}")
+    check(wav.getnchannels() == 1 and wav.getsampwidth() == 2, "wav shape")
+
+# Speech as headerless PCM and MP3, streamed.
+with client.audio.speech.with_streaming_response.create(
+    model="gpt-4o-mini-tts", voice="nova", input="Streaming works too.", response_format="pcm"
+) as response:
+    pcm = b"".join(response.iter_bytes())
+check(len(pcm) > 24000 and len(pcm) % 2 == 0, f"pcm length {len(pcm)}")
+mp3 = client.audio.speech.create(model="tts-1-hd", voice="onyx", input="An MP3 file.").read()
+check(mp3[:3] == b"ID3" or (mp3[0] == 0xFF and (mp3[1] & 0xE0) == 0xE0), "mp3 frame sync")
+
+# Transcription: plain JSON.
+with open(jfk, "rb") as f:
+    result = client.audio.transcriptions.create(model="whisper-1", file=f)
+check("ask not what your country can do for you" in result.text.lower(), result.text)
+
+# Verbose JSON with word and segment timestamps.
+with open(jfk, "rb") as f:
+    verbose = client.audio.transcriptions.create(
+        model="gpt-4o-mini-transcribe",
+        file=f,
+        response_format="verbose_json",
+        timestamp_granularities=["word", "segment"],
+        language="en",
+    )
+check(verbose.language == "english", f"language {verbose.language}")
+check(abs(verbose.duration - 11.0) < 0.3, f"duration {verbose.duration}")
+check(len(verbose.segments) >= 1 and verbose.segments[0].start >= 0, "segments")
+check(len(verbose.words) >= 15, f"{len(verbose.words)} words")
+check(any("country" in w.word.lower() for w in verbose.words), "the word country")
+
+# Text, SRT and WebVTT come back as strings.
+with open(jfk, "rb") as f:
+    text = client.audio.transcriptions.create(model="whisper-1", file=f, response_format="text")
+check(isinstance(text, str) and "americans" in text.lower(), repr(text))
+with open(jfk, "rb") as f:
+    srt = client.audio.transcriptions.create(model="whisper-1", file=f, response_format="srt")
+check(re.search(r"^1\n00:00:\d\d,\d{3} --> 00:00:\d\d,\d{3}\n", srt), repr(srt[:80]))
+with open(jfk, "rb") as f:
+    vtt = client.audio.transcriptions.create(model="whisper-1", file=f, response_format="vtt")
+check(vtt.startswith("WEBVTT") and "-->" in vtt, repr(vtt[:80]))
+
+# Errors arrive as the client's own exception types, with OpenAI's error fields.
+try:
+    client.audio.transcriptions.create(model="whisper-1", file=("big.wav", b"\0" * (25 * 1024 * 1024 + 1)))
+    check(False, "an upload over 25 MB was accepted")
+except openai.APIStatusError as e:
+    check(e.status_code == 413, f"status {e.status_code}")
+try:
+    client.audio.speech.create(model="tts-1", voice="alloy", input="x", response_format="flac")
+    check(False, "flac was accepted")
+except openai.BadRequestError as e:
+    check(e.param == "response_format", f"param {e.param}")
+try:
+    client.audio.transcriptions.create(model="whisper-1", file=("notes.txt", b"plain words " * 100))
+    check(False, "a text file was transcribed")
+except openai.BadRequestError as e:
+    check(e.param == "file", f"param {e.param}")
+bad = openai.OpenAI(base_url=os.environ["SWITCHBOARD_BASE_URL"], api_key="sb_live_wrong", max_retries=0)
+try:
+    bad.audio.speech.create(model="tts-1", voice="alloy", input="x")
+    check(False, "a wrong key was accepted")
+except openai.AuthenticationError as e:
+    check(e.code == "invalid_api_key", f"code {e.code}")
+
+print("openai client: all checks passed")

@@ -1,0 +1,485 @@
+//! The speech endpoints as a client uses them: synthesis in every format, transcription of
+//! real recordings (upload and URL), diarization, asynchronous jobs that survive a restart,
+//! and every documented limit.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use reqwest::multipart::{Form, Part};
+use serde_json::{json, Value};
+use switchboard::media::decode;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const JFK: &str = "And so my fellow Americans, ask not what your country can do for you, ask what you can do for your country.";
+const LEFT: &str = "He began a confused complaint against the wizard, who had vanished behind the curtain on the left.";
+const RIGHT: &str = "The horizon seems extremely distant.";
+const SENTENCE: &str = "The quick brown fox jumps over the lazy dog near the river bank.";
+
+fn upload(bytes: Vec<u8>, filename: &str) -> Form {
+    Form::new().part("file", Part::bytes(bytes).file_name(filename.to_string()))
+}
+
+async fn transcribe_form(server: &Server, form: Form) -> (u16, Value) {
+    call(
+        server
+            .request(reqwest::Method::POST, "/v1/transcribe", server.key())
+            .multipart(form),
+    )
+    .await
+}
+
+async fn synthesize(server: &Server, body: Value) -> reqwest::Response {
+    server
+        .post("/v1/synthesize", server.key(), body)
+        .send()
+        .await
+        .expect("request reaches the server")
+}
+
+fn rms(samples: &[f32]) -> f32 {
+    (samples.iter().map(|s| s * s).sum::<f32>() / samples.len().max(1) as f32).sqrt()
+}
+
+#[tokio::test]
+async fn synthesis_streams_decodable_speech_in_every_format() {
+    let server = Server::start().await;
+    for (format, content_type, rate) in [
+        ("wav", "audio/wav", 24_000),
+        ("mp3", "audio/mpeg", 24_000),
+        ("ogg", "audio/ogg", 48_000),
+    ] {
+        let response = synthesize(&server, json!({"text": SENTENCE, "format": format})).await;
+        assert_eq!(response.status(), 200, "{format}");
+        assert_eq!(response.headers()["content-type"], content_type);
+        assert_eq!(response.headers()["x-provider-used"], "default");
+        assert!(response.headers().contains_key("x-usage-remaining"));
+        let bytes = response.bytes().await.unwrap();
+        let audio = decode(&bytes, Some(format)).unwrap_or_else(|e| panic!("{format}: {e}"));
+        assert_eq!(audio.sample_rate, rate, "{format}");
+        let seconds = audio.duration_seconds();
+        assert!(
+            (1.5..8.0).contains(&seconds),
+            "{format}: {seconds} s of audio"
+        );
+        assert!(rms(&audio.mono()) > 0.01, "{format}: the audio is silent");
+    }
+    // The default format is WAV.
+    let response = synthesize(&server, json!({"text": "Hello there."})).await;
+    assert_eq!(response.headers()["content-type"], "audio/wav");
+}
+
+#[tokio::test]
+async fn speed_changes_how_long_the_speech_lasts() {
+    let server = Server::start().await;
+    let mut durations = Vec::new();
+    for speed in [0.5, 1.0, 2.0] {
+        let response = synthesize(
+            &server,
+            json!({"text": SENTENCE, "speed": speed, "format": "wav"}),
+        )
+        .await;
+        assert_eq!(response.status(), 200);
+        let audio = decode(&response.bytes().await.unwrap(), Some("wav")).unwrap();
+        durations.push(audio.duration_seconds());
+    }
+    assert!(durations[0] > durations[1] * 1.5, "{durations:?}");
+    assert!(durations[2] < durations[1] * 0.7, "{durations:?}");
+}
+
+#[tokio::test]
+async fn synthesized_speech_is_recognised_again() {
+    let server = Server::start().await;
+    for (voice, max_wer) in [("default", 0.15), ("espeak-en", 0.25)] {
+        let response = synthesize(
+            &server,
+            json!({"text": SENTENCE, "voiceId": voice, "format": "wav"}),
+        )
+        .await;
+        assert_eq!(response.status(), 200, "{voice}");
+        let audio = response.bytes().await.unwrap().to_vec();
+        let form = upload(audio, "speech.wav").text("language", "en");
+        let (status, body) = transcribe_form(&server, form).await;
+        assert_eq!(status, 200, "{voice}: {body}");
+        let wer = word_error_rate(SENTENCE, body["text"].as_str().unwrap());
+        assert!(
+            wer <= max_wer,
+            "{voice}: WER {wer:.2} for {:?}",
+            body["text"]
+        );
+    }
+}
+
+#[tokio::test]
+async fn synthesis_refuses_bad_requests_and_names_the_field() {
+    let server = Server::start().await;
+    let long = "a".repeat(10_001);
+    for (body, param) in [
+        (json!({}), "text"),
+        (json!({"text": ""}), "text"),
+        (json!({"text": "   "}), "text"),
+        (json!({"text": long}), "text"),
+        (json!({"text": "hi", "speed": 0.4}), "speed"),
+        (json!({"text": "hi", "speed": 2.1}), "speed"),
+        (json!({"text": "hi", "pitch": 0.0}), "pitch"),
+        (json!({"text": "hi", "format": "flac"}), "format"),
+        (json!({"text": "hi", "provider": "nobody"}), "provider"),
+        (json!({"text": "hi", "voiceId": "no-such-voice"}), "voiceId"),
+        (json!({"text": "hi", "speed": "fast"}), "speed"),
+        (json!({"text": "hi", "colour": "blue"}), ""),
+    ] {
+        let response = synthesize(&server, body.clone()).await;
+        let (status, error) = json_of(response).await;
+        assert_eq!(status, 400, "{body} → {error}");
+        assert_eq!(error_code(&error), "validation_error", "{body}");
+        if !param.is_empty() {
+            assert_eq!(error["error"]["param"], param, "{body} → {error}");
+        }
+    }
+    // A real vendor without a configured key is a distinct, clear error.
+    let (status, error) =
+        json_of(synthesize(&server, json!({"text": "hi", "provider": "elevenlabs"})).await).await;
+    assert_eq!(status, 400);
+    assert_eq!(error_code(&error), "provider_not_configured");
+    assert!(error["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("elevenlabs"));
+}
+
+#[tokio::test]
+async fn a_recording_is_transcribed_in_both_modes_with_timestamps() {
+    let server = Server::start().await;
+    for mode in ["accurate", "fast"] {
+        let form = upload(fixture("jfk.flac"), "jfk.flac").text("mode", mode);
+        let (status, body) = transcribe_form(&server, form).await;
+        assert_eq!(status, 200, "{mode}: {body}");
+        let wer = word_error_rate(JFK, body["text"].as_str().unwrap());
+        assert!(wer <= 0.10, "{mode}: WER {wer:.2}: {}", body["text"]);
+        assert_eq!(body["language"], "en", "{mode}");
+        let duration = body["duration"].as_f64().unwrap();
+        assert!((duration - 11.0).abs() < 0.2, "{mode}: duration {duration}");
+        let segments = body["segments"].as_array().unwrap();
+        assert!(!segments.is_empty());
+        let mut last = 0.0;
+        for segment in segments {
+            let (start, end) = (
+                segment["start"].as_f64().unwrap(),
+                segment["end"].as_f64().unwrap(),
+            );
+            assert!(
+                start >= last - 0.01 && end >= start && end <= duration + 0.5,
+                "{segment}"
+            );
+            last = start;
+            assert!(segment.get("speaker").is_none(), "no speakers unless asked");
+        }
+        assert!(body.get("words").is_none(), "no words unless asked");
+    }
+
+    let form = upload(fixture("jfk.flac"), "jfk.flac")
+        .text("mode", "fast")
+        .text("timestamps", "word");
+    let (status, body) = transcribe_form(&server, form).await;
+    assert_eq!(status, 200, "{body}");
+    let words = body["words"].as_array().expect("words when asked");
+    assert!(words.len() >= 20, "{} words", words.len());
+    let mut last = 0.0;
+    for word in words {
+        let start = word["start"].as_f64().unwrap();
+        assert!(
+            start >= last - 0.01 && word["end"].as_f64().unwrap() >= start,
+            "{word}"
+        );
+        assert!(!word["word"].as_str().unwrap().is_empty());
+        last = start;
+    }
+    assert!(words.iter().any(|w| w["word"]
+        .as_str()
+        .unwrap()
+        .to_lowercase()
+        .contains("country")));
+}
+
+#[tokio::test]
+async fn a_stereo_call_recording_is_split_by_channel() {
+    let server = Server::start().await;
+    let form = upload(fixture("stereo_diarization.wav"), "call.wav")
+        .text("diarize", "true")
+        .text("language", "en");
+    let (status, body) = transcribe_form(&server, form).await;
+    assert_eq!(status, 200, "{body}");
+    let segments = body["segments"].as_array().unwrap();
+    let text_of = |speaker: &str| -> String {
+        segments
+            .iter()
+            .filter(|s| s["speaker"] == speaker)
+            .map(|s| s["text"].as_str().unwrap())
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let (left, right) = (text_of("speaker_1"), text_of("speaker_2"));
+    assert!(word_error_rate(LEFT, &left) <= 0.15, "left channel: {left}");
+    assert!(
+        word_error_rate(RIGHT, &right) <= 0.15,
+        "right channel: {right}"
+    );
+}
+
+/// Serves one file over HTTP on loopback, as an audio host would.
+async fn serve_file(bytes: Vec<u8>) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut socket, _)) = listener.accept().await else {
+                return;
+            };
+            let bytes = bytes.clone();
+            tokio::spawn(async move {
+                let mut request = [0u8; 4096];
+                let _ = socket.read(&mut request).await;
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: audio/flac\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    bytes.len()
+                );
+                let _ = socket.write_all(head.as_bytes()).await;
+                let _ = socket.write_all(&bytes).await;
+            });
+        }
+    });
+    format!("http://{addr}/media/jfk.flac")
+}
+
+#[tokio::test]
+async fn audio_urls_are_fetched_but_internal_addresses_are_refused() {
+    let url = serve_file(fixture("jfk.flac")).await;
+
+    // By default the loopback host may not be fetched, nor metadata or private ones.
+    let server = Server::start().await;
+    for target in [
+        url.clone(),
+        "http://169.254.169.254/latest/meta-data".to_string(),
+        "http://10.0.0.5/a.wav".to_string(),
+        format!(
+            "http://localhost:{}/media/jfk.flac",
+            url.split(':').nth(2).unwrap().split('/').next().unwrap()
+        ),
+        "file:///etc/passwd".to_string(),
+        "not a url".to_string(),
+    ] {
+        let (status, body) =
+            call(server.post("/v1/transcribe", server.key(), json!({"audioUrl": target}))).await;
+        assert_invalid(status, &body, "audioUrl", &target);
+    }
+    let storage = server.stop();
+
+    // An operator can allow their own media host.
+    let server =
+        Server::start_with(storage, &[("SWITCHBOARD__FETCH__ALLOW", "[\"127.0.0.1\"]")]).await;
+    let key = storage_key(&server);
+    let (status, body) = call(server.post(
+        "/v1/transcribe",
+        &key,
+        json!({"audioUrl": url, "mode": "fast", "language": "en"}),
+    ))
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        word_error_rate(JFK, body["text"].as_str().unwrap()) <= 0.10,
+        "{body}"
+    );
+}
+
+/// A key for a restarted server (the bootstrap key is printed only on the first start).
+fn storage_key(server: &Server) -> String {
+    server.storage.create_key("dev_speech")
+}
+
+#[tokio::test]
+async fn transcription_refuses_bad_uploads_with_the_documented_errors() {
+    let server = Server::start().await;
+    let too_big = vec![0u8; 25 * 1024 * 1024 + 1];
+    let (status, body) = transcribe_form(&server, upload(too_big, "big.wav")).await;
+    assert_eq!(status, 413, "{}", short(&body));
+    assert_eq!(error_code(&body), "payload_too_large");
+
+    let text = b"this is not audio, just words in a file. ".repeat(50);
+    let (status, body) = transcribe_form(&server, upload(text, "notes.txt")).await;
+    assert_eq!(status, 415, "{body}");
+    assert_eq!(error_code(&body), "unsupported_media_type");
+
+    let (status, body) = transcribe_form(&server, upload(Vec::new(), "empty.wav")).await;
+    assert_invalid(status, &body, "file", "an empty file");
+
+    let (status, body) = transcribe_form(&server, Form::new().text("mode", "fast")).await;
+    assert_invalid(status, &body, "file", "no file at all");
+
+    for (field, value, param) in [
+        ("mode", "quick", "mode"),
+        ("timestamps", "char", "timestamps"),
+        ("diarize", "maybe", "diarize"),
+        ("language", "english!", "language"),
+        ("language", "xx", "language"),
+        ("speed", "2", "speed"),
+    ] {
+        let form = upload(fixture("stereo_diarization.wav"), "a.wav").text(field, value);
+        let (status, body) = transcribe_form(&server, form).await;
+        assert_invalid(status, &body, param, &format!("{field}={value}"));
+    }
+
+    let (status, body) =
+        call(server.post("/v1/transcribe", server.key(), json!({"mode": "fast"}))).await;
+    assert_invalid(status, &body, "audioUrl", "JSON without audioUrl");
+    let (status, body) = call(
+        server
+            .request(reqwest::Method::POST, "/v1/transcribe", server.key())
+            .header("Content-Type", "text/plain")
+            .body("hello"),
+    )
+    .await;
+    assert_eq!(status, 415, "{body}");
+}
+
+async fn wait_for_job(server: &Server, key: &str, id: &str) -> Value {
+    for _ in 0..600 {
+        let (status, job) = call(server.get(&format!("/v1/transcribe/{id}"), key)).await;
+        assert_eq!(status, 200, "{job}");
+        if job["status"] != "processing" {
+            return job;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("job {id} did not finish");
+}
+
+#[tokio::test]
+async fn async_jobs_complete_fail_and_belong_to_their_developer() {
+    let server = Server::start().await;
+    let form = upload(fixture("jfk.flac"), "jfk.flac").text("mode", "fast");
+    let response = server
+        .request(reqwest::Method::POST, "/v1/transcribe/async", server.key())
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 202);
+    let (_, accepted) = json_of(response).await;
+    assert_eq!(accepted["status"], "processing");
+    assert!(is_iso_millis(&accepted["createdAt"]), "{accepted}");
+    let id = accepted["id"].as_str().unwrap().to_string();
+
+    let stranger = server.storage.create_key("dev_stranger");
+    let (status, body) = call(server.get(&format!("/v1/transcribe/{id}"), &stranger)).await;
+    assert_not_found(status, &body, "another developer's job");
+
+    let job = wait_for_job(&server, server.key(), &id).await;
+    assert_eq!(job["status"], "completed", "{job}");
+    assert!(is_iso_millis(&job["completedAt"]), "{job}");
+    let wer = word_error_rate(JFK, job["result"]["text"].as_str().unwrap());
+    assert!(wer <= 0.10, "{job}");
+    assert!(job["result"]["segments"]
+        .as_array()
+        .is_some_and(|s| !s.is_empty()));
+
+    // Undecodable audio is accepted, then fails with a reason.
+    let form = upload(b"definitely not audio ".repeat(20), "x.mp3");
+    let (status, accepted) = call(
+        server
+            .request(reqwest::Method::POST, "/v1/transcribe/async", server.key())
+            .multipart(form),
+    )
+    .await;
+    assert_eq!(status, 202, "{accepted}");
+    let job = wait_for_job(&server, server.key(), accepted["id"].as_str().unwrap()).await;
+    assert_eq!(job["status"], "failed", "{job}");
+    assert!(
+        job["error"].as_str().is_some_and(|e| e.contains("decoded")),
+        "{job}"
+    );
+    assert!(job.get("result").is_none());
+
+    let (status, body) = call(server.get("/v1/transcribe/job_nope", server.key())).await;
+    assert_not_found(status, &body, "an unknown job");
+}
+
+#[tokio::test]
+async fn a_job_interrupted_by_a_restart_still_completes() {
+    let server = Server::start().await;
+    let key = server.key().to_string();
+    let mut ids = Vec::new();
+    // Several jobs, so some are still queued when the server stops.
+    for _ in 0..3 {
+        let form = upload(fixture("jfk.flac"), "jfk.flac").text("mode", "fast");
+        let (status, accepted) = call(
+            server
+                .request(reqwest::Method::POST, "/v1/transcribe/async", &key)
+                .multipart(form),
+        )
+        .await;
+        assert_eq!(status, 202, "{accepted}");
+        ids.push(accepted["id"].as_str().unwrap().to_string());
+    }
+    let server = server.restart().await;
+    for id in &ids {
+        let job = wait_for_job(&server, &key, id).await;
+        assert_eq!(job["status"], "completed", "{job}");
+        assert!(word_error_rate(JFK, job["result"]["text"].as_str().unwrap()) <= 0.10);
+    }
+}
+
+#[tokio::test]
+async fn openai_style_errors_on_the_compatible_routes() {
+    let server = Server::start().await;
+    let (status, body) = call(server.post(
+        "/v1/audio/speech",
+        server.key(),
+        json!({"input": "hi", "voice": "alloy"}),
+    ))
+    .await;
+    assert_eq!(status, 400);
+    let error = &body["error"];
+    assert_eq!(error["type"], "invalid_request_error", "{body}");
+    assert_eq!(error["param"], "model");
+    assert!(
+        error["message"].is_string() && error.get("code").is_some(),
+        "{body}"
+    );
+    assert!(
+        error.get("requestId").is_none(),
+        "OpenAI's shape only: {body}"
+    );
+
+    let (status, body) = call(server.post(
+        "/v1/audio/speech",
+        "sb_live_not_a_key",
+        json!({"model": "tts-1", "input": "hi", "voice": "alloy"}),
+    ))
+    .await;
+    assert_eq!(status, 401);
+    assert_eq!(body["error"]["code"], "invalid_api_key", "{body}");
+
+    let (status, body) = call(server.post(
+        "/v1/audio/speech",
+        server.key(),
+        json!({"model": "tts-1", "input": "hi", "voice": "alloy", "response_format": "aac"}),
+    ))
+    .await;
+    assert_eq!(status, 400);
+    assert_eq!(body["error"]["param"], "response_format", "{body}");
+
+    let (status, body) = call(server.get("/v1/audio/models", server.key())).await;
+    assert_eq!(status, 200);
+    assert_eq!(body["object"], "list");
+    let ids: Vec<&str> = body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert!(
+        ids.contains(&"whisper-1") && ids.contains(&"tts-1"),
+        "{ids:?}"
+    );
+}

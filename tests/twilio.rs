@@ -1,0 +1,345 @@
+//! Phone calls over the Twilio Media Streams protocol against the real server and its embedded
+//! engines: a real WebSocket client plays Twilio, sending recorded speech converted to 8 kHz
+//! mu-law in 20 ms frames at real-time pace and echoing marks as Twilio does.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine as _;
+use common::*;
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use switchboard::media::{decode, resample};
+use switchboard_actors::audio::mulaw;
+use tokio_tungstenite::tungstenite::Message;
+
+const RIGHT: &str = "The horizon seems extremely distant.";
+
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// The right channel of the stereo fixture (one sentence) as 8 kHz mu-law.
+fn caller_speech() -> Vec<u8> {
+    let audio = decode(&fixture("stereo_diarization.wav"), Some("wav")).unwrap();
+    let pcm = resample(&audio.channels[1], audio.sample_rate, 8_000);
+    pcm.iter()
+        .map(|s| mulaw::encode((s.clamp(-1.0, 1.0) * 32767.0) as i16))
+        .collect()
+}
+
+async fn new_agent(server: &Server, key: &str) {
+    let (status, body) = call(server.post(
+        "/v1/agents",
+        key,
+        json!({"id": "phone", "name": "Phone agent", "firstMessage": "Hello, thanks for calling.",
+               "systemPrompt": "You are a phone agent. Answer in one short sentence.", "maxTokens": 40}),
+    ))
+    .await;
+    assert_eq!(status, 201, "{body}");
+}
+
+/// Sets up a session and answers (session id, stream URL, token).
+async fn setup_call(server: &Server, key: &str) -> (String, String, String) {
+    let (status, body) = call(server.post(
+        "/v1/sessions/twilio",
+        key,
+        json!({"agentId": "phone", "from": "+14155550100", "to": "+14155550199"}),
+    ))
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let twiml = body["twiml"].as_str().unwrap();
+    let token = twiml
+        .split("name=\"token\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("a token parameter")
+        .to_string();
+    (
+        body["sessionId"].as_str().unwrap().to_string(),
+        body["streamUrl"].as_str().unwrap().to_string(),
+        token,
+    )
+}
+
+async fn connect(url: &str, token: &str, call_sid: &str) -> Socket {
+    let (mut socket, _) = tokio_tungstenite::connect_async(url)
+        .await
+        .expect("the stream connects");
+    let connected = json!({"event": "connected", "protocol": "Call", "version": "1.0.0"});
+    socket
+        .send(Message::text(connected.to_string()))
+        .await
+        .unwrap();
+    let start = json!({
+        "event": "start", "sequenceNumber": "1", "streamSid": "MZ00000000000000000000000000000001",
+        "start": {"accountSid": "AC00000000000000000000000000000001", "callSid": call_sid,
+                  "streamSid": "MZ00000000000000000000000000000001", "tracks": ["inbound"],
+                  "mediaFormat": {"encoding": "audio/x-mulaw", "sampleRate": 8000, "channels": 1},
+                  "customParameters": {"token": token}}
+    });
+    socket.send(Message::text(start.to_string())).await.unwrap();
+    socket
+}
+
+/// What Twilio saw of the agent.
+#[derive(Default)]
+struct Heard {
+    media_frames: usize,
+    marks: usize,
+    clears: usize,
+    first_media: Option<Duration>,
+}
+
+/// Reads the stream for `for_how_long`, echoing marks, and optionally sending caller audio
+/// paced at real time (then silence).
+async fn converse(socket: &mut Socket, caller: Option<&[u8]>, for_how_long: Duration) -> Heard {
+    let started = Instant::now();
+    let mut heard = Heard::default();
+    let silence = vec![0xFFu8; 160];
+    let mut frames = caller
+        .map(|c| c.chunks(160).collect::<Vec<_>>())
+        .unwrap_or_default()
+        .into_iter();
+    let mut tick = tokio::time::interval(Duration::from_millis(20));
+    let mut chunk = 1u64;
+    while started.elapsed() < for_how_long {
+        tokio::select! {
+            _ = tick.tick() => {
+                let frame = frames.next().unwrap_or(&silence);
+                let media = json!({"event": "media", "sequenceNumber": (chunk + 1).to_string(),
+                    "streamSid": "MZ00000000000000000000000000000001",
+                    "media": {"track": "inbound", "chunk": chunk.to_string(), "timestamp": (chunk * 20).to_string(),
+                              "payload": BASE64.encode(frame)}});
+                chunk += 1;
+                if socket.send(Message::text(media.to_string())).await.is_err() {
+                    break;
+                }
+            }
+            message = socket.next() => {
+                let Some(Ok(Message::Text(text))) = message else { break };
+                let event: Value = serde_json::from_str(&text).unwrap();
+                match event["event"].as_str().unwrap() {
+                    "media" => {
+                        heard.media_frames += 1;
+                        heard.first_media.get_or_insert(started.elapsed());
+                        assert!(!event["media"]["payload"].as_str().unwrap().is_empty());
+                        assert_eq!(event["streamSid"], "MZ00000000000000000000000000000001");
+                    }
+                    "mark" => {
+                        heard.marks += 1;
+                        socket.send(Message::text(text.to_string())).await.unwrap();
+                    }
+                    "clear" => heard.clears += 1,
+                    other => panic!("unexpected message {other}"),
+                }
+            }
+        }
+    }
+    heard
+}
+
+#[tokio::test]
+async fn a_phone_call_greets_listens_answers_and_is_recorded() {
+    let server = Server::start().await;
+    let key = server.key().to_string();
+    new_agent(&server, &key).await;
+    let (session_id, url, token) = setup_call(&server, &key).await;
+    let mut socket = connect(&url, &token, "CA00000000000000000000000000000042").await;
+
+    // The greeting arrives first, quickly, with marks after its sentences.
+    let greeting = converse(&mut socket, None, Duration::from_secs(4)).await;
+    assert!(
+        greeting.media_frames >= 50,
+        "greeting frames: {}",
+        greeting.media_frames
+    );
+    assert!(
+        greeting.first_media.unwrap() < Duration::from_secs(2),
+        "{:?}",
+        greeting.first_media
+    );
+    assert!(greeting.marks >= 1);
+
+    // The caller speaks; the agent answers.
+    let speech = caller_speech();
+    let answer = converse(&mut socket, Some(&speech), Duration::from_secs(25)).await;
+    assert!(
+        answer.media_frames >= 25,
+        "answer frames: {}",
+        answer.media_frames
+    );
+
+    let stop = json!({"event": "stop", "sequenceNumber": "9999", "streamSid": "MZ00000000000000000000000000000001",
+                      "stop": {"accountSid": "AC00000000000000000000000000000001", "callSid": "CA00000000000000000000000000000042"}});
+    socket.send(Message::text(stop.to_string())).await.unwrap();
+    let closed = tokio::time::timeout(Duration::from_secs(10), async {
+        while let Some(message) = socket.next().await {
+            if matches!(message, Ok(Message::Close(_)) | Err(_)) {
+                break;
+            }
+        }
+    })
+    .await;
+    assert!(closed.is_ok(), "the stream closes after stop");
+
+    // The record: by session id and by the call's SID.
+    let mut detail = Value::Null;
+    for _ in 0..50 {
+        let (status, body) = call(server.get(
+            "/v1/observability/calls/CA00000000000000000000000000000042",
+            &key,
+        ))
+        .await;
+        assert_eq!(status, 200, "{body}");
+        if body["status"] != "active" {
+            detail = body;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(detail["id"], session_id.as_str());
+    assert_eq!(detail["status"], "completed", "{detail}");
+    assert_eq!(detail["from"], "+14155550100");
+    let turns = detail["turns"].as_array().unwrap();
+    let user = turns
+        .iter()
+        .find(|t| t["speaker"] == "user")
+        .expect("a caller turn");
+    let wer = word_error_rate(RIGHT, user["text"].as_str().unwrap());
+    assert!(wer <= 0.25, "caller turn heard as {:?}", user["text"]);
+    assert!(
+        turns.iter().filter(|t| t["speaker"] == "agent").count() >= 2,
+        "{detail}"
+    );
+    for turn in turns {
+        for field in ["startMs", "endMs", "sttMs", "llmMs", "ttsMs"] {
+            assert!(turn[field].is_i64(), "{field} is a number: {turn}");
+        }
+    }
+    assert!(
+        detail["metrics"]["totalDurationMs"].as_i64().unwrap() > 5_000,
+        "{detail}"
+    );
+
+    let (status, list) = call(server.get("/v1/observability/sessions?agentId=phone", &key)).await;
+    assert_eq!(status, 200);
+    assert_eq!(page_ids(&list), [session_id]);
+}
+
+async fn closed_without_audio(socket: &mut Socket) -> bool {
+    let outcome = tokio::time::timeout(Duration::from_secs(5), async {
+        while let Some(message) = socket.next().await {
+            match message {
+                Ok(Message::Text(text)) if text.contains("\"media\"") => return false,
+                Ok(Message::Close(_)) | Err(_) => return true,
+                _ => {}
+            }
+        }
+        true
+    })
+    .await;
+    outcome.unwrap_or(false)
+}
+
+#[tokio::test]
+async fn forged_expired_and_reused_tokens_get_no_audio() {
+    let server = Server::start().await;
+    let key = server.key().to_string();
+    new_agent(&server, &key).await;
+    let (_, url, token) = setup_call(&server, &key).await;
+
+    let (payload, signature) = token.split_once('.').unwrap();
+    let forged = format!("{payload}.{}", signature.chars().rev().collect::<String>());
+    let mut socket = connect(&url, &forged, "CA1").await;
+    assert!(closed_without_audio(&mut socket).await, "a forged token");
+    let mut socket = connect(&url, "not-a-token", "CA2").await;
+    assert!(closed_without_audio(&mut socket).await, "a malformed token");
+
+    // The real token works once.
+    let mut first = connect(&url, &token, "CA3").await;
+    let heard = converse(&mut first, None, Duration::from_secs(3)).await;
+    assert!(heard.media_frames > 0);
+    let mut second = connect(&url, &token, "CA4").await;
+    assert!(closed_without_audio(&mut second).await, "a reused token");
+}
+
+#[tokio::test]
+async fn malformed_messages_are_skipped_and_the_call_goes_on() {
+    let server = Server::start().await;
+    let key = server.key().to_string();
+    new_agent(&server, &key).await;
+    let (_, url, token) = setup_call(&server, &key).await;
+    let mut socket = connect(&url, &token, "CA5").await;
+    for junk in [
+        "{not json".to_string(),
+        json!({"event": "media", "media": {"payload": "***not base64***"}}).to_string(),
+        json!({"event": "mark", "mark": {"name": "never-sent"}}).to_string(),
+        json!({"event": "dance"}).to_string(),
+        json!({"event": "media", "sequenceNumber": 7, "media": {"payload": BASE64.encode([0xFFu8; 160]), "chunk": 3}}).to_string(),
+    ] {
+        socket.send(Message::text(junk)).await.unwrap();
+    }
+    let heard = converse(&mut socket, None, Duration::from_secs(4)).await;
+    assert!(
+        heard.media_frames >= 50,
+        "the greeting still plays: {}",
+        heard.media_frames
+    );
+    // The client vanishing mid-call ends the session cleanly.
+    drop(socket);
+    let (status, detail) = call(server.get("/v1/observability/calls/CA5", &key)).await;
+    assert_eq!(status, 200, "{detail}");
+}
+
+#[tokio::test]
+async fn the_markup_is_served_as_xml_when_asked_and_requests_are_validated() {
+    let server = Server::start().await;
+    let key = server.key().to_string();
+    new_agent(&server, &key).await;
+    let response = server
+        .post(
+            "/v1/sessions/twilio",
+            &key,
+            json!({"agentId": "phone", "from": "+14155550100", "to": "+14155550199"}),
+        )
+        .header("Accept", "text/xml")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(response.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/xml"));
+    let xml = response.text().await.unwrap();
+    assert!(
+        xml.contains("<Response><Connect><Stream url=\"ws://"),
+        "{xml}"
+    );
+    assert!(
+        xml.contains("/v1/sessions/twilio/stream\"><Parameter name=\"token\""),
+        "{xml}"
+    );
+
+    for (body, param) in [
+        (json!({"from": "+1", "to": "+2"}), "agentId"),
+        (json!({"agentId": "phone", "to": "+2"}), "from"),
+        (json!({"agentId": "phone", "from": "+1"}), "to"),
+        (
+            json!({"agentId": "phone", "from": "+1", "to": "+2", "instanceId": "inst_nope"}),
+            "instanceId",
+        ),
+    ] {
+        let (status, error) = call(server.post("/v1/sessions/twilio", &key, body.clone())).await;
+        assert_invalid(status, &error, param, &short(&body));
+    }
+    let (status, error) = call(server.post(
+        "/v1/sessions/twilio",
+        &key,
+        json!({"agentId": "nobody", "from": "+1", "to": "+2"}),
+    ))
+    .await;
+    assert_not_found(status, &error, "an unknown agent");
+}
