@@ -500,7 +500,7 @@ impl TtsEngine {
                 }
                 let espeak = catalog.espeak_for_language(&language).ok_or_else(|| {
                     EngineError::invalid(format!(
-                        "no voice speaks the language `{language}`; list the voices with GET /v1/voices"
+                        "no voice speaks the language `{language}`; list the voices with GET /v1/audio/models"
                     ))
                 })?;
                 return Ok((Plan::Espeak(espeak), None));
@@ -702,7 +702,7 @@ fn check_request(request: &SpeechRequest) -> Result<(f32, f32), EngineError> {
 
 fn unknown_voice(voice: &str) -> EngineError {
     EngineError::invalid(format!(
-        "unknown voice `{voice}`; list the voices with GET /v1/voices"
+        "unknown voice `{voice}`; list the voices with GET /v1/audio/models"
     ))
 }
 
@@ -900,7 +900,7 @@ mod tests {
             .unwrap_err();
         assert_eq!(error.kind, EngineErrorKind::InvalidInput);
         assert!(
-            error.message.contains("GET /v1/voices"),
+            error.message.contains("GET /v1/audio/models"),
             "{}",
             error.message
         );
