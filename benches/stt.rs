@@ -16,7 +16,9 @@ fn stt(c: &mut Criterion) {
         .mono_16k();
     let short = jfk[..16_000 * 7 / 2].to_vec();
     let engine = WhisperEngine::new(root.join("models"), WorkerPool::new(1, 1));
-    engine.preload().expect("Whisper models installed (scripts/fetch-models)");
+    engine
+        .preload()
+        .expect("Whisper models installed (scripts/fetch-models)");
     let fast = TranscribeOptions {
         language: Some("en".into()),
         mode: SttMode::Fast,
@@ -30,13 +32,25 @@ fn stt(c: &mut Criterion) {
     let mut group = c.benchmark_group("stt");
     group.sample_size(10);
     group.bench_function("fast_3.5s", |b| {
-        b.iter(|| engine.transcribe_blocking(&short, &fast).expect("transcribes"))
+        b.iter(|| {
+            engine
+                .transcribe_blocking(&short, &fast)
+                .expect("transcribes")
+        })
     });
     group.bench_function("fast_jfk_11s", |b| {
-        b.iter(|| engine.transcribe_blocking(&jfk, &fast).expect("transcribes"))
+        b.iter(|| {
+            engine
+                .transcribe_blocking(&jfk, &fast)
+                .expect("transcribes")
+        })
     });
     group.bench_function("accurate_jfk_11s", |b| {
-        b.iter(|| engine.transcribe_blocking(&jfk, &accurate).expect("transcribes"))
+        b.iter(|| {
+            engine
+                .transcribe_blocking(&jfk, &accurate)
+                .expect("transcribes")
+        })
     });
     group.finish();
 }

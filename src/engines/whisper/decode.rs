@@ -249,8 +249,14 @@ pub fn apply_rules(vocab: &Vocab, suppress: &[u32], sampled: &[u32], logits: &mu
         }
     }
     // Force a timestamp when all timestamps together beat the likeliest text token.
-    let text_max = logits[..tb].iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    let ts_max = logits[tb..].iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let text_max = logits[..tb]
+        .iter()
+        .copied()
+        .fold(f32::NEG_INFINITY, f32::max);
+    let ts_max = logits[tb..]
+        .iter()
+        .copied()
+        .fold(f32::NEG_INFINITY, f32::max);
     if ts_max.is_finite() && text_max.is_finite() {
         let ts_lse = ts_max
             + logits[tb..]

@@ -202,7 +202,11 @@ mod tests {
             (79, 192, 0.003_164_712),
             (79, 196, 0.001_795_036),
         ] {
-            assert!((at(m, k) - want).abs() < 1e-6, "filter {m} bin {k}: {}", at(m, k));
+            assert!(
+                (at(m, k) - want).abs() < 1e-6,
+                "filter {m} bin {k}: {}",
+                at(m, k)
+            );
         }
         assert_eq!(at(0, 0), 0.0);
         // Every filter passes something, and each is a single triangle.
@@ -220,7 +224,13 @@ mod tests {
         let spec = mel.log_mel(&tone).unwrap();
         assert_eq!(spec.content_frames, 100);
         let window = spec.window(0).unwrap().squeeze(0).unwrap();
-        let frame50: Vec<f32> = window.narrow(1, 50, 1).unwrap().flatten_all().unwrap().to_vec1().unwrap();
+        let frame50: Vec<f32> = window
+            .narrow(1, 50, 1)
+            .unwrap()
+            .flatten_all()
+            .unwrap()
+            .to_vec1()
+            .unwrap();
         let peak = frame50
             .iter()
             .enumerate()
@@ -231,7 +241,13 @@ mod tests {
         let band_centre = |m: usize| mel_to_hz(hz_to_mel(8000.0) * (m + 1) as f64 / 81.0);
         assert!((band_centre(peak) - 440.0).abs() < 40.0, "peak band {peak}");
         let silence = mel.log_mel(&vec![0.0; 8_000]).unwrap();
-        let w = silence.window(0).unwrap().flatten_all().unwrap().to_vec1::<f32>().unwrap();
+        let w = silence
+            .window(0)
+            .unwrap()
+            .flatten_all()
+            .unwrap()
+            .to_vec1::<f32>()
+            .unwrap();
         assert!(w.iter().all(|v| (v - w[0]).abs() < 1e-6));
     }
 }

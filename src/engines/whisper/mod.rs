@@ -29,4 +29,5 @@ pub use language::supported_languages;
 
 /// The speech fixtures the tests use (`shared/` beside the repository).
 #[cfg(test)]
-pub(crate) const FIXTURES_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/audio");
+pub(crate) const FIXTURES_DIR: &str =
+    concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/audio");

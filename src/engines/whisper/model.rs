@@ -21,10 +21,20 @@ struct Linear {
 }
 
 impl Linear {
-    fn load(vb: &VarBuilder, name: &str, in_dim: usize, out_dim: usize, bias: bool) -> Result<Self> {
+    fn load(
+        vb: &VarBuilder,
+        name: &str,
+        in_dim: usize,
+        out_dim: usize,
+        bias: bool,
+    ) -> Result<Self> {
         let vb = vb.pp(name);
         let weight = vb.get((out_dim, in_dim), "weight")?;
-        let bias = if bias { Some(vb.get(out_dim, "bias")?) } else { None };
+        let bias = if bias {
+            Some(vb.get(out_dim, "bias")?)
+        } else {
+            None
+        };
         Ok(Self { weight, bias })
     }
 
@@ -46,7 +56,11 @@ impl Linear {
 
 fn layer_norm(vb: &VarBuilder, name: &str, dim: usize) -> Result<LayerNorm> {
     let vb = vb.pp(name);
-    Ok(LayerNorm::new(vb.get(dim, "weight")?, vb.get(dim, "bias")?, 1e-5))
+    Ok(LayerNorm::new(
+        vb.get(dim, "weight")?,
+        vb.get(dim, "bias")?,
+        1e-5,
+    ))
 }
 
 struct Attention {
@@ -279,9 +293,16 @@ impl WhisperModel {
         }
         let past = cache.len;
         if past + t > self.dims.n_text_ctx {
-            candle_core::bail!("the text context of {} tokens is full", self.dims.n_text_ctx);
+            candle_core::bail!(
+                "the text context of {} tokens is full",
+                self.dims.n_text_ctx
+            );
         }
-        if tokens.iter().flatten().any(|&id| id as usize >= self.dims.n_vocab) {
+        if tokens
+            .iter()
+            .flatten()
+            .any(|&id| id as usize >= self.dims.n_vocab)
+        {
             candle_core::bail!("a token id is outside the vocabulary");
         }
         let flat: Vec<u32> = tokens.iter().flatten().copied().collect();
@@ -346,10 +367,7 @@ impl WhisperModel {
                 captured.push(scores.i(head)?);
             }
             let w = candle_nn::ops::softmax_last_dim(&scores)?;
-            let attn = w
-                .matmul(cv)?
-                .transpose(0, 1)?
-                .reshape((b, t, d))?;
+            let attn = w.matmul(cv)?.transpose(0, 1)?.reshape((b, t, d))?;
             x = (&x + c.out.forward(&attn)?)?;
 
             x = (&x + mlp(&block.mlp_ln, &block.fc1, &block.fc2, &x)?)?;

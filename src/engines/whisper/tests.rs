@@ -53,7 +53,11 @@ fn options(mode: SttMode, language: Option<&str>, words: bool) -> TranscribeOpti
 fn normalise(text: &str) -> Vec<String> {
     text.to_lowercase()
         .split(|c: char| c.is_whitespace() || c == '/' || c == '-')
-        .map(|w| w.chars().filter(|c| c.is_alphanumeric() || *c == '\'').collect::<String>())
+        .map(|w| {
+            w.chars()
+                .filter(|c| c.is_alphanumeric() || *c == '\'')
+                .collect::<String>()
+        })
         .filter(|w| !w.is_empty())
         .collect()
 }
@@ -82,13 +86,25 @@ fn wer(reference: &str, hypothesis: &str) -> f32 {
 fn check_timestamps(t: &Transcript) {
     let mut last_start = 0.0f32;
     for s in &t.segments {
-        assert!(s.start >= last_start - 1e-3, "segments out of order: {:?}", t.segments);
-        assert!(s.end >= s.start && s.end <= t.duration + 1e-3, "segment {s:?} of {}", t.duration);
+        assert!(
+            s.start >= last_start - 1e-3,
+            "segments out of order: {:?}",
+            t.segments
+        );
+        assert!(
+            s.end >= s.start && s.end <= t.duration + 1e-3,
+            "segment {s:?} of {}",
+            t.duration
+        );
         last_start = s.start;
     }
     let mut last_end = 0.0f32;
     for w in &t.words {
-        assert!(w.start >= last_end - 1e-3 && w.end >= w.start, "words out of order: {:?}", t.words);
+        assert!(
+            w.start >= last_end - 1e-3 && w.end >= w.start,
+            "words out of order: {:?}",
+            t.words
+        );
         last_end = w.end;
         assert!(
             t.segments
@@ -126,8 +142,15 @@ fn jfk_fast_mode_is_accurate_with_word_timestamps() {
     assert!(first.start < 1.0, "{first:?}");
     assert!(last.word.to_lowercase().contains("country"));
     assert!(last.end > 8.5 && last.end < 11.0, "{last:?}");
-    let americans = t.words.iter().find(|w| w.word.contains("Americans")).expect("Americans");
-    assert!(americans.start > 1.5 && americans.end < 4.5, "{americans:?}");
+    let americans = t
+        .words
+        .iter()
+        .find(|w| w.word.contains("Americans"))
+        .expect("Americans");
+    assert!(
+        americans.start > 1.5 && americans.end < 4.5,
+        "{americans:?}"
+    );
 }
 
 #[test]
@@ -153,7 +176,11 @@ fn each_stereo_channel_is_its_own_speaker() {
                 .transcribe_blocking(&samples, &options(mode, Some("en"), true))
                 .unwrap();
             let rate = wer(reference, &t.text);
-            assert!(rate <= 0.15, "channel {channel} {mode:?}: WER {rate}: {:?}", t.text);
+            assert!(
+                rate <= 0.15,
+                "channel {channel} {mode:?}: WER {rate}: {:?}",
+                t.text
+            );
             check_timestamps(&t);
         }
     }
@@ -190,7 +217,10 @@ fn english_then_german_is_detected_per_window() {
     let last = t.segments.last().unwrap();
     assert_eq!(last.language.as_deref(), Some("de"), "{last:?}");
     let german_words = normalise(&german.join(" "));
-    let function_words = ["und", "der", "die", "das", "ist", "zu", "den", "mit", "nicht", "ein", "eine", "von", "sie", "es", "ich", "wir", "auf"];
+    let function_words = [
+        "und", "der", "die", "das", "ist", "zu", "den", "mit", "nicht", "ein", "eine", "von",
+        "sie", "es", "ich", "wir", "auf",
+    ];
     let hits = german_words
         .iter()
         .filter(|w| function_words.contains(&w.as_str()))
@@ -210,10 +240,18 @@ fn silence_gives_no_text() {
         })
         .collect();
     for (name, audio) in [("silence", silence), ("hiss", hiss)] {
-        for opts in [options(SttMode::Fast, Some("en"), false), options(SttMode::Accurate, None, false)] {
+        for opts in [
+            options(SttMode::Fast, Some("en"), false),
+            options(SttMode::Accurate, None, false),
+        ] {
             let t = engine().transcribe_blocking(&audio, &opts).unwrap();
             let words = normalise(&t.text).len();
-            assert!(words <= 2, "{name} {:?}: hallucinated {:?}", opts.mode, t.text);
+            assert!(
+                words <= 2,
+                "{name} {:?}: hallucinated {:?}",
+                opts.mode,
+                t.text
+            );
         }
     }
 }
@@ -228,9 +266,16 @@ fn bad_requests_are_refused_clearly() {
         .transcribe_blocking(&[0.0; 1600], &options(SttMode::Fast, Some("xx"), false))
         .unwrap_err();
     assert_eq!(err.kind, EngineErrorKind::InvalidInput);
-    assert!(err.message.contains("xx") && err.message.contains("de"), "{}", err.message);
+    assert!(
+        err.message.contains("xx") && err.message.contains("de"),
+        "{}",
+        err.message
+    );
     let err = engine()
-        .transcribe_blocking(&[f32::NAN; 1600], &options(SttMode::Fast, Some("en"), false))
+        .transcribe_blocking(
+            &[f32::NAN; 1600],
+            &options(SttMode::Fast, Some("en"), false),
+        )
         .unwrap_err();
     assert_eq!(err.kind, EngineErrorKind::InvalidInput);
 }
@@ -247,8 +292,15 @@ fn a_missing_model_dir_is_unavailable() {
         .transcribe_blocking(&[0.0; 16_000], &options(SttMode::Accurate, None, false))
         .unwrap_err();
     assert_eq!(err.kind, EngineErrorKind::Unavailable);
-    assert!(err.message.contains("scripts/fetch-models"), "{}", err.message);
-    assert_eq!(engine.preload().unwrap_err().kind, EngineErrorKind::Unavailable);
+    assert!(
+        err.message.contains("scripts/fetch-models"),
+        "{}",
+        err.message
+    );
+    assert_eq!(
+        engine.preload().unwrap_err().kind,
+        EngineErrorKind::Unavailable
+    );
 }
 
 #[test]

@@ -48,8 +48,10 @@ pub fn split_segments(
     let ts = |t: u32| vocab.is_timestamp(t);
     let time = |t: u32| time_offset + (t - vocab.timestamp_begin) as f32 * TIME_PRECISION;
     let window_end = time_offset + window_frames as f32 / 100.0;
-    let text_of = |slice: &[u32]| -> Vec<u32> { slice.iter().copied().filter(|&t| !ts(t)).collect() };
-    let single_ending = tokens.len() >= 2 && !ts(tokens[tokens.len() - 2]) && ts(tokens[tokens.len() - 1]);
+    let text_of =
+        |slice: &[u32]| -> Vec<u32> { slice.iter().copied().filter(|&t| !ts(t)).collect() };
+    let single_ending =
+        tokens.len() >= 2 && !ts(tokens[tokens.len() - 2]) && ts(tokens[tokens.len() - 1]);
     let mut boundaries: Vec<usize> = (1..tokens.len())
         .filter(|&i| ts(tokens[i - 1]) && ts(tokens[i]))
         .collect();
@@ -96,7 +98,11 @@ pub fn split_segments(
             .filter(|&&t| ts(t))
             .map_or(time_offset, |&t| time(t).min(end));
         if !text.is_empty() {
-            segments.push(RawSegment { start, end, tokens: text });
+            segments.push(RawSegment {
+                start,
+                end,
+                tokens: text,
+            });
         }
         advance = window_frames;
     }
@@ -134,7 +140,10 @@ pub fn align_words(
         .iter()
         .map(|s| group_words(vocab, &s.tokens, spaced))
         .collect();
-    let text: Vec<u32> = segments.iter().flat_map(|s| s.tokens.iter().copied()).collect();
+    let text: Vec<u32> = segments
+        .iter()
+        .flat_map(|s| s.tokens.iter().copied())
+        .collect();
     if text.is_empty() || heads.is_empty() {
         return Ok(segments.iter().map(|_| Vec::new()).collect());
     }
@@ -147,7 +156,13 @@ pub fn align_words(
         return Ok(segments.iter().map(|_| Vec::new()).collect());
     }
     let mut captured = Vec::new();
-    model.decode(&[input.clone()], &mut KvCache::default(), cross, heads, &mut captured)?;
+    model.decode(
+        &[input.clone()],
+        &mut KvCache::default(),
+        cross,
+        heads,
+        &mut captured,
+    )?;
     let frames = (window_frames / 2).clamp(1, model.dims.n_audio_ctx);
     let rows = input.len();
     // Average over heads of the standardised, median-filtered attention weights.
@@ -160,7 +175,10 @@ pub fn align_words(
         standardise_columns(&mut w, rows, frames);
         for r in 0..rows {
             let filtered = median_filter(&w[r * frames..(r + 1) * frames], MEDIAN_WIDTH);
-            for (m, f) in matrix[r * frames..(r + 1) * frames].iter_mut().zip(filtered) {
+            for (m, f) in matrix[r * frames..(r + 1) * frames]
+                .iter_mut()
+                .zip(filtered)
+            {
                 *m += f / captured.len() as f32;
             }
         }
@@ -212,7 +230,10 @@ pub fn align_words(
 fn standardise_columns(w: &mut [f32], rows: usize, cols: usize) {
     for c in 0..cols {
         let mean = (0..rows).map(|r| w[r * cols + c]).sum::<f32>() / rows as f32;
-        let var = (0..rows).map(|r| (w[r * cols + c] - mean).powi(2)).sum::<f32>() / rows as f32;
+        let var = (0..rows)
+            .map(|r| (w[r * cols + c] - mean).powi(2))
+            .sum::<f32>()
+            / rows as f32;
         let std = var.sqrt().max(1e-8);
         for r in 0..rows {
             w[r * cols + c] = (w[r * cols + c] - mean) / std;
@@ -228,7 +249,13 @@ fn median_filter(x: &[f32], width: usize) -> Vec<f32> {
     }
     let at = |i: isize| -> f32 {
         let n = x.len() as isize;
-        let i = if i < 0 { -i } else if i >= n { 2 * (n - 1) - i } else { i };
+        let i = if i < 0 {
+            -i
+        } else if i >= n {
+            2 * (n - 1) - i
+        } else {
+            i
+        };
         x[i.clamp(0, n - 1) as usize]
     };
     let mut window = vec![0f32; width];

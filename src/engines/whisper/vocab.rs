@@ -11,13 +11,13 @@ use tokenizers::Tokenizer;
 
 /// Whisper's 99 languages as ISO 639-1 codes (plus `haw`), in the order of their tokens.
 pub const LANGUAGES: [&str; 99] = [
-    "en", "zh", "de", "es", "ru", "ko", "fr", "ja", "pt", "tr", "pl", "ca", "nl", "ar", "sv",
-    "it", "id", "hi", "fi", "vi", "he", "uk", "el", "ms", "cs", "ro", "da", "hu", "ta", "no",
-    "th", "ur", "hr", "bg", "lt", "la", "mi", "ml", "cy", "sk", "te", "fa", "lv", "bn", "sr",
-    "az", "sl", "kn", "et", "mk", "br", "eu", "is", "hy", "ne", "mn", "bs", "kk", "sq", "sw",
-    "gl", "mr", "pa", "si", "km", "sn", "yo", "so", "af", "oc", "ka", "be", "tg", "sd", "gu",
-    "am", "yi", "lo", "uz", "fo", "ht", "ps", "tk", "nn", "mt", "sa", "lb", "my", "bo", "tl",
-    "mg", "as", "tt", "haw", "ln", "ha", "ba", "jw", "su",
+    "en", "zh", "de", "es", "ru", "ko", "fr", "ja", "pt", "tr", "pl", "ca", "nl", "ar", "sv", "it",
+    "id", "hi", "fi", "vi", "he", "uk", "el", "ms", "cs", "ro", "da", "hu", "ta", "no", "th", "ur",
+    "hr", "bg", "lt", "la", "mi", "ml", "cy", "sk", "te", "fa", "lv", "bn", "sr", "az", "sl", "kn",
+    "et", "mk", "br", "eu", "is", "hy", "ne", "mn", "bs", "kk", "sq", "sw", "gl", "mr", "pa", "si",
+    "km", "sn", "yo", "so", "af", "oc", "ka", "be", "tg", "sd", "gu", "am", "yi", "lo", "uz", "fo",
+    "ht", "ps", "tk", "nn", "mt", "sa", "lb", "my", "bo", "tl", "mg", "as", "tt", "haw", "ln",
+    "ha", "ba", "jw", "su",
 ];
 
 /// Seconds per timestamp token step.
@@ -150,11 +150,17 @@ mod tests {
     #[test]
     fn special_tokens_differ_between_english_and_multilingual() {
         let en = Vocab::load(&models().join("whisper-tiny.en/tokenizer.json"), 51_864).unwrap();
-        assert_eq!((en.eot, en.sot, en.timestamp_begin), (50_256, 50_257, 50_363));
+        assert_eq!(
+            (en.eot, en.sot, en.timestamp_begin),
+            (50_256, 50_257, 50_363)
+        );
         assert!(!en.multilingual && en.languages.is_empty());
         assert_eq!(en.sot_sequence(Some("en")), vec![50_257]);
         let base = Vocab::load(&models().join("whisper-base/tokenizer.json"), 51_865).unwrap();
-        assert_eq!((base.eot, base.sot, base.timestamp_begin), (50_257, 50_258, 50_364));
+        assert_eq!(
+            (base.eot, base.sot, base.timestamp_begin),
+            (50_257, 50_258, 50_364)
+        );
         assert_eq!(base.languages.len(), 99);
         assert_eq!(base.language_token("de"), Some(50_261));
         assert_eq!(base.sot_sequence(Some("de")), vec![50_258, 50_261, 50_359]);
