@@ -251,9 +251,11 @@ impl Inner {
             return Err(EngineError::invalid("the audio has non-finite samples"));
         }
         let english_fast = options.mode == SttMode::Fast && forced == Some("en");
-        let model = if english_fast && self.installed(ENGLISH_MODEL) {
-            self.get(&self.english)?
-        } else if english_fast && !self.installed(MULTILINGUAL_MODEL) {
+        // English in fast mode runs on the English-only model; when only one model is
+        // installed, that one serves.
+        let model = if english_fast
+            && (self.installed(ENGLISH_MODEL) || !self.installed(MULTILINGUAL_MODEL))
+        {
             self.get(&self.english)?
         } else {
             self.get(&self.multilingual)?
