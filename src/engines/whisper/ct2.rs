@@ -14,8 +14,10 @@
 use std::collections::HashMap;
 use std::ops::Range;
 use std::path::Path;
+use std::sync::OnceLock;
 
 use candle_core::{DType, Device, Tensor};
+
 use candle_nn::VarBuilder;
 
 /// The one format version this reader understands.
@@ -88,6 +90,8 @@ struct Variable {
 pub struct Ct2File {
     data: Vec<u8>,
     variables: HashMap<String, Variable>,
+    /// Every weight already converted to f32 (filled by `convert_all`).
+    converted: OnceLock<HashMap<String, Tensor>>,
 }
 
 /// A bounds-checked reader over the file bytes.
@@ -217,7 +221,11 @@ impl Ct2File {
                 variables.insert(alias, var);
             }
         }
-        Ok(Self { data, variables })
+        Ok(Self {
+            data,
+            variables,
+            converted: OnceLock::new(),
+        })
     }
 
     fn get(&self, name: &str) -> Result<&Variable, Ct2Error> {
@@ -238,13 +246,83 @@ impl Ct2File {
         }
     }
 
+    /// Converts every weight to f32 on all cores (loading is dominated by this conversion).
+    fn convert_all(&self) -> Result<(), Ct2Error> {
+        if self.converted.get().is_some() {
+            return Ok(());
+        }
+        let mut names: Vec<&String> = self
+            .variables
+            .iter()
+            .filter(|(_, v)| {
+                !v.dims.is_empty() && matches!(v.dtype, Ct2Type::F32 | Ct2Type::F16 | Ct2Type::Bf16)
+            })
+            .map(|(name, _)| name)
+            .collect();
+        names.sort();
+        names.dedup();
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .clamp(1, 8);
+        // Deal the variables out round-robin by size so the threads finish together.
+        names.sort_by_key(|n| std::cmp::Reverse(self.variables[*n].bytes.len()));
+        let shares: Vec<Vec<&String>> = (0..threads)
+            .map(|t| names.iter().skip(t).step_by(threads).copied().collect())
+            .collect();
+        let converted = std::thread::scope(|scope| {
+            let workers: Vec<_> = shares
+                .into_iter()
+                .map(|share| {
+                    scope.spawn(move || {
+                        share
+                            .into_iter()
+                            .map(|name| Ok((name.clone(), self.convert(name)?)))
+                            .collect::<Result<Vec<_>, Ct2Error>>()
+                    })
+                })
+                .collect();
+            let mut all = HashMap::new();
+            for worker in workers {
+                let part = worker
+                    .join()
+                    .map_err(|_| Ct2Error("a weight conversion thread failed".into()))??;
+                all.extend(part);
+            }
+            Ok::<_, Ct2Error>(all)
+        })?;
+        let _ = self.converted.set(converted);
+        Ok(())
+    }
+
     /// A weight as an f32 CPU tensor.
     fn tensor(&self, name: &str) -> Result<Tensor, Ct2Error> {
+        match self.converted.get().and_then(|all| all.get(name)) {
+            Some(t) => Ok(t.clone()),
+            None => self.convert(name),
+        }
+    }
+
+    fn convert(&self, name: &str) -> Result<Tensor, Ct2Error> {
         let var = self.get(name)?;
-        let dtype = match var.dtype {
-            Ct2Type::F32 => DType::F32,
-            Ct2Type::F16 => DType::F16,
-            Ct2Type::Bf16 => DType::BF16,
+        if var.dims.is_empty() {
+            return Err(Ct2Error(format!(
+                "variable {name} is a scalar, not a weight"
+            )));
+        }
+        let raw = &self.data[var.bytes.clone()];
+        let values: Vec<f32> = match var.dtype {
+            Ct2Type::F32 => raw
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect(),
+            Ct2Type::F16 => raw
+                .chunks_exact(2)
+                .map(|b| f16_to_f32(u16::from_le_bytes([b[0], b[1]])))
+                .collect(),
+            Ct2Type::Bf16 => raw
+                .chunks_exact(2)
+                .map(|b| f32::from_bits((u16::from_le_bytes([b[0], b[1]]) as u32) << 16))
+                .collect(),
             other => {
                 return Err(Ct2Error(format!(
                     "variable {name} is quantized ({other:?}); convert the model with \
@@ -252,14 +330,7 @@ impl Ct2File {
                 )))
             }
         };
-        if var.dims.is_empty() {
-            return Err(Ct2Error(format!(
-                "variable {name} is a scalar, not a weight"
-            )));
-        }
-        let raw = &self.data[var.bytes.clone()];
-        let t = Tensor::from_raw_buffer(raw, dtype, &var.dims, &Device::Cpu)?;
-        Ok(t.to_dtype(DType::F32)?)
+        Ok(Tensor::from_vec(values, var.dims.as_slice(), &Device::Cpu)?)
     }
 
     fn dims(&self, name: &str) -> Result<&[usize], Ct2Error> {
@@ -305,6 +376,7 @@ impl Ct2File {
     /// All weights under candle-transformers' Whisper names (`model.encoder.layers.0.
     /// self_attn.q_proj.weight`, ...), as f32 CPU tensors.
     pub fn candle_tensors(&self, dims: &ModelDims) -> Result<HashMap<String, Tensor>, Ct2Error> {
+        self.convert_all()?;
         let d = dims.d_model;
         let mut out = HashMap::new();
         let mut put = |name: String, t: Tensor| {
@@ -442,6 +514,21 @@ impl Ct2File {
     }
 }
 
+/// IEEE half to single precision without branches on the common path, so the loop over a
+/// whole weight vectorises (a per-element library call is several times slower to load).
+fn f16_to_f32(h: u16) -> f32 {
+    let h = h as u32;
+    let sign = (h & 0x8000) << 16;
+    let magnitude = (h & 0x7fff) << 13;
+    // Rebias the exponent by multiplying by 2^112; this also normalises subnormals.
+    let mut bits = (f32::from_bits(magnitude) * f32::from_bits(0x7780_0000)).to_bits();
+    if h & 0x7c00 == 0x7c00 {
+        // Infinity or NaN keeps an all-ones exponent.
+        bits |= 0x7f80_0000;
+    }
+    f32::from_bits(bits | sign)
+}
+
 fn check_rows(t: &Tensor, rows: usize, layer: &str) -> Result<(), Ct2Error> {
     match t.dims() {
         [r, _] if *r == rows => Ok(()),
@@ -523,6 +610,42 @@ mod tests {
         assert!(!tensors.contains_key("model.encoder.layers.0.self_attn.k_proj.bias"));
         // The alias resolves: the output projection is the token embedding.
         assert!(file.get("decoder/projection/weight").is_ok());
+    }
+
+    #[test]
+    fn candle_transformers_whisper_loads_from_the_mapped_names() {
+        use candle_transformers::models::whisper::{model::Whisper, Config};
+        let (vb, dims) = load_var_builder(&tiny_path()).unwrap();
+        let config = Config {
+            num_mel_bins: dims.n_mels,
+            max_source_positions: dims.n_audio_ctx,
+            d_model: dims.d_model,
+            encoder_attention_heads: dims.n_encoder_heads,
+            encoder_layers: dims.n_encoder_layers,
+            vocab_size: dims.n_vocab,
+            max_target_positions: dims.n_text_ctx,
+            decoder_attention_heads: dims.n_decoder_heads,
+            decoder_layers: dims.n_decoder_layers,
+            suppress_tokens: Vec::new(),
+        };
+        assert!(Whisper::load(&vb, config).is_ok());
+    }
+
+    #[test]
+    fn half_precision_converts_exactly() {
+        for (bits, want) in [
+            (0x0000u16, 0.0f32),
+            (0x3c00, 1.0),
+            (0xc000, -2.0),
+            (0x3555, 0.333_251_95),
+            (0x7bff, 65_504.0),
+            (0x0001, 5.960_464_5e-8),
+            (0x8400, -6.103_515_6e-5),
+        ] {
+            assert_eq!(f16_to_f32(bits), want, "{bits:#06x}");
+        }
+        assert_eq!(f16_to_f32(0x7c00), f32::INFINITY);
+        assert!(f16_to_f32(0x7e00).is_nan());
     }
 
     #[test]

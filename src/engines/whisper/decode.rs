@@ -304,6 +304,7 @@ mod tests {
         assert!(logits[(tb + 11) as usize].is_finite());
         // An open timestamp after text: text is banned, the end and later timestamps are not.
         let mut logits = vec![0.0f32; 51_864];
+        logits[v.eot as usize] = 10.0;
         apply_rules(&v, &[], &[tb, 300, tb + 40], &mut logits);
         assert!(logits[300].is_infinite());
         assert!(logits[v.eot as usize].is_finite());

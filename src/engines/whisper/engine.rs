@@ -9,6 +9,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use candle_core::{DType, Device};
+use candle_nn::VarBuilder;
 use serde::Serialize;
 use switchboard_actors::engine::{
     EngineError, EngineFuture, SpeechToText, SttMode, TranscribeOptions, Transcript,
@@ -249,9 +251,11 @@ impl Inner {
             return Err(EngineError::invalid("the audio has non-finite samples"));
         }
         let english_fast = options.mode == SttMode::Fast && forced == Some("en");
-        let model = if english_fast && self.installed(ENGLISH_MODEL) {
-            self.get(&self.english)?
-        } else if english_fast && !self.installed(MULTILINGUAL_MODEL) {
+        // English in fast mode runs on the English-only model; when only one model is
+        // installed, that one serves.
+        let model = if english_fast
+            && (self.installed(ENGLISH_MODEL) || !self.installed(MULTILINGUAL_MODEL))
+        {
             self.get(&self.english)?
         } else {
             self.get(&self.multilingual)?
@@ -268,10 +272,29 @@ impl Inner {
 fn load(dir: &Path) -> Result<Loaded, EngineError> {
     let corrupt =
         |msg: String| EngineError::internal(format!("cannot load the Whisper model: {msg}"));
-    let (vb, dims) = ct2::load_var_builder(&dir.join("model.bin")).map_err(|e| corrupt(e.0))?;
+    let started = std::time::Instant::now();
+    let model_path = dir.join("model.bin");
+    let file = ct2::Ct2File::open(&model_path).map_err(|e| corrupt(e.0))?;
+    let dims = file.dims_of_model().map_err(|e| corrupt(e.0))?;
+    // The tokenizer parses while the weights convert.
+    let (tensors, vocab) = std::thread::scope(|scope| {
+        let vocab = scope.spawn(|| Vocab::load(&dir.join("tokenizer.json"), dims.n_vocab));
+        let tensors = file.candle_tensors(&dims);
+        let vocab = vocab
+            .join()
+            .unwrap_or_else(|_| Err("the tokenizer loader failed".into()));
+        (tensors, vocab)
+    });
+    let tensors = tensors.map_err(|e| corrupt(format!("{}: {}", model_path.display(), e.0)))?;
+    let vocab = vocab.map_err(corrupt)?;
+    drop(file);
+    tracing::debug!(
+        ms = started.elapsed().as_millis() as u64,
+        "Whisper weights read"
+    );
+    let vb = VarBuilder::from_tensors(tensors, DType::F32, &Device::Cpu);
     let model = WhisperModel::load(&vb, dims)
-        .map_err(|e| corrupt(format!("{}: {e}", dir.join("model.bin").display())))?;
-    let vocab = Vocab::load(&dir.join("tokenizer.json"), dims.n_vocab).map_err(corrupt)?;
+        .map_err(|e| corrupt(format!("{}: {e}", model_path.display())))?;
     let mel = MelFrontEnd::new(dims.n_mels).map_err(|e| corrupt(e.to_string()))?;
     let config: serde_json::Value = match std::fs::read(dir.join("config.json")) {
         Ok(bytes) => serde_json::from_slice(&bytes)
@@ -361,11 +384,13 @@ fn run(
             break;
         }
         let time_offset = (seek * HOP_LENGTH) as f32 / STT_SAMPLE_RATE as f32;
+        let window_started = std::time::Instant::now();
         let features = m
             .model
             .encode(&mel.window(seek).map_err(inference)?)
             .map_err(inference)?;
         let cross = m.model.cross_kv(&features).map_err(inference)?;
+        let encoded_ms = window_started.elapsed().as_millis() as u64;
         let language = match forced {
             Some(code) if vocab.multilingual => code,
             _ if !vocab.multilingual => "en",
@@ -417,6 +442,16 @@ fn run(
                 }
             }
         }
+        tracing::debug!(
+            seek,
+            encode_ms = encoded_ms,
+            total_ms = window_started.elapsed().as_millis() as u64,
+            tokens = decoded.tokens.len(),
+            no_speech = decoded.no_speech_prob,
+            avg_logprob = decoded.avg_logprob,
+            language,
+            "Whisper window decoded"
+        );
         if decoded.no_speech_prob > NO_SPEECH_THRESHOLD && decoded.avg_logprob < LOGPROB_THRESHOLD {
             seek += window_frames;
             continue;

@@ -156,6 +156,11 @@ impl KvCache {
         self.len
     }
 
+    /// Whether nothing was processed yet.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
     /// Keeps (and repeats) the hypotheses at `sources`, in that order: how a beam step
     /// reorders its caches.
     pub fn reorder(&mut self, sources: &[u32]) -> Result<()> {
