@@ -15,7 +15,6 @@ use std::sync::Arc;
 use actix::prelude::*;
 use actix_web::{post, web, HttpRequest, HttpResponse};
 use actix_ws::{CloseCode, CloseReason, Message as WsMessage};
-use bytes::Bytes;
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -286,7 +285,7 @@ async fn pump(
             }
             incoming = messages.next() => {
                 match incoming {
-                    Some(Ok(WsMessage::Binary(audio))) => session.do_send(AudioIn(Bytes::from(audio))),
+                    Some(Ok(WsMessage::Binary(audio))) => session.do_send(AudioIn(audio)),
                     Some(Ok(WsMessage::Text(text))) => {
                         let Ok(message) = serde_json::from_str::<Value>(&text) else {
                             let error = json!({"type": "error", "code": "bad_message", "message": "messages must be JSON objects"});

@@ -26,7 +26,7 @@ use crate::registry::instances::{GetInstance, InstanceLookup};
 use crate::registry::new_id;
 use crate::registry::sessions::CreateSession;
 use crate::store::sessions::{SessionRow, STATUS_PENDING};
-use crate::telephony::stream::{self, SessionFactory, StreamContext};
+use crate::telephony::stream::{self, SessionFactory, SessionParts, StreamContext};
 use crate::telephony::token::RelayClaims;
 use crate::telephony::twiml;
 use crate::time::{self, iso};
@@ -221,10 +221,7 @@ struct AppSessionFactory {
 }
 
 impl SessionFactory for AppSessionFactory {
-    fn build(
-        &self,
-        claims: RelayClaims,
-    ) -> Pin<Box<dyn Future<Output = Result<(AgentProfile, SessionEngines), String>> + Send>> {
+    fn build(&self, claims: RelayClaims) -> Pin<Box<dyn Future<Output = SessionParts> + Send>> {
         let state = self.state.clone();
         Box::pin(async move {
             let agent = state

@@ -32,12 +32,12 @@ use crate::time::now_ms;
 /// How long a new stream may take to send `start`.
 const START_TIMEOUT: Duration = Duration::from_secs(15);
 
+/// What a session is started with: the agent's profile and its engines, or why not.
+pub type SessionParts = Result<(AgentProfile, SessionEngines), String>;
+
 /// Builds what a session needs from its verified claims (the agent's profile and engines).
 pub trait SessionFactory: Send + Sync + 'static {
-    fn build(
-        &self,
-        claims: RelayClaims,
-    ) -> Pin<Box<dyn Future<Output = Result<(AgentProfile, SessionEngines), String>> + Send>>;
+    fn build(&self, claims: RelayClaims) -> Pin<Box<dyn Future<Output = SessionParts> + Send>>;
 }
 
 /// What the transport needs from the server.
