@@ -47,7 +47,7 @@ pub struct InstanceBody {
     pub phone_number: Option<String>,
     /// Text added to the agent's system prompt for this instance.
     pub context: String,
-    /// Values for `{{name}}` placeholders in the agent's systemPrompt and firstMessage.
+    /// Values substituted for `{{name}}` in the agent's systemPrompt and firstMessage.
     #[schema(value_type = Object)]
     pub variables: Value,
     pub created_at: String,
