@@ -28,6 +28,14 @@ async fn answers_come_from_the_agents_knowledge() {
     .await;
     assert_eq!(status, 201, "{provisioned}");
     let agent = provisioned["agent"]["id"].as_str().unwrap().to_string();
+    // Deterministic answers for factual questions.
+    let (status, _) = call(server.put(
+        &format!("/v1/agents/{agent}"),
+        &key,
+        json!({"temperature": 0}),
+    ))
+    .await;
+    assert_eq!(status, 200);
 
     let (status, first) = chat(
         &server,

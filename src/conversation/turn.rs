@@ -47,6 +47,9 @@ pub struct TurnSettings {
     pub temperature: f32,
     pub max_tokens: u32,
     pub max_steps: u32,
+    /// Offer the tools to the model. Off for models that cannot call tools: the tool
+    /// instructions only confuse them (retrieval then happens before the model instead).
+    pub offer_tools: bool,
 }
 
 /// Runs a turn on `messages` (system prompt, history, the user's message).
@@ -65,7 +68,11 @@ pub async fn run_turn(
         output_tokens: 0,
         ended: false,
     };
-    let specs = tools.specs();
+    let specs = if settings.offer_tools {
+        tools.specs()
+    } else {
+        Vec::new()
+    };
     for step in 1..=settings.max_steps.max(1) {
         // The last round offers no tools, so the model must answer in words.
         let offered = if step < settings.max_steps && !outcome.ended {

@@ -239,6 +239,8 @@ async fn chat(
             .max_tokens
             .map_or(DEFAULT_MAX_TOKENS, |t| t.max(1) as u32),
         max_steps: max_steps as u32,
+        // The embedded model cannot call tools (retrieval is already in its prompt).
+        offer_tools: agent.llm_provider != crate::vendors::catalog::DEFAULT_PROVIDER,
     };
     let outcome = run_turn(llm, &agent_tools, messages, settings).await?;
 

@@ -276,7 +276,12 @@ impl SessionFactory for AppSessionFactory {
                 max_tokens: agent
                     .max_tokens
                     .map_or(CALL_MAX_TOKENS, |t| t.max(1) as u32),
-                tools: tools.specs(),
+                // The embedded model cannot call tools; offering them only confuses it.
+                tools: if agent.llm_provider == crate::vendors::catalog::DEFAULT_PROVIDER {
+                    Vec::new()
+                } else {
+                    tools.specs()
+                },
                 max_steps: 4,
             };
             let engines = SessionEngines {
