@@ -130,7 +130,4 @@ pub fn not_null<T>(param: &str, value: Option<Option<T>>) -> Result<Option<T>, A
     }
 }
 
-/// Parses a stored JSON object column back into a value (an empty object if unreadable).
-pub fn stored_json(text: &str) -> Value {
-    serde_json::from_str(text).unwrap_or_else(|_| Value::Object(Map::new()))
-}
+pub use crate::store::stored_json;

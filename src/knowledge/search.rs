@@ -11,7 +11,6 @@ use utoipa::ToSchema;
 
 use crate::engines::embeddings::Embedder;
 use crate::error::ApiError;
-use crate::http::validate;
 use crate::registry::knowledge::{ChunkTexts, IndexOf, KnowledgeIndex};
 
 /// One search result.
@@ -75,7 +74,7 @@ pub async fn search_collection(
             Some(KnowledgeHit {
                 content: content.clone(),
                 score: (f64::from(hit.score) * 10_000.0).round() / 10_000.0,
-                metadata: Some(validate::stored_json(metadata)),
+                metadata: Some(crate::store::stored_json(metadata)),
                 document_id: hit.chunk.document_id,
                 chunk_index: hit.chunk.chunk_index,
             })

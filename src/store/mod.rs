@@ -257,3 +257,8 @@ fn migrate_blocking(url: &str, busy_timeout_ms: u64) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// Parses a stored JSON object column back into a value (an empty object if unreadable).
+pub fn stored_json(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap_or_else(|_| serde_json::Value::Object(Default::default()))
+}
