@@ -660,9 +660,9 @@ fn espeak_stand_in(entry: &NeuralEntry, catalog: &Catalog) -> Option<EspeakEntry
 }
 
 /// eSpeak's speaking rate at speed 1.0, in words per minute. eSpeak's own default (175) is
-/// brisk for a formant voice: at 140 speech recognition (Whisper) and listeners on a phone
-/// line understand it markedly better.
-pub const ESPEAK_RATE: i32 = 140;
+/// brisk for a formant voice: at 130, a calm conversational pace, speech recognition
+/// (Whisper) and listeners on a phone line understand it markedly better.
+pub const ESPEAK_RATE: i32 = 130;
 
 /// Synthesizes one segment with an eSpeak voice: speed through its rate, pitch through its
 /// base pitch (a factor of 2 is one octave, spread over eSpeak's 0-100 scale around 50).
