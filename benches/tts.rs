@@ -27,6 +27,7 @@ fn request(voice: &str, text: &str) -> SpeechRequest {
         speed: 1.0,
         pitch: 1.0,
         language: None,
+        output_rate: None,
     }
 }
 

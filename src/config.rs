@@ -34,6 +34,10 @@ pub struct Config {
     pub fetch: FetchConfig,
     pub jobs: JobsConfig,
     pub telephony: TelephonyConfig,
+    /// Outside vendors by provider id (`[vendors.openai]`, ...); none is needed to run.
+    #[serde(default)]
+    pub vendors: BTreeMap<String, VendorConfig>,
+    pub provider_keys: ProviderKeysConfig,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -133,6 +137,36 @@ pub struct TelephonyConfig {
     pub relay_secret: String,
     /// How long a relay token stays valid after the call-control markup is issued.
     pub token_ttl_seconds: u64,
+}
+
+/// One outside vendor: where it is and the platform's own key for it. Every field may be
+/// left out; the adapter then uses the vendor's public endpoint and its usual model.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct VendorConfig {
+    /// The vendor's API base, e.g. `https://api.openai.com/v1`, or a compatible server.
+    pub base_url: Option<String>,
+    /// The platform key (metered). Empty = callers must bring their own.
+    #[serde(default)]
+    pub api_key: String,
+    /// Deadline for the vendor's first byte and between two bytes of a stream.
+    pub timeout_ms: Option<u64>,
+    /// Models by stage, overriding the adapter's choice: `llm_model`, `stt_model`, `tts_model`.
+    pub llm_model: Option<String>,
+    pub stt_model: Option<String>,
+    pub tts_model: Option<String>,
+    /// Voice used when a request asks for `default`.
+    pub default_voice: Option<String>,
+    /// For an extra entry under its own id: the protocol it speaks (only `openai` today), so
+    /// `[vendors.local-llm] compatible = "openai"` adds an OpenAI-compatible provider.
+    pub compatible: Option<String>,
+}
+
+/// Encryption of the vendor keys developers store (`/v1/provider-keys`).
+#[derive(Debug, Clone, Deserialize)]
+pub struct ProviderKeysConfig {
+    /// 32-byte AES-256-GCM key, base64. Empty = generated once into the data dir
+    /// (`provider-keys.key`, mode 0600). Several nodes must share one.
+    pub master_key: String,
 }
 
 #[derive(Debug, Clone, Deserialize)]

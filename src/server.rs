@@ -50,6 +50,8 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     let knowledge =
         KnowledgeIndex::new(db.clone(), engines.embedder.dimensions(), &config.registry).start();
     let fetcher = Fetcher::new(&config.fetch).context("cannot build the HTTP client")?;
+    let vendors = crate::vendors::Vendors::new(&config, db.clone())
+        .context("cannot set up the vendor adapters")?;
     let node_id = node_id(&config.server.data_dir)?;
     let jobs = JobRegistry::new(
         db.clone(),
@@ -75,6 +77,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         signer,
         engines,
         fetcher,
+        vendors,
     });
     let max_json = config.server.max_json_bytes;
     let mut server = HttpServer::new(move || {

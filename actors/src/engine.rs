@@ -302,6 +302,10 @@ pub struct SpeechRequest {
     pub pitch: f32,
     /// ISO 639-1 code for voices that speak several languages.
     pub language: Option<String>,
+    /// The rate the audio will be played at, when the caller knows it (8000 on a phone call).
+    /// Vendors that can produce that rate directly do, so no resampling is needed; the
+    /// embedded voices ignore it.
+    pub output_rate: Option<u32>,
 }
 
 /// A piece of synthesized speech: mono f32 samples in [-1, 1].

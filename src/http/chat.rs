@@ -4,7 +4,7 @@
 //! a model that cannot call tools; models that can also get `search_knowledge`,
 //! `end_conversation` and the agent's HTTP tools, for up to `maxSteps` rounds.
 
-use actix_web::{post, web, HttpResponse};
+use actix_web::{post, web, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use switchboard_actors::engine::{ChatMessage, Role, ToolCall};
@@ -13,7 +13,8 @@ use utoipa::ToSchema;
 use super::auth::Developer;
 use super::body::ApiJson;
 use super::instances::is_e164;
-use super::{providers, validate, AppState};
+use super::providers::{self, Caller};
+use super::{validate, AppState};
 use crate::conversation::prompt::system_prompt;
 use crate::conversation::tools::{http_tools, AgentTools};
 use crate::conversation::turn::{run_turn, ToolCallRecord, TurnSettings};
@@ -88,6 +89,7 @@ pub struct UsageBody {
 async fn chat(
     state: web::Data<AppState>,
     developer: Developer,
+    http: HttpRequest,
     id: web::Path<String>,
     body: ApiJson<ChatRequestBody>,
 ) -> Result<HttpResponse, ApiError> {
@@ -112,7 +114,16 @@ async fn chat(
             agent_id: id.into_inner(),
         })
         .await??;
-    let llm = providers::llm(&state, "llmProvider", &agent.llm_provider)?;
+    let llm = providers::llm(
+        &state,
+        "llmProvider",
+        &agent.llm_provider,
+        Caller {
+            developer_id: &developer_id,
+            headers: Some(http.headers()),
+        },
+    )
+    .await?;
     let tools = http_tools(&validate::stored_json(&agent.metadata))
         .map_err(|reason| ApiError::invalid("agent.metadata.tools", reason))?;
 
@@ -242,7 +253,7 @@ async fn chat(
         // The embedded model cannot call tools (retrieval is already in its prompt).
         offer_tools: agent.llm_provider != crate::vendors::catalog::DEFAULT_PROVIDER,
     };
-    let outcome = run_turn(llm, &agent_tools, messages, settings).await?;
+    let outcome = run_turn(llm.engine.clone(), &agent_tools, messages, settings).await?;
 
     let turn_index = conversation.turns;
     let now = time::now_ms();
@@ -271,9 +282,9 @@ async fn chat(
             ended: outcome.ended,
         })
         .await??;
-    Ok(HttpResponse::Ok()
-        .insert_header(("X-Provider-Used", agent.llm_provider))
-        .json(ChatResponseBody {
+    let mut response = HttpResponse::Ok();
+    llm.tag(&mut response);
+    Ok(response.json(ChatResponseBody {
             reply: outcome.reply,
             conversation_id: conversation.id,
             turn_index,

@@ -14,6 +14,7 @@ pub mod observability;
 pub mod openai_audio;
 pub mod openapi;
 pub mod pagination;
+pub mod provider_keys;
 pub mod providers;
 pub mod provision;
 pub mod request_id;
@@ -53,6 +54,7 @@ pub struct AppState {
     pub signer: crate::telephony::token::TokenSigner,
     pub engines: Engines,
     pub fetcher: Fetcher,
+    pub vendors: crate::vendors::Vendors,
 }
 
 /// Registers every route and the extractor error mappings.
@@ -75,6 +77,7 @@ pub fn configure(cfg: &mut web::ServiceConfig, max_json_bytes: usize) {
             web::scope("/v1")
                 .wrap(from_fn(auth::require_api_key))
                 .configure(keys::routes)
+                .configure(provider_keys::routes)
                 // Before the agents' routes, whose /agents/{id} would take "provision".
                 .configure(provision::routes)
                 .configure(agents::routes)

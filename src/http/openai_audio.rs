@@ -212,13 +212,14 @@ async fn speech(
             ))
         }
     };
-    let engine = providers::tts(&state, "model", "default")?;
+    let engine = providers::embedded(state.engines.tts.clone()).engine;
     let request = SpeechRequest {
         text: input,
         voice,
         speed: speed.clamp(0.5, 2.0) as f32,
         pitch: 1.0,
         language: None,
+        output_rate: None,
     };
     let stream = synthesize_stream(engine, request, format)
         .await
@@ -350,7 +351,7 @@ async fn transcriptions(
         },
         diarize: false,
     };
-    let engine = providers::stt(&state, "model", "default")?;
+    let engine = providers::embedded(state.engines.stt.clone()).engine;
     let extension = file.filename.as_deref().and_then(extension_of);
     let transcript = transcribe_file(engine, file.bytes, extension, request)
         .await

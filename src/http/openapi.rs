@@ -9,7 +9,7 @@ use utoipa::{Modify, OpenApi};
 
 use super::{
     agents, chat, collections, direct, health, instances, keys, knowledge, observability,
-    openai_audio, provision, sessions, synthesize, transcribe,
+    openai_audio, provider_keys, provision, sessions, synthesize, transcribe,
 };
 use crate::error::{ErrorBody, ErrorDetail};
 
@@ -20,7 +20,12 @@ use crate::error::{ErrorBody, ErrorDetail};
         description = "Real-time voice agents: speech, agents, knowledge, sessions.\n\n\
 Every `/v1` route needs `Authorization: Bearer <API key>`. Every response carries \
 `X-Request-Id`; authenticated responses also carry `X-Usage-Current`, `X-Usage-Limit`, \
-`X-Usage-Remaining` and `X-Usage-Bypassed`.\n\n\
+`X-Usage-Remaining` and `X-Usage-Bypassed`; responses that used an engine or vendor carry \
+`X-Provider-Used`.\n\n\
+Vendor keys: a request may carry the caller's own key in `X-Provider-Key-<Vendor>` \
+(`X-Provider-Key-OpenAI`, `-Anthropic`, `-Deepgram`, `-ElevenLabs`, `-Cartesia`); otherwise \
+the developer's stored key (`/v1/provider-keys`) is used, then the platform's. The caller's \
+own or stored key bypasses credit metering (`X-Usage-Bypassed: true`).\n\n\
 Errors are `{\"error\": {\"code\", \"message\", \"param\", \"requestId\"}}` with codes: \
 400 validation_error, 401 unauthorized, 402 insufficient_credits, 404 not_found, \
 405 method_not_allowed, 409 conflict, 413 payload_too_large, 415 unsupported_media_type, \
@@ -37,6 +42,10 @@ answer `{data, nextCursor, hasMore}` in creation order."
         keys::list_keys,
         keys::revoke_key,
         keys::rotate_key,
+        provider_keys::store_key,
+        provider_keys::list_keys,
+        provider_keys::verify_key,
+        provider_keys::delete_key,
         agents::create_agent,
         agents::list_agents,
         agents::get_agent,

@@ -16,7 +16,8 @@ use utoipa::ToSchema;
 
 use super::auth::Developer;
 use super::body::ApiJson;
-use super::{providers, validate, AppState};
+use super::providers::{self, Caller};
+use super::{validate, AppState};
 use crate::conversation::prompt::{substitute, system_prompt};
 use crate::conversation::tools::{http_tools, AgentTools};
 use crate::error::{ApiError, ErrorBody};
@@ -284,13 +285,24 @@ impl SessionFactory for AppSessionFactory {
                 },
                 max_steps: 4,
             };
+            // A call has no request headers: the developer's stored key, else the platform's.
+            let caller = || Caller {
+                developer_id: &claims.dev,
+                headers: None,
+            };
             let engines = SessionEngines {
-                stt: providers::stt(&state, "sttProvider", &agent.stt_provider)
-                    .map_err(|e| e.to_string())?,
-                llm: providers::llm(&state, "llmProvider", &agent.llm_provider)
-                    .map_err(|e| e.to_string())?,
-                tts: providers::tts(&state, "ttsProvider", &agent.tts_provider)
-                    .map_err(|e| e.to_string())?,
+                stt: providers::stt(&state, "sttProvider", &agent.stt_provider, caller())
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .engine,
+                llm: providers::llm(&state, "llmProvider", &agent.llm_provider, caller())
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .engine,
+                tts: providers::tts(&state, "ttsProvider", &agent.tts_provider, caller())
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .engine,
                 tools: Arc::new(tools),
             };
             Ok((profile, engines))

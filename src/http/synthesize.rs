@@ -1,14 +1,14 @@
 //! `POST /v1/synthesize`: text to speech, streamed in the requested format as each sentence
 //! is synthesized.
 
-use actix_web::{post, web, HttpResponse};
+use actix_web::{post, web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 use switchboard_actors::engine::SpeechRequest;
 use utoipa::ToSchema;
 
 use super::auth::Developer;
 use super::body::ApiJson;
-use super::providers;
+use super::providers::{self, Caller};
 use super::validate;
 use super::AppState;
 use crate::error::{ApiError, ErrorBody};
@@ -67,6 +67,8 @@ pub fn output_format(param: &str, name: &str) -> Result<OutputFormat, ApiError> 
 #[post("/synthesize")]
 async fn synthesize(
     state: web::Data<AppState>,
+    developer: Developer,
+    http: HttpRequest,
     body: ApiJson<SynthesizeRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let request = body.into_inner();
@@ -79,7 +81,16 @@ async fn synthesize(
     let pitch = request.pitch.unwrap_or(1.0);
     validate::number_in("pitch", pitch, 0.5, 2.0)?;
     let provider = request.provider.unwrap_or_else(|| "default".to_string());
-    let engine = providers::tts(&state, "provider", &provider)?;
+    let chosen = providers::tts(
+        &state,
+        "provider",
+        &provider,
+        Caller {
+            developer_id: developer.id(),
+            headers: Some(http.headers()),
+        },
+    )
+    .await?;
 
     let speech = SpeechRequest {
         text: request.text.unwrap_or_default(),
@@ -87,14 +98,14 @@ async fn synthesize(
         speed: speed as f32,
         pitch: pitch as f32,
         language: None,
+        output_rate: None,
     };
-    let stream = synthesize_stream(engine, speech, format)
+    let stream = synthesize_stream(chosen.engine.clone(), speech, format)
         .await
         .map_err(|e| voice_error(e.into()))?;
-    Ok(HttpResponse::Ok()
-        .content_type(format.content_type())
-        .insert_header(("X-Provider-Used", provider))
-        .streaming(stream))
+    let mut response = HttpResponse::Ok();
+    chosen.tag(&mut response);
+    Ok(response.content_type(format.content_type()).streaming(stream))
 }
 
 /// An engine's refusal of the request is about the voice.
@@ -134,6 +145,7 @@ pub struct SpeakRequest {
 async fn speak(
     state: web::Data<AppState>,
     developer: Developer,
+    http: HttpRequest,
     id: web::Path<String>,
     body: ApiJson<SpeakRequest>,
 ) -> Result<HttpResponse, ApiError> {
@@ -149,19 +161,30 @@ async fn speak(
             agent_id: id.into_inner(),
         })
         .await??;
-    let engine = providers::tts(&state, "ttsProvider", &agent.tts_provider)?;
+    let chosen = providers::tts(
+        &state,
+        "ttsProvider",
+        &agent.tts_provider,
+        Caller {
+            developer_id: developer.id(),
+            headers: Some(http.headers()),
+        },
+    )
+    .await?;
     let speech = SpeechRequest {
         text: request.text.unwrap_or_default(),
         voice: agent.voice_id,
         speed: speed as f32,
         pitch: 1.0,
         language: Some(agent.language),
+        output_rate: None,
     };
-    let stream = synthesize_stream(engine, speech, format)
+    let stream = synthesize_stream(chosen.engine.clone(), speech, format)
         .await
         .map_err(|e| voice_error(e.into()))?;
-    Ok(HttpResponse::Ok()
+    let mut response = HttpResponse::Ok();
+    chosen.tag(&mut response);
+    Ok(response
         .content_type(format.content_type())
-        .insert_header(("X-Provider-Used", agent.tts_provider))
         .streaming(stream))
 }

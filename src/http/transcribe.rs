@@ -121,7 +121,7 @@ async fn transcribe(
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let (request, upload) = parse_request(&req, payload).await?;
-    let engine = providers::stt(&state, "provider", "default")?;
+    let engine = providers::embedded(state.engines.stt.clone()).engine;
     let (audio, extension) = match upload {
         Some(bytes) => (bytes, request.extension.clone()),
         None => {

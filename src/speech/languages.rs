@@ -111,3 +111,14 @@ pub fn language_name(code: &str) -> String {
         .find(|(c, _)| *c == code)
         .map_or_else(|| code.to_string(), |(_, name)| name.to_string())
 }
+
+/// The code of a language given by code or by English name (`"en"` or `"english"`), as
+/// vendors report either.
+pub fn language_code(name_or_code: &str) -> Option<&'static str> {
+    let wanted = name_or_code.trim().to_ascii_lowercase();
+    let wanted = wanted.split(['-', '_']).next().unwrap_or_default();
+    LANGUAGES
+        .iter()
+        .find(|(code, name)| *code == wanted || *name == wanted)
+        .map(|(code, _)| *code)
+}

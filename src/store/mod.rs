@@ -10,6 +10,7 @@ pub mod documents;
 pub mod instances;
 pub mod jobs;
 pub mod keys;
+pub mod provider_keys;
 pub mod provision;
 pub mod schema;
 pub mod sessions;

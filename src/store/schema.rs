@@ -119,7 +119,19 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    provider_keys (developer_id, provider) {
+        developer_id -> Text,
+        provider -> Text,
+        sealed_key -> Text,
+        key_hint -> Text,
+        created_at -> BigInt,
+        last_verified_at -> Nullable<BigInt>,
+    }
+}
+
 diesel::allow_tables_to_appear_in_same_query!(
+    provider_keys,
     sessions,
     session_turns,
     conversations,

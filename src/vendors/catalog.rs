@@ -1,5 +1,6 @@
-//! Provider ids by kind. `default` is always the embedded engine; the others are the
-//! lowercase, hyphenated ids of real vendors (the spec's tts-vendor-N and llm-vendor-N).
+//! Provider ids by kind, and the vendors that have an adapter: their public endpoint and the
+//! header that carries a caller's own key. `default` is always the embedded engine; the other
+//! ids are real vendors' lowercase, hyphenated names (the spec's tts-vendor-N and llm-vendor-N).
 
 /// Speech synthesis: `default` plus twelve vendors.
 pub const TTS_PROVIDERS: &[&str] = &[
@@ -33,3 +34,89 @@ pub const STT_PROVIDERS: &[&str] = &[
 pub const LLM_PROVIDERS: &[&str] = &["default", "openai", "anthropic", "google", "groq"];
 
 pub const DEFAULT_PROVIDER: &str = "default";
+
+/// What an engine does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Tts,
+    Stt,
+    Llm,
+}
+
+impl Kind {
+    pub fn known_ids(self) -> &'static [&'static str] {
+        match self {
+            Kind::Tts => TTS_PROVIDERS,
+            Kind::Stt => STT_PROVIDERS,
+            Kind::Llm => LLM_PROVIDERS,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Tts => "tts",
+            Kind::Stt => "stt",
+            Kind::Llm => "llm",
+        }
+    }
+}
+
+/// A vendor this server has adapters for.
+#[derive(Debug, Clone, Copy)]
+pub struct Vendor {
+    pub id: &'static str,
+    /// The header a caller's own key comes in (matched case-insensitively).
+    pub key_header: &'static str,
+    /// The vendor's public API base, used unless `[vendors.<id>] base_url` says otherwise.
+    pub base_url: &'static str,
+    pub kinds: &'static [Kind],
+}
+
+impl Vendor {
+    pub fn does(&self, kind: Kind) -> bool {
+        self.kinds.contains(&kind)
+    }
+}
+
+pub const VENDORS: &[Vendor] = &[
+    Vendor {
+        id: "openai",
+        key_header: "X-Provider-Key-OpenAI",
+        base_url: "https://api.openai.com/v1",
+        kinds: &[Kind::Tts, Kind::Stt, Kind::Llm],
+    },
+    Vendor {
+        id: "anthropic",
+        key_header: "X-Provider-Key-Anthropic",
+        base_url: "https://api.anthropic.com",
+        kinds: &[Kind::Llm],
+    },
+    Vendor {
+        id: "deepgram",
+        key_header: "X-Provider-Key-Deepgram",
+        base_url: "https://api.deepgram.com",
+        kinds: &[Kind::Tts, Kind::Stt],
+    },
+    Vendor {
+        id: "elevenlabs",
+        key_header: "X-Provider-Key-ElevenLabs",
+        base_url: "https://api.elevenlabs.io",
+        kinds: &[Kind::Tts],
+    },
+    Vendor {
+        id: "cartesia",
+        key_header: "X-Provider-Key-Cartesia",
+        base_url: "https://api.cartesia.ai",
+        kinds: &[Kind::Tts],
+    },
+];
+
+/// The vendor with this id, if it has adapters here.
+pub fn vendor(id: &str) -> Option<&'static Vendor> {
+    VENDORS.iter().find(|vendor| vendor.id == id)
+}
+
+/// Whether `id` names a vendor whose keys can be stored (it has at least one adapter).
+pub fn accepts_keys(id: &str) -> bool {
+    vendor(id).is_some()
+}

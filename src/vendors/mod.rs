@@ -1,4 +1,225 @@
-//! Outside speech and language vendors. For now, the catalog of provider ids an agent may
-//! name; adapters come beside it.
+//! Outside speech and language vendors: the catalog of provider ids, the adapters that speak
+//! each vendor's wire protocol, and [`Vendors`], which picks the key a call runs with: the
+//! caller's `X-Provider-Key-<Vendor>` header, else the developer's stored key (sealed at
+//! rest), else the platform key from config (the only one that is metered).
 
+pub mod anthropic;
+pub mod audio;
+pub mod cartesia;
 pub mod catalog;
+pub mod deepgram;
+pub mod elevenlabs;
+pub mod http;
+pub mod openai;
+pub mod sealing;
+pub mod speech;
+pub mod streaming;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix_web::http::header::HeaderMap;
+use switchboard_actors::engine::{EngineError, LanguageModel, SpeechToText, TextToSpeech};
+
+use crate::config::{Config, VendorConfig};
+use crate::error::ApiError;
+use crate::store::{provider_keys, Db};
+use catalog::{Kind, Vendor};
+use http::Endpoint;
+use sealing::KeySealer;
+
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Where the key of a vendor call came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeySource {
+    /// The request's `X-Provider-Key-<Vendor>` header: the caller pays the vendor.
+    Header,
+    /// The developer's stored key: the developer pays the vendor.
+    Stored,
+    /// The platform's configured key: metered in credits.
+    Platform,
+}
+
+impl KeySource {
+    /// Whether credit metering is bypassed (the caller's own key paid).
+    pub fn bypasses_metering(self) -> bool {
+        matches!(self, KeySource::Header | KeySource::Stored)
+    }
+}
+
+/// Who a vendor call is made for: the developer, and the request's headers when there is a
+/// request (a phone call has none).
+#[derive(Clone, Copy)]
+pub struct KeyRequest<'a> {
+    pub developer_id: &'a str,
+    pub headers: Option<&'a HeaderMap>,
+}
+
+/// The vendors this server can reach, and how to find a key for them.
+#[derive(Clone)]
+pub struct Vendors {
+    client: reqwest::Client,
+    configs: Arc<BTreeMap<String, VendorConfig>>,
+    pub sealer: KeySealer,
+    db: Db,
+}
+
+impl Vendors {
+    pub fn new(config: &Config, db: Db) -> anyhow::Result<Vendors> {
+        for id in config.vendors.keys() {
+            if catalog::vendor(id).is_none() {
+                anyhow::bail!(
+                    "vendors.{id}: no adapter for this vendor (known: {})",
+                    catalog::VENDORS.iter().map(|v| v.id).collect::<Vec<_>>().join(", ")
+                );
+            }
+        }
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .pool_idle_timeout(Duration::from_secs(90))
+            .user_agent(concat!("switchboard/", env!("CARGO_PKG_VERSION")))
+            .build()?;
+        Ok(Vendors {
+            client,
+            configs: Arc::new(config.vendors.clone()),
+            sealer: KeySealer::load(
+                &config.provider_keys.master_key,
+                &config.server.data_dir,
+            )?,
+            db,
+        })
+    }
+
+    /// The endpoint of `vendor` called with `key`.
+    pub fn endpoint(&self, vendor: &Vendor, key: String) -> Endpoint {
+        let config = self.configs.get(vendor.id).cloned().unwrap_or_default();
+        Endpoint {
+            vendor: vendor.id.to_string(),
+            base_url: config
+                .base_url
+                .filter(|url| !url.trim().is_empty())
+                .unwrap_or_else(|| vendor.base_url.to_string()),
+            key,
+            timeout: config
+                .timeout_ms
+                .map_or(DEFAULT_TIMEOUT, Duration::from_millis),
+            client: self.client.clone(),
+            llm_model: config.llm_model,
+            stt_model: config.stt_model,
+            tts_model: config.tts_model,
+            default_voice: config.default_voice,
+        }
+    }
+
+    /// The key a call to `vendor` runs with, and where it came from.
+    pub async fn key_for(
+        &self,
+        vendor: &Vendor,
+        who: KeyRequest<'_>,
+    ) -> Result<(String, KeySource), ApiError> {
+        if let Some(headers) = who.headers {
+            if let Some(value) = headers.get(vendor.key_header) {
+                let key = value
+                    .to_str()
+                    .ok()
+                    .map(str::trim)
+                    .filter(|key| !key.is_empty())
+                    .ok_or_else(|| {
+                        ApiError::invalid(
+                            vendor.key_header,
+                            format!("{} must hold the vendor's API key", vendor.key_header),
+                        )
+                    })?;
+                return Ok((key.to_string(), KeySource::Header));
+            }
+        }
+        if let Some(row) = provider_keys::get(&self.db, who.developer_id, vendor.id).await? {
+            match self.sealer.open(who.developer_id, vendor.id, &row.sealed_key) {
+                Some(key) => return Ok((key, KeySource::Stored)),
+                None => tracing::warn!(
+                    provider = vendor.id,
+                    "a stored provider key does not open with this server's master key"
+                ),
+            }
+        }
+        let platform = self
+            .configs
+            .get(vendor.id)
+            .map(|config| config.api_key.trim())
+            .unwrap_or_default();
+        if !platform.is_empty() {
+            return Ok((platform.to_string(), KeySource::Platform));
+        }
+        Err(ApiError::ProviderNotConfigured(format!(
+            "no API key for provider '{}': send it in the {} header, store one with \
+             POST /v1/provider-keys, or configure vendors.{}.api_key",
+            vendor.id, vendor.key_header, vendor.id
+        )))
+    }
+
+    /// The vendor behind a provider id for one kind of engine, or why there is none.
+    pub fn vendor_for(&self, kind: Kind, provider: &str) -> Result<&'static Vendor, ApiError> {
+        catalog::vendor(provider)
+            .filter(|vendor| vendor.does(kind))
+            .ok_or_else(|| {
+                ApiError::ProviderNotConfigured(format!(
+                    "provider '{provider}' has no {} adapter on this server; use 'default' \
+                     (the embedded engine){}",
+                    kind.as_str(),
+                    adapters_hint(kind)
+                ))
+            })
+    }
+}
+
+fn adapters_hint(kind: Kind) -> String {
+    let ids: Vec<&str> = catalog::VENDORS
+        .iter()
+        .filter(|vendor| vendor.does(kind))
+        .map(|vendor| vendor.id)
+        .collect();
+    format!(" or one of: {}", ids.join(", "))
+}
+
+/// The speech-synthesis adapter of a vendor.
+pub fn tts_adapter(endpoint: Endpoint) -> Option<Arc<dyn TextToSpeech>> {
+    Some(match endpoint.vendor.as_str() {
+        "openai" => Arc::new(openai::OpenAiSpeech { endpoint }),
+        "deepgram" => Arc::new(deepgram::DeepgramSpeak { endpoint }),
+        "elevenlabs" => Arc::new(elevenlabs::ElevenLabsSpeech { endpoint }),
+        "cartesia" => Arc::new(cartesia::CartesiaSpeech { endpoint }),
+        _ => return None,
+    })
+}
+
+/// The speech-recognition adapter of a vendor.
+pub fn stt_adapter(endpoint: Endpoint) -> Option<Arc<dyn SpeechToText>> {
+    Some(match endpoint.vendor.as_str() {
+        "openai" => Arc::new(openai::OpenAiTranscription { endpoint }),
+        "deepgram" => Arc::new(deepgram::DeepgramListen { endpoint }),
+        _ => return None,
+    })
+}
+
+/// The language-model adapter of a vendor.
+pub fn llm_adapter(endpoint: Endpoint) -> Option<Arc<dyn LanguageModel>> {
+    Some(match endpoint.vendor.as_str() {
+        "openai" => Arc::new(openai::OpenAiChat { endpoint }),
+        "anthropic" => Arc::new(anthropic::AnthropicMessages { endpoint }),
+        _ => return None,
+    })
+}
+
+/// Makes the vendor's cheapest authenticated call with the endpoint's key.
+pub async fn verify(endpoint: &Endpoint) -> Result<(), EngineError> {
+    match endpoint.vendor.as_str() {
+        "openai" => openai::verify(endpoint).await,
+        "anthropic" => anthropic::verify(endpoint).await,
+        "deepgram" => deepgram::verify(endpoint).await,
+        "elevenlabs" => elevenlabs::verify(endpoint).await,
+        "cartesia" => cartesia::verify(endpoint).await,
+        other => Err(EngineError::unavailable(format!("{other}: no adapter"))),
+    }
+}

@@ -145,6 +145,8 @@ pub struct TtsPlayback {
     voice: Voice,
     links: PlaybackLinks,
     encoder: OutputEncoder,
+    /// The transport's sample rate, asked of the voice so it need not be resampled.
+    output_rate: u32,
     pacing: Pacing,
     timeout: Duration,
     sentences: VecDeque<String>,
@@ -178,6 +180,7 @@ impl TtsPlayback {
             voice,
             links,
             encoder: OutputEncoder::new(format)?,
+            output_rate: format.sample_rate().hz(),
             pacing,
             timeout,
             sentences: VecDeque::new(),
@@ -206,6 +209,7 @@ impl TtsPlayback {
             speed: 1.0,
             pitch: 1.0,
             language: self.voice.language.clone(),
+            output_rate: Some(self.output_rate),
         };
         match self.engine.synthesize(request) {
             Ok(rx) => {

@@ -755,6 +755,7 @@ mod tests {
             speed: 1.0,
             pitch: 1.0,
             language: None,
+            output_rate: None,
         }
     }
 
@@ -1118,6 +1119,7 @@ mod round_trip {
                     speed: 1.0,
                     pitch: 1.0,
                     language: None,
+                    output_rate: None,
                 })
                 .unwrap();
             let rate = chunks[0].sample_rate;

@@ -1,0 +1,136 @@
+//! Audio as vendors take and give it: 16 kHz WAV uploads, and raw PCM16 or µ-law bytes
+//! turned into speech chunks as they stream in (an odd byte left over waits for the next).
+
+use switchboard_actors::audio::mulaw;
+use switchboard_actors::engine::{SpeechChunk, STT_SAMPLE_RATE};
+
+/// A RIFF WAVE file, PCM 16-bit mono at 16 kHz, of `samples` in [-1, 1].
+pub fn wav_16k(samples: &[f32]) -> Vec<u8> {
+    let data_len = (samples.len() * 2) as u32;
+    let mut wav = Vec::with_capacity(44 + samples.len() * 2);
+    wav.extend_from_slice(b"RIFF");
+    wav.extend_from_slice(&(36 + data_len).to_le_bytes());
+    wav.extend_from_slice(b"WAVEfmt ");
+    wav.extend_from_slice(&16u32.to_le_bytes());
+    wav.extend_from_slice(&1u16.to_le_bytes()); // PCM
+    wav.extend_from_slice(&1u16.to_le_bytes()); // mono
+    wav.extend_from_slice(&STT_SAMPLE_RATE.to_le_bytes());
+    wav.extend_from_slice(&(STT_SAMPLE_RATE * 2).to_le_bytes());
+    wav.extend_from_slice(&2u16.to_le_bytes());
+    wav.extend_from_slice(&16u16.to_le_bytes());
+    wav.extend_from_slice(b"data");
+    wav.extend_from_slice(&data_len.to_le_bytes());
+    for &sample in samples {
+        let value = (sample.clamp(-1.0, 1.0) * i16::MAX as f32) as i16;
+        wav.extend_from_slice(&value.to_le_bytes());
+    }
+    wav
+}
+
+/// How a vendor's raw audio bytes are encoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RawEncoding {
+    /// Signed 16-bit little-endian.
+    Pcm16,
+    /// G.711 µ-law, one byte a sample.
+    Mulaw,
+}
+
+/// Turns a raw audio byte stream into speech chunks of at least `min_samples` each.
+pub struct RawAudioChunker {
+    encoding: RawEncoding,
+    sample_rate: u32,
+    min_samples: usize,
+    odd_byte: Option<u8>,
+    samples: Vec<f32>,
+    text: Option<String>,
+}
+
+impl RawAudioChunker {
+    /// `text` goes with the first chunk (the words this audio speaks).
+    pub fn new(encoding: RawEncoding, sample_rate: u32, text: String) -> Self {
+        RawAudioChunker {
+            encoding,
+            sample_rate,
+            // 100 ms: small enough to start playback early, large enough to keep overhead low.
+            min_samples: sample_rate as usize / 10,
+            odd_byte: None,
+            samples: Vec::new(),
+            text: Some(text),
+        }
+    }
+
+    /// Adds bytes; answers a chunk when enough audio has gathered.
+    pub fn push(&mut self, bytes: &[u8]) -> Option<SpeechChunk> {
+        match self.encoding {
+            RawEncoding::Mulaw => self
+                .samples
+                .extend(bytes.iter().map(|&b| mulaw::decode(b) as f32 / 32768.0)),
+            RawEncoding::Pcm16 => {
+                let mut bytes = bytes;
+                if let Some(low) = self.odd_byte.take() {
+                    if let Some((&high, rest)) = bytes.split_first() {
+                        self.samples
+                            .push(i16::from_le_bytes([low, high]) as f32 / 32768.0);
+                        bytes = rest;
+                    } else {
+                        self.odd_byte = Some(low);
+                    }
+                }
+                let pairs = bytes.chunks_exact(2);
+                if let [last] = pairs.remainder() {
+                    self.odd_byte = Some(*last);
+                }
+                self.samples.extend(
+                    pairs.map(|pair| i16::from_le_bytes([pair[0], pair[1]]) as f32 / 32768.0),
+                );
+            }
+        }
+        (self.samples.len() >= self.min_samples).then(|| self.take())
+    }
+
+    /// The audio still held when the stream ends.
+    pub fn finish(mut self) -> Option<SpeechChunk> {
+        (!self.samples.is_empty()).then(|| self.take())
+    }
+
+    fn take(&mut self) -> SpeechChunk {
+        SpeechChunk {
+            samples: std::mem::take(&mut self.samples),
+            sample_rate: self.sample_rate,
+            text: self.text.take().unwrap_or_default(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pcm_split_mid_sample_is_reassembled() {
+        let samples: Vec<i16> = (0..4000).map(|i| (i * 7) as i16).collect();
+        let bytes: Vec<u8> = samples.iter().flat_map(|s| s.to_le_bytes()).collect();
+        let mut chunker = RawAudioChunker::new(RawEncoding::Pcm16, 24_000, "hi".into());
+        let mut out = Vec::new();
+        for piece in bytes.chunks(333) {
+            out.extend(chunker.push(piece));
+        }
+        out.extend(chunker.finish());
+        assert_eq!(out[0].text, "hi");
+        assert!(out[1..].iter().all(|c| c.text.is_empty()));
+        let back: Vec<i16> = out
+            .iter()
+            .flat_map(|c| c.samples.iter().map(|s| (s * 32768.0).round() as i16))
+            .collect();
+        assert_eq!(back, samples);
+    }
+
+    #[test]
+    fn wav_header_describes_16k_mono_pcm() {
+        let wav = wav_16k(&[0.0, 0.5, -0.5]);
+        assert_eq!(&wav[0..4], b"RIFF");
+        assert_eq!(u32::from_le_bytes(wav[24..28].try_into().unwrap()), 16_000);
+        assert_eq!(wav.len(), 44 + 6);
+    }
+}

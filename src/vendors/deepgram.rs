@@ -1,0 +1,479 @@
+//! Deepgram: pre-recorded transcription (`POST /v1/listen`), live transcription over a
+//! WebSocket with interim results and endpointing (what a call uses when its agent's
+//! `sttProvider` is `deepgram`), and Aura speech (`POST /v1/speak`, µ-law 8 kHz for phone
+//! calls). Wire format: reference/protocols.md §7.2-7.3;
+//! https://developers.deepgram.com/reference/speech-to-text-api/listen and
+//! https://developers.deepgram.com/docs/understand-endpointing-interim-results.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use switchboard_actors::engine::{
+    EngineError, EngineErrorKind, EngineFuture, EngineStream, SpeechChunk, SpeechRequest,
+    SpeechToText, SttEvent, SttInput, TextToSpeech, TranscribeOptions, Transcript,
+    TranscriptSegment, TranscriptWord, STT_SAMPLE_RATE,
+};
+use tokio::sync::mpsc;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::Message;
+
+use super::audio::{wav_16k, RawAudioChunker, RawEncoding};
+use super::http::Endpoint;
+use super::openai::read_all;
+
+const DEFAULT_STT_MODEL: &str = "nova-3";
+const DEFAULT_VOICE: &str = "aura-2-thalia-en";
+/// Silence Deepgram waits for before it marks `speech_final`.
+const ENDPOINTING_MS: u32 = 300;
+/// Deepgram closes a live stream after 10 s without data.
+const KEEPALIVE_EVERY: Duration = Duration::from_secs(5);
+
+pub struct DeepgramListen {
+    pub endpoint: Endpoint,
+}
+
+impl DeepgramListen {
+    fn model(&self) -> String {
+        self.endpoint
+            .stt_model
+            .clone()
+            .unwrap_or_else(|| DEFAULT_STT_MODEL.to_string())
+    }
+}
+
+impl SpeechToText for DeepgramListen {
+    fn provider(&self) -> &str {
+        &self.endpoint.vendor
+    }
+
+    fn transcribe(
+        &self,
+        audio: Arc<[f32]>,
+        options: TranscribeOptions,
+    ) -> EngineFuture<Transcript> {
+        let endpoint = self.endpoint.clone();
+        let model = self.model();
+        Box::pin(async move {
+            let clip_seconds = audio.len() as f32 / STT_SAMPLE_RATE as f32;
+            let wav = wav_16k(&audio);
+            let mut query = vec![
+                ("model", model),
+                ("punctuate", "true".to_string()),
+                ("smart_format", "true".to_string()),
+            ];
+            match &options.language {
+                Some(language) => query.push(("language", language.clone())),
+                None => query.push(("detect_language", "true".to_string())),
+            }
+            let url = endpoint.url("/v1/listen");
+            let response = endpoint
+                .send(|| {
+                    endpoint
+                        .client
+                        .post(&url)
+                        .query(&query)
+                        .header("Authorization", format!("Token {}", endpoint.key))
+                        .header("Content-Type", "audio/wav")
+                        .body(wav.clone())
+                })
+                .await?;
+            let body = read_all(&endpoint, response).await?;
+            let json: Value = serde_json::from_slice(&body).map_err(|_| {
+                endpoint.error(EngineErrorKind::Upstream, "answered with a body that is not JSON")
+            })?;
+            Ok(transcript_from_listen(&json, &options, clip_seconds))
+        })
+    }
+
+    fn stream(
+        self: Arc<Self>,
+        options: TranscribeOptions,
+    ) -> Result<(mpsc::Sender<SttInput>, EngineStream<SttEvent>), EngineError> {
+        let (input_tx, input_rx) = mpsc::channel::<SttInput>(256);
+        let (event_tx, event_rx) = mpsc::channel(32);
+        let endpoint = self.endpoint.clone();
+        let model = self.model();
+        tokio::spawn(async move {
+            if let Err(err) = live(&endpoint, &model, &options, input_rx, &event_tx).await {
+                let _ = event_tx.send(Err(err)).await;
+            }
+        });
+        Ok((input_tx, event_rx))
+    }
+}
+
+/// Our transcript from a pre-recorded answer: `results.channels[0].alternatives[0]`.
+pub fn transcript_from_listen(json: &Value, options: &TranscribeOptions, clip_seconds: f32) -> Transcript {
+    let channel = json.pointer("/results/channels/0").unwrap_or(&Value::Null);
+    let best = channel.pointer("/alternatives/0").unwrap_or(&Value::Null);
+    let text = best
+        .get("transcript")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .trim()
+        .to_string();
+    let words = words_of(best);
+    let duration = json
+        .pointer("/metadata/duration")
+        .and_then(Value::as_f64)
+        .map_or(clip_seconds, |d| d as f32);
+    let language = channel
+        .get("detected_language")
+        .and_then(Value::as_str)
+        .and_then(crate::speech::languages::language_code)
+        .map(str::to_string)
+        .or_else(|| options.language.clone())
+        .unwrap_or_else(|| "en".to_string());
+    Transcript {
+        segments: segments_of(&text, &words, duration),
+        words: if options.word_timestamps { words } else { Vec::new() },
+        text,
+        language,
+        duration,
+    }
+}
+
+fn words_of(alternative: &Value) -> Vec<TranscriptWord> {
+    alternative
+        .get("words")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|word| TranscriptWord {
+            start: word.get("start").and_then(Value::as_f64).unwrap_or(0.0) as f32,
+            end: word.get("end").and_then(Value::as_f64).unwrap_or(0.0) as f32,
+            word: word
+                .get("punctuated_word")
+                .or_else(|| word.get("word"))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+        })
+        .collect()
+}
+
+/// Segments from words: a new one after sentence-ending punctuation or a pause over 1 s.
+fn segments_of(text: &str, words: &[TranscriptWord], duration: f32) -> Vec<TranscriptSegment> {
+    if words.is_empty() {
+        return if text.is_empty() {
+            Vec::new()
+        } else {
+            vec![TranscriptSegment {
+                start: 0.0,
+                end: duration,
+                text: text.to_string(),
+                speaker: None,
+                language: None,
+            }]
+        };
+    }
+    let mut segments: Vec<TranscriptSegment> = Vec::new();
+    let mut open = false;
+    for (i, word) in words.iter().enumerate() {
+        let pause = i > 0 && word.start - words[i - 1].end > 1.0;
+        match segments.last_mut() {
+            Some(segment) if open && !pause => {
+                segment.text.push(' ');
+                segment.text.push_str(&word.word);
+                segment.end = word.end;
+            }
+            _ => segments.push(new_segment(word)),
+        }
+        open = !word.word.ends_with(['.', '?', '!']);
+    }
+    segments
+}
+
+fn new_segment(word: &TranscriptWord) -> TranscriptSegment {
+    TranscriptSegment {
+        start: word.start,
+        end: word.end,
+        text: word.word.clone(),
+        speaker: None,
+        language: None,
+    }
+}
+
+/// One live recognition: audio in as 16 kHz linear16 binary frames; `Results` out. Interim
+/// hypotheses become partials; finalized pieces are gathered until Deepgram marks the end
+/// of speech (`speech_final`, `UtteranceEnd`) or answers our `Finalize` (sent when the
+/// session's own endpointing ends the utterance first).
+async fn live(
+    endpoint: &Endpoint,
+    model: &str,
+    options: &TranscribeOptions,
+    mut input: mpsc::Receiver<SttInput>,
+    events: &mpsc::Sender<Result<SttEvent, EngineError>>,
+) -> Result<(), EngineError> {
+    let mut url = url::Url::parse(&endpoint.url("/v1/listen"))
+        .map_err(|_| endpoint.error(EngineErrorKind::InvalidInput, "the base URL is not a URL"))?;
+    let scheme = if url.scheme() == "http" { "ws" } else { "wss" };
+    url.set_scheme(scheme)
+        .map_err(|_| endpoint.error(EngineErrorKind::InvalidInput, "the base URL is not a URL"))?;
+    url.query_pairs_mut()
+        .append_pair("model", model)
+        .append_pair("encoding", "linear16")
+        .append_pair("sample_rate", &STT_SAMPLE_RATE.to_string())
+        .append_pair("channels", "1")
+        .append_pair("interim_results", "true")
+        .append_pair("punctuate", "true")
+        .append_pair("endpointing", &ENDPOINTING_MS.to_string())
+        .append_pair("utterance_end_ms", "1000")
+        .append_pair("vad_events", "true");
+    if let Some(language) = &options.language {
+        url.query_pairs_mut().append_pair("language", language);
+    }
+    let mut request = url
+        .as_str()
+        .into_client_request()
+        .map_err(|_| endpoint.error(EngineErrorKind::InvalidInput, "the base URL is not a URL"))?;
+    request.headers_mut().insert(
+        "Authorization",
+        format!("Token {}", endpoint.key)
+            .parse()
+            .map_err(|_| endpoint.error(EngineErrorKind::InvalidInput, "the key is not a valid header"))?,
+    );
+    let (socket, _) = tokio::time::timeout(endpoint.timeout, tokio_tungstenite::connect_async(request))
+        .await
+        .map_err(|_| endpoint.error(EngineErrorKind::Timeout, "the live stream did not open in time"))?
+        .map_err(|err| match err {
+            tokio_tungstenite::tungstenite::Error::Http(response) => endpoint.error(
+                EngineErrorKind::Upstream,
+                format!("refused the live stream (HTTP {})", response.status().as_u16()),
+            ),
+            _ => endpoint.error(EngineErrorKind::Upstream, "could not open the live stream"),
+        })?;
+    let (mut sink, mut stream) = socket.split();
+    let mut utterance = LiveUtterance::default();
+    let mut keepalive = tokio::time::interval(KEEPALIVE_EVERY);
+    keepalive.tick().await;
+    let mut frame = Vec::with_capacity(STT_SAMPLE_RATE as usize / 5);
+    let send_error = |_| endpoint.error(EngineErrorKind::Upstream, "the live stream broke off");
+    loop {
+        tokio::select! {
+            item = input.recv() => match item {
+                Some(SttInput::Audio(samples)) => {
+                    frame.clear();
+                    for &sample in samples.iter() {
+                        let value = (sample.clamp(-1.0, 1.0) * i16::MAX as f32) as i16;
+                        frame.extend_from_slice(&value.to_le_bytes());
+                    }
+                    sink.send(Message::binary(frame.clone())).await.map_err(send_error)?;
+                    keepalive.reset();
+                }
+                Some(SttInput::EndOfUtterance) => {
+                    sink.send(Message::text(json!({"type": "Finalize"}).to_string())).await.map_err(send_error)?;
+                }
+                None => {
+                    let _ = sink.send(Message::text(json!({"type": "CloseStream"}).to_string())).await;
+                    return Ok(());
+                }
+            },
+            _ = keepalive.tick() => {
+                sink.send(Message::text(json!({"type": "KeepAlive"}).to_string())).await.map_err(send_error)?;
+            }
+            message = stream.next() => match message {
+                Some(Ok(Message::Text(text))) => {
+                    let Ok(json) = serde_json::from_str::<Value>(text.as_str()) else { continue };
+                    for event in utterance.on_message(&json, options) {
+                        if events.send(Ok(event)).await.is_err() {
+                            return Ok(());
+                        }
+                    }
+                }
+                Some(Ok(Message::Close(frame))) => {
+                    let reason = frame.map(|f| f.reason.to_string()).unwrap_or_default();
+                    return Err(endpoint.error(
+                        EngineErrorKind::Upstream,
+                        format!("closed the live stream{}", if reason.is_empty() { String::new() } else { format!(": {reason}") }),
+                    ));
+                }
+                Some(Ok(_)) => {}
+                Some(Err(_)) | None => {
+                    return Err(endpoint.error(EngineErrorKind::Upstream, "the live stream broke off"));
+                }
+            },
+            _ = events.closed() => return Ok(()),
+        }
+    }
+}
+
+/// Finalized pieces of the utterance in progress.
+#[derive(Debug, Default)]
+struct LiveUtterance {
+    text: Vec<String>,
+    words: Vec<TranscriptWord>,
+    start: Option<f32>,
+    end: f32,
+}
+
+impl LiveUtterance {
+    fn on_message(&mut self, json: &Value, options: &TranscribeOptions) -> Vec<SttEvent> {
+        match json.get("type").and_then(Value::as_str) {
+            Some("Results") => {
+                let best = json.pointer("/channel/alternatives/0").unwrap_or(&Value::Null);
+                let transcript = best
+                    .get("transcript")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .trim()
+                    .to_string();
+                let is_final = json.get("is_final").and_then(Value::as_bool).unwrap_or(false);
+                let speech_final = json.get("speech_final").and_then(Value::as_bool).unwrap_or(false);
+                let from_finalize = json.get("from_finalize").and_then(Value::as_bool).unwrap_or(false);
+                let mut events = Vec::new();
+                if !is_final {
+                    if !transcript.is_empty() {
+                        let mut partial = self.text.join(" ");
+                        if !partial.is_empty() {
+                            partial.push(' ');
+                        }
+                        partial.push_str(&transcript);
+                        events.push(SttEvent::Partial(partial));
+                    }
+                    return events;
+                }
+                if !transcript.is_empty() {
+                    let start = json.get("start").and_then(Value::as_f64).unwrap_or(0.0) as f32;
+                    let duration = json.get("duration").and_then(Value::as_f64).unwrap_or(0.0) as f32;
+                    self.start.get_or_insert(start);
+                    self.end = start + duration;
+                    self.text.push(transcript);
+                    self.words.extend(words_of(best));
+                }
+                if speech_final || from_finalize {
+                    events.extend(self.finish(options));
+                }
+                events
+            }
+            Some("UtteranceEnd") => self.finish(options).into_iter().collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    fn finish(&mut self, options: &TranscribeOptions) -> Option<SttEvent> {
+        if self.text.is_empty() {
+            return None;
+        }
+        let text = std::mem::take(&mut self.text).join(" ");
+        let words = std::mem::take(&mut self.words);
+        let start = self.start.take().unwrap_or(0.0);
+        let duration = (self.end - start).max(0.0);
+        Some(SttEvent::Final(Transcript {
+            segments: vec![TranscriptSegment {
+                start: 0.0,
+                end: duration,
+                text: text.clone(),
+                speaker: None,
+                language: None,
+            }],
+            words: if options.word_timestamps { words } else { Vec::new() },
+            text,
+            language: options.language.clone().unwrap_or_else(|| "en".to_string()),
+            duration,
+        }))
+    }
+}
+
+pub struct DeepgramSpeak {
+    pub endpoint: Endpoint,
+}
+
+impl TextToSpeech for DeepgramSpeak {
+    fn provider(&self) -> &str {
+        &self.endpoint.vendor
+    }
+
+    fn synthesize(&self, request: SpeechRequest) -> Result<EngineStream<SpeechChunk>, EngineError> {
+        let endpoint = self.endpoint.clone();
+        let model = if request.voice == "default" || request.voice.is_empty() {
+            endpoint
+                .default_voice
+                .clone()
+                .or_else(|| endpoint.tts_model.clone())
+                .unwrap_or_else(|| DEFAULT_VOICE.to_string())
+        } else {
+            request.voice.clone()
+        };
+        let (encoding, wire, rate) = match request.output_rate {
+            Some(8_000) => (RawEncoding::Mulaw, "mulaw", 8_000),
+            Some(rate @ (16_000 | 48_000)) => (RawEncoding::Pcm16, "linear16", rate),
+            _ => (RawEncoding::Pcm16, "linear16", 24_000),
+        };
+        let query = vec![
+            ("model", model),
+            ("encoding", wire.to_string()),
+            ("sample_rate", rate.to_string()),
+            ("container", "none".to_string()),
+        ];
+        let body = json!({"text": request.text});
+        let url = endpoint.url("/v1/speak");
+        let build = {
+            let endpoint = endpoint.clone();
+            move || {
+                endpoint
+                    .client
+                    .post(&url)
+                    .query(&query)
+                    .header("Authorization", format!("Token {}", endpoint.key))
+                    .json(&body)
+            }
+        };
+        Ok(super::speech::spawn_raw_speech(
+            endpoint,
+            build,
+            RawAudioChunker::new(encoding, rate, request.text),
+        ))
+    }
+}
+
+/// The cheapest authenticated call: the key's projects.
+pub async fn verify(endpoint: &Endpoint) -> Result<(), EngineError> {
+    let url = endpoint.url("/v1/projects");
+    endpoint
+        .send(|| {
+            endpoint
+                .client
+                .get(&url)
+                .header("Authorization", format!("Token {}", endpoint.key))
+        })
+        .await
+        .map(drop)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn live_results_become_partials_then_one_final() {
+        let options = TranscribeOptions::default();
+        let mut utterance = LiveUtterance::default();
+        let result = |text: &str, is_final: bool, speech_final: bool, start: f64| {
+            json!({"type": "Results", "start": start, "duration": 1.0, "is_final": is_final,
+                   "speech_final": speech_final,
+                   "channel": {"alternatives": [{"transcript": text, "words": []}]}})
+        };
+        assert_eq!(
+            utterance.on_message(&result("hello", false, false, 0.0), &options),
+            vec![SttEvent::Partial("hello".into())]
+        );
+        assert!(utterance.on_message(&result("hello there", true, false, 0.0), &options).is_empty());
+        assert_eq!(
+            utterance.on_message(&result("general", false, false, 1.0), &options),
+            vec![SttEvent::Partial("hello there general".into())]
+        );
+        let events = utterance.on_message(&result("general kenobi", true, true, 1.0), &options);
+        let [SttEvent::Final(transcript)] = events.as_slice() else {
+            panic!("one final expected, got {events:?}");
+        };
+        assert_eq!(transcript.text, "hello there general kenobi");
+        assert!((transcript.duration - 2.0).abs() < 1e-6);
+        // An UtteranceEnd after the final has nothing left to report.
+        assert!(utterance
+            .on_message(&json!({"type": "UtteranceEnd", "last_word_end": 2.0}), &options)
+            .is_empty());
+    }
+}

@@ -1,0 +1,327 @@
+//! What every HTTP adapter shares: the endpoint a request goes to (base URL, key, deadline),
+//! sending with one safe retry, turning a vendor's error answer into an `EngineError` that
+//! names the vendor (and never the key), reading a body with a deadline between chunks, and a
+//! server-sent-events decoder.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use reqwest::{RequestBuilder, Response, StatusCode};
+use switchboard_actors::engine::{EngineError, EngineErrorKind};
+
+/// Where one adapter call goes, with the key it was resolved to.
+#[derive(Clone)]
+pub struct Endpoint {
+    pub vendor: String,
+    pub base_url: String,
+    pub key: String,
+    pub timeout: Duration,
+    pub client: reqwest::Client,
+    /// Models and voice the operator configured for this vendor.
+    pub llm_model: Option<String>,
+    pub stt_model: Option<String>,
+    pub tts_model: Option<String>,
+    pub default_voice: Option<String>,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The key is left out on purpose: endpoints end up in logs.
+        f.debug_struct("Endpoint")
+            .field("vendor", &self.vendor)
+            .field("base_url", &self.base_url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Endpoint {
+    /// `base_url` joined with `path` (which starts with `/`).
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base_url.trim_end_matches('/'))
+    }
+
+    pub fn error(&self, kind: EngineErrorKind, message: impl std::fmt::Display) -> EngineError {
+        EngineError::new(kind, format!("{}: {message}", self.vendor))
+    }
+
+    /// Sends a request built by `build` and answers the response once its status is a
+    /// success. A refused connection, or a 429/500/502/503/529 answer, is tried once more
+    /// after a short pause: nothing reached the caller yet and none of these calls changes
+    /// anything at the vendor.
+    pub async fn send(
+        &self,
+        build: impl Fn() -> RequestBuilder,
+    ) -> Result<Response, EngineError> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let result = tokio::time::timeout(self.timeout, build().send()).await;
+            let retry = attempt < 2;
+            match result {
+                Err(_) => {
+                    return Err(self.error(
+                        EngineErrorKind::Timeout,
+                        format!("no answer within {} ms", self.timeout.as_millis()),
+                    ))
+                }
+                Ok(Err(err)) if err.is_connect() && retry => {}
+                Ok(Err(err)) => {
+                    return Err(self.error(
+                        EngineErrorKind::Upstream,
+                        format!("request failed: {}", describe(&err)),
+                    ))
+                }
+                Ok(Ok(response)) if response.status().is_success() => return Ok(response),
+                Ok(Ok(response)) if retry && retryable(response.status()) => {
+                    let pause = retry_after(&response).unwrap_or(Duration::from_millis(250));
+                    if pause > Duration::from_secs(2) {
+                        return Err(self.failure(response).await);
+                    }
+                    tokio::time::sleep(pause).await;
+                }
+                Ok(Ok(response)) => return Err(self.failure(response).await),
+            }
+        }
+    }
+
+    /// The error for a vendor's non-success answer, with the vendor's own message.
+    pub async fn failure(&self, response: Response) -> EngineError {
+        let status = response.status();
+        let body = tokio::time::timeout(self.timeout, response.bytes())
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default();
+        let detail = vendor_message(&body);
+        let what = match status {
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => "rejected the API key",
+            StatusCode::TOO_MANY_REQUESTS => "is rate limiting this key",
+            status if status.is_server_error() => "failed",
+            _ => "refused the request",
+        };
+        let message = match detail {
+            Some(detail) => format!("{what} (HTTP {}): {detail}", status.as_u16()),
+            None => format!("{what} (HTTP {})", status.as_u16()),
+        };
+        self.error(EngineErrorKind::Upstream, message)
+    }
+
+    /// Reads a response body chunk by chunk, failing when the vendor goes quiet for longer
+    /// than the deadline.
+    pub fn body(&self, response: Response) -> BodyReader<'_> {
+        BodyReader {
+            endpoint: self,
+            body: Box::pin(response.bytes_stream()),
+        }
+    }
+}
+
+/// A streaming response body with the endpoint's deadline between chunks.
+pub struct BodyReader<'a> {
+    endpoint: &'a Endpoint,
+    body: std::pin::Pin<Box<dyn futures_util::Stream<Item = reqwest::Result<Bytes>> + Send>>,
+}
+
+impl BodyReader<'_> {
+    /// The next chunk, `None` at the end of the body.
+    pub async fn next(&mut self) -> Result<Option<Bytes>, EngineError> {
+        let endpoint = self.endpoint;
+        match tokio::time::timeout(endpoint.timeout, self.body.next()).await {
+            Err(_) => Err(endpoint.error(
+                EngineErrorKind::Timeout,
+                format!("the stream stalled for {} ms", endpoint.timeout.as_millis()),
+            )),
+            Ok(None) => Ok(None),
+            Ok(Some(Err(err))) => Err(endpoint.error(
+                EngineErrorKind::Upstream,
+                format!("the stream broke off: {}", describe(&err)),
+            )),
+            Ok(Some(Ok(chunk))) => Ok(Some(chunk)),
+        }
+    }
+}
+
+fn retryable(status: StatusCode) -> bool {
+    matches!(status.as_u16(), 429 | 500 | 502 | 503 | 529)
+}
+
+fn retry_after(response: &Response) -> Option<Duration> {
+    let seconds: f64 = response
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds))
+}
+
+/// A transport error without its URL's query (which some vendors put keys in).
+fn describe(err: &reqwest::Error) -> String {
+    let mut text = if err.is_timeout() {
+        "timed out".to_string()
+    } else if err.is_connect() {
+        "could not connect".to_string()
+    } else if err.is_body() || err.is_decode() {
+        "the body could not be read".to_string()
+    } else {
+        "the connection failed".to_string()
+    };
+    if let Some(source) = std::error::Error::source(err) {
+        text.push_str(&format!(" ({source})"));
+    }
+    text
+}
+
+/// The human message in a vendor's error body: OpenAI and Anthropic `{error: {message}}`,
+/// ElevenLabs `{detail: {message}}` or `{detail: "..."}`, Deepgram `{err_msg}`, Cartesia
+/// `{error: "..."}`, or short plain text. Capped so a huge page never ends up in an error.
+pub fn vendor_message(body: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(body);
+    let text = text.trim();
+    if text.is_empty() {
+        return None;
+    }
+    let message = match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(json) => [
+            "/error/message",
+            "/error",
+            "/detail/message",
+            "/detail",
+            "/err_msg",
+            "/message",
+        ]
+        .iter()
+        .find_map(|pointer| match json.pointer(pointer) {
+            Some(serde_json::Value::String(s)) if !s.is_empty() => Some(s.clone()),
+            Some(value @ serde_json::Value::Array(_)) if *pointer == "/detail" => {
+                Some(value.to_string())
+            }
+            _ => None,
+        })
+        .unwrap_or_else(|| text.to_string()),
+        Err(_) => text.to_string(),
+    };
+    Some(cap(&message, 300))
+}
+
+fn cap(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let mut capped: String = text.chars().take(max).collect();
+    capped.push('…');
+    capped
+}
+
+/// One server-sent event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SseEvent {
+    /// The `event:` name; empty when the stream has none (OpenAI).
+    pub event: String,
+    pub data: String,
+}
+
+/// Splits a byte stream into server-sent events (lines, `\n` or `\r\n`; a blank line ends an
+/// event; `data:` lines are joined with `\n`; comments are skipped).
+#[derive(Debug, Default)]
+pub struct SseDecoder {
+    pending: Vec<u8>,
+    event: String,
+    data: Vec<String>,
+}
+
+impl SseDecoder {
+    pub fn push(&mut self, chunk: &[u8]) -> Vec<SseEvent> {
+        self.pending.extend_from_slice(chunk);
+        let mut events = Vec::new();
+        while let Some(end) = self.pending.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = self.pending.drain(..=end).collect();
+            let line = String::from_utf8_lossy(&line);
+            let line = line.trim_end_matches(['\n', '\r']);
+            if line.is_empty() {
+                if !self.data.is_empty() || !self.event.is_empty() {
+                    events.push(SseEvent {
+                        event: std::mem::take(&mut self.event),
+                        data: std::mem::take(&mut self.data).join("\n"),
+                    });
+                }
+                continue;
+            }
+            if line.starts_with(':') {
+                continue;
+            }
+            let (field, value) = line.split_once(':').unwrap_or((line, ""));
+            let value = value.strip_prefix(' ').unwrap_or(value);
+            match field {
+                "event" => self.event = value.to_string(),
+                "data" => self.data.push(value.to_string()),
+                _ => {}
+            }
+        }
+        events
+    }
+
+    /// The event left when the stream ends without a final blank line.
+    pub fn finish(&mut self) -> Option<SseEvent> {
+        let rest = std::mem::take(&mut self.pending);
+        let mut events = self.push(&rest);
+        events.extend(self.push(b"\n\n"));
+        events.pop()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_split_across_chunks_and_line_endings() {
+        let mut decoder = SseDecoder::default();
+        let mut events = decoder.push(b"event: message_start\r\ndata: {\"a\":");
+        assert!(events.is_empty());
+        events.extend(decoder.push(b"1}\r\n\r\n: comment\n\ndata: x\ndata: y\n\ndata: [DONE]"));
+        assert_eq!(
+            events,
+            vec![
+                SseEvent {
+                    event: "message_start".into(),
+                    data: "{\"a\":1}".into()
+                },
+                SseEvent {
+                    event: String::new(),
+                    data: "x\ny".into()
+                },
+            ]
+        );
+        assert_eq!(
+            decoder.finish(),
+            Some(SseEvent {
+                event: String::new(),
+                data: "[DONE]".into()
+            })
+        );
+    }
+
+    #[test]
+    fn vendor_messages_are_found_and_capped() {
+        assert_eq!(
+            vendor_message(br#"{"error":{"message":"Incorrect API key","type":"x"}}"#).unwrap(),
+            "Incorrect API key"
+        );
+        assert_eq!(
+            vendor_message(br#"{"detail":{"status":"quota","message":"Quota exceeded"}}"#)
+                .unwrap(),
+            "Quota exceeded"
+        );
+        assert_eq!(
+            vendor_message(br#"{"err_code":"INVALID_AUTH","err_msg":"Invalid credentials."}"#)
+                .unwrap(),
+            "Invalid credentials."
+        );
+        assert_eq!(vendor_message(b"  "), None);
+        assert!(vendor_message(&[b'x'; 1000]).unwrap().chars().count() <= 301);
+    }
+}

@@ -1,0 +1,471 @@
+//! OpenAI and OpenAI-compatible servers (vLLM, LM Studio, Ollama, Groq-style hosts): chat
+//! completions streamed over server-sent events with tool-call deltas, audio transcriptions
+//! (multipart, `verbose_json`), and speech (raw 24 kHz PCM, streamed). Wire format:
+//! reference/protocols.md §4; https://platform.openai.com/docs/api-reference.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use switchboard_actors::engine::{
+    ChatMessage, ChatRequest, EngineError, EngineErrorKind, EngineFuture, EngineStream,
+    FinishReason, LanguageModel, LlmEvent, Role, SpeechChunk, SpeechRequest, SpeechToText,
+    TextToSpeech, ToolCall, TranscribeOptions, Transcript, TranscriptSegment, TranscriptWord,
+};
+
+use super::audio::{wav_16k, RawAudioChunker, RawEncoding};
+use super::http::{Endpoint, SseEvent};
+use super::streaming::{spawn_chat_stream, ChatProtocol, Step};
+use crate::speech::languages::language_code;
+
+const DEFAULT_LLM_MODEL: &str = "gpt-4o-mini";
+const DEFAULT_STT_MODEL: &str = "whisper-1";
+const DEFAULT_TTS_MODEL: &str = "tts-1";
+const DEFAULT_VOICE: &str = "alloy";
+/// `response_format: pcm` is 24 kHz mono 16-bit little-endian.
+const PCM_RATE: u32 = 24_000;
+
+// ---------------------------------------------------------------------------------------------
+// Chat completions
+// ---------------------------------------------------------------------------------------------
+
+pub struct OpenAiChat {
+    pub endpoint: Endpoint,
+}
+
+impl LanguageModel for OpenAiChat {
+    fn provider(&self) -> &str {
+        &self.endpoint.vendor
+    }
+
+    fn stream(&self, request: ChatRequest) -> Result<EngineStream<LlmEvent>, EngineError> {
+        let endpoint = self.endpoint.clone();
+        let model = request
+            .model
+            .clone()
+            .or_else(|| endpoint.llm_model.clone())
+            .unwrap_or_else(|| DEFAULT_LLM_MODEL.to_string());
+        let body = chat_body(&model, &request);
+        let url = endpoint.url("/chat/completions");
+        let client = endpoint.client.clone();
+        let key = endpoint.key.clone();
+        let build = move || {
+            client
+                .post(&url)
+                .bearer_auth(&key)
+                .header("Accept", "text/event-stream")
+                .json(&body)
+        };
+        Ok(spawn_chat_stream(
+            endpoint.clone(),
+            build,
+            ChatCompletionStream::new(endpoint.vendor.clone()),
+        ))
+    }
+}
+
+/// The request body: our conversation and tools in chat-completions terms.
+pub fn chat_body(model: &str, request: &ChatRequest) -> Value {
+    let messages: Vec<Value> = request.messages.iter().map(message_json).collect();
+    let mut body = json!({
+        "model": model,
+        "messages": messages,
+        "stream": true,
+        "stream_options": {"include_usage": true},
+        "temperature": request.temperature,
+        "max_tokens": request.max_tokens,
+    });
+    if !request.tools.is_empty() {
+        body["tools"] = request
+            .tools
+            .iter()
+            .map(|tool| {
+                json!({
+                    "type": "function",
+                    "function": {
+                        "name": tool.name,
+                        "description": tool.description,
+                        "parameters": schema_json(&tool.parameters),
+                    }
+                })
+            })
+            .collect();
+    }
+    body
+}
+
+fn message_json(message: &ChatMessage) -> Value {
+    match message.role {
+        Role::System => json!({"role": "system", "content": message.content}),
+        Role::User => json!({"role": "user", "content": message.content}),
+        Role::Tool => json!({
+            "role": "tool",
+            "tool_call_id": message.tool_call_id.clone().unwrap_or_default(),
+            "content": message.content,
+        }),
+        Role::Assistant if message.tool_calls.is_empty() => {
+            json!({"role": "assistant", "content": message.content})
+        }
+        Role::Assistant => json!({
+            "role": "assistant",
+            "content": if message.content.is_empty() { Value::Null } else { json!(message.content) },
+            "tool_calls": message.tool_calls.iter().map(|call| json!({
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": call.arguments},
+            })).collect::<Vec<_>>(),
+        }),
+    }
+}
+
+/// A tool's JSON Schema text as a value (an empty object schema when it does not parse).
+pub fn schema_json(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|_| json!({"type": "object", "properties": {}}))
+}
+
+/// Protocol state of one streamed chat completion: tool calls gathered by their `index`.
+struct ChatCompletionStream {
+    vendor: String,
+    calls: BTreeMap<u64, ToolCall>,
+    finish: Option<FinishReason>,
+    prompt_tokens: u32,
+    completion_tokens: u32,
+}
+
+impl ChatCompletionStream {
+    fn new(vendor: String) -> Self {
+        ChatCompletionStream {
+            vendor,
+            calls: BTreeMap::new(),
+            finish: None,
+            prompt_tokens: 0,
+            completion_tokens: 0,
+        }
+    }
+
+    fn done(&mut self) -> Vec<LlmEvent> {
+        let mut events: Vec<LlmEvent> = std::mem::take(&mut self.calls)
+            .into_values()
+            .map(|mut call| {
+                if call.arguments.trim().is_empty() {
+                    call.arguments = "{}".into();
+                }
+                LlmEvent::ToolCall(call)
+            })
+            .collect();
+        let reason = match self.finish {
+            Some(reason) => reason,
+            None if !events.is_empty() => FinishReason::ToolCalls,
+            None => FinishReason::Stop,
+        };
+        events.push(LlmEvent::Done {
+            reason,
+            prompt_tokens: self.prompt_tokens,
+            completion_tokens: self.completion_tokens,
+        });
+        events
+    }
+
+    fn upstream(&self, message: impl std::fmt::Display) -> EngineError {
+        EngineError::new(EngineErrorKind::Upstream, format!("{}: {message}", self.vendor))
+    }
+}
+
+impl ChatProtocol for ChatCompletionStream {
+    fn on_event(&mut self, event: SseEvent) -> Result<Step, EngineError> {
+        let data = event.data.trim();
+        if data.starts_with("[DONE]") {
+            return Ok(Step::Finished(self.done()));
+        }
+        if data.is_empty() {
+            return Ok(Step::More(Vec::new()));
+        }
+        let chunk: Value = serde_json::from_str(data)
+            .map_err(|_| self.upstream("sent a stream event that is not JSON"))?;
+        if let Some(error) = chunk.get("error") {
+            let message = error
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("an error in the middle of the stream");
+            return Err(self.upstream(message));
+        }
+        if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
+            let count = |field: &str| usage.get(field).and_then(Value::as_u64).unwrap_or(0) as u32;
+            self.prompt_tokens = count("prompt_tokens");
+            self.completion_tokens = count("completion_tokens");
+        }
+        let mut events = Vec::new();
+        for choice in chunk
+            .get("choices")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let delta = choice.get("delta").unwrap_or(&Value::Null);
+            if let Some(text) = delta.get("content").and_then(Value::as_str) {
+                if !text.is_empty() {
+                    events.push(LlmEvent::TextDelta(text.to_string()));
+                }
+            }
+            for fragment in delta
+                .get("tool_calls")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let index = fragment.get("index").and_then(Value::as_u64).unwrap_or(0);
+                let call = self.calls.entry(index).or_insert_with(|| ToolCall {
+                    id: String::new(),
+                    name: String::new(),
+                    arguments: String::new(),
+                });
+                if let Some(id) = fragment.get("id").and_then(Value::as_str) {
+                    call.id = id.to_string();
+                }
+                if let Some(function) = fragment.get("function") {
+                    if let Some(name) = function.get("name").and_then(Value::as_str) {
+                        call.name.push_str(name);
+                    }
+                    if let Some(arguments) = function.get("arguments").and_then(Value::as_str) {
+                        call.arguments.push_str(arguments);
+                    }
+                }
+            }
+            match choice.get("finish_reason").and_then(Value::as_str) {
+                Some("length") => self.finish = Some(FinishReason::Length),
+                Some("tool_calls") | Some("function_call") => {
+                    self.finish = Some(FinishReason::ToolCalls)
+                }
+                Some(_) => self.finish = Some(FinishReason::Stop),
+                None => {}
+            }
+        }
+        Ok(Step::More(events))
+    }
+
+    fn on_eof(&mut self) -> Result<Vec<LlmEvent>, EngineError> {
+        // Some compatible servers never send `[DONE]`; a finish reason is then the end. A
+        // stream with neither was cut off.
+        if self.finish.is_some() {
+            Ok(self.done())
+        } else {
+            Err(self.upstream("the stream ended before the answer was complete"))
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Transcriptions
+// ---------------------------------------------------------------------------------------------
+
+pub struct OpenAiTranscription {
+    pub endpoint: Endpoint,
+}
+
+impl SpeechToText for OpenAiTranscription {
+    fn provider(&self) -> &str {
+        &self.endpoint.vendor
+    }
+
+    fn transcribe(
+        &self,
+        audio: Arc<[f32]>,
+        options: TranscribeOptions,
+    ) -> EngineFuture<Transcript> {
+        let endpoint = self.endpoint.clone();
+        Box::pin(async move {
+            let duration = audio.len() as f32 / switchboard_actors::engine::STT_SAMPLE_RATE as f32;
+            let wav = wav_16k(&audio);
+            let model = endpoint
+                .stt_model
+                .clone()
+                .unwrap_or_else(|| DEFAULT_STT_MODEL.to_string());
+            let url = endpoint.url("/audio/transcriptions");
+            let build = || {
+                let mut form = reqwest::multipart::Form::new()
+                    .part(
+                        "file",
+                        reqwest::multipart::Part::bytes(wav.clone())
+                            .file_name("audio.wav")
+                            .mime_str("audio/wav")
+                            .expect("a valid media type"),
+                    )
+                    .text("model", model.clone())
+                    .text("response_format", "verbose_json")
+                    .text("temperature", options.temperature.to_string())
+                    .text("timestamp_granularities[]", "segment");
+                if options.word_timestamps {
+                    form = form.text("timestamp_granularities[]", "word");
+                }
+                if let Some(language) = &options.language {
+                    form = form.text("language", language.clone());
+                }
+                if let Some(prompt) = &options.prompt {
+                    form = form.text("prompt", prompt.clone());
+                }
+                endpoint
+                    .client
+                    .post(&url)
+                    .bearer_auth(&endpoint.key)
+                    .multipart(form)
+            };
+            let response = endpoint.send(build).await?;
+            let body = read_all(&endpoint, response).await?;
+            let json: Value = serde_json::from_slice(&body).map_err(|_| {
+                endpoint.error(EngineErrorKind::Upstream, "answered with a body that is not JSON")
+            })?;
+            Ok(transcript_from_verbose(&json, &options, duration))
+        })
+    }
+}
+
+/// Our transcript from a `verbose_json` (or plain `json`) transcription.
+pub fn transcript_from_verbose(
+    json: &Value,
+    options: &TranscribeOptions,
+    clip_seconds: f32,
+) -> Transcript {
+    let text = json
+        .get("text")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .trim()
+        .to_string();
+    let duration = json
+        .get("duration")
+        .and_then(Value::as_f64)
+        .map_or(clip_seconds, |d| d as f32);
+    let time = |value: &Value, field: &str| value.get(field).and_then(Value::as_f64).unwrap_or(0.0) as f32;
+    let mut segments: Vec<TranscriptSegment> = json
+        .get("segments")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|segment| TranscriptSegment {
+            start: time(segment, "start"),
+            end: time(segment, "end"),
+            text: segment
+                .get("text")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .trim()
+                .to_string(),
+            speaker: None,
+            language: None,
+        })
+        .collect();
+    if segments.is_empty() && !text.is_empty() {
+        segments.push(TranscriptSegment {
+            start: 0.0,
+            end: duration,
+            text: text.clone(),
+            speaker: None,
+            language: None,
+        });
+    }
+    let words = json
+        .get("words")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|word| TranscriptWord {
+            start: time(word, "start"),
+            end: time(word, "end"),
+            word: word
+                .get("word")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .trim()
+                .to_string(),
+        })
+        .collect();
+    let language = json
+        .get("language")
+        .and_then(Value::as_str)
+        .and_then(language_code)
+        .map(str::to_string)
+        .or_else(|| options.language.clone())
+        .unwrap_or_else(|| "en".to_string());
+    Transcript {
+        text,
+        segments,
+        words,
+        language,
+        duration,
+    }
+}
+
+/// A whole (bounded) response body, with the endpoint's deadline between chunks.
+pub async fn read_all(
+    endpoint: &Endpoint,
+    response: reqwest::Response,
+) -> Result<Vec<u8>, EngineError> {
+    const MAX: usize = 32 * 1024 * 1024;
+    let mut body = endpoint.body(response);
+    let mut all = Vec::new();
+    while let Some(chunk) = body.next().await? {
+        all.extend_from_slice(&chunk);
+        if all.len() > MAX {
+            return Err(endpoint.error(EngineErrorKind::Upstream, "answered with too large a body"));
+        }
+    }
+    Ok(all)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Speech
+// ---------------------------------------------------------------------------------------------
+
+pub struct OpenAiSpeech {
+    pub endpoint: Endpoint,
+}
+
+impl TextToSpeech for OpenAiSpeech {
+    fn provider(&self) -> &str {
+        &self.endpoint.vendor
+    }
+
+    fn synthesize(&self, request: SpeechRequest) -> Result<EngineStream<SpeechChunk>, EngineError> {
+        let endpoint = self.endpoint.clone();
+        let voice = if request.voice == "default" || request.voice.is_empty() {
+            endpoint
+                .default_voice
+                .clone()
+                .unwrap_or_else(|| DEFAULT_VOICE.to_string())
+        } else {
+            request.voice.clone()
+        };
+        let body = json!({
+            "model": endpoint.tts_model.clone().unwrap_or_else(|| DEFAULT_TTS_MODEL.to_string()),
+            "input": request.text,
+            "voice": voice,
+            "response_format": "pcm",
+            "speed": request.speed.clamp(0.25, 4.0),
+        });
+        let url = endpoint.url("/audio/speech");
+        let build = {
+            let endpoint = endpoint.clone();
+            move || {
+                endpoint
+                    .client
+                    .post(&url)
+                    .bearer_auth(&endpoint.key)
+                    .json(&body)
+            }
+        };
+        Ok(super::speech::spawn_raw_speech(
+            endpoint,
+            build,
+            RawAudioChunker::new(RawEncoding::Pcm16, PCM_RATE, request.text),
+        ))
+    }
+}
+
+/// The cheapest authenticated call: the model list.
+pub async fn verify(endpoint: &Endpoint) -> Result<(), EngineError> {
+    let url = endpoint.url("/models");
+    endpoint
+        .send(|| endpoint.client.get(&url).bearer_auth(&endpoint.key))
+        .await
+        .map(drop)
+}
