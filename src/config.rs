@@ -156,9 +156,6 @@ pub struct VendorConfig {
     pub tts_model: Option<String>,
     /// Voice used when a request asks for `default`.
     pub default_voice: Option<String>,
-    /// For an extra entry under its own id: the protocol it speaks (only `openai` today), so
-    /// `[vendors.local-llm] compatible = "openai"` adds an OpenAI-compatible provider.
-    pub compatible: Option<String>,
 }
 
 /// Encryption of the vendor keys developers store (`/v1/provider-keys`).

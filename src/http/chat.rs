@@ -285,17 +285,17 @@ async fn chat(
     let mut response = HttpResponse::Ok();
     llm.tag(&mut response);
     Ok(response.json(ChatResponseBody {
-            reply: outcome.reply,
-            conversation_id: conversation.id,
-            turn_index,
-            tool_calls: outcome.tool_calls,
-            usage: UsageBody {
-                input_tokens: outcome.input_tokens,
-                output_tokens: outcome.output_tokens,
-            },
-            ended: outcome.ended,
-            instance_id: instance.map(|i| i.id),
-        }))
+        reply: outcome.reply,
+        conversation_id: conversation.id,
+        turn_index,
+        tool_calls: outcome.tool_calls,
+        usage: UsageBody {
+            input_tokens: outcome.input_tokens,
+            output_tokens: outcome.output_tokens,
+        },
+        ended: outcome.ended,
+        instance_id: instance.map(|i| i.id),
+    }))
 }
 
 fn role_name(role: Role) -> &'static str {

@@ -134,7 +134,10 @@ async fn store_key(
     let row = ProviderKeyRow {
         developer_id: developer.id().to_string(),
         provider: vendor.id.to_string(),
-        sealed_key: state.vendors.sealer.seal(developer.id(), vendor.id, api_key),
+        sealed_key: state
+            .vendors
+            .sealer
+            .seal(developer.id(), vendor.id, api_key),
         key_hint: hint,
         created_at: now_ms(),
         last_verified_at: None,

@@ -105,7 +105,9 @@ async fn synthesize(
         .map_err(|e| voice_error(e.into()))?;
     let mut response = HttpResponse::Ok();
     chosen.tag(&mut response);
-    Ok(response.content_type(format.content_type()).streaming(stream))
+    Ok(response
+        .content_type(format.content_type())
+        .streaming(stream))
 }
 
 /// An engine's refusal of the request is about the voice.

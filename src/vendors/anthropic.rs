@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 use switchboard_actors::engine::{
-    ChatRequest, EngineError, EngineErrorKind, EngineStream, FinishReason, LanguageModel,
-    LlmEvent, Role, ToolCall,
+    ChatRequest, EngineError, EngineErrorKind, EngineStream, FinishReason, LanguageModel, LlmEvent,
+    Role, ToolCall,
 };
 
 use super::http::{Endpoint, SseEvent};
@@ -65,7 +65,10 @@ pub fn messages_body(model: &str, request: &ChatRequest) -> Value {
     let mut turns: Vec<(&str, Vec<Value>)> = Vec::new();
     for message in request.messages.iter().filter(|m| m.role != Role::System) {
         let (role, blocks) = match message.role {
-            Role::User => ("user", vec![json!({"type": "text", "text": message.content})]),
+            Role::User => (
+                "user",
+                vec![json!({"type": "text", "text": message.content})],
+            ),
             Role::Tool => (
                 "user",
                 vec![json!({
@@ -150,7 +153,10 @@ impl MessageStream {
     }
 
     fn upstream(&self, message: impl std::fmt::Display) -> EngineError {
-        EngineError::new(EngineErrorKind::Upstream, format!("{}: {message}", self.vendor))
+        EngineError::new(
+            EngineErrorKind::Upstream,
+            format!("{}: {message}", self.vendor),
+        )
     }
 
     fn done(&self) -> LlmEvent {
@@ -191,7 +197,11 @@ impl ChatProtocol for MessageStream {
                 match block.get("type").and_then(Value::as_str) {
                     Some("tool_use") => {
                         let text = |f: &str| {
-                            block.get(f).and_then(Value::as_str).unwrap_or_default().to_string()
+                            block
+                                .get(f)
+                                .and_then(Value::as_str)
+                                .unwrap_or_default()
+                                .to_string()
                         };
                         self.tools.insert(
                             index,

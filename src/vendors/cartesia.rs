@@ -3,7 +3,9 @@
 //! §7.4; https://docs.cartesia.ai/api-reference/tts/bytes.
 
 use serde_json::json;
-use switchboard_actors::engine::{EngineError, EngineStream, SpeechChunk, SpeechRequest, TextToSpeech};
+use switchboard_actors::engine::{
+    EngineError, EngineStream, SpeechChunk, SpeechRequest, TextToSpeech,
+};
 
 use super::audio::{RawAudioChunker, RawEncoding};
 use super::http::Endpoint;
@@ -35,7 +37,9 @@ impl TextToSpeech for CartesiaSpeech {
         };
         let (encoding, wire, rate) = match request.output_rate {
             Some(8_000) => (RawEncoding::Mulaw, "pcm_mulaw", 8_000),
-            Some(rate @ (16_000 | 22_050 | 44_100 | 48_000)) => (RawEncoding::Pcm16, "pcm_s16le", rate),
+            Some(rate @ (16_000 | 22_050 | 44_100 | 48_000)) => {
+                (RawEncoding::Pcm16, "pcm_s16le", rate)
+            }
             _ => (RawEncoding::Pcm16, "pcm_s16le", 24_000),
         };
         let mut body = json!({

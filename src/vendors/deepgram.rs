@@ -81,7 +81,10 @@ impl SpeechToText for DeepgramListen {
                 .await?;
             let body = read_all(&endpoint, response).await?;
             let json: Value = serde_json::from_slice(&body).map_err(|_| {
-                endpoint.error(EngineErrorKind::Upstream, "answered with a body that is not JSON")
+                endpoint.error(
+                    EngineErrorKind::Upstream,
+                    "answered with a body that is not JSON",
+                )
             })?;
             Ok(transcript_from_listen(&json, &options, clip_seconds))
         })
@@ -105,7 +108,11 @@ impl SpeechToText for DeepgramListen {
 }
 
 /// Our transcript from a pre-recorded answer: `results.channels[0].alternatives[0]`.
-pub fn transcript_from_listen(json: &Value, options: &TranscribeOptions, clip_seconds: f32) -> Transcript {
+pub fn transcript_from_listen(
+    json: &Value,
+    options: &TranscribeOptions,
+    clip_seconds: f32,
+) -> Transcript {
     let channel = json.pointer("/results/channels/0").unwrap_or(&Value::Null);
     let best = channel.pointer("/alternatives/0").unwrap_or(&Value::Null);
     let text = best
@@ -128,7 +135,11 @@ pub fn transcript_from_listen(json: &Value, options: &TranscribeOptions, clip_se
         .unwrap_or_else(|| "en".to_string());
     Transcript {
         segments: segments_of(&text, &words, duration),
-        words: if options.word_timestamps { words } else { Vec::new() },
+        words: if options.word_timestamps {
+            words
+        } else {
+            Vec::new()
+        },
         text,
         language,
         duration,
@@ -231,20 +242,32 @@ async fn live(
         .map_err(|_| endpoint.error(EngineErrorKind::InvalidInput, "the base URL is not a URL"))?;
     request.headers_mut().insert(
         "Authorization",
-        format!("Token {}", endpoint.key)
-            .parse()
-            .map_err(|_| endpoint.error(EngineErrorKind::InvalidInput, "the key is not a valid header"))?,
+        format!("Token {}", endpoint.key).parse().map_err(|_| {
+            endpoint.error(
+                EngineErrorKind::InvalidInput,
+                "the key is not a valid header",
+            )
+        })?,
     );
-    let (socket, _) = tokio::time::timeout(endpoint.timeout, tokio_tungstenite::connect_async(request))
-        .await
-        .map_err(|_| endpoint.error(EngineErrorKind::Timeout, "the live stream did not open in time"))?
-        .map_err(|err| match err {
-            tokio_tungstenite::tungstenite::Error::Http(response) => endpoint.error(
-                EngineErrorKind::Upstream,
-                format!("refused the live stream (HTTP {})", response.status().as_u16()),
-            ),
-            _ => endpoint.error(EngineErrorKind::Upstream, "could not open the live stream"),
-        })?;
+    let (socket, _) =
+        tokio::time::timeout(endpoint.timeout, tokio_tungstenite::connect_async(request))
+            .await
+            .map_err(|_| {
+                endpoint.error(
+                    EngineErrorKind::Timeout,
+                    "the live stream did not open in time",
+                )
+            })?
+            .map_err(|err| match err {
+                tokio_tungstenite::tungstenite::Error::Http(response) => endpoint.error(
+                    EngineErrorKind::Upstream,
+                    format!(
+                        "refused the live stream (HTTP {})",
+                        response.status().as_u16()
+                    ),
+                ),
+                _ => endpoint.error(EngineErrorKind::Upstream, "could not open the live stream"),
+            })?;
     let (mut sink, mut stream) = socket.split();
     let mut utterance = LiveUtterance::default();
     let mut keepalive = tokio::time::interval(KEEPALIVE_EVERY);
@@ -313,16 +336,27 @@ impl LiveUtterance {
     fn on_message(&mut self, json: &Value, options: &TranscribeOptions) -> Vec<SttEvent> {
         match json.get("type").and_then(Value::as_str) {
             Some("Results") => {
-                let best = json.pointer("/channel/alternatives/0").unwrap_or(&Value::Null);
+                let best = json
+                    .pointer("/channel/alternatives/0")
+                    .unwrap_or(&Value::Null);
                 let transcript = best
                     .get("transcript")
                     .and_then(Value::as_str)
                     .unwrap_or_default()
                     .trim()
                     .to_string();
-                let is_final = json.get("is_final").and_then(Value::as_bool).unwrap_or(false);
-                let speech_final = json.get("speech_final").and_then(Value::as_bool).unwrap_or(false);
-                let from_finalize = json.get("from_finalize").and_then(Value::as_bool).unwrap_or(false);
+                let is_final = json
+                    .get("is_final")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false);
+                let speech_final = json
+                    .get("speech_final")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false);
+                let from_finalize = json
+                    .get("from_finalize")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false);
                 let mut events = Vec::new();
                 if !is_final {
                     if !transcript.is_empty() {
@@ -337,7 +371,8 @@ impl LiveUtterance {
                 }
                 if !transcript.is_empty() {
                     let start = json.get("start").and_then(Value::as_f64).unwrap_or(0.0) as f32;
-                    let duration = json.get("duration").and_then(Value::as_f64).unwrap_or(0.0) as f32;
+                    let duration =
+                        json.get("duration").and_then(Value::as_f64).unwrap_or(0.0) as f32;
                     self.start.get_or_insert(start);
                     self.end = start + duration;
                     self.text.push(transcript);
@@ -369,7 +404,11 @@ impl LiveUtterance {
                 speaker: None,
                 language: None,
             }],
-            words: if options.word_timestamps { words } else { Vec::new() },
+            words: if options.word_timestamps {
+                words
+            } else {
+                Vec::new()
+            },
             text,
             language: options.language.clone().unwrap_or_else(|| "en".to_string()),
             duration,
@@ -460,7 +499,9 @@ mod tests {
             utterance.on_message(&result("hello", false, false, 0.0), &options),
             vec![SttEvent::Partial("hello".into())]
         );
-        assert!(utterance.on_message(&result("hello there", true, false, 0.0), &options).is_empty());
+        assert!(utterance
+            .on_message(&result("hello there", true, false, 0.0), &options)
+            .is_empty());
         assert_eq!(
             utterance.on_message(&result("general", false, false, 1.0), &options),
             vec![SttEvent::Partial("hello there general".into())]
@@ -473,7 +514,10 @@ mod tests {
         assert!((transcript.duration - 2.0).abs() < 1e-6);
         // An UtteranceEnd after the final has nothing left to report.
         assert!(utterance
-            .on_message(&json!({"type": "UtteranceEnd", "last_word_end": 2.0}), &options)
+            .on_message(
+                &json!({"type": "UtteranceEnd", "last_word_end": 2.0}),
+                &options
+            )
             .is_empty());
     }
 }

@@ -3,7 +3,9 @@
 //! reference/protocols.md §7.1; https://elevenlabs.io/docs/api-reference/text-to-speech/stream.
 
 use serde_json::json;
-use switchboard_actors::engine::{EngineError, EngineStream, SpeechChunk, SpeechRequest, TextToSpeech};
+use switchboard_actors::engine::{
+    EngineError, EngineStream, SpeechChunk, SpeechRequest, TextToSpeech,
+};
 
 use super::audio::{RawAudioChunker, RawEncoding};
 use super::http::Endpoint;
@@ -62,7 +64,10 @@ impl TextToSpeech for ElevenLabsSpeech {
                 endpoint
                     .client
                     .post(&url)
-                    .query(&[("output_format", format), ("optimize_streaming_latency", "3")])
+                    .query(&[
+                        ("output_format", format),
+                        ("optimize_streaming_latency", "3"),
+                    ])
                     .header("xi-api-key", &endpoint.key)
                     .json(&body)
             }
@@ -79,7 +84,12 @@ impl TextToSpeech for ElevenLabsSpeech {
 pub async fn verify(endpoint: &Endpoint) -> Result<(), EngineError> {
     let url = endpoint.url("/v1/voices");
     endpoint
-        .send(|| endpoint.client.get(&url).header("xi-api-key", &endpoint.key))
+        .send(|| {
+            endpoint
+                .client
+                .get(&url)
+                .header("xi-api-key", &endpoint.key)
+        })
         .await
         .map(drop)
 }

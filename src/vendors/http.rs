@@ -49,10 +49,7 @@ impl Endpoint {
     /// success. A refused connection, or a 429/500/502/503/529 answer, is tried once more
     /// after a short pause: nothing reached the caller yet and none of these calls changes
     /// anything at the vendor.
-    pub async fn send(
-        &self,
-        build: impl Fn() -> RequestBuilder,
-    ) -> Result<Response, EngineError> {
+    pub async fn send(&self, build: impl Fn() -> RequestBuilder) -> Result<Response, EngineError> {
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -312,8 +309,7 @@ mod tests {
             "Incorrect API key"
         );
         assert_eq!(
-            vendor_message(br#"{"detail":{"status":"quota","message":"Quota exceeded"}}"#)
-                .unwrap(),
+            vendor_message(br#"{"detail":{"status":"quota","message":"Quota exceeded"}}"#).unwrap(),
             "Quota exceeded"
         );
         assert_eq!(

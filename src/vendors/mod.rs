@@ -72,7 +72,11 @@ impl Vendors {
             if catalog::vendor(id).is_none() {
                 anyhow::bail!(
                     "vendors.{id}: no adapter for this vendor (known: {})",
-                    catalog::VENDORS.iter().map(|v| v.id).collect::<Vec<_>>().join(", ")
+                    catalog::VENDORS
+                        .iter()
+                        .map(|v| v.id)
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 );
             }
         }
@@ -84,10 +88,7 @@ impl Vendors {
         Ok(Vendors {
             client,
             configs: Arc::new(config.vendors.clone()),
-            sealer: KeySealer::load(
-                &config.provider_keys.master_key,
-                &config.server.data_dir,
-            )?,
+            sealer: KeySealer::load(&config.provider_keys.master_key, &config.server.data_dir)?,
             db,
         })
     }
@@ -136,7 +137,10 @@ impl Vendors {
             }
         }
         if let Some(row) = provider_keys::get(&self.db, who.developer_id, vendor.id).await? {
-            match self.sealer.open(who.developer_id, vendor.id, &row.sealed_key) {
+            match self
+                .sealer
+                .open(who.developer_id, vendor.id, &row.sealed_key)
+            {
                 Some(key) => return Ok((key, KeySource::Stored)),
                 None => tracing::warn!(
                     provider = vendor.id,

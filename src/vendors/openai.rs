@@ -167,7 +167,10 @@ impl ChatCompletionStream {
     }
 
     fn upstream(&self, message: impl std::fmt::Display) -> EngineError {
-        EngineError::new(EngineErrorKind::Upstream, format!("{}: {message}", self.vendor))
+        EngineError::new(
+            EngineErrorKind::Upstream,
+            format!("{}: {message}", self.vendor),
+        )
     }
 }
 
@@ -312,7 +315,10 @@ impl SpeechToText for OpenAiTranscription {
             let response = endpoint.send(build).await?;
             let body = read_all(&endpoint, response).await?;
             let json: Value = serde_json::from_slice(&body).map_err(|_| {
-                endpoint.error(EngineErrorKind::Upstream, "answered with a body that is not JSON")
+                endpoint.error(
+                    EngineErrorKind::Upstream,
+                    "answered with a body that is not JSON",
+                )
             })?;
             Ok(transcript_from_verbose(&json, &options, duration))
         })
@@ -335,7 +341,8 @@ pub fn transcript_from_verbose(
         .get("duration")
         .and_then(Value::as_f64)
         .map_or(clip_seconds, |d| d as f32);
-    let time = |value: &Value, field: &str| value.get(field).and_then(Value::as_f64).unwrap_or(0.0) as f32;
+    let time =
+        |value: &Value, field: &str| value.get(field).and_then(Value::as_f64).unwrap_or(0.0) as f32;
     let mut segments: Vec<TranscriptSegment> = json
         .get("segments")
         .and_then(Value::as_array)

@@ -37,15 +37,16 @@ impl KeySealer {
     pub fn load(configured: &str, data_dir: &Path) -> anyhow::Result<Self> {
         let configured = configured.trim();
         if !configured.is_empty() {
-            return Ok(Self::new(&decode_master_key(configured).map_err(|err| {
-                anyhow::anyhow!("provider_keys.master_key: {err}")
-            })?));
+            return Ok(Self::new(&decode_master_key(configured).map_err(
+                |err| anyhow::anyhow!("provider_keys.master_key: {err}"),
+            )?));
         }
         let path = data_dir.join(MASTER_KEY_FILE);
         match std::fs::read_to_string(&path) {
-            Ok(text) => Ok(Self::new(&decode_master_key(text.trim()).map_err(|err| {
-                anyhow::anyhow!("{}: {err}", path.display())
-            })?)),
+            Ok(text) => Ok(Self::new(
+                &decode_master_key(text.trim())
+                    .map_err(|err| anyhow::anyhow!("{}: {err}", path.display()))?,
+            )),
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
                 let key = Aes256Gcm::generate_key(OsRng);
                 write_private(&path, BASE64.encode(key).as_bytes())?;
@@ -143,7 +144,10 @@ mod tests {
         );
         assert_eq!(sealer.open("dev_b", "openai", &sealed), None);
         assert_eq!(sealer.open("dev_a", "deepgram", &sealed), None);
-        assert_eq!(KeySealer::new(&[8u8; 32]).open("dev_a", "openai", &sealed), None);
+        assert_eq!(
+            KeySealer::new(&[8u8; 32]).open("dev_a", "openai", &sealed),
+            None
+        );
         let mut tampered = sealed.clone();
         tampered.pop();
         tampered.push('A');

@@ -1,0 +1,573 @@
+//! Vendor adapters and bring-your-own-key, through the real server against a local stand-in
+//! that speaks each vendor's wire format: which key reaches the vendor (header, stored,
+//! platform), usage bypass, errors naming the vendor (never the key), speech in each vendor's
+//! format, language models calling HTTP tools, stored provider keys, and cancellation of a
+//! stream mid-flight.
+
+mod common;
+#[path = "common/vendor_mock.rs"]
+mod vendor_mock;
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use common::*;
+use reqwest::Method;
+use serde_json::{json, Value};
+use switchboard_actors::engine::{ChatMessage, ChatRequest, LanguageModel, LlmEvent, Role};
+use vendor_mock::VendorMock;
+
+async fn start(mock: &VendorMock, extra: &[(&str, &str)]) -> Server {
+    let env = mock.env();
+    let mut all: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    all.extend_from_slice(extra);
+    Server::start_with(Storage::fresh().await, &all).await
+}
+
+fn header(response: &reqwest::Response, name: &str) -> String {
+    response
+        .headers()
+        .get(name)
+        .map(|v| v.to_str().unwrap().to_string())
+        .unwrap_or_default()
+}
+
+/// Synthesizes through `provider` with optional extra headers; answers (status, headers
+/// we care about, body bytes or error JSON).
+async fn synthesize(
+    server: &Server,
+    key: &str,
+    provider: &str,
+    headers: &[(&str, &str)],
+) -> (u16, String, String, Vec<u8>) {
+    let mut request = server.post(
+        "/v1/synthesize",
+        key,
+        json!({"text": "Hello from a vendor voice.", "provider": provider, "format": "wav"}),
+    );
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let used = header(&response, "x-provider-used");
+    let bypassed = header(&response, "x-usage-bypassed");
+    let body = response
+        .bytes()
+        .await
+        .map(|b| b.to_vec())
+        .unwrap_or_default();
+    (status, used, bypassed, body)
+}
+
+fn error_of(body: &[u8]) -> Value {
+    serde_json::from_slice(body).unwrap_or(Value::Null)
+}
+
+#[tokio::test]
+async fn the_key_comes_from_the_header_then_the_stored_key_then_the_platform() {
+    let mock = VendorMock::start();
+    let server = start(&mock, &[]).await;
+    let key = server.key().to_string();
+
+    // Platform key: metered.
+    let (status, used, bypassed, body) = synthesize(&server, &key, "openai", &[]).await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    assert_eq!((used.as_str(), bypassed.as_str()), ("openai", "false"));
+    assert_eq!(&body[..4], b"RIFF");
+    // One second of 24 kHz PCM16 plus the header.
+    assert!((48_000..=48_100).contains(&body.len()), "{}", body.len());
+    assert_eq!(
+        mock.seen_at("/audio/speech").last().unwrap().key,
+        "platform-openai"
+    );
+
+    // A stored key wins over the platform key and is not metered.
+    let (status, stored) = call(server.post(
+        "/v1/provider-keys",
+        &key,
+        json!({"provider": "openai", "apiKey": "sk-stored-key-1234"}),
+    ))
+    .await;
+    assert_eq!(status, 201, "{stored}");
+    assert_eq!(stored["keyHint"], "1234");
+    let (status, _, bypassed, _) = synthesize(&server, &key, "openai", &[]).await;
+    assert_eq!((status, bypassed.as_str()), (200, "true"));
+    assert_eq!(
+        mock.seen_at("/audio/speech").last().unwrap().key,
+        "sk-stored-key-1234"
+    );
+
+    // The request's own key wins over both; the header name is matched in any case.
+    for name in ["X-Provider-Key-OpenAI", "x-provider-key-openai"] {
+        let (status, _, bypassed, _) =
+            synthesize(&server, &key, "openai", &[(name, "sk-header-5678")]).await;
+        assert_eq!((status, bypassed.as_str()), (200, "true"));
+        assert_eq!(
+            mock.seen_at("/audio/speech").last().unwrap().key,
+            "sk-header-5678"
+        );
+    }
+
+    // Deleting the stored key falls back to the platform's.
+    let response = server
+        .request(Method::DELETE, "/v1/provider-keys/openai", &key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 204);
+    let (_, _, bypassed, _) = synthesize(&server, &key, "openai", &[]).await;
+    assert_eq!(bypassed, "false");
+    assert_eq!(
+        mock.seen_at("/audio/speech").last().unwrap().key,
+        "platform-openai"
+    );
+
+    // The stored key never reached the disk or the log in plain text.
+    let mut on_disk = Vec::new();
+    for entry in std::fs::read_dir(server.storage.data_dir.path()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() {
+            on_disk.extend(std::fs::read(&path).unwrap());
+        }
+    }
+    let on_disk = String::from_utf8_lossy(&on_disk);
+    assert!(!on_disk.contains("sk-stored-key-1234"));
+    assert!(!on_disk.contains("sk-header-5678"));
+}
+
+#[tokio::test]
+async fn vendor_failures_name_the_vendor_and_never_the_key() {
+    let mock = VendorMock::start();
+    let server = start(&mock, &[]).await;
+    let key = server.key().to_string();
+    let cases = [
+        (
+            "openai",
+            "X-Provider-Key-OpenAI",
+            "sk-secret-bad",
+            502,
+            "rejected the API key",
+        ),
+        (
+            "openai",
+            "X-Provider-Key-OpenAI",
+            "sk-secret-limited",
+            502,
+            "rate limiting",
+        ),
+        (
+            "elevenlabs",
+            "X-Provider-Key-ElevenLabs",
+            "el-secret-bad",
+            502,
+            "Incorrect API key",
+        ),
+        (
+            "deepgram",
+            "X-Provider-Key-Deepgram",
+            "dg-secret-bad",
+            502,
+            "Incorrect API key",
+        ),
+        (
+            "cartesia",
+            "X-Provider-Key-Cartesia",
+            "ca-secret-slow",
+            503,
+            "no answer within",
+        ),
+    ];
+    for (provider, name, vendor_key, status, says) in cases {
+        let (got, _, _, body) = synthesize(&server, &key, provider, &[(name, vendor_key)]).await;
+        let body = error_of(&body);
+        assert_eq!(got, status, "{provider} {vendor_key}: {body}");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.starts_with(provider), "{message}");
+        assert!(message.contains(says), "{message}");
+        assert!(!message.contains(vendor_key), "{message}");
+    }
+    // A vendor without any adapter for the kind, and one without any key.
+    let (status, _, _, body) = synthesize(&server, &key, "playht", &[]).await;
+    assert_eq!(status, 400);
+    assert_eq!(error_code(&error_of(&body)), "provider_not_configured");
+    let bare = Server::start_with(
+        Storage::fresh().await,
+        &[(
+            "SWITCHBOARD__VENDORS__OPENAI__BASE_URL",
+            &format!("{}/v1", mock.url),
+        )],
+    )
+    .await;
+    let bare_key = bare.key().to_string();
+    let (status, _, _, body) = synthesize(&bare, &bare_key, "openai", &[]).await;
+    let body = error_of(&body);
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(error_code(&body), "provider_not_configured");
+    assert!(body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("X-Provider-Key-OpenAI"));
+    // An empty header is a validation error, not a silent fallback.
+    let (status, _, _, body) =
+        synthesize(&server, &key, "openai", &[("X-Provider-Key-OpenAI", " ")]).await;
+    assert_eq!(status, 400, "{}", error_of(&body));
+
+    for log in [server.log(), bare.log()] {
+        for secret in [
+            "sk-secret",
+            "el-secret",
+            "dg-secret",
+            "ca-secret",
+            "platform-",
+        ] {
+            assert!(!log.contains(secret), "{secret} in the log");
+        }
+    }
+}
+
+#[tokio::test]
+async fn each_speech_vendor_gets_its_own_wire_format() {
+    let mock = VendorMock::start();
+    let server = start(&mock, &[]).await;
+    let key = server.key().to_string();
+    for provider in ["openai", "elevenlabs", "deepgram", "cartesia"] {
+        let (status, used, _, body) = synthesize(&server, &key, provider, &[]).await;
+        assert_eq!(status, 200, "{provider}: {}", error_of(&body));
+        assert_eq!(used, provider);
+        assert_eq!(&body[..4], b"RIFF", "{provider}");
+        assert!(body.len() > 40_000, "{provider}: {} bytes", body.len());
+    }
+    let speech = mock.seen_at("/audio/speech").pop().unwrap();
+    assert_eq!(speech.body["response_format"], "pcm");
+    assert_eq!(speech.body["voice"], "alloy");
+    assert_eq!(speech.body["input"], "Hello from a vendor voice.");
+
+    let eleven = mock.seen_at("/stream").pop().unwrap();
+    assert_eq!(eleven.path, "/v1/text-to-speech/21m00Tcm4TlvDQ8ikfK/stream");
+    assert!(
+        eleven.query.contains("output_format=pcm_24000"),
+        "{}",
+        eleven.query
+    );
+    assert_eq!(eleven.key, "platform-elevenlabs");
+    assert_eq!(eleven.body["text"], "Hello from a vendor voice.");
+
+    let speak = mock.seen_at("/v1/speak").pop().unwrap();
+    for part in [
+        "encoding=linear16",
+        "sample_rate=24000",
+        "container=none",
+        "model=aura-2-thalia-en",
+    ] {
+        assert!(speak.query.contains(part), "{}", speak.query);
+    }
+    assert!(speak
+        .headers
+        .iter()
+        .any(|(k, v)| k == "authorization" && v == "Token platform-deepgram"));
+
+    let cartesia = mock.seen_at("/tts/bytes").pop().unwrap();
+    assert_eq!(
+        cartesia.body["output_format"],
+        json!({"container": "raw", "encoding": "pcm_s16le", "sample_rate": 24000})
+    );
+    assert_eq!(cartesia.body["transcript"], "Hello from a vendor voice.");
+    assert!(cartesia
+        .headers
+        .iter()
+        .any(|(k, v)| k == "cartesia-version" && !v.is_empty()));
+
+    // A stream the vendor breaks off is not passed on as whole audio.
+    let response = server
+        .post(
+            "/v1/synthesize",
+            &key,
+            json!({"text": "Cut short.", "provider": "cartesia", "format": "wav"}),
+        )
+        .header("X-Provider-Key-Cartesia", "ca-cut")
+        .send()
+        .await
+        .unwrap();
+    let outcome = response.bytes().await;
+    assert!(
+        outcome.as_ref().map_or(true, |body| body.len() < 40_000),
+        "a cut stream arrived whole: {:?}",
+        outcome.map(|b| b.len())
+    );
+}
+
+async fn tool_agent(server: &Server, key: &str, id: &str, provider: &str, tool_url: &str) {
+    let (status, body) = call(server.post(
+        "/v1/agents",
+        key,
+        json!({"id": id, "name": "Order desk", "llmProvider": provider,
+               "systemPrompt": "You help customers with their orders.",
+               "metadata": {"tools": [{"name": "order_status", "description": "Look up an order",
+                   "url": tool_url, "timeoutMs": 800,
+                   "parameters": {"type": "object", "properties": {"orderId": {"type": "string"}},
+                                  "required": ["orderId"]}}]}}),
+    ))
+    .await;
+    assert_eq!(status, 201, "{body}");
+}
+
+#[tokio::test]
+async fn vendor_models_call_http_tools_in_a_chat() {
+    let mock = VendorMock::start();
+    let server = start(&mock, &[("SWITCHBOARD__FETCH__ALLOW", "[\"127.0.0.1\"]")]).await;
+    let key = server.key().to_string();
+    let tool_url = format!("{}/tools/order_status", mock.url);
+    tool_agent(&server, &key, "desk-openai", "openai", &tool_url).await;
+    tool_agent(&server, &key, "desk-anthropic", "anthropic", &tool_url).await;
+
+    for (agent, provider) in [("desk-openai", "openai"), ("desk-anthropic", "anthropic")] {
+        let response = server
+            .post(
+                &format!("/v1/agents/{agent}/chat"),
+                &key,
+                json!({"message": "Where is my order ORD-7?"}),
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(header(&response, "x-provider-used"), provider);
+        assert_eq!(header(&response, "x-usage-bypassed"), "false");
+        let (status, body) = json_of(response).await;
+        assert_eq!(status, 200, "{body}");
+        let call = &body["toolCalls"][0];
+        assert_eq!(call["name"], "order_status", "{body}");
+        assert_eq!(call["arguments"], json!({"orderId": "ORD-7"}), "{body}");
+        assert!(call.get("error").is_none(), "{body}");
+        let reply = body["reply"].as_str().unwrap();
+        assert!(
+            reply.contains("The tool said:") && reply.contains("shipped"),
+            "{reply}"
+        );
+        assert_eq!(
+            body["usage"]["inputTokens"].as_u64().unwrap() > 0,
+            true,
+            "{body}"
+        );
+    }
+    // The tool ran with the model's arguments.
+    let runs = mock.seen_at("/tools/order_status");
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[0].body, json!({"orderId": "ORD-7"}));
+
+    // What each vendor was sent: our tools, and the tool's result tied to its call.
+    let chats = mock.seen_at("/v1/chat/completions");
+    assert_eq!(chats.len(), 2);
+    assert_eq!(chats[0].key, "platform-openai");
+    assert_eq!(chats[0].body["stream"], true);
+    let offered = chats[0].body["tools"].as_array().unwrap();
+    assert!(
+        offered
+            .iter()
+            .any(|t| t["type"] == "function" && t["function"]["name"] == "order_status"),
+        "{offered:?}"
+    );
+    let tool_message = chats[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .cloned()
+        .expect("the tool result went back to the model");
+    assert_eq!(tool_message["tool_call_id"], "call_1");
+    let messages = mock.seen_at("/v1/messages");
+    assert_eq!(messages.len(), 2);
+    assert_eq!(messages[0].key, "platform-anthropic");
+    assert!(messages[0].body["system"]
+        .as_str()
+        .unwrap()
+        .contains("orders"));
+    let offered = messages[0].body["tools"].as_array().unwrap();
+    let order_status = offered
+        .iter()
+        .find(|t| t["name"] == "order_status")
+        .expect("the HTTP tool is offered");
+    assert_eq!(order_status["input_schema"]["required"], json!(["orderId"]));
+    assert!(messages[0]
+        .headers
+        .iter()
+        .any(|(k, v)| k == "anthropic-version" && v == "2023-06-01"));
+    let result = messages[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .find(|block| block["type"] == "tool_result")
+        .expect("a tool_result block");
+    assert_eq!(result["tool_use_id"], "toolu_1");
+
+    // A tool that times out or fails is reported to the model and in the reply's record.
+    for (tool, expect) in [("slow", "in time"), ("broken", "500")] {
+        let id = format!("desk-{tool}");
+        tool_agent(
+            &server,
+            &key,
+            &id,
+            "openai",
+            &format!("{}/tools/{tool}", mock.url),
+        )
+        .await;
+        let (status, body) = call(server.post(
+            &format!("/v1/agents/{id}/chat"),
+            &key,
+            json!({"message": "Where is my order ORD-7?"}),
+        ))
+        .await;
+        assert_eq!(status, 200, "{body}");
+        let error = body["toolCalls"][0]["error"].as_str().unwrap_or_default();
+        assert!(error.contains(expect), "{tool}: {body}");
+        assert!(
+            body["reply"].as_str().unwrap().contains("The tool said:"),
+            "{body}"
+        );
+    }
+
+    // A model stream broken off mid-answer is an upstream error naming the vendor.
+    let response = server
+        .post(
+            "/v1/agents/desk-openai/chat",
+            &key,
+            json!({"message": "Hello there"}),
+        )
+        .header("X-Provider-Key-OpenAI", "sk-cut")
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = json_of(response).await;
+    assert_eq!(status, 502, "{body}");
+    assert_eq!(error_code(&body), "upstream_error");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("openai"),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn stored_provider_keys_are_listed_without_the_key_verified_and_private() {
+    let mock = VendorMock::start();
+    let server = start(&mock, &[]).await;
+    let key = server.key().to_string();
+    let other = server.storage.create_key("dev_other");
+
+    for (body, param) in [
+        (json!({"provider": "nobody", "apiKey": "k"}), "provider"),
+        (json!({"apiKey": "k"}), "provider"),
+        (json!({"provider": "openai"}), "apiKey"),
+        (json!({"provider": "openai", "apiKey": ""}), "apiKey"),
+        (
+            json!({"provider": "openai", "apiKey": "two words"}),
+            "apiKey",
+        ),
+    ] {
+        let (status, answer) = call(server.post("/v1/provider-keys", &key, body.clone())).await;
+        assert_invalid(status, &answer, param, &body.to_string());
+    }
+    let (_, list) = call(server.get("/v1/provider-keys", &key)).await;
+    assert_eq!(list["data"], json!([]));
+
+    for (provider, api_key) in [("openai", "sk-good-abcd"), ("deepgram", "dg-bad")] {
+        let (status, body) = call(server.post(
+            "/v1/provider-keys",
+            &key,
+            json!({"provider": provider, "apiKey": api_key}),
+        ))
+        .await;
+        assert_eq!(status, 201, "{body}");
+    }
+    let (status, list) = call(server.get("/v1/provider-keys", &key)).await;
+    assert_eq!(status, 200);
+    assert!(!list.to_string().contains("sk-good"), "{list}");
+    assert_eq!(list["data"][0]["provider"], "deepgram");
+    assert_eq!(list["data"][1]["provider"], "openai");
+    assert_eq!(list["data"][1]["keyHint"], "abcd");
+    assert!(is_iso_millis(&list["data"][1]["createdAt"]));
+    assert_eq!(list["data"][1]["lastVerifiedAt"], Value::Null);
+
+    let (status, verdict) =
+        call(server.post("/v1/provider-keys/openai/verify", &key, json!({}))).await;
+    assert_eq!(status, 200, "{verdict}");
+    assert_eq!(verdict, json!({"provider": "openai", "valid": true}));
+    let models = mock.seen_at("/v1/models").pop().unwrap();
+    assert_eq!(models.key, "sk-good-abcd");
+    let (_, list) = call(server.get("/v1/provider-keys", &key)).await;
+    assert!(is_iso_millis(&list["data"][1]["lastVerifiedAt"]), "{list}");
+
+    let (status, verdict) =
+        call(server.post("/v1/provider-keys/deepgram/verify", &key, json!({}))).await;
+    assert_eq!(status, 200);
+    assert_eq!(verdict["valid"], false);
+    let reason = verdict["error"].as_str().unwrap();
+    assert!(
+        reason.contains("rejected the API key") && !reason.contains("dg-bad"),
+        "{reason}"
+    );
+
+    // Another developer sees none of it.
+    let (_, list) = call(server.get("/v1/provider-keys", &other)).await;
+    assert_eq!(list["data"], json!([]));
+    let (status, body) =
+        call(server.post("/v1/provider-keys/openai/verify", &other, json!({}))).await;
+    assert_not_found(status, &body, "verify a foreign key");
+    let (status, body) = call(server.delete("/v1/provider-keys/openai", &other)).await;
+    assert_not_found(status, &body, "delete a foreign key");
+
+    let (status, _) = call(server.delete("/v1/provider-keys/openai", &key)).await;
+    assert_eq!(status, 204);
+    let (status, body) = call(server.delete("/v1/provider-keys/openai", &key)).await;
+    assert_not_found(status, &body, "delete twice");
+    let (status, body) = call(server.delete("/v1/provider-keys/nobody", &key)).await;
+    assert_invalid(status, &body, "provider", "unknown provider");
+}
+
+#[tokio::test]
+async fn dropping_a_model_stream_hangs_up_on_the_vendor() {
+    let mock = VendorMock::start();
+    let model = switchboard::vendors::openai::OpenAiChat {
+        endpoint: switchboard::vendors::http::Endpoint {
+            vendor: "openai".into(),
+            base_url: format!("{}/v1", mock.url),
+            key: "sk-long".into(),
+            timeout: Duration::from_secs(5),
+            client: reqwest::Client::new(),
+            llm_model: None,
+            stt_model: None,
+            tts_model: None,
+            default_voice: None,
+        },
+    };
+    let mut stream = model
+        .stream(ChatRequest {
+            model: None,
+            messages: vec![ChatMessage::new(Role::User, "Talk for a long time.")],
+            tools: Vec::new(),
+            temperature: 0.0,
+            max_tokens: 500,
+        })
+        .unwrap();
+    for expected in ["w0 ", "w1 ", "w2 "] {
+        let event = tokio::time::timeout(Duration::from_secs(5), stream.recv())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        assert_eq!(event, LlmEvent::TextDelta(expected.into()));
+    }
+    drop(stream);
+    let hung_up = tokio::time::timeout(Duration::from_secs(2), async {
+        while !mock.record.long_dropped.load(Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    assert!(hung_up.is_ok(), "the vendor's stream was not closed");
+    let sent = mock.record.long_sent.load(Ordering::SeqCst);
+    assert!(sent < 50, "the vendor kept streaming: {sent} deltas");
+}
