@@ -3,6 +3,8 @@
 //! mu-law in 20 ms frames at real-time pace and echoing marks as Twilio does.
 
 mod common;
+#[path = "common/vendor_mock.rs"]
+mod vendor_mock;
 
 use std::time::{Duration, Instant};
 
@@ -339,4 +341,81 @@ async fn the_markup_is_served_as_xml_when_asked_and_requests_are_validated() {
     ))
     .await;
     assert_not_found(status, &error, "an unknown agent");
+}
+
+#[tokio::test]
+async fn a_phone_call_runs_on_vendor_engines_when_the_agent_names_them() {
+    let mock = vendor_mock::VendorMock::start();
+    let env = mock.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let server = Server::start_with(Storage::fresh().await, &env).await;
+    let key = server.key().to_string();
+    let (status, body) = call(server.post(
+        "/v1/agents",
+        &key,
+        json!({"id": "phone", "name": "Vendor phone agent", "firstMessage": "Hello, thanks for calling.",
+               "sttProvider": "openai", "llmProvider": "openai", "ttsProvider": "openai",
+               "systemPrompt": "You are a phone agent."}),
+    ))
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let (session_id, url, token) = setup_call(&server, &key).await;
+    let mut socket = connect(&url, &token, "CA00000000000000000000000000000077").await;
+
+    // The greeting is the vendor's audio (one second of it), resampled to 8 kHz mu-law.
+    let greeting = converse(&mut socket, None, Duration::from_secs(3)).await;
+    assert!(
+        greeting.media_frames >= 40,
+        "greeting frames: {}",
+        greeting.media_frames
+    );
+    let speech = caller_speech();
+    let answer = converse(&mut socket, Some(&speech), Duration::from_secs(10)).await;
+    assert!(
+        answer.media_frames >= 40,
+        "answer frames: {}",
+        answer.media_frames
+    );
+    let stop = json!({"event": "stop", "sequenceNumber": "9999", "streamSid": "MZ00000000000000000000000000000001",
+                      "stop": {"accountSid": "AC00000000000000000000000000000001", "callSid": "CA00000000000000000000000000000077"}});
+    socket.send(Message::text(stop.to_string())).await.unwrap();
+
+    // Every stage went to the vendor with the platform key.
+    let transcriptions = mock.seen_at("/audio/transcriptions");
+    assert!(!transcriptions.is_empty());
+    assert!(transcriptions.iter().all(|s| s.key == "platform-openai"));
+    let chats = mock.seen_at("/chat/completions");
+    let asked = chats.iter().any(|c| {
+        c.body["messages"]
+            .to_string()
+            .contains("What are your opening hours?")
+    });
+    assert!(asked, "the model was not given the caller's words");
+    assert!(mock.seen_at("/audio/speech").len() >= 2);
+
+    let mut detail = Value::Null;
+    for _ in 0..50 {
+        let (_, body) =
+            call(server.get(&format!("/v1/observability/sessions/{session_id}"), &key)).await;
+        if body["status"] != "active" {
+            detail = body;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let turns = detail["turns"].as_array().expect("turns");
+    assert!(
+        turns
+            .iter()
+            .any(|t| t["speaker"] == "user" && t["text"] == "What are your opening hours?"),
+        "{detail}"
+    );
+    assert!(
+        turns.iter().any(|t| t["speaker"] == "agent"
+            && t["text"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("Hello from the mock model")),
+        "{detail}"
+    );
 }

@@ -571,3 +571,101 @@ async fn dropping_a_model_stream_hangs_up_on_the_vendor() {
     let sent = mock.record.long_sent.load(Ordering::SeqCst);
     assert!(sent < 50, "the vendor kept streaming: {sent} deltas");
 }
+
+#[tokio::test]
+async fn deepgram_live_streaming_turns_interim_and_final_results_into_events() {
+    use futures_util::{SinkExt, StreamExt};
+    use std::sync::{Arc, Mutex};
+    use switchboard_actors::engine::{SpeechToText, SttEvent, SttInput, TranscribeOptions};
+    use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
+    use tokio_tungstenite::tungstenite::Message;
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let upgrade: Arc<Mutex<(String, String)>> = Arc::default();
+    let seen = upgrade.clone();
+    let audio_bytes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = audio_bytes.clone();
+    tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        let callback = |request: &Request, response: Response| {
+            let auth = request.headers()["authorization"]
+                .to_str()
+                .unwrap()
+                .to_string();
+            *seen.lock().unwrap() = (request.uri().to_string(), auth);
+            Ok(response)
+        };
+        let mut socket = tokio_tungstenite::accept_hdr_async(tcp, callback)
+            .await
+            .unwrap();
+        let result = |text: &str, is_final: bool, from_finalize: bool| {
+            json!({"type": "Results", "channel_index": [0, 1], "start": 0.0, "duration": 1.5,
+                   "is_final": is_final, "speech_final": false, "from_finalize": from_finalize,
+                   "channel": {"alternatives": [{"transcript": text, "confidence": 0.98,
+                       "words": [{"word": "another", "start": 0.08, "end": 0.4, "confidence": 0.99,
+                                  "punctuated_word": "Another"}]}]}})
+            .to_string()
+        };
+        while let Some(Ok(message)) = socket.next().await {
+            match message {
+                Message::Binary(bytes) => {
+                    if counted.fetch_add(bytes.len(), Ordering::SeqCst) == 0 {
+                        let interim = result("another", false, false);
+                        socket.send(Message::text(interim)).await.unwrap();
+                    }
+                }
+                Message::Text(text) if text.contains("Finalize") => {
+                    let done = result("Another big day.", true, true);
+                    socket.send(Message::text(done)).await.unwrap();
+                }
+                _ => {}
+            }
+        }
+    });
+
+    let listen = Arc::new(switchboard::vendors::deepgram::DeepgramListen {
+        endpoint: switchboard::vendors::http::Endpoint {
+            vendor: "deepgram".into(),
+            base_url: format!("http://{address}"),
+            key: "dg-live".into(),
+            timeout: Duration::from_secs(5),
+            client: reqwest::Client::new(),
+            llm_model: None,
+            stt_model: None,
+            tts_model: None,
+            default_voice: None,
+        },
+    });
+    let (input, mut events) = listen.stream(TranscribeOptions::default()).unwrap();
+    let samples: Arc<[f32]> = Arc::from(vec![0.1f32; 1600]);
+    input.send(SttInput::Audio(samples)).await.unwrap();
+    assert_eq!(next(&mut events).await, SttEvent::Partial("another".into()));
+    input.send(SttInput::EndOfUtterance).await.unwrap();
+    let SttEvent::Final(transcript) = next(&mut events).await else {
+        panic!("a final transcript expected");
+    };
+    assert_eq!(transcript.text, "Another big day.");
+    // 100 ms of 16 kHz audio arrived as linear16, on a URL asking for what a call needs.
+    assert_eq!(audio_bytes.load(Ordering::SeqCst), 3200);
+    let (uri, auth) = upgrade.lock().unwrap().clone();
+    assert_eq!(auth, "Token dg-live");
+    for part in [
+        "/v1/listen?",
+        "encoding=linear16",
+        "sample_rate=16000",
+        "interim_results=true",
+        "endpointing=300",
+        "model=nova-3",
+    ] {
+        assert!(uri.contains(part), "{uri}");
+    }
+}
+
+async fn next<T>(events: &mut switchboard_actors::engine::EngineStream<T>) -> T {
+    tokio::time::timeout(Duration::from_secs(5), events.recv())
+        .await
+        .expect("an event in time")
+        .expect("the stream is open")
+        .expect("no error")
+}

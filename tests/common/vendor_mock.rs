@@ -1,3 +1,4 @@
+#![allow(dead_code)]
 //! A local stand-in for the speech and language vendors, speaking each one's documented wire
 //! format (reference/protocols.md): OpenAI chat completions (SSE with tool-call deltas),
 //! transcriptions, speech and models; Anthropic messages (named SSE events with tool use);
