@@ -70,6 +70,27 @@ async fn the_key_comes_from_the_header_then_the_stored_key_then_the_platform() {
     let server = start(&mock, &[]).await;
     let key = server.key().to_string();
 
+    // The provider registry, as the model list shows it.
+    let (status, models) = call(server.get("/v1/audio/models", &key)).await;
+    assert_eq!(status, 200);
+    let entry = |kind: &str, id: &str| {
+        models["providers"][kind]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["id"] == id)
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    assert_eq!(
+        entry("tts", "openai"),
+        json!({"id": "openai", "embedded": false, "adapter": true, "platformKey": true,
+               "keyHeader": "X-Provider-Key-OpenAI"})
+    );
+    assert_eq!(entry("llm", "default")["embedded"], true);
+    assert_eq!(entry("stt", "deepgram")["adapter"], true);
+    assert_eq!(entry("tts", "playht")["adapter"], false);
+
     // Platform key: metered.
     let (status, used, bypassed, body) = synthesize(&server, &key, "openai", &[]).await;
     assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
@@ -663,4 +684,82 @@ async fn next<T>(events: &mut switchboard_actors::engine::EngineStream<T>) -> T 
         .expect("an event in time")
         .expect("the stream is open")
         .expect("no error")
+}
+
+#[tokio::test]
+async fn an_agent_falls_back_to_its_next_provider_when_its_own_fails() {
+    let mock = VendorMock::start();
+    let server = start(&mock, &[]).await;
+    let key = server.key().to_string();
+    for (body, case) in [
+        (json!({"fallbacks": {"tts": ["nobody"]}}), "unknown id"),
+        (json!({"fallbacks": {"tts": "cartesia"}}), "not a list"),
+        (json!({"fallbacks": {"video": []}}), "unknown stage"),
+        (
+            json!({"fallbacks": {"llm": ["openai", "openai", "openai", "openai"]}}),
+            "too many",
+        ),
+    ] {
+        let (status, answer) = call(server.post(
+            "/v1/agents",
+            &key,
+            json!({"name": "Bad fallbacks", "metadata": body}),
+        ))
+        .await;
+        assert_invalid(status, &answer, "metadata", case);
+    }
+    let (status, body) = call(server.post(
+        "/v1/agents",
+        &key,
+        json!({"id": "resilient", "name": "Resilient", "ttsProvider": "elevenlabs",
+               "llmProvider": "anthropic",
+               "metadata": {"fallbacks": {"tts": ["cartesia"], "llm": ["openai"]}}}),
+    ))
+    .await;
+    assert_eq!(status, 201, "{body}");
+
+    // The agent's own voice works: it serves.
+    let response = server
+        .post(
+            "/v1/agents/resilient/speak",
+            &key,
+            json!({"text": "Hello."}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(header(&response, "x-provider-used"), "elevenlabs");
+
+    // Its vendor refuses the caller's key: the next one serves, and says so.
+    let response = server
+        .post(
+            "/v1/agents/resilient/speak",
+            &key,
+            json!({"text": "Hello again."}),
+        )
+        .header("X-Provider-Key-ElevenLabs", "el-bad")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(header(&response, "x-provider-used"), "cartesia");
+    // The platform's Cartesia key paid, so this is metered.
+    assert_eq!(header(&response, "x-usage-bypassed"), "false");
+    assert_eq!(&response.bytes().await.unwrap()[..4], b"RIFF");
+
+    let response = server
+        .post("/v1/agents/resilient/chat", &key, json!({"message": "Hi!"}))
+        .header("X-Provider-Key-Anthropic", "an-limited")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(header(&response, "x-provider-used"), "openai");
+    let (status, body) = json_of(response).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body["reply"].as_str().unwrap().contains("mock model"),
+        "{body}"
+    );
+    assert!(server.log().contains("falling back"));
 }

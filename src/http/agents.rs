@@ -249,7 +249,11 @@ impl AgentFields {
             None => None,
         };
         let metadata = match not_null("metadata", self.metadata)? {
-            Some(map) => Some(validate::metadata("metadata", Some(&map))?),
+            Some(map) => {
+                crate::vendors::fallback::check_fallbacks(&map)
+                    .map_err(|reason| ApiError::invalid("metadata", reason))?;
+                Some(validate::metadata("metadata", Some(&map))?)
+            }
             None => None,
         };
         let style_profile = match self.style_profile {

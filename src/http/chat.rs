@@ -114,10 +114,9 @@ async fn chat(
             agent_id: id.into_inner(),
         })
         .await??;
-    let llm = providers::llm(
+    let llm = providers::agent_llm(
         &state,
-        "llmProvider",
-        &agent.llm_provider,
+        &agent,
         Caller {
             developer_id: &developer_id,
             headers: Some(http.headers()),

@@ -474,9 +474,11 @@ pub struct ModelBody {
     pub voices: Option<Vec<String>>,
 }
 
-/// The audio models this server serves, in OpenAI's list shape.
+/// The audio models this server serves, in OpenAI's list shape, plus `providers`: every
+/// provider id by kind (`tts`, `stt`, `llm`) with `{id, embedded, adapter, platformKey,
+/// keyHeader}` (an extension OpenAI clients ignore).
 #[utoipa::path(get, path = "/v1/audio/models", tag = "openai-compatible",
-    responses((status = 200, description = "{\"object\": \"list\", \"data\": [model]}")),
+    responses((status = 200, description = "{\"object\": \"list\", \"data\": [model], \"providers\": {tts, stt, llm}}")),
     security(("bearer" = [])))]
 #[get("/audio/models")]
 async fn models(state: web::Data<AppState>) -> HttpResponse {
@@ -501,7 +503,11 @@ async fn models(state: web::Data<AppState>) -> HttpResponse {
         kind: "transcription".into(),
         voices: None,
     }));
-    HttpResponse::Ok().json(json!({"object": "list", "data": data}))
+    HttpResponse::Ok().json(json!({
+        "object": "list",
+        "data": data,
+        "providers": state.vendors.catalog(),
+    }))
 }
 
 #[cfg(test)]

@@ -11,7 +11,10 @@ use switchboard_actors::engine::{LanguageModel, SpeechToText, TextToSpeech};
 
 use super::AppState;
 use crate::error::ApiError;
+use crate::store::agents::AgentRow;
+use crate::store::stored_json;
 use crate::vendors::catalog::{Kind, DEFAULT_PROVIDER};
+use crate::vendors::fallback::{fallback_ids, FallbackLlm, FallbackStt, FallbackTts, ServedBy};
 use crate::vendors::{self, KeyRequest, KeySource};
 
 /// An engine chosen for a request, and what the response must say about it.
@@ -21,17 +24,31 @@ pub struct Chosen<E: ?Sized> {
     pub provider: String,
     /// Where the vendor key came from; `None` for the embedded engine.
     pub key_source: Option<KeySource>,
+    /// With fallbacks: which provider served, and each provider's key source.
+    fallback: Option<(ServedBy, Vec<(String, Option<KeySource>)>)>,
 }
 
 impl<E: ?Sized> Chosen<E> {
-    /// The caller's own key paid: no credits are charged.
-    pub fn bypasses_metering(&self) -> bool {
-        self.key_source.is_some_and(KeySource::bypasses_metering)
+    /// The provider that served (a fallback, if the agent's own failed), and its key source.
+    pub fn served(&self) -> (String, Option<KeySource>) {
+        if let Some((served_by, sources)) = &self.fallback {
+            let served = served_by.lock().ok().and_then(|slot| slot.clone());
+            if let Some(found) = served.and_then(|id| sources.iter().find(|(p, _)| *p == id)) {
+                return found.clone();
+            }
+        }
+        (self.provider.clone(), self.key_source)
     }
 
-    /// Sets `X-Provider-Used`, and `X-Usage-Bypassed: true` when the caller's key paid.
+    /// The caller's own key paid: no credits are charged.
+    pub fn bypasses_metering(&self) -> bool {
+        self.served().1.is_some_and(KeySource::bypasses_metering)
+    }
+
+    /// Sets `X-Provider-Used` (the provider that served), and `X-Usage-Bypassed: true` when
+    /// the caller's own key paid.
     pub fn tag(&self, response: &mut HttpResponseBuilder) {
-        response.insert_header(("X-Provider-Used", self.provider.clone()));
+        response.insert_header(("X-Provider-Used", self.served().0));
         if self.bypasses_metering() {
             response.insert_header((super::auth::USAGE_BYPASSED, "true"));
         }
@@ -39,6 +56,7 @@ impl<E: ?Sized> Chosen<E> {
 }
 
 /// Who the engine is for: the developer and, for HTTP requests, the request's headers.
+#[derive(Clone, Copy)]
 pub struct Caller<'a> {
     pub developer_id: &'a str,
     pub headers: Option<&'a HeaderMap>,
@@ -95,12 +113,121 @@ pub async fn llm(
     Ok(chosen(engine, provider, key_source))
 }
 
+/// An agent's engine for one stage: its own provider, then the fallbacks its metadata lists
+/// (`{"fallbacks": {"tts": ["default"]}}`) tried in order when it fails before starting. A
+/// fallback that cannot be set up (no key) is left out with a warning; the agent's own
+/// provider failing to set up is an error.
+pub async fn agent_tts(
+    state: &AppState,
+    agent: &AgentRow,
+    caller: Caller<'_>,
+) -> Result<Chosen<dyn TextToSpeech>, ApiError> {
+    let primary = tts(state, "ttsProvider", &agent.tts_provider, caller).await?;
+    let mut engines = vec![primary.engine.clone()];
+    let mut sources = vec![(primary.provider.clone(), primary.key_source)];
+    for id in fallback_ids(&stored_json(&agent.metadata), Kind::Tts) {
+        match tts(state, "metadata.fallbacks.tts", &id, caller).await {
+            Ok(fallback) => {
+                sources.push((fallback.provider, fallback.key_source));
+                engines.push(fallback.engine);
+            }
+            Err(err) => skip_fallback(&agent.id, "tts", &id, &err),
+        }
+    }
+    Ok(with_engine(
+        primary,
+        engines,
+        sources,
+        |engines, served_by| Arc::new(FallbackTts { engines, served_by }),
+    ))
+}
+
+pub async fn agent_llm(
+    state: &AppState,
+    agent: &AgentRow,
+    caller: Caller<'_>,
+) -> Result<Chosen<dyn LanguageModel>, ApiError> {
+    let primary = llm(state, "llmProvider", &agent.llm_provider, caller).await?;
+    let mut engines = vec![primary.engine.clone()];
+    let mut sources = vec![(primary.provider.clone(), primary.key_source)];
+    for id in fallback_ids(&stored_json(&agent.metadata), Kind::Llm) {
+        match llm(state, "metadata.fallbacks.llm", &id, caller).await {
+            Ok(fallback) => {
+                sources.push((fallback.provider, fallback.key_source));
+                engines.push(fallback.engine);
+            }
+            Err(err) => skip_fallback(&agent.id, "llm", &id, &err),
+        }
+    }
+    Ok(with_engine(
+        primary,
+        engines,
+        sources,
+        |engines, served_by| Arc::new(FallbackLlm { engines, served_by }),
+    ))
+}
+
+pub async fn agent_stt(
+    state: &AppState,
+    agent: &AgentRow,
+    caller: Caller<'_>,
+) -> Result<Chosen<dyn SpeechToText>, ApiError> {
+    let primary = stt(state, "sttProvider", &agent.stt_provider, caller).await?;
+    let mut engines = vec![primary.engine.clone()];
+    let mut sources = vec![(primary.provider.clone(), primary.key_source)];
+    for id in fallback_ids(&stored_json(&agent.metadata), Kind::Stt) {
+        match stt(state, "metadata.fallbacks.stt", &id, caller).await {
+            Ok(fallback) => {
+                sources.push((fallback.provider, fallback.key_source));
+                engines.push(fallback.engine);
+            }
+            Err(err) => skip_fallback(&agent.id, "stt", &id, &err),
+        }
+    }
+    let primary_streams_live = agent.stt_provider == "deepgram";
+    Ok(with_engine(
+        primary,
+        engines,
+        sources,
+        |engines, served_by| {
+            Arc::new(FallbackStt {
+                engines,
+                primary_streams_live,
+                served_by,
+            })
+        },
+    ))
+}
+
+/// `chosen` with its engine replaced by the fallback chain, when there is one.
+fn with_engine<E: ?Sized>(
+    chosen: Chosen<E>,
+    engines: Vec<Arc<E>>,
+    sources: Vec<(String, Option<KeySource>)>,
+    chain: impl FnOnce(Vec<Arc<E>>, ServedBy) -> Arc<E>,
+) -> Chosen<E> {
+    if engines.len() < 2 {
+        return chosen;
+    }
+    let served_by = ServedBy::default();
+    Chosen {
+        engine: chain(engines, served_by.clone()),
+        fallback: Some((served_by, sources)),
+        ..chosen
+    }
+}
+
+fn skip_fallback(agent: &str, stage: &str, provider: &str, err: &ApiError) {
+    tracing::warn!(agent, stage, provider, reason = %err, "fallback provider left out");
+}
+
 /// The embedded engine of a kind, for routes that always use it.
 pub fn embedded<E: ?Sized>(engine: Arc<E>) -> Chosen<E> {
     Chosen {
         engine,
         provider: DEFAULT_PROVIDER.to_string(),
         key_source: None,
+        fallback: None,
     }
 }
 
@@ -109,6 +236,7 @@ fn chosen<E: ?Sized>(engine: Arc<E>, provider: &str, key_source: KeySource) -> C
         engine,
         provider: provider.to_string(),
         key_source: Some(key_source),
+        fallback: None,
     }
 }
 

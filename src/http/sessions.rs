@@ -286,20 +286,20 @@ impl SessionFactory for AppSessionFactory {
                 max_steps: 4,
             };
             // A call has no request headers: the developer's stored key, else the platform's.
-            let caller = || Caller {
+            let caller = Caller {
                 developer_id: &claims.dev,
                 headers: None,
             };
             let engines = SessionEngines {
-                stt: providers::stt(&state, "sttProvider", &agent.stt_provider, caller())
+                stt: providers::agent_stt(&state, &agent, caller)
                     .await
                     .map_err(|e| e.to_string())?
                     .engine,
-                llm: providers::llm(&state, "llmProvider", &agent.llm_provider, caller())
+                llm: providers::agent_llm(&state, &agent, caller)
                     .await
                     .map_err(|e| e.to_string())?
                     .engine,
-                tts: providers::tts(&state, "ttsProvider", &agent.tts_provider, caller())
+                tts: providers::agent_tts(&state, &agent, caller)
                     .await
                     .map_err(|e| e.to_string())?
                     .engine,

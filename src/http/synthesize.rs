@@ -163,10 +163,9 @@ async fn speak(
             agent_id: id.into_inner(),
         })
         .await??;
-    let chosen = providers::tts(
+    let chosen = providers::agent_tts(
         &state,
-        "ttsProvider",
-        &agent.tts_provider,
+        &agent,
         Caller {
             developer_id: developer.id(),
             headers: Some(http.headers()),

@@ -9,6 +9,7 @@ pub mod cartesia;
 pub mod catalog;
 pub mod deepgram;
 pub mod elevenlabs;
+pub mod fallback;
 pub mod http;
 pub mod openai;
 pub mod sealing;
@@ -161,6 +162,35 @@ impl Vendors {
              POST /v1/provider-keys, or configure vendors.{}.api_key",
             vendor.id, vendor.key_header, vendor.id
         )))
+    }
+
+    /// Every provider id by kind, with whether it has an adapter here and whether the
+    /// platform has a key for it (as `GET /v1/audio/models` lists them).
+    pub fn catalog(&self) -> serde_json::Value {
+        let list = |kind: Kind| -> Vec<serde_json::Value> {
+            kind.known_ids()
+                .iter()
+                .map(|id| {
+                    let vendor = catalog::vendor(id).filter(|v| v.does(kind));
+                    let platform_key = self
+                        .configs
+                        .get(*id)
+                        .is_some_and(|c| !c.api_key.trim().is_empty());
+                    serde_json::json!({
+                        "id": id,
+                        "embedded": *id == catalog::DEFAULT_PROVIDER,
+                        "adapter": *id == catalog::DEFAULT_PROVIDER || vendor.is_some(),
+                        "platformKey": platform_key,
+                        "keyHeader": vendor.map(|v| v.key_header),
+                    })
+                })
+                .collect()
+        };
+        serde_json::json!({
+            "tts": list(Kind::Tts),
+            "stt": list(Kind::Stt),
+            "llm": list(Kind::Llm),
+        })
     }
 
     /// The vendor behind a provider id for one kind of engine, or why there is none.
