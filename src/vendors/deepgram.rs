@@ -27,6 +27,8 @@ const DEFAULT_STT_MODEL: &str = "nova-3";
 const DEFAULT_VOICE: &str = "aura-2-thalia-en";
 /// Silence Deepgram waits for before it marks `speech_final`.
 const ENDPOINTING_MS: u32 = 300;
+/// How long to wait for the answer to `Finalize` before reporting what is settled.
+const FINALIZE_WAIT: Duration = Duration::from_millis(1500);
 /// Deepgram closes a live stream after 10 s without data.
 const KEEPALIVE_EVERY: Duration = Duration::from_secs(5);
 
@@ -273,8 +275,12 @@ async fn live(
     let mut keepalive = tokio::time::interval(KEEPALIVE_EVERY);
     keepalive.tick().await;
     let mut frame = Vec::with_capacity(STT_SAMPLE_RATE as usize / 5);
+    // After our Finalize, how long to wait for Deepgram's answer to it before reporting what
+    // has been finalized so far.
+    let mut finalize_deadline: Option<tokio::time::Instant> = None;
     let send_error = |_| endpoint.error(EngineErrorKind::Upstream, "the live stream broke off");
     loop {
+        let deadline = finalize_deadline;
         tokio::select! {
             item = input.recv() => match item {
                 Some(SttInput::Audio(samples)) => {
@@ -288,6 +294,7 @@ async fn live(
                 }
                 Some(SttInput::EndOfUtterance) => {
                     sink.send(Message::text(json!({"type": "Finalize"}).to_string())).await.map_err(send_error)?;
+                    finalize_deadline = Some(tokio::time::Instant::now() + FINALIZE_WAIT);
                 }
                 None => {
                     let _ = sink.send(Message::text(json!({"type": "CloseStream"}).to_string())).await;
@@ -297,10 +304,20 @@ async fn live(
             _ = keepalive.tick() => {
                 sink.send(Message::text(json!({"type": "KeepAlive"}).to_string())).await.map_err(send_error)?;
             }
+            _ = async { tokio::time::sleep_until(deadline.unwrap_or_else(tokio::time::Instant::now)).await }, if deadline.is_some() => {
+                finalize_deadline = None;
+                let last = utterance.finish(options);
+                if events.send(Ok(last)).await.is_err() {
+                    return Ok(());
+                }
+            }
             message = stream.next() => match message {
                 Some(Ok(Message::Text(text))) => {
                     let Ok(json) = serde_json::from_str::<Value>(text.as_str()) else { continue };
                     for event in utterance.on_message(&json, options) {
+                        if matches!(event, SttEvent::Final(_)) {
+                            finalize_deadline = None;
+                        }
                         if events.send(Ok(event)).await.is_err() {
                             return Ok(());
                         }
@@ -333,77 +350,69 @@ struct LiveUtterance {
 }
 
 impl LiveUtterance {
+    /// Interim hypotheses become partials; finalized pieces are gathered. The utterance ends
+    /// when Deepgram answers our `Finalize` (`from_finalize`): the session's own endpointing
+    /// decides turns, so Deepgram's `speech_final` and `UtteranceEnd` only tell us that the
+    /// pieces so far are settled.
     fn on_message(&mut self, json: &Value, options: &TranscribeOptions) -> Vec<SttEvent> {
-        match json.get("type").and_then(Value::as_str) {
-            Some("Results") => {
-                let best = json
-                    .pointer("/channel/alternatives/0")
-                    .unwrap_or(&Value::Null);
-                let transcript = best
-                    .get("transcript")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .trim()
-                    .to_string();
-                let is_final = json
-                    .get("is_final")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false);
-                let speech_final = json
-                    .get("speech_final")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false);
-                let from_finalize = json
-                    .get("from_finalize")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false);
-                let mut events = Vec::new();
-                if !is_final {
-                    if !transcript.is_empty() {
-                        let mut partial = self.text.join(" ");
-                        if !partial.is_empty() {
-                            partial.push(' ');
-                        }
-                        partial.push_str(&transcript);
-                        events.push(SttEvent::Partial(partial));
-                    }
-                    return events;
-                }
-                if !transcript.is_empty() {
-                    let start = json.get("start").and_then(Value::as_f64).unwrap_or(0.0) as f32;
-                    let duration =
-                        json.get("duration").and_then(Value::as_f64).unwrap_or(0.0) as f32;
-                    self.start.get_or_insert(start);
-                    self.end = start + duration;
-                    self.text.push(transcript);
-                    self.words.extend(words_of(best));
-                }
-                if speech_final || from_finalize {
-                    events.extend(self.finish(options));
-                }
-                events
+        if json.get("type").and_then(Value::as_str) != Some("Results") {
+            return Vec::new();
+        }
+        let best = json
+            .pointer("/channel/alternatives/0")
+            .unwrap_or(&Value::Null);
+        let transcript = best
+            .get("transcript")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .trim()
+            .to_string();
+        let flag = |name: &str| json.get(name).and_then(Value::as_bool).unwrap_or(false);
+        if !flag("is_final") {
+            if transcript.is_empty() {
+                return Vec::new();
             }
-            Some("UtteranceEnd") => self.finish(options).into_iter().collect(),
-            _ => Vec::new(),
+            let mut partial = self.text.join(" ");
+            if !partial.is_empty() {
+                partial.push(' ');
+            }
+            partial.push_str(&transcript);
+            return vec![SttEvent::Partial(partial)];
+        }
+        if !transcript.is_empty() {
+            let start = json.get("start").and_then(Value::as_f64).unwrap_or(0.0) as f32;
+            let duration = json.get("duration").and_then(Value::as_f64).unwrap_or(0.0) as f32;
+            self.start.get_or_insert(start);
+            self.end = start + duration;
+            self.text.push(transcript);
+            self.words.extend(words_of(best));
+        }
+        if flag("from_finalize") {
+            vec![self.finish(options)]
+        } else {
+            Vec::new()
         }
     }
 
-    fn finish(&mut self, options: &TranscribeOptions) -> Option<SttEvent> {
-        if self.text.is_empty() {
-            return None;
-        }
+    /// The utterance so far as a final transcript (empty when nothing was recognised, so the
+    /// session's turn ends either way), and a fresh start.
+    fn finish(&mut self, options: &TranscribeOptions) -> SttEvent {
         let text = std::mem::take(&mut self.text).join(" ");
         let words = std::mem::take(&mut self.words);
         let start = self.start.take().unwrap_or(0.0);
         let duration = (self.end - start).max(0.0);
-        Some(SttEvent::Final(Transcript {
-            segments: vec![TranscriptSegment {
-                start: 0.0,
-                end: duration,
-                text: text.clone(),
-                speaker: None,
-                language: None,
-            }],
+        SttEvent::Final(Transcript {
+            segments: if text.is_empty() {
+                Vec::new()
+            } else {
+                vec![TranscriptSegment {
+                    start: 0.0,
+                    end: duration,
+                    text: text.clone(),
+                    speaker: None,
+                    language: None,
+                }]
+            },
             words: if options.word_timestamps {
                 words
             } else {
@@ -412,7 +421,7 @@ impl LiveUtterance {
             text,
             language: options.language.clone().unwrap_or_else(|| "en".to_string()),
             duration,
-        }))
+        })
     }
 }
 
@@ -490,15 +499,16 @@ mod tests {
     fn live_results_become_partials_then_one_final() {
         let options = TranscribeOptions::default();
         let mut utterance = LiveUtterance::default();
-        let result = |text: &str, is_final: bool, speech_final: bool, start: f64| {
+        let result = |text: &str, is_final: bool, from_finalize: bool, start: f64| {
             json!({"type": "Results", "start": start, "duration": 1.0, "is_final": is_final,
-                   "speech_final": speech_final,
+                   "speech_final": is_final, "from_finalize": from_finalize,
                    "channel": {"alternatives": [{"transcript": text, "words": []}]}})
         };
         assert_eq!(
             utterance.on_message(&result("hello", false, false, 0.0), &options),
             vec![SttEvent::Partial("hello".into())]
         );
+        // Settled by Deepgram's own endpointing, but the turn is the session's to end.
         assert!(utterance
             .on_message(&result("hello there", true, false, 0.0), &options)
             .is_empty());
@@ -512,7 +522,9 @@ mod tests {
         };
         assert_eq!(transcript.text, "hello there general kenobi");
         assert!((transcript.duration - 2.0).abs() < 1e-6);
-        // An UtteranceEnd after the final has nothing left to report.
+        // Nothing heard: the answer to Finalize is an empty final, so the turn still ends.
+        let events = utterance.on_message(&result("", true, true, 3.0), &options);
+        assert!(matches!(events.as_slice(), [SttEvent::Final(t)] if t.text.is_empty()));
         assert!(utterance
             .on_message(
                 &json!({"type": "UtteranceEnd", "last_word_end": 2.0}),
