@@ -17,6 +17,7 @@ use super::{providers, validate, AppState};
 use crate::conversation::prompt::system_prompt;
 use crate::conversation::tools::{http_tools, AgentTools};
 use crate::conversation::turn::{run_turn, ToolCallRecord, TurnSettings};
+use crate::billing::{meter, Usage};
 use crate::error::{ApiError, ErrorBody};
 use crate::knowledge::search::{search_collection, KnowledgeHit};
 use crate::registry::agents::GetAgent;
@@ -242,7 +243,17 @@ async fn chat(
         // The embedded model cannot call tools (retrieval is already in its prompt).
         offer_tools: agent.llm_provider != crate::vendors::catalog::DEFAULT_PROVIDER,
     };
+    meter::ensure_credits(&state.metering, &developer_id, true).await?;
     let outcome = run_turn(llm, &agent_tools, messages, settings).await?;
+    meter::charge(
+        &state.metering,
+        &developer_id,
+        Usage::Llm {
+            input_tokens: u64::from(outcome.input_tokens),
+            output_tokens: u64::from(outcome.output_tokens),
+        },
+        true,
+    );
 
     let turn_index = conversation.turns;
     let now = time::now_ms();

@@ -8,7 +8,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::{
-    agents, chat, collections, direct, health, instances, keys, knowledge, observability,
+    agents, billing, chat, collections, direct, health, instances, keys, knowledge, observability,
     openai_audio, provision, sessions, synthesize, transcribe,
 };
 use crate::error::{ErrorBody, ErrorDetail};
@@ -69,6 +69,11 @@ answer `{data, nextCursor, hasMore}` in creation order."
         openai_audio::speech,
         openai_audio::transcriptions,
         openai_audio::models,
+        billing::usage,
+        billing::subscription,
+        billing::checkout,
+        billing::portal,
+        billing::webhook,
     ),
     components(schemas(ErrorBody, ErrorDetail)),
     modifiers(&BearerAuth),

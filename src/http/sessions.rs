@@ -21,6 +21,7 @@ use crate::conversation::prompt::{substitute, system_prompt};
 use crate::conversation::tools::{http_tools, AgentTools};
 use crate::error::{ApiError, ErrorBody};
 use crate::observability::recorder::SessionRecorder;
+use crate::registry::metering::OpenSession;
 use crate::registry::agents::GetAgent;
 use crate::registry::instances::{GetInstance, InstanceLookup};
 use crate::registry::new_id;
@@ -204,7 +205,10 @@ pub async fn twilio_stream(
         signer: state.signer.clone(),
         sessions: state.sessions.clone(),
         factory: app_session_factory(state.clone()),
-        observer: Arc::new(SessionRecorder::new(state.sessions.clone())),
+        observer: Arc::new(SessionRecorder::new(
+            state.sessions.clone(),
+            state.metering.clone(),
+        )),
     };
     actix_web::rt::spawn(stream::run(context, socket, messages));
     Ok(response)
@@ -293,6 +297,18 @@ impl SessionFactory for AppSessionFactory {
                     .map_err(|e| e.to_string())?,
                 tools: Arc::new(tools),
             };
+            // The session's slot among the tier's concurrent sessions (already taken when
+            // the direct socket opened), and its per-turn metering.
+            state
+                .metering
+                .send(OpenSession {
+                    session_id: claims.sid.clone(),
+                    developer_id: claims.dev.clone(),
+                    metered: true,
+                })
+                .await
+                .map_err(|e| e.to_string())?
+                .map_err(|e| e.to_string())?;
             Ok((profile, engines))
         })
     }

@@ -11,6 +11,7 @@ use super::body::ApiJson;
 use super::providers;
 use super::validate;
 use super::AppState;
+use crate::billing::{meter, Usage};
 use crate::error::{ApiError, ErrorBody};
 use crate::media::OutputFormat;
 use crate::registry::agents::GetAgent;
@@ -62,11 +63,13 @@ pub fn output_format(param: &str, name: &str) -> Result<OutputFormat, ApiError> 
     responses(
         (status = 200, description = "The audio, streamed; Content-Type audio/wav, audio/mpeg or audio/ogg; X-Provider-Used names the engine", content_type = "application/octet-stream"),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 402, description = "insufficient_credits", body = ErrorBody),
         (status = 503, description = "engine_unavailable (a model is not installed) or unavailable (inference queue full)", body = ErrorBody)),
     security(("bearer" = [])))]
 #[post("/synthesize")]
 async fn synthesize(
     state: web::Data<AppState>,
+    developer: Developer,
     body: ApiJson<SynthesizeRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let request = body.into_inner();
@@ -80,9 +83,12 @@ async fn synthesize(
     validate::number_in("pitch", pitch, 0.5, 2.0)?;
     let provider = request.provider.unwrap_or_else(|| "default".to_string());
     let engine = providers::tts(&state, "provider", &provider)?;
+    meter::ensure_credits(&state.metering, developer.id(), true).await?;
 
+    let text = request.text.unwrap_or_default();
+    let characters = text.chars().count() as u64;
     let speech = SpeechRequest {
-        text: request.text.unwrap_or_default(),
+        text,
         voice,
         speed: speed as f32,
         pitch: pitch as f32,
@@ -91,6 +97,12 @@ async fn synthesize(
     let stream = synthesize_stream(engine, speech, format)
         .await
         .map_err(|e| voice_error(e.into()))?;
+    meter::charge(
+        &state.metering,
+        developer.id(),
+        Usage::Tts { characters },
+        true,
+    );
     Ok(HttpResponse::Ok()
         .content_type(format.content_type())
         .insert_header(("X-Provider-Used", provider))
@@ -150,8 +162,11 @@ async fn speak(
         })
         .await??;
     let engine = providers::tts(&state, "ttsProvider", &agent.tts_provider)?;
+    meter::ensure_credits(&state.metering, developer.id(), true).await?;
+    let text = request.text.unwrap_or_default();
+    let characters = text.chars().count() as u64;
     let speech = SpeechRequest {
-        text: request.text.unwrap_or_default(),
+        text,
         voice: agent.voice_id,
         speed: speed as f32,
         pitch: 1.0,
@@ -160,6 +175,12 @@ async fn speak(
     let stream = synthesize_stream(engine, speech, format)
         .await
         .map_err(|e| voice_error(e.into()))?;
+    meter::charge(
+        &state.metering,
+        developer.id(),
+        Usage::Tts { characters },
+        true,
+    );
     Ok(HttpResponse::Ok()
         .content_type(format.content_type())
         .insert_header(("X-Provider-Used", agent.tts_provider))

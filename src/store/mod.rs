@@ -11,6 +11,7 @@ pub mod instances;
 pub mod jobs;
 pub mod keys;
 pub mod provision;
+pub mod rate_limits;
 pub mod schema;
 pub mod sessions;
 pub mod usage;
