@@ -6,10 +6,10 @@
 
 use actix::Actor;
 use criterion::{criterion_group, criterion_main, Criterion};
+use std::sync::Arc;
 use switchboard::config::Config;
 use switchboard::registry::agents::{CreateAgent, GetAgent};
 use switchboard::registry::keys::{create_key, hash_key, CheckKey, KeyCheck};
-use std::sync::Arc;
 
 use switchboard::billing::period::SystemClock;
 use switchboard::billing::{meter, Usage};

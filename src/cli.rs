@@ -217,7 +217,11 @@ pub async fn developers(config: &Config, command: DevelopersCommand) -> anyhow::
             let now = clock.now_ms();
             let current = period::period_of(now);
             let lapsed = developer.tier_expires_at.is_some_and(|at| at <= now);
-            let tier_name = if lapsed { crate::billing::FREE_TIER } else { &developer.tier };
+            let tier_name = if lapsed {
+                crate::billing::FREE_TIER
+            } else {
+                &developer.tier
+            };
             let tier = config.tier(tier_name);
             let row = usage::get(&db, &developer_id, &current)
                 .await?

@@ -90,7 +90,10 @@ async fn each_kind_of_work_is_charged_by_the_price_list_and_reported() {
     let seconds = transcript["duration"].as_f64().unwrap();
     let after_stt = usage(&server, &key).await;
     let stt = after_stt["breakdown"]["stt"].as_f64().unwrap();
-    assert!((stt - seconds).abs() < 0.05, "{stt} credits for {seconds} s");
+    assert!(
+        (stt - seconds).abs() < 0.05,
+        "{stt} credits for {seconds} s"
+    );
 
     // Knowledge: embedded tokens at ingest, then a flat price per search.
     let collection = new_collection(&server, &key).await;
@@ -141,7 +144,10 @@ async fn each_kind_of_work_is_charged_by_the_price_list_and_reported() {
     assert_eq!(header(&response, "x-usage-bypassed"), "false");
     let (_, report) = json_of(response).await;
     let llm = report["breakdown"]["llm"].as_f64().unwrap();
-    assert!((llm - tokens / 1000.0).abs() < 0.001, "{llm} for {tokens} tokens");
+    assert!(
+        (llm - tokens / 1000.0).abs() < 0.001,
+        "{llm} for {tokens} tokens"
+    );
 
     // The report adds up, and the headers agree with it.
     let breakdown = &report["breakdown"];
@@ -162,7 +168,10 @@ async fn each_kind_of_work_is_charged_by_the_price_list_and_reported() {
     // What is counted survives a restart (flushed to storage).
     let server = server.restart().await;
     let after = usage(&server, &key).await;
-    assert!((after["credits"]["used"].as_f64().unwrap() - used).abs() < 0.001, "{after}");
+    assert!(
+        (after["credits"]["used"].as_f64().unwrap() - used).abs() < 0.001,
+        "{after}"
+    );
 }
 
 #[tokio::test]
@@ -197,11 +206,19 @@ async fn spent_credits_refuse_metered_work_with_402_while_reads_keep_working() {
     assert_eq!(error_code(&body), "insufficient_credits");
     // Nothing more was charged for the refused search.
     let report = usage(&server, &key).await;
-    assert!((report["credits"]["used"].as_f64().unwrap() - 1.2).abs() < 1e-9, "{report}");
+    assert!(
+        (report["credits"]["used"].as_f64().unwrap() - 1.2).abs() < 1e-9,
+        "{report}"
+    );
     assert_eq!(report["credits"]["remaining"], 0.0);
 
     // Reads, key management and billing keep working.
-    for path in ["/v1/collections", "/v1/keys", "/v1/billing/subscription", "/v1/agents"] {
+    for path in [
+        "/v1/collections",
+        "/v1/keys",
+        "/v1/billing/subscription",
+        "/v1/agents",
+    ] {
         let (status, body) = call(server.get(path, &key)).await;
         assert_eq!(status, 200, "{path}: {body}");
     }
@@ -306,7 +323,11 @@ async fn a_new_period_starts_empty_and_carries_unused_credits_per_the_tier() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     assert!(stdout.contains("used 3 of 10"), "{stdout}");
     let offset = offset_into_next_month().to_string();
     let mut env = prices.to_vec();
@@ -323,7 +344,10 @@ async fn a_new_period_starts_empty_and_carries_unused_credits_per_the_tier() {
     // Starter carries nothing.
     let starter = usage(&server, &other_key).await;
     assert_eq!(starter["carryover"], 0.0, "{starter}");
-    assert_eq!(starter["credits"]["limit"], starter_before["credits"]["limit"]);
+    assert_eq!(
+        starter["credits"]["limit"],
+        starter_before["credits"]["limit"]
+    );
 }
 
 /// A request one stand-in saw.
@@ -435,11 +459,26 @@ async fn stripe_api(
 fn billing_env(base: &str, secret_key: &'static str) -> Vec<(&'static str, String)> {
     vec![
         ("SWITCHBOARD__BILLING__STRIPE__BASE_URL", base.to_string()),
-        ("SWITCHBOARD__BILLING__STRIPE__SECRET_KEY", secret_key.to_string()),
-        ("SWITCHBOARD__BILLING__STRIPE__WEBHOOK_SECRET", WEBHOOK_SECRET.to_string()),
-        ("SWITCHBOARD__BILLING__STRIPE__PORTAL_RETURN_URL", "https://app.example.com/account".to_string()),
-        ("SWITCHBOARD__TIERS__PRO__PRICE_ID", "price_pro_monthly".to_string()),
-        ("SWITCHBOARD__TIERS__SCALE__PRICE_ID", "price_scale_monthly".to_string()),
+        (
+            "SWITCHBOARD__BILLING__STRIPE__SECRET_KEY",
+            secret_key.to_string(),
+        ),
+        (
+            "SWITCHBOARD__BILLING__STRIPE__WEBHOOK_SECRET",
+            WEBHOOK_SECRET.to_string(),
+        ),
+        (
+            "SWITCHBOARD__BILLING__STRIPE__PORTAL_RETURN_URL",
+            "https://app.example.com/account".to_string(),
+        ),
+        (
+            "SWITCHBOARD__TIERS__PRO__PRICE_ID",
+            "price_pro_monthly".to_string(),
+        ),
+        (
+            "SWITCHBOARD__TIERS__SCALE__PRICE_ID",
+            "price_scale_monthly".to_string(),
+        ),
     ]
 }
 
@@ -485,7 +524,10 @@ async fn checkout_and_portal_are_created_at_the_processor_with_its_wire_format()
         ("metadata[developerId]", "dev_local"),
         ("metadata[tier]", "pro"),
         ("subscription_data[metadata][developerId]", "dev_local"),
-        ("success_url", "https://app.example.com/ok?session_id={CHECKOUT_SESSION_ID}"),
+        (
+            "success_url",
+            "https://app.example.com/ok?session_id={CHECKOUT_SESSION_ID}",
+        ),
         ("cancel_url", "https://app.example.com/cancel"),
     ] {
         assert_eq!(checkout.field(name), Some(value), "{name} in {checkout:?}");
@@ -496,22 +538,44 @@ async fn checkout_and_portal_are_created_at_the_processor_with_its_wire_format()
     assert_eq!(after["tier"], "starter");
 
     // The portal reuses the customer.
-    let (status, body) = call(server.request(reqwest::Method::POST, "/v1/billing/portal", &key)).await;
+    let (status, body) =
+        call(server.request(reqwest::Method::POST, "/v1/billing/portal", &key)).await;
     assert_eq!(status, 200, "{body}");
-    assert_eq!(body["url"], "https://billing.stripe.test/p/session/bps_test_1");
+    assert_eq!(
+        body["url"],
+        "https://billing.stripe.test/p/session/bps_test_1"
+    );
     let seen = stripe.seen();
     assert_eq!(seen.len(), 3, "no second customer: {seen:?}");
     assert_eq!(seen[2].path, "/v1/billing_portal/sessions");
     assert_eq!(seen[2].field("customer"), Some("cus_test_1"));
-    assert_eq!(seen[2].field("return_url"), Some("https://app.example.com/account"));
+    assert_eq!(
+        seen[2].field("return_url"),
+        Some("https://app.example.com/account")
+    );
 
     // Bad requests are refused before the processor hears of them.
     for (body, param) in [
-        (json!({"tier": "gold", "successUrl": "https://a.example/s", "cancelUrl": "https://a.example/c"}), "tier"),
-        (json!({"successUrl": "https://a.example/s", "cancelUrl": "https://a.example/c"}), "tier"),
-        (json!({"tier": "pro", "cancelUrl": "https://a.example/c"}), "successUrl"),
-        (json!({"tier": "pro", "successUrl": "ftp://a.example/s", "cancelUrl": "https://a.example/c"}), "successUrl"),
-        (json!({"tier": "pro", "successUrl": "https://a.example/s", "cancelUrl": "not a url"}), "cancelUrl"),
+        (
+            json!({"tier": "gold", "successUrl": "https://a.example/s", "cancelUrl": "https://a.example/c"}),
+            "tier",
+        ),
+        (
+            json!({"successUrl": "https://a.example/s", "cancelUrl": "https://a.example/c"}),
+            "tier",
+        ),
+        (
+            json!({"tier": "pro", "cancelUrl": "https://a.example/c"}),
+            "successUrl",
+        ),
+        (
+            json!({"tier": "pro", "successUrl": "ftp://a.example/s", "cancelUrl": "https://a.example/c"}),
+            "successUrl",
+        ),
+        (
+            json!({"tier": "pro", "successUrl": "https://a.example/s", "cancelUrl": "not a url"}),
+            "cancelUrl",
+        ),
     ] {
         let (status, error) = call(server.post("/v1/billing/checkout", &key, body.clone())).await;
         assert_invalid(status, &error, param, &body.to_string());
@@ -532,7 +596,13 @@ async fn a_processor_refusal_is_a_502_and_missing_configuration_a_503() {
     .await;
     assert_eq!(status, 502, "{body}");
     assert_eq!(error_code(&body), "upstream_error");
-    assert!(body["error"]["message"].as_str().unwrap().contains("Invalid API Key"), "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Invalid API Key"),
+        "{body}"
+    );
     assert_eq!(stripe.seen()[0].authorization, "Bearer sk_wrong");
 
     let unconfigured = Server::start().await;
@@ -637,7 +707,11 @@ async fn webhook_signatures_are_verified_and_events_apply_once() {
             .post(server.url("/v1/billing/webhook"))
             .header(
                 "Stripe-Signature",
-                format!("t={t},v1={},v1={}", sign(&payload, "whsec_old", t), sign(&payload, WEBHOOK_SECRET, t)),
+                format!(
+                    "t={t},v1={},v1={}",
+                    sign(&payload, "whsec_old", t),
+                    sign(&payload, WEBHOOK_SECRET, t)
+                ),
             )
             .body(payload.clone()),
     )
@@ -694,11 +768,15 @@ async fn each_subscription_event_moves_the_tier_in_both_payload_shapes() {
     // Since 2025-03-31: the period end is on the items; the price names the tier.
     let (status, _) = deliver(
         &server,
-        &event("evt_2", "customer.subscription.updated", json!({
+        &event(
+            "evt_2",
+            "customer.subscription.updated",
+            json!({
             "id": "sub_7", "object": "subscription", "customer": "cus_7", "status": "active",
             "items": {"object": "list", "data": [{"id": "si_1", "quantity": 1,
                 "current_period_end": period_end, "price": {"id": "price_scale_monthly"}}]},
-            "metadata": {}})),
+            "metadata": {}}),
+        ),
         WEBHOOK_SECRET,
         now_s(),
     )
@@ -714,11 +792,15 @@ async fn each_subscription_event_moves_the_tier_in_both_payload_shapes() {
     let retry_at = now_s() + 3 * 86_400;
     let (status, _) = deliver(
         &server,
-        &event("evt_3", "invoice.payment_failed", json!({
+        &event(
+            "evt_3",
+            "invoice.payment_failed",
+            json!({
             "id": "in_1", "object": "invoice", "customer": "cus_7", "attempt_count": 1,
             "next_payment_attempt": retry_at, "amount_due": 49900,
             "parent": {"type": "subscription_details", "subscription_details": {
-                "subscription": "sub_7", "metadata": {"developerId": "dev_local"}}}})),
+                "subscription": "sub_7", "metadata": {"developerId": "dev_local"}}}}),
+        ),
         WEBHOOK_SECRET,
         now_s(),
     )
@@ -751,9 +833,13 @@ async fn each_subscription_event_moves_the_tier_in_both_payload_shapes() {
     // No retries left: back to the free tier.
     let (status, _) = deliver(
         &server,
-        &event("evt_5", "invoice.payment_failed", json!({
+        &event(
+            "evt_5",
+            "invoice.payment_failed",
+            json!({
             "id": "in_3", "object": "invoice", "customer": "cus_7", "attempt_count": 4,
-            "next_payment_attempt": null, "subscription": "sub_7"})),
+            "next_payment_attempt": null, "subscription": "sub_7"}),
+        ),
         WEBHOOK_SECRET,
         now_s(),
     )
@@ -785,10 +871,14 @@ async fn each_subscription_event_moves_the_tier_in_both_payload_shapes() {
     // Pre-2025-03-31 invoice shape: subscription and metadata at the top level.
     let (status, _) = deliver(
         &server,
-        &event("evt_7", "invoice.paid", json!({
+        &event(
+            "evt_7",
+            "invoice.paid",
+            json!({
             "id": "in_4", "object": "invoice", "customer": "cus_7", "status": "paid",
             "subscription": "sub_8", "period_end": next_end,
-            "subscription_details": {"metadata": {"tier": "scale"}}})),
+            "subscription_details": {"metadata": {"tier": "scale"}}}),
+        ),
         WEBHOOK_SECRET,
         now_s(),
     )
@@ -801,8 +891,12 @@ async fn each_subscription_event_moves_the_tier_in_both_payload_shapes() {
     // The end of the subscription.
     let (status, _) = deliver(
         &server,
-        &event("evt_8", "customer.subscription.deleted", json!({
-            "id": "sub_8", "object": "subscription", "customer": "cus_7", "status": "canceled"})),
+        &event(
+            "evt_8",
+            "customer.subscription.deleted",
+            json!({
+            "id": "sub_8", "object": "subscription", "customer": "cus_7", "status": "canceled"}),
+        ),
         WEBHOOK_SECRET,
         now_s(),
     )
@@ -815,7 +909,11 @@ async fn each_subscription_event_moves_the_tier_in_both_payload_shapes() {
     // Unknown event types are acknowledged and change nothing.
     let (status, body) = deliver(
         &server,
-        &event("evt_9", "customer.created", json!({"id": "cus_9", "object": "customer"})),
+        &event(
+            "evt_9",
+            "customer.created",
+            json!({"id": "cus_9", "object": "customer"}),
+        ),
         WEBHOOK_SECRET,
         now_s(),
     )

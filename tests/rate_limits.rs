@@ -34,7 +34,10 @@ async fn requests_beyond_the_limit_get_429_with_retry_after() {
     assert_eq!(number(&response, "x-ratelimit-limit"), 5);
     assert_eq!(number(&response, "x-ratelimit-remaining"), 0);
     let retry_after = number(&response, "retry-after");
-    assert!((1..=120).contains(&retry_after), "Retry-After {retry_after}");
+    assert!(
+        (1..=120).contains(&retry_after),
+        "Retry-After {retry_after}"
+    );
     // Still an authenticated response: the usage headers are there.
     assert!(response.headers().contains_key("x-usage-remaining"));
     let (status, body) = json_of(response).await;
@@ -42,13 +45,17 @@ async fn requests_beyond_the_limit_get_429_with_retry_after() {
     assert_eq!(error_code(&body), "rate_limited");
 
     // Every /v1 route counts, writes as well as reads.
-    let (status, _) = call(server.post("/v1/collections", &key, serde_json::json!({"name": "x"}))).await;
+    let (status, _) =
+        call(server.post("/v1/collections", &key, serde_json::json!({"name": "x"}))).await;
     assert_eq!(status, 429);
     // Refused requests are not counted against the usage.
     let other = server.storage.create_key("dev_local");
     let (status, usage) = call(server.get("/v1/usage", &other)).await;
     assert_eq!(status, 200, "{usage}");
-    assert_eq!(usage["requestCount"], 6, "five admitted, then this one: {usage}");
+    assert_eq!(
+        usage["requestCount"], 6,
+        "five admitted, then this one: {usage}"
+    );
 }
 
 #[tokio::test]

@@ -51,7 +51,9 @@ impl Usage {
                 input_tokens as f64 / 1000.0 * prices.llm_per_1k_input_tokens
                     + output_tokens as f64 / 1000.0 * prices.llm_per_1k_output_tokens
             }
-            Usage::RagEmbed { tokens } => tokens as f64 / 1000.0 * prices.rag_per_1k_embedded_tokens,
+            Usage::RagEmbed { tokens } => {
+                tokens as f64 / 1000.0 * prices.rag_per_1k_embedded_tokens
+            }
             Usage::RagSearch { searches } => searches as f64 * prices.rag_per_search,
         };
         if credits.is_finite() {

@@ -126,8 +126,7 @@ impl RateLimiter {
             .map(|((key, window), delta)| (key, window, delta))
             .collect();
         for (key, state) in &self.keys {
-            if state.start_ms == start && !batch.iter().any(|(k, w, _)| k == key && *w == start)
-            {
+            if state.start_ms == start && !batch.iter().any(|(k, w, _)| k == key && *w == start) {
                 batch.push((key.clone(), start, 0));
             }
         }
@@ -178,10 +177,13 @@ impl RateLimiter {
 mod tests {
     use super::*;
 
+    /// A time that starts a window of both 10 s and 60 s.
+    const WINDOW_ALIGNED: i64 = 1_800_000_000_000;
+
     #[test]
     fn the_limit_holds_within_a_window_and_remaining_counts_down() {
         let mut limiter = RateLimiter::new(60, false);
-        let t = 1_800_000_000_000 - 1_800_000_000_000 % 60_000;
+        let t = WINDOW_ALIGNED;
         let remaining: Vec<u32> = (0..5)
             .map(|_| limiter.check("k", 5, t + 1000))
             .map(|d| {
@@ -202,7 +204,7 @@ mod tests {
     #[test]
     fn the_previous_window_slides_out() {
         let mut limiter = RateLimiter::new(10, false);
-        let t = 1_800_000_000_000 - 1_800_000_000_000 % 10_000;
+        let t = WINDOW_ALIGNED;
         for _ in 0..4 {
             assert!(limiter.check("k", 4, t).allowed);
         }
@@ -221,7 +223,7 @@ mod tests {
     #[test]
     fn shared_totals_from_other_nodes_count() {
         let mut limiter = RateLimiter::new(60, true);
-        let t = 1_800_000_000_000 - 1_800_000_000_000 % 60_000;
+        let t = WINDOW_ALIGNED;
         assert!(limiter.check("k", 3, t).allowed);
         let batch = limiter.take_pending(t);
         assert_eq!(batch, vec![("k".to_string(), t, 1)]);

@@ -51,10 +51,14 @@ impl StripeClient {
             .form(form)
             .send()
             .await
-            .map_err(|e| ApiError::Upstream(format!("the payment processor is unreachable: {e}")))?;
+            .map_err(|e| {
+                ApiError::Upstream(format!("the payment processor is unreachable: {e}"))
+            })?;
         let status = response.status();
         let body: Value = response.json().await.map_err(|e| {
-            ApiError::Upstream(format!("the payment processor sent an unreadable answer: {e}"))
+            ApiError::Upstream(format!(
+                "the payment processor sent an unreadable answer: {e}"
+            ))
         })?;
         if !status.is_success() {
             let message = body["error"]["message"]
@@ -77,7 +81,10 @@ impl StripeClient {
     /// Creates the customer of `developer_id`; answers its id (`cus_...`).
     pub async fn create_customer(&self, developer_id: &str) -> Result<String, ApiError> {
         let form = vec![
-            ("description".into(), format!("Switchboard developer {developer_id}")),
+            (
+                "description".into(),
+                format!("Switchboard developer {developer_id}"),
+            ),
             ("metadata[developerId]".into(), developer_id.to_string()),
         ];
         let body = self.post("/v1/customers", &form).await?;

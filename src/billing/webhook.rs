@@ -50,8 +50,8 @@ pub fn verify(
     if signatures.is_empty() {
         return Err(SignatureError::Malformed);
     }
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes())
-        .expect("HMAC accepts keys of any length");
+    let mut mac =
+        Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("HMAC accepts keys of any length");
     mac.update(timestamp.to_string().as_bytes());
     mac.update(b".");
     mac.update(payload);
@@ -69,8 +69,8 @@ pub fn verify(
 
 /// The `v1` signature of `payload` at `timestamp` (for tests and tools).
 pub fn sign(payload: &[u8], secret: &str, timestamp: i64) -> String {
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes())
-        .expect("HMAC accepts keys of any length");
+    let mut mac =
+        Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("HMAC accepts keys of any length");
     mac.update(format!("{timestamp}.").as_bytes());
     mac.update(payload);
     mac.finalize()
@@ -81,7 +81,7 @@ pub fn sign(payload: &[u8], secret: &str, timestamp: i64) -> String {
 }
 
 fn decode_hex(text: &str) -> Option<Vec<u8>> {
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return None;
     }
     (0..text.len())
@@ -107,7 +107,10 @@ pub struct Interpretation {
 }
 
 fn text<'a>(value: &'a Value, pointer: &str) -> Option<&'a str> {
-    value.pointer(pointer).and_then(Value::as_str).filter(|s| !s.is_empty())
+    value
+        .pointer(pointer)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
 }
 
 /// An id field that may be expanded into an object.
@@ -134,7 +137,11 @@ fn tier_of_price(tiers: &BTreeMap<String, TierConfig>, price: &str) -> Option<St
         .map(|(name, _)| name.clone())
 }
 
-fn subject(metadata: &Value, fallback_developer: Option<&str>, customer: Option<String>) -> Option<Subject> {
+fn subject(
+    metadata: &Value,
+    fallback_developer: Option<&str>,
+    customer: Option<String>,
+) -> Option<Subject> {
     text(metadata, "/developerId")
         .or(fallback_developer)
         .map(|d| Subject::Developer(d.to_string()))
@@ -208,7 +215,8 @@ pub fn interpret(
             } else {
                 &object["subscription_details"]
             };
-            let subscription = id_of(&details["subscription"]).or_else(|| id_of(&object["subscription"]));
+            let subscription =
+                id_of(&details["subscription"]).or_else(|| id_of(&object["subscription"]));
             let metadata = &details["metadata"];
             change.tier = known_tier(tiers, text(metadata, "/tier"));
             // The lines carry the period paid for; the invoice's own period_end is the end
@@ -236,7 +244,9 @@ pub fn interpret(
             };
             match &object["next_payment_attempt"] {
                 // The processor retries: the tier holds until that attempt.
-                Value::Number(next) => change.tier_expires_at = Some(next.as_i64().map(|s| s * 1000)),
+                Value::Number(next) => {
+                    change.tier_expires_at = Some(next.as_i64().map(|s| s * 1000))
+                }
                 // No more retries: back to the free tier.
                 _ => {
                     change.tier = Some(FREE_TIER.to_string());

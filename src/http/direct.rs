@@ -197,7 +197,17 @@ pub async fn direct_session(
             metered: true,
         })
         .await??;
-    let started = start_direct(&state, &req, body, &agent, &session_id, &developer_id, rate, acks).await;
+    let started = start_direct(
+        &state,
+        &req,
+        body,
+        &agent,
+        &session_id,
+        &developer_id,
+        rate,
+        acks,
+    )
+    .await;
     if started.is_err() {
         state.metering.do_send(CloseSession {
             session_id: session_id.clone(),

@@ -71,9 +71,7 @@ pub fn configure(cfg: &mut web::ServiceConfig, max_json_bytes: usize) {
                 .route(web::get().to(sessions::twilio_stream)),
         )
         // Proven by its Stripe-Signature, not an API key.
-        .service(
-            web::resource("/v1/billing/webhook").route(web::post().to(billing::webhook)),
-        )
+        .service(web::resource("/v1/billing/webhook").route(web::post().to(billing::webhook)))
         // API key or session token, checked by the handler itself.
         .service(
             web::resource("/v1/agents/{id}/session").route(web::get().to(direct::direct_session)),

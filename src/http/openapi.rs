@@ -18,15 +18,25 @@ use crate::error::{ErrorBody, ErrorDetail};
     info(
         title = "Switchboard API",
         description = "Real-time voice agents: speech, agents, knowledge, sessions.\n\n\
-Every `/v1` route needs `Authorization: Bearer <API key>`. Every response carries \
-`X-Request-Id`; authenticated responses also carry `X-Usage-Current`, `X-Usage-Limit`, \
-`X-Usage-Remaining` and `X-Usage-Bypassed`.\n\n\
+Every `/v1` route needs `Authorization: Bearer <API key>` (except `POST /v1/billing/webhook`, \
+proven by `Stripe-Signature`). Every response carries `X-Request-Id`; authenticated responses \
+also carry `X-Usage-Current`, `X-Usage-Limit`, `X-Usage-Remaining` and `X-Usage-Bypassed` \
+(credits of the current billing period; `true` when a caller's own vendor key was used and \
+nothing was deducted), and `X-RateLimit-Limit` / `X-RateLimit-Remaining` (requests of this \
+API key in the sliding rate-limit window).\n\n\
+Metered work costs credits by the price list (speech synthesis per 1,000 characters, \
+transcription per audio minute, language model per 1,000 prompt and generated tokens, \
+knowledge per 1,000 embedded tokens and per search); once a period's credits are spent, \
+metered requests answer 402 insufficient_credits unless the tier allows overage, while \
+reads, key management and billing keep working.\n\n\
 Errors are `{\"error\": {\"code\", \"message\", \"param\", \"requestId\"}}` with codes: \
 400 validation_error, 401 unauthorized, 402 insufficient_credits, 404 not_found, \
 405 method_not_allowed, 409 conflict, 413 payload_too_large, 415 unsupported_media_type, \
-429 rate_limited, 500 internal_error, 502 upstream_error, 503 unavailable (retry later; \
-sent with Retry-After when the inference queue is full) or engine_unavailable (a model is not \
-installed: run `scripts/fetch-models`).\n\n\
+429 rate_limited (with X-RateLimit-Limit, X-RateLimit-Remaining and Retry-After in seconds) \
+or session_limit_exceeded (the tier's concurrent real-time sessions are all live), \
+500 internal_error, 502 upstream_error, 503 unavailable (retry later; \
+sent with Retry-After when the inference queue is full), engine_unavailable (a model is not \
+installed: run `scripts/fetch-models`) or billing_not_configured.\n\n\
 Lists take `limit` (1-100, default 20) and `cursor` (the id after which to continue) and \
 answer `{data, nextCursor, hasMore}` in creation order."
     ),

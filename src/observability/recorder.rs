@@ -5,8 +5,7 @@
 
 use actix::Addr;
 use switchboard_actors::session::{
-    EndReason, EndpointSource, SessionObserver, SessionStatus, SessionSummary, Speaker,
-    TurnRecord,
+    EndReason, EndpointSource, SessionObserver, SessionStatus, SessionSummary, Speaker, TurnRecord,
 };
 
 use crate::billing::Usage;

@@ -14,11 +14,11 @@ use switchboard_actors::engine::{SttMode, TranscribeOptions};
 use tokio::sync::Semaphore;
 
 use super::new_id;
+use crate::billing::{meter, Usage};
 use crate::config::JobsConfig;
 use crate::engines::Engines;
 use crate::error::ApiError;
 use crate::fetch::Fetcher;
-use crate::billing::{meter, Usage};
 use crate::registry::metering::Metering;
 use crate::speech::transcription::{transcribe_file, TranscriptionBody, TranscriptionRequest};
 use crate::store::jobs::{self, JobRow, STATUS_PROCESSING};

@@ -216,7 +216,8 @@ impl Metering {
                     .cloned()
                     .expect("config check guarantees a starter tier");
                 let carryover = if tier.carryover_months > 0 {
-                    let previous = usage::get(&db, &developer_id, &period::previous(&period)).await?;
+                    let previous =
+                        usage::get(&db, &developer_id, &period::previous(&period)).await?;
                     period::carryover(&tier, previous.as_ref())
                 } else {
                     0.0
@@ -322,7 +323,9 @@ impl Metering {
                 metering.flushing = false;
                 for row in failed {
                     let (developer, row_period) = (row.developer_id.clone(), row.period.clone());
-                    metering.unflushed_row(&developer, &row_period).add_counts(&row);
+                    metering
+                        .unflushed_row(&developer, &row_period)
+                        .add_counts(&row);
                 }
                 let Some((rows, devs)) = fresh else { return };
                 for dev in devs {
@@ -518,8 +521,8 @@ impl Handler<ChangeSubscription> for Metering {
         let db = self.db.clone();
         Box::pin(
             async move {
-                let found = developers::change_subscription(&db, &msg.developer_id, &msg.change)
-                    .await?;
+                let found =
+                    developers::change_subscription(&db, &msg.developer_id, &msg.change).await?;
                 Ok::<_, ApiError>((msg.developer_id, found))
             }
             .into_actor(self)
@@ -561,9 +564,11 @@ impl Handler<ApplyBillingEvent> for Metering {
             async move {
                 let developer_id = match msg.subject {
                     Some(Subject::Developer(id)) => developers::get(&db, &id).await?.map(|d| d.id),
-                    Some(Subject::Customer(customer)) => developers::by_stripe_customer(&db, &customer)
-                        .await?
-                        .map(|d| d.id),
+                    Some(Subject::Customer(customer)) => {
+                        developers::by_stripe_customer(&db, &customer)
+                            .await?
+                            .map(|d| d.id)
+                    }
                     None => None,
                 };
                 if developer_id.is_none() && !msg.change.is_empty() {

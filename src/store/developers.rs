@@ -100,9 +100,11 @@ macro_rules! apply_change {
     ($conn:ident, $id:expr, $change:expr) => {{
         let id: &str = $id;
         let change: &SubscriptionChange = $change;
-        let found = diesel::select(diesel::dsl::exists(developers::table.filter(developers::id.eq(id))))
-            .get_result::<bool>($conn)
-            .await?;
+        let found = diesel::select(diesel::dsl::exists(
+            developers::table.filter(developers::id.eq(id)),
+        ))
+        .get_result::<bool>($conn)
+        .await?;
         if let Some(tier) = &change.tier {
             diesel::update(developers::table.filter(developers::id.eq(id)))
                 .set(developers::tier.eq(tier))

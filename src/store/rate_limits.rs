@@ -32,10 +32,10 @@ pub async fn add_and_read(db: &Db, counts: &[(String, i64, i64)]) -> StoreResult
 /// Forgets windows that started before `before` (milliseconds).
 pub async fn prune(db: &Db, before: i64) -> StoreResult<usize> {
     db_run!(db, |conn| {
-        Ok(
-            diesel::delete(rate_limit_windows::table.filter(rate_limit_windows::window_start.lt(before)))
-                .execute(conn)
-                .await?,
+        Ok(diesel::delete(
+            rate_limit_windows::table.filter(rate_limit_windows::window_start.lt(before)),
         )
+        .execute(conn)
+        .await?)
     })
 }
