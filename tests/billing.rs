@@ -920,3 +920,34 @@ async fn each_subscription_event_moves_the_tier_in_both_payload_shapes() {
     .await;
     assert_eq!(status, 200, "{body}");
 }
+
+#[tokio::test]
+async fn the_openapi_document_describes_usage_and_billing() {
+    let server = Server::start().await;
+    let (status, doc) = call(server.http.get(server.url("/openapi.json"))).await;
+    assert_eq!(status, 200);
+    for (path, method) in [
+        ("/v1/usage", "get"),
+        ("/v1/billing/subscription", "get"),
+        ("/v1/billing/checkout", "post"),
+        ("/v1/billing/portal", "post"),
+        ("/v1/billing/webhook", "post"),
+    ] {
+        assert!(
+            doc["paths"][path].get(method).is_some(),
+            "{method} {path} is documented"
+        );
+    }
+    // The webhook is the one billing route without an API key.
+    assert!(doc["paths"]["/v1/billing/webhook"]["post"]
+        .get("security")
+        .is_none());
+    let description = doc["info"]["description"].as_str().unwrap();
+    for words in [
+        "X-RateLimit-Remaining",
+        "insufficient_credits",
+        "billing_not_configured",
+    ] {
+        assert!(description.contains(words), "{words}");
+    }
+}
