@@ -1,13 +1,19 @@
 //! The per-request path of an authenticated read with a warm cache: hashing the presented key,
-//! the key registry's check, the metering registry's count, and the agent registry's lookup —
-//! the actor round trips every `GET /v1/agents/:id` makes before serializing its answer.
+//! the key registry's check, the metering registry's admission (rate limit + request count),
+//! the agent registry's lookup and the usage read-back for the headers — the actor round trips
+//! every `GET /v1/agents/:id` makes before serializing its answer. A second bench adds a
+//! metered request's credit check and charge.
 
 use actix::Actor;
 use criterion::{criterion_group, criterion_main, Criterion};
+use std::sync::Arc;
 use switchboard::config::Config;
 use switchboard::registry::agents::{CreateAgent, GetAgent};
 use switchboard::registry::keys::{create_key, hash_key, CheckKey, KeyCheck};
-use switchboard::registry::metering::RecordRequest;
+
+use switchboard::billing::period::SystemClock;
+use switchboard::billing::{meter, Usage};
+use switchboard::registry::metering::{Admit, CurrentUsage};
 use switchboard::registry::{AgentRegistry, KeyRegistry, Metering};
 use switchboard::store::agents::AgentRow;
 use switchboard::store::Db;
@@ -24,7 +30,18 @@ fn request_path(c: &mut Criterion) {
             .expect("key");
         let keys = KeyRegistry::new(db.clone(), config.auth.clone()).start();
         let agents = AgentRegistry::new(db.clone(), &config.registry).start();
-        let metering = Metering::new(db.clone(), config.tiers.clone(), &config.metering).start();
+        let mut rate = config.rate_limit.clone();
+        // The bench measures the admission path, not refusals.
+        rate.requests = u32::MAX;
+        let metering = Metering::new(
+            db.clone(),
+            config.tiers.clone(),
+            config.pricing.clone(),
+            rate,
+            Arc::new(SystemClock::default()),
+            &config.metering,
+        )
+        .start();
         agents
             .send(CreateAgent {
                 agent: AgentRow {
@@ -59,29 +76,69 @@ fn request_path(c: &mut Criterion) {
     });
 
     c.bench_function("hash_key", |b| b.iter(|| hash_key(&raw)));
-    c.bench_function("auth + metering + agent lookup (warm)", |b| {
+    let authenticated_read = || async {
+        let check = keys
+            .send(CheckKey {
+                hash: hash_key(&raw),
+            })
+            .await
+            .unwrap()
+            .unwrap();
+        let KeyCheck::Valid(principal) = check else {
+            panic!("the bench key is valid")
+        };
+        let admission = metering
+            .send(Admit {
+                developer_id: principal.developer_id.clone(),
+                key_id: principal.key_id.clone(),
+            })
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(admission.rate.allowed);
+        let agent = agents
+            .send(GetAgent {
+                developer_id: principal.developer_id.clone(),
+                agent_id: "bench-agent".into(),
+            })
+            .await
+            .unwrap()
+            .unwrap();
+        (principal, agent)
+    };
+    c.bench_function("auth + rate limit + metering + agent lookup (warm)", |b| {
         b.iter(|| {
             system.block_on(async {
-                let check = keys
-                    .send(CheckKey {
-                        hash: hash_key(&raw),
+                let (principal, agent) = authenticated_read().await;
+                let usage = metering
+                    .send(CurrentUsage {
+                        developer_id: principal.developer_id,
+                    })
+                    .await
+                    .unwrap();
+                (agent, usage)
+            })
+        })
+    });
+    c.bench_function("auth + rate limit + credit check + charge (warm)", |b| {
+        b.iter(|| {
+            system.block_on(async {
+                let (principal, _) = authenticated_read().await;
+                meter::ensure_credits(&metering, &principal.developer_id, true)
+                    .await
+                    .unwrap();
+                meter::charge(
+                    &metering,
+                    &principal.developer_id,
+                    Usage::Tts { characters: 0 },
+                    true,
+                );
+                metering
+                    .send(CurrentUsage {
+                        developer_id: principal.developer_id,
                     })
                     .await
                     .unwrap()
-                    .unwrap();
-                let KeyCheck::Valid(principal) = check else {
-                    panic!("the bench key is valid")
-                };
-                let usage = metering.send(RecordRequest {
-                    developer_id: principal.developer_id.clone(),
-                });
-                let agent = agents.send(GetAgent {
-                    developer_id: principal.developer_id,
-                    agent_id: "bench-agent".into(),
-                });
-                let (usage, agent) = futures_util::join!(usage, agent);
-                usage.unwrap().unwrap();
-                agent.unwrap().unwrap()
             })
         })
     });

@@ -1,6 +1,6 @@
-//! The command line: `serve`, `migrate`, operator key management that works beside a
-//! running server on the same data dir or database, and `transcribe` for the embedded
-//! speech recogniser.
+//! The command line: `serve`, `migrate`, operator key and developer (tier, usage) management
+//! that works beside a running server on the same data dir or database, and `transcribe` for
+//! the embedded speech recogniser.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -35,6 +35,11 @@ pub enum Command {
     Keys {
         #[command(subcommand)]
         command: KeysCommand,
+    },
+    /// Manage developers' tiers and see their usage.
+    Developers {
+        #[command(subcommand)]
+        command: DevelopersCommand,
     },
     /// Transcribe an audio file with the embedded Whisper engine; prints the transcript JSON.
     Transcribe(TranscribeArgs),
@@ -84,6 +89,16 @@ pub enum KeysCommand {
     },
     /// Revoke a key by id; every server sharing the database refuses it within moments.
     Revoke { key_id: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DevelopersCommand {
+    /// Put a developer on a tier (starter, pro or scale) with no expiry; running servers
+    /// pick it up within one metering flush interval.
+    SetTier { developer_id: String, tier: String },
+    /// Print a developer's usage in the current billing period, as stored (a running server
+    /// adds its counts every metering flush interval).
+    Usage { developer_id: String },
 }
 
 impl Cli {
@@ -165,6 +180,77 @@ pub async fn keys(config: &Config, command: KeysCommand) -> anyhow::Result<()> {
                 anyhow::bail!("no live key with id {key_id}");
             }
             println!("revoked {key_id}");
+        }
+    }
+    Ok(())
+}
+
+/// Runs a `developers` subcommand.
+pub async fn developers(config: &Config, command: DevelopersCommand) -> anyhow::Result<()> {
+    use crate::billing::period::{self, Clock, SystemClock};
+    use crate::store::developers::{self, SubscriptionChange};
+    use crate::store::usage;
+
+    let db = open(config).await?;
+    match command {
+        DevelopersCommand::SetTier { developer_id, tier } => {
+            if !crate::billing::TIERS.contains(&tier.as_str()) {
+                anyhow::bail!("tier must be one of: {}", crate::billing::TIERS.join(", "));
+            }
+            let change = SubscriptionChange {
+                tier: Some(tier.clone()),
+                tier_expires_at: Some(None),
+                ..SubscriptionChange::default()
+            };
+            if !developers::change_subscription(&db, &developer_id, &change).await? {
+                anyhow::bail!("no developer with id {developer_id}");
+            }
+            println!("developer {developer_id} is now on the {tier} tier");
+        }
+        DevelopersCommand::Usage { developer_id } => {
+            let Some(developer) = developers::get(&db, &developer_id).await? else {
+                anyhow::bail!("no developer with id {developer_id}");
+            };
+            let clock = SystemClock {
+                offset_ms: config.metering.clock_offset_seconds.saturating_mul(1000),
+            };
+            let now = clock.now_ms();
+            let current = period::period_of(now);
+            let lapsed = developer.tier_expires_at.is_some_and(|at| at <= now);
+            let tier_name = if lapsed {
+                crate::billing::FREE_TIER
+            } else {
+                &developer.tier
+            };
+            let tier = config.tier(tier_name);
+            let row = usage::get(&db, &developer_id, &current)
+                .await?
+                .unwrap_or_else(|| usage::UsageRow::empty(&developer_id, &current));
+            let limit = tier.monthly_credits + row.carryover;
+            let used = row.credits_used();
+            let show = crate::http::auth::format_credits;
+            println!("developer  {developer_id}");
+            println!("tier       {tier_name} ({})", tier.display);
+            println!(
+                "expires    {}",
+                iso_opt(developer.tier_expires_at).unwrap_or_else(|| "never".into())
+            );
+            println!("period     {current}");
+            println!(
+                "credits    used {} of {} ({} carried over), {} remaining",
+                show(used),
+                show(limit),
+                show(row.carryover),
+                show((limit - used).max(0.0))
+            );
+            println!(
+                "breakdown  tts {}  stt {}  llm {}  rag {}",
+                show(row.credits_tts),
+                show(row.credits_stt),
+                show(row.credits_llm),
+                show(row.credits_rag)
+            );
+            println!("requests   {}", row.request_count);
         }
     }
     Ok(())

@@ -30,6 +30,9 @@ pub struct Config {
     pub registry: RegistryConfig,
     pub tiers: BTreeMap<String, TierConfig>,
     pub metering: MeteringConfig,
+    pub pricing: PricingConfig,
+    pub rate_limit: RateLimitConfig,
+    pub billing: BillingConfig,
     pub engines: EnginesConfig,
     pub fetch: FetchConfig,
     pub jobs: JobsConfig,
@@ -89,13 +92,74 @@ impl RegistryConfig {
 pub struct TierConfig {
     pub display: String,
     pub monthly_credits: f64,
+    /// Dollars per credit used beyond the allowance; 0 = no overage (402 when exhausted).
     pub overage_rate: f64,
+    /// For how many months unused credits of a period stay usable.
     pub carryover_months: u32,
+    /// The Stripe price a checkout for this tier subscribes to; empty = not purchasable.
+    #[serde(default)]
+    pub price_id: String,
+    /// Requests per API key per rate-limit window; 0 = `rate_limit.requests`.
+    #[serde(default)]
+    pub rate_limit_requests: u32,
+    /// Real-time sessions (phone calls and direct sockets) a developer may run at once.
+    pub max_concurrent_sessions: u32,
+}
+
+impl TierConfig {
+    /// Whether use beyond the allowance is allowed (and billed at `overage_rate`).
+    pub fn allows_overage(&self) -> bool {
+        self.overage_rate > 0.0
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct MeteringConfig {
     pub flush_ms: u64,
+    /// Shifts the clock billing periods are computed from, in seconds. Only for tests and
+    /// staging rehearsals of a period rollover; 0 in production.
+    #[serde(default)]
+    pub clock_offset_seconds: i64,
+}
+
+/// Credits each metered operation costs (see the README's price list).
+#[derive(Debug, Clone, Deserialize)]
+pub struct PricingConfig {
+    pub tts_per_1k_characters: f64,
+    pub stt_per_minute: f64,
+    pub llm_per_1k_input_tokens: f64,
+    pub llm_per_1k_output_tokens: f64,
+    pub rag_per_1k_embedded_tokens: f64,
+    pub rag_per_search: f64,
+}
+
+/// Per-API-key request limits on every `/v1` route.
+#[derive(Debug, Clone, Deserialize)]
+pub struct RateLimitConfig {
+    /// Requests per key per window, unless the tier sets `rate_limit_requests`.
+    pub requests: u32,
+    pub window_seconds: u64,
+    /// On PostgreSQL: how often a node adds its counts to the shared windows and reads the
+    /// other nodes' counts back. Bounds how far several nodes together can overshoot.
+    pub sync_ms: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct BillingConfig {
+    pub stripe: StripeConfig,
+}
+
+/// The payment processor. Checkout and portal answer 503 `billing_not_configured` until
+/// `secret_key` is set; the webhook until `webhook_secret` is set.
+#[derive(Debug, Clone, Deserialize)]
+pub struct StripeConfig {
+    pub base_url: String,
+    pub secret_key: String,
+    pub webhook_secret: String,
+    /// Where the billing portal sends the customer back; empty = Stripe's default.
+    pub portal_return_url: String,
+    /// Oldest accepted webhook signature timestamp, in seconds before now.
+    pub tolerance_seconds: i64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -204,6 +268,11 @@ impl Config {
         }
         if self.database.pool_size == 0 {
             return Err(invalid("database.pool_size must be at least 1"));
+        }
+        if self.rate_limit.requests == 0 || self.rate_limit.window_seconds == 0 {
+            return Err(invalid(
+                "rate_limit.requests and rate_limit.window_seconds must be at least 1",
+            ));
         }
         if self.auth.key_prefix.is_empty() {
             return Err(invalid("auth.key_prefix must not be empty"));

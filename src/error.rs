@@ -38,6 +38,19 @@ pub enum ApiError {
     Unauthorized(String),
     #[error("{0}")]
     InsufficientCredits(String),
+    /// The API key's request rate is over its limit (sent with X-RateLimit-* and Retry-After).
+    #[error("{message}")]
+    RateLimited {
+        message: String,
+        limit: u32,
+        retry_after_seconds: u64,
+    },
+    /// The developer already runs as many real-time sessions as the tier allows.
+    #[error("{0}")]
+    SessionLimit(String),
+    /// The payment processor is not configured on this server.
+    #[error("{0}")]
+    BillingNotConfigured(String),
     #[error("{0}")]
     NotFound(String),
     #[error("{0}")]
@@ -93,6 +106,9 @@ impl ApiError {
             ApiError::Validation { .. } => "validation_error",
             ApiError::Unauthorized(_) => "unauthorized",
             ApiError::InsufficientCredits(_) => "insufficient_credits",
+            ApiError::RateLimited { .. } => "rate_limited",
+            ApiError::SessionLimit(_) => "session_limit_exceeded",
+            ApiError::BillingNotConfigured(_) => "billing_not_configured",
             ApiError::NotFound(_) => "not_found",
             ApiError::MethodNotAllowed(_) => "method_not_allowed",
             ApiError::Conflict(_) => "conflict",
@@ -139,6 +155,10 @@ impl ResponseError for ApiError {
             ApiError::Validation { .. } => StatusCode::BAD_REQUEST,
             ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             ApiError::InsufficientCredits(_) => StatusCode::PAYMENT_REQUIRED,
+            ApiError::RateLimited { .. } | ApiError::SessionLimit(_) => {
+                StatusCode::TOO_MANY_REQUESTS
+            }
+            ApiError::BillingNotConfigured(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
@@ -168,6 +188,16 @@ impl ResponseError for ApiError {
         }
         if let ApiError::Overloaded(_) = self {
             response.insert_header(("Retry-After", "1"));
+        }
+        if let ApiError::RateLimited {
+            limit,
+            retry_after_seconds,
+            ..
+        } = self
+        {
+            response.insert_header(("X-RateLimit-Limit", limit.to_string()));
+            response.insert_header(("X-RateLimit-Remaining", "0"));
+            response.insert_header(("Retry-After", retry_after_seconds.to_string()));
         }
         response.json(ErrorBody {
             error: ErrorDetail {

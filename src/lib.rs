@@ -3,6 +3,7 @@
 //! storage, engines and vendor adapters. The real-time session actors live in
 //! `switchboard-actors`.
 
+pub mod billing;
 pub mod cli;
 pub mod config;
 pub mod conversation;

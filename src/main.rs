@@ -20,6 +20,7 @@ fn main() -> anyhow::Result<()> {
         }
         Command::Migrate => runtime()?.block_on(cli::migrate(&config)),
         Command::Keys { command } => runtime()?.block_on(cli::keys(&config, command)),
+        Command::Developers { command } => runtime()?.block_on(cli::developers(&config, command)),
         Command::Transcribe(args) => runtime()?.block_on(cli::transcribe(&config, args)),
     }
 }

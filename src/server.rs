@@ -2,12 +2,15 @@
 //! actors, the HTTP server, and a final flush of what is still in memory.
 
 use std::io::Write;
+use std::sync::Arc;
 
 use actix::Actor;
 use actix_web::middleware::from_fn;
 use actix_web::{web, App, HttpServer};
 use anyhow::Context as _;
 
+use crate::billing::period::SystemClock;
+use crate::billing::stripe::StripeClient;
 use crate::config::Config;
 use crate::engines::Engines;
 use crate::fetch::Fetcher;
@@ -42,7 +45,18 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     let keys = KeyRegistry::new(db.clone(), config.auth.clone()).start();
     let agents = AgentRegistry::new(db.clone(), &config.registry).start();
     let collections = CollectionRegistry::new(db.clone(), &config.registry, agents.clone()).start();
-    let metering = Metering::new(db.clone(), config.tiers.clone(), &config.metering).start();
+    let clock = Arc::new(SystemClock {
+        offset_ms: config.metering.clock_offset_seconds.saturating_mul(1000),
+    });
+    let metering = Metering::new(
+        db.clone(),
+        config.tiers.clone(),
+        config.pricing.clone(),
+        config.rate_limit.clone(),
+        clock,
+        &config.metering,
+    )
+    .start();
     let engines = Engines::start(&config);
     let conversations = ConversationRegistry::new(db.clone()).start();
     let sessions = SessionRegistry::new(db.clone()).start();
@@ -60,6 +74,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         node_id,
         &config.server.data_dir,
         &config.jobs,
+        metering.clone(),
     )
     .start();
 
@@ -78,6 +93,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         engines,
         fetcher,
         vendors,
+        stripe: StripeClient::from_config(&config.billing.stripe),
     });
     let max_json = config.server.max_json_bytes;
     let mut server = HttpServer::new(move || {

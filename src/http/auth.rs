@@ -1,6 +1,7 @@
-//! API-key authentication and the usage headers for every `/v1` route: the bearer key is
-//! checked by the key registry, the request is counted by the metering registry (both answer
-//! from memory), and the response carries `X-Usage-*`.
+//! API-key authentication, rate limiting and the usage headers for every `/v1` route: the
+//! bearer key is checked by the key registry, the request is admitted (per-key rate limit)
+//! and counted by the metering registry (both answer from memory), and the response carries
+//! `X-Usage-*` and `X-RateLimit-*`.
 
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
@@ -11,12 +12,14 @@ use actix_web::{web, FromRequest, HttpMessage, HttpRequest, ResponseError};
 use super::AppState;
 use crate::error::ApiError;
 use crate::registry::keys::{hash_key, CheckKey, KeyCheck, Principal};
-use crate::registry::metering::{RecordRequest, UsageSnapshot};
+use crate::registry::metering::{Admit, CurrentUsage, UsageSnapshot};
 
 pub const USAGE_CURRENT: HeaderName = HeaderName::from_static("x-usage-current");
 pub const USAGE_LIMIT: HeaderName = HeaderName::from_static("x-usage-limit");
 pub const USAGE_REMAINING: HeaderName = HeaderName::from_static("x-usage-remaining");
 pub const USAGE_BYPASSED: HeaderName = HeaderName::from_static("x-usage-bypassed");
+pub const RATE_LIMIT_LIMIT: HeaderName = HeaderName::from_static("x-ratelimit-limit");
+pub const RATE_LIMIT_REMAINING: HeaderName = HeaderName::from_static("x-ratelimit-remaining");
 
 /// Middleware for the `/v1` scope.
 pub async fn require_api_key(
@@ -32,20 +35,56 @@ pub async fn require_api_key(
         Err(err) => return Ok(req.into_response(err.error_response())),
     };
     req.extensions_mut().insert(principal.clone());
-    let metering = state.metering.send(RecordRequest {
-        developer_id: principal.developer_id,
-    });
-    let (response, usage) = futures_util::join!(next.call(req), metering);
-    let mut response = response?.map_into_boxed_body();
-    match usage {
-        Ok(Ok(usage)) => set_usage_headers(response.headers_mut(), &usage),
-        Ok(Err(err)) => tracing::warn!("usage unavailable for response headers: {err}"),
-        Err(err) => tracing::warn!("metering registry did not answer: {err}"),
+    let admission = state
+        .metering
+        .send(Admit {
+            developer_id: principal.developer_id.clone(),
+            key_id: principal.key_id.clone(),
+        })
+        .await
+        .map_err(ApiError::from)
+        .and_then(|admitted| admitted);
+    let admission = match admission {
+        Ok(admission) => admission,
+        Err(err) => return Ok(req.into_response(err.error_response())),
+    };
+    if !admission.rate.allowed {
+        let refused = ApiError::RateLimited {
+            message: format!(
+                "this API key made more than {} requests in {} seconds; retry in {} s",
+                admission.rate.limit,
+                state.config.rate_limit.window_seconds,
+                admission.rate.retry_after_seconds
+            ),
+            limit: admission.rate.limit,
+            retry_after_seconds: admission.rate.retry_after_seconds,
+        };
+        let mut response = req.into_response(refused.error_response());
+        set_usage_headers(response.headers_mut(), &admission.usage);
+        return Ok(response);
     }
+    let mut response = next.call(req).await?.map_into_boxed_body();
+    // After the handler: its charges are in (the registry handles messages in order).
+    let usage = state
+        .metering
+        .send(CurrentUsage {
+            developer_id: principal.developer_id,
+        })
+        .await
+        .ok()
+        .flatten()
+        .unwrap_or(admission.usage);
+    let headers = response.headers_mut();
+    set_usage_headers(headers, &usage);
+    headers.insert(RATE_LIMIT_LIMIT, HeaderValue::from(admission.rate.limit));
+    headers.insert(
+        RATE_LIMIT_REMAINING,
+        HeaderValue::from(admission.rate.remaining),
+    );
     Ok(response)
 }
 
-async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Principal, ApiError> {
+pub async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Principal, ApiError> {
     let header = headers.get(AUTHORIZATION).ok_or_else(|| {
         ApiError::Unauthorized(
             "missing API key: send the header `Authorization: Bearer <API key>`".into(),
@@ -83,7 +122,7 @@ async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Principal
     }
 }
 
-fn set_usage_headers(headers: &mut HeaderMap, usage: &UsageSnapshot) {
+pub fn set_usage_headers(headers: &mut HeaderMap, usage: &UsageSnapshot) {
     let number = |value: f64| {
         HeaderValue::from_str(&format_credits(value)).expect("a number is a valid header value")
     };

@@ -15,6 +15,7 @@ use super::body::ApiJson;
 use super::instances::is_e164;
 use super::providers::{self, Caller};
 use super::{validate, AppState};
+use crate::billing::{meter, Usage};
 use crate::conversation::prompt::system_prompt;
 use crate::conversation::tools::{http_tools, AgentTools};
 use crate::conversation::turn::{run_turn, ToolCallRecord, TurnSettings};
@@ -252,7 +253,17 @@ async fn chat(
         // The embedded model cannot call tools (retrieval is already in its prompt).
         offer_tools: agent.llm_provider != crate::vendors::catalog::DEFAULT_PROVIDER,
     };
+    meter::ensure_credits(&state.metering, &developer_id, llm.metered_up_front()).await?;
     let outcome = run_turn(llm.engine.clone(), &agent_tools, messages, settings).await?;
+    meter::charge(
+        &state.metering,
+        &developer_id,
+        Usage::Llm {
+            input_tokens: u64::from(outcome.input_tokens),
+            output_tokens: u64::from(outcome.output_tokens),
+        },
+        !llm.bypasses_metering(),
+    );
 
     let turn_index = conversation.turns;
     let now = time::now_ms();

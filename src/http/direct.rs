@@ -32,6 +32,7 @@ use crate::error::{ApiError, ErrorBody};
 use crate::observability::recorder::SessionRecorder;
 use crate::registry::agents::GetAgent;
 use crate::registry::keys::{hash_key, CheckKey, KeyCheck};
+use crate::registry::metering::{Admit, CloseSession, OpenSession, SessionMetering};
 use crate::registry::new_id;
 use crate::registry::sessions::CreateSession;
 use crate::store::sessions::{SessionRow, STATUS_ACTIVE};
@@ -158,7 +159,26 @@ pub async fn direct_session(
             ))
         }
     };
-    let developer_id = authenticate(&state, &req, query.token.as_deref(), &agent_id).await?;
+    let (developer_id, rate_key) =
+        authenticate(&state, &req, query.token.as_deref(), &agent_id).await?;
+    // A socket counts once against the rate limit, at connect.
+    let admission = state
+        .metering
+        .send(Admit {
+            developer_id: developer_id.clone(),
+            key_id: rate_key,
+        })
+        .await??;
+    if !admission.rate.allowed {
+        return Err(ApiError::RateLimited {
+            message: format!(
+                "too many requests; retry in {} s",
+                admission.rate.retry_after_seconds
+            ),
+            limit: admission.rate.limit,
+            retry_after_seconds: admission.rate.retry_after_seconds,
+        });
+    }
     let agent = state
         .agents
         .send(GetAgent {
@@ -167,6 +187,48 @@ pub async fn direct_session(
         })
         .await??;
     let session_id = new_id("ses");
+    // Refused here, before the socket opens, when the tier's concurrent sessions are all in
+    // use or the credits are spent; the slot is freed when the session ends.
+    state
+        .metering
+        .send(OpenSession {
+            session_id: session_id.clone(),
+            developer_id: developer_id.clone(),
+            metered: SessionMetering::ALL,
+        })
+        .await??;
+    let started = start_direct(
+        &state,
+        &req,
+        body,
+        &agent,
+        &session_id,
+        &developer_id,
+        rate,
+        acks,
+    )
+    .await;
+    if started.is_err() {
+        state.metering.do_send(CloseSession {
+            session_id: session_id.clone(),
+        });
+    }
+    started
+}
+
+/// Records the session, builds its engines and starts it on the upgraded socket.
+#[allow(clippy::too_many_arguments)]
+async fn start_direct(
+    state: &web::Data<AppState>,
+    req: &HttpRequest,
+    body: web::Payload,
+    agent: &crate::store::agents::AgentRow,
+    session_id: &str,
+    developer_id: &str,
+    rate: SampleRate,
+    acks: PlaybackAcks,
+) -> Result<HttpResponse, ApiError> {
+    let (session_id, developer_id) = (session_id.to_string(), developer_id.to_string());
     let now = time::now_ms();
     state
         .sessions
@@ -196,7 +258,7 @@ pub async fn direct_session(
         .build(RelayClaims {
             sid: session_id.clone(),
             dev: developer_id,
-            agent: agent.id,
+            agent: agent.id.clone(),
             from: None,
             to: None,
             inst: None,
@@ -207,10 +269,13 @@ pub async fn direct_session(
     let mut config = SessionConfig::direct(session_id.clone(), profile, rate);
     config.pacing.acks = acks;
     let (response, socket, messages) =
-        actix_ws::handle(&req, body).map_err(|e| ApiError::bad_request(e.to_string()))?;
+        actix_ws::handle(req, body).map_err(|e| ApiError::bad_request(e.to_string()))?;
     let (tx, rx) = mpsc::unbounded_channel();
     let forwarder = Forwarder { tx }.start();
-    let observer = Arc::new(SessionRecorder::new(state.sessions.clone()));
+    let observer = Arc::new(SessionRecorder::new(
+        state.sessions.clone(),
+        state.metering.clone(),
+    ));
     let handle = CallSession::start(config, engines, forwarder.recipient(), observer)
         .map_err(|e| ApiError::Internal(e.to_string()))?;
     actix_web::rt::spawn(pump(handle, socket, messages, rx));
@@ -223,7 +288,7 @@ async fn authenticate(
     req: &HttpRequest,
     token: Option<&str>,
     agent_id: &str,
-) -> Result<String, ApiError> {
+) -> Result<(String, String), ApiError> {
     if let Some(token) = token {
         let claims = state
             .signer
@@ -234,7 +299,8 @@ async fn authenticate(
                 "this session token is for another agent".into(),
             ));
         }
-        return Ok(claims.dev);
+        let rate_key = format!("session-token:{}", claims.dev);
+        return Ok((claims.dev, rate_key));
     }
     let raw = req
         .headers()
@@ -254,7 +320,7 @@ async fn authenticate(
         })
         .await??
     {
-        KeyCheck::Valid(principal) => Ok(principal.developer_id),
+        KeyCheck::Valid(principal) => Ok((principal.developer_id, principal.key_id)),
         _ => Err(ApiError::Unauthorized("invalid API key".into())),
     }
 }

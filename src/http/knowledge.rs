@@ -11,6 +11,7 @@ use super::auth::Developer;
 use super::body::ApiJson;
 use super::validate;
 use super::AppState;
+use crate::billing::{meter, Usage};
 use crate::error::{ApiError, ErrorBody};
 use crate::fetch::FetchError;
 use crate::knowledge::chunking::{chunk, Layout};
@@ -385,7 +386,16 @@ async fn ingest(
             collection_id: collection_id.clone(),
         })
         .await??;
+    meter::ensure_credits(&state.metering, developer.id(), true).await?;
     let prepared = prepare_document(&state, developer.id(), &collection_id, plan).await?;
+    meter::charge(
+        &state.metering,
+        developer.id(),
+        Usage::RagEmbed {
+            tokens: prepared.document.tokens.max(0) as u64,
+        },
+        true,
+    );
     let body = prepared.body();
     let stored = state
         .knowledge
@@ -430,6 +440,7 @@ async fn search(
             collection_id: collection_id.clone(),
         })
         .await??;
+    meter::ensure_credits(&state.metering, developer.id(), true).await?;
     let results = search_collection(
         state.engines.embedder.as_ref(),
         &state.knowledge,
@@ -439,6 +450,12 @@ async fn search(
         threshold as f32,
     )
     .await?;
+    meter::charge(
+        &state.metering,
+        developer.id(),
+        Usage::RagSearch { searches: 1 },
+        true,
+    );
     let results = results
         .into_iter()
         .map(|mut hit| {

@@ -2,6 +2,7 @@
 
 pub mod agents;
 pub mod auth;
+pub mod billing;
 pub mod body;
 pub mod chat;
 pub mod collections;
@@ -55,6 +56,8 @@ pub struct AppState {
     pub engines: Engines,
     pub fetcher: Fetcher,
     pub vendors: crate::vendors::Vendors,
+    /// The payment processor's client; `None` when billing is not configured.
+    pub stripe: Option<crate::billing::stripe::StripeClient>,
 }
 
 /// Registers every route and the extractor error mappings.
@@ -69,6 +72,8 @@ pub fn configure(cfg: &mut web::ServiceConfig, max_json_bytes: usize) {
             web::resource("/v1/sessions/twilio/stream")
                 .route(web::get().to(sessions::twilio_stream)),
         )
+        // Proven by its Stripe-Signature, not an API key.
+        .service(web::resource("/v1/billing/webhook").route(web::post().to(billing::webhook)))
         // API key or session token, checked by the handler itself.
         .service(
             web::resource("/v1/agents/{id}/session").route(web::get().to(direct::direct_session)),
@@ -78,6 +83,7 @@ pub fn configure(cfg: &mut web::ServiceConfig, max_json_bytes: usize) {
                 .wrap(from_fn(auth::require_api_key))
                 .configure(keys::routes)
                 .configure(provider_keys::routes)
+                .configure(billing::routes)
                 // Before the agents' routes, whose /agents/{id} would take "provision".
                 .configure(provision::routes)
                 .configure(agents::routes)

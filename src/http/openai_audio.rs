@@ -18,6 +18,7 @@ use utoipa::ToSchema;
 
 use super::upload::{is_multipart, read_form};
 use super::{providers, AppState};
+use crate::billing::{meter, Usage};
 use crate::error::ApiError;
 use crate::media::OutputFormat;
 use crate::registry::jobs::extension_of;
@@ -135,6 +136,7 @@ pub struct SpeechBody {
 #[post("/audio/speech")]
 async fn speech(
     state: web::Data<AppState>,
+    developer: super::auth::Developer,
     body: super::body::ApiJson<SpeechBody>,
 ) -> Result<HttpResponse, ApiError> {
     let body = body.into_inner();
@@ -213,6 +215,8 @@ async fn speech(
         }
     };
     let engine = providers::embedded(state.engines.tts.clone()).engine;
+    meter::ensure_credits(&state.metering, developer.id(), true).await?;
+    let characters = input.chars().count() as u64;
     let request = SpeechRequest {
         text: input,
         voice,
@@ -231,6 +235,12 @@ async fn speech(
             } if p == "voiceId" => ApiError::invalid("voice", message),
             other => other,
         })?;
+    meter::charge(
+        &state.metering,
+        developer.id(),
+        Usage::Tts { characters },
+        true,
+    );
     let mut response = HttpResponse::Ok();
     response.insert_header(("X-Provider-Used", "default"));
     if !sse {
@@ -269,6 +279,7 @@ async fn speech(
 #[post("/audio/transcriptions")]
 async fn transcriptions(
     state: web::Data<AppState>,
+    developer: super::auth::Developer,
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
@@ -352,6 +363,7 @@ async fn transcriptions(
         diarize: false,
     };
     let engine = providers::embedded(state.engines.stt.clone()).engine;
+    meter::ensure_credits(&state.metering, developer.id(), true).await?;
     let extension = file.filename.as_deref().and_then(extension_of);
     let transcript = transcribe_file(engine, file.bytes, extension, request)
         .await
@@ -363,6 +375,14 @@ async fn transcriptions(
             ApiError::UnsupportedMediaType(message) => ApiError::invalid("file", message),
             other => other,
         })?;
+    meter::charge(
+        &state.metering,
+        developer.id(),
+        Usage::Stt {
+            seconds: f64::from(transcript.duration),
+        },
+        true,
+    );
     let mut response = HttpResponse::Ok();
     response.insert_header(("X-Provider-Used", "default"));
     Ok(match format.as_str() {

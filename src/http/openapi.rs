@@ -8,7 +8,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::{
-    agents, chat, collections, direct, health, instances, keys, knowledge, observability,
+    agents, billing, chat, collections, direct, health, instances, keys, knowledge, observability,
     openai_audio, provider_keys, provision, sessions, synthesize, transcribe,
 };
 use crate::error::{ErrorBody, ErrorDetail};
@@ -18,10 +18,17 @@ use crate::error::{ErrorBody, ErrorDetail};
     info(
         title = "Switchboard API",
         description = "Real-time voice agents: speech, agents, knowledge, sessions.\n\n\
-Every `/v1` route needs `Authorization: Bearer <API key>`. Every response carries \
-`X-Request-Id`; authenticated responses also carry `X-Usage-Current`, `X-Usage-Limit`, \
-`X-Usage-Remaining` and `X-Usage-Bypassed`; responses that used an engine or vendor carry \
-`X-Provider-Used`.\n\n\
+Every `/v1` route needs `Authorization: Bearer <API key>` (except `POST /v1/billing/webhook`, \
+proven by `Stripe-Signature`). Every response carries `X-Request-Id`; authenticated responses \
+also carry `X-Usage-Current`, `X-Usage-Limit`, `X-Usage-Remaining` and `X-Usage-Bypassed` \
+(credits of the current billing period; `true` when a caller's own vendor key was used and \
+nothing was deducted), and `X-RateLimit-Limit` / `X-RateLimit-Remaining` (requests of this \
+API key in the sliding rate-limit window).\n\n\
+Metered work costs credits by the price list (speech synthesis per 1,000 characters, \
+transcription per audio minute, language model per 1,000 prompt and generated tokens, \
+knowledge per 1,000 embedded tokens and per search); once a period's credits are spent, \
+metered requests answer 402 insufficient_credits unless the tier allows overage, while \
+reads, key management and billing keep working.\n\n\
 Vendor keys: a request may carry the caller's own key in `X-Provider-Key-<Vendor>` \
 (`X-Provider-Key-OpenAI`, `-Anthropic`, `-Deepgram`, `-ElevenLabs`, `-Cartesia`); otherwise \
 the developer's stored key (`/v1/provider-keys`) is used, then the platform's. The caller's \
@@ -29,9 +36,11 @@ own or stored key bypasses credit metering (`X-Usage-Bypassed: true`).\n\n\
 Errors are `{\"error\": {\"code\", \"message\", \"param\", \"requestId\"}}` with codes: \
 400 validation_error, 401 unauthorized, 402 insufficient_credits, 404 not_found, \
 405 method_not_allowed, 409 conflict, 413 payload_too_large, 415 unsupported_media_type, \
-429 rate_limited, 500 internal_error, 502 upstream_error, 503 unavailable (retry later; \
-sent with Retry-After when the inference queue is full) or engine_unavailable (a model is not \
-installed: run `scripts/fetch-models`).\n\n\
+429 rate_limited (with X-RateLimit-Limit, X-RateLimit-Remaining and Retry-After in seconds) \
+or session_limit_exceeded (the tier's concurrent real-time sessions are all live), \
+500 internal_error, 502 upstream_error, 503 unavailable (retry later; \
+sent with Retry-After when the inference queue is full), engine_unavailable (a model is not \
+installed: run `scripts/fetch-models`) or billing_not_configured.\n\n\
 Lists take `limit` (1-100, default 20) and `cursor` (the id after which to continue) and \
 answer `{data, nextCursor, hasMore}` in creation order."
     ),
@@ -78,6 +87,11 @@ answer `{data, nextCursor, hasMore}` in creation order."
         openai_audio::speech,
         openai_audio::transcriptions,
         openai_audio::models,
+        billing::usage,
+        billing::subscription,
+        billing::checkout,
+        billing::portal,
+        billing::webhook,
     ),
     components(schemas(ErrorBody, ErrorDetail)),
     modifiers(&BearerAuth),

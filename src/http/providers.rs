@@ -40,6 +40,12 @@ impl<E: ?Sized> Chosen<E> {
         (self.provider.clone(), self.key_source)
     }
 
+    /// Whether credits are checked before the work: the agent's own provider runs on the
+    /// platform's key (or is the embedded engine).
+    pub fn metered_up_front(&self) -> bool {
+        !self.key_source.is_some_and(KeySource::bypasses_metering)
+    }
+
     /// The caller's own key paid: no credits are charged.
     pub fn bypasses_metering(&self) -> bool {
         self.served().1.is_some_and(KeySource::bypasses_metering)

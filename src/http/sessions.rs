@@ -24,6 +24,7 @@ use crate::error::{ApiError, ErrorBody};
 use crate::observability::recorder::SessionRecorder;
 use crate::registry::agents::GetAgent;
 use crate::registry::instances::{GetInstance, InstanceLookup};
+use crate::registry::metering::{OpenSession, SessionMetering};
 use crate::registry::new_id;
 use crate::registry::sessions::CreateSession;
 use crate::store::sessions::{SessionRow, STATUS_PENDING};
@@ -205,7 +206,10 @@ pub async fn twilio_stream(
         signer: state.signer.clone(),
         sessions: state.sessions.clone(),
         factory: app_session_factory(state.clone()),
-        observer: Arc::new(SessionRecorder::new(state.sessions.clone())),
+        observer: Arc::new(SessionRecorder::new(
+            state.sessions.clone(),
+            state.metering.clone(),
+        )),
     };
     actix_web::rt::spawn(stream::run(context, socket, messages));
     Ok(response)
@@ -290,21 +294,38 @@ impl SessionFactory for AppSessionFactory {
                 developer_id: &claims.dev,
                 headers: None,
             };
+            let stt = providers::agent_stt(&state, &agent, caller)
+                .await
+                .map_err(|e| e.to_string())?;
+            let llm = providers::agent_llm(&state, &agent, caller)
+                .await
+                .map_err(|e| e.to_string())?;
+            let tts = providers::agent_tts(&state, &agent, caller)
+                .await
+                .map_err(|e| e.to_string())?;
+            let metered = SessionMetering {
+                stt: stt.metered_up_front(),
+                llm: llm.metered_up_front(),
+                tts: tts.metered_up_front(),
+            };
             let engines = SessionEngines {
-                stt: providers::agent_stt(&state, &agent, caller)
-                    .await
-                    .map_err(|e| e.to_string())?
-                    .engine,
-                llm: providers::agent_llm(&state, &agent, caller)
-                    .await
-                    .map_err(|e| e.to_string())?
-                    .engine,
-                tts: providers::agent_tts(&state, &agent, caller)
-                    .await
-                    .map_err(|e| e.to_string())?
-                    .engine,
+                stt: stt.engine,
+                llm: llm.engine,
+                tts: tts.engine,
                 tools: Arc::new(tools),
             };
+            // The session's slot among the tier's concurrent sessions (already taken when
+            // the direct socket opened), and its per-turn metering.
+            state
+                .metering
+                .send(OpenSession {
+                    session_id: claims.sid.clone(),
+                    developer_id: claims.dev.clone(),
+                    metered,
+                })
+                .await
+                .map_err(|e| e.to_string())?
+                .map_err(|e| e.to_string())?;
             Ok((profile, engines))
         })
     }

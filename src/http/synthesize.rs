@@ -11,6 +11,7 @@ use super::body::ApiJson;
 use super::providers::{self, Caller};
 use super::validate;
 use super::AppState;
+use crate::billing::{meter, Usage};
 use crate::error::{ApiError, ErrorBody};
 use crate::media::OutputFormat;
 use crate::registry::agents::GetAgent;
@@ -62,6 +63,7 @@ pub fn output_format(param: &str, name: &str) -> Result<OutputFormat, ApiError> 
     responses(
         (status = 200, description = "The audio, streamed; Content-Type audio/wav, audio/mpeg or audio/ogg; X-Provider-Used names the engine", content_type = "application/octet-stream"),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 402, description = "insufficient_credits", body = ErrorBody),
         (status = 503, description = "engine_unavailable (a model is not installed) or unavailable (inference queue full)", body = ErrorBody)),
     security(("bearer" = [])))]
 #[post("/synthesize")]
@@ -91,9 +93,12 @@ async fn synthesize(
         },
     )
     .await?;
+    meter::ensure_credits(&state.metering, developer.id(), chosen.metered_up_front()).await?;
 
+    let text = request.text.unwrap_or_default();
+    let characters = text.chars().count() as u64;
     let speech = SpeechRequest {
-        text: request.text.unwrap_or_default(),
+        text,
         voice,
         speed: speed as f32,
         pitch: pitch as f32,
@@ -103,6 +108,12 @@ async fn synthesize(
     let stream = synthesize_stream(chosen.engine.clone(), speech, format)
         .await
         .map_err(|e| voice_error(e.into()))?;
+    meter::charge(
+        &state.metering,
+        developer.id(),
+        Usage::Tts { characters },
+        !chosen.bypasses_metering(),
+    );
     let mut response = HttpResponse::Ok();
     chosen.tag(&mut response);
     Ok(response
@@ -172,8 +183,11 @@ async fn speak(
         },
     )
     .await?;
+    meter::ensure_credits(&state.metering, developer.id(), chosen.metered_up_front()).await?;
+    let text = request.text.unwrap_or_default();
+    let characters = text.chars().count() as u64;
     let speech = SpeechRequest {
-        text: request.text.unwrap_or_default(),
+        text,
         voice: agent.voice_id,
         speed: speed as f32,
         pitch: 1.0,
@@ -183,6 +197,12 @@ async fn speak(
     let stream = synthesize_stream(chosen.engine.clone(), speech, format)
         .await
         .map_err(|e| voice_error(e.into()))?;
+    meter::charge(
+        &state.metering,
+        developer.id(),
+        Usage::Tts { characters },
+        !chosen.bypasses_metering(),
+    );
     let mut response = HttpResponse::Ok();
     chosen.tag(&mut response);
     Ok(response

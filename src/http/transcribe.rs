@@ -10,6 +10,7 @@ use super::auth::Developer;
 use super::body::{is_json_type, parse_object, read_limited, unsupported_type};
 use super::upload::{is_multipart, read_form, Form};
 use super::{providers, validate, AppState};
+use crate::billing::{meter, Usage};
 use crate::error::{ApiError, ErrorBody};
 use crate::registry::jobs::{extension_of, GetJob, JobRequest, SubmitJob};
 use crate::speech::transcription::{transcribe_file, TranscriptionBody};
@@ -117,11 +118,13 @@ pub struct AcceptedJobBody {
 #[post("/transcribe")]
 async fn transcribe(
     state: web::Data<AppState>,
+    developer: Developer,
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let (request, upload) = parse_request(&req, payload).await?;
     let engine = providers::embedded(state.engines.stt.clone()).engine;
+    meter::ensure_credits(&state.metering, developer.id(), true).await?;
     let (audio, extension) = match upload {
         Some(bytes) => (bytes, request.extension.clone()),
         None => {
@@ -134,6 +137,14 @@ async fn transcribe(
     let transcript = transcribe_file(engine, audio, extension, request.transcription())
         .await
         .map_err(|e| language_error(e.into()))?;
+    meter::charge(
+        &state.metering,
+        developer.id(),
+        Usage::Stt {
+            seconds: f64::from(transcript.duration),
+        },
+        true,
+    );
     Ok(HttpResponse::Ok()
         .insert_header(("X-Provider-Used", "default"))
         .json(TranscriptionBody::new(transcript, request.words)))
@@ -154,6 +165,8 @@ async fn transcribe_async(
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let (request, upload) = parse_request(&req, payload).await?;
+    // Charged when the job completes.
+    meter::ensure_credits(&state.metering, developer.id(), true).await?;
     let row = state
         .jobs
         .send(SubmitJob {

@@ -1,23 +1,41 @@
 //! `SessionRecorder`: the `SessionObserver` of live sessions. Each report becomes a
-//! fire-and-forget message to the `SessionRegistry`, so recording never holds up a call.
+//! fire-and-forget message to the `SessionRegistry` (so recording never holds up a call) and,
+//! per turn, a charge to the `Metering` registry: caller turns as transcribed audio, agent
+//! turns as synthesized characters and generated tokens. The session's end frees its slot.
 
 use actix::Addr;
 use switchboard_actors::session::{
-    EndReason, SessionObserver, SessionStatus, SessionSummary, TurnRecord,
+    EndReason, EndpointSource, SessionObserver, SessionStatus, SessionSummary, Speaker, TurnRecord,
 };
 
+use crate::billing::Usage;
+use crate::registry::metering::{ChargeSession, CloseSession, Metering};
 use crate::registry::sessions::{EndSession, RecordTurn, SessionRegistry};
 use crate::store::sessions::{SessionEnd, TurnRow, STATUS_COMPLETED, STATUS_FAILED};
 use crate::time::now_ms;
 
 pub struct SessionRecorder {
     registry: Addr<SessionRegistry>,
+    metering: Addr<Metering>,
 }
 
 impl SessionRecorder {
-    pub fn new(registry: Addr<SessionRegistry>) -> Self {
-        Self { registry }
+    pub fn new(registry: Addr<SessionRegistry>, metering: Addr<Metering>) -> Self {
+        Self { registry, metering }
     }
+
+    fn charge(&self, session_id: &str, usage: Usage) {
+        self.metering.do_send(ChargeSession {
+            session_id: session_id.to_string(),
+            usage,
+        });
+    }
+}
+
+/// Generated tokens of spoken agent text: sessions stream tokens without counting them, so
+/// they are estimated at four characters a token.
+fn estimated_tokens(text: &str) -> u64 {
+    (text.chars().count() as u64).div_ceil(4)
 }
 
 /// A session's end reason as stored: `hangup`, `transport_closed`, `idle_timeout`, or the
@@ -33,6 +51,24 @@ pub fn end_reason(reason: &EndReason) -> String {
 
 impl SessionObserver for SessionRecorder {
     fn turn_completed(&self, session_id: &str, turn: &TurnRecord) {
+        match turn.speaker {
+            Speaker::User if turn.endpoint != Some(EndpointSource::Text) => {
+                let seconds = turn.end_ms.saturating_sub(turn.start_ms) as f64 / 1000.0;
+                self.charge(session_id, Usage::Stt { seconds });
+            }
+            Speaker::Agent if !turn.text.is_empty() => {
+                let characters = turn.text.chars().count() as u64;
+                self.charge(session_id, Usage::Tts { characters });
+                self.charge(
+                    session_id,
+                    Usage::Llm {
+                        input_tokens: 0,
+                        output_tokens: estimated_tokens(&turn.text),
+                    },
+                );
+            }
+            _ => {}
+        }
         self.registry.do_send(RecordTurn(TurnRow {
             session_id: session_id.to_string(),
             turn_index: turn.index as i32,
@@ -50,6 +86,9 @@ impl SessionObserver for SessionRecorder {
     }
 
     fn session_ended(&self, session_id: &str, summary: &SessionSummary) {
+        self.metering.do_send(CloseSession {
+            session_id: session_id.to_string(),
+        });
         self.registry.do_send(EndSession {
             session_id: session_id.to_string(),
             end: SessionEnd {

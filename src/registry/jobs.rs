@@ -14,10 +14,12 @@ use switchboard_actors::engine::{SttMode, TranscribeOptions};
 use tokio::sync::Semaphore;
 
 use super::new_id;
+use crate::billing::{meter, Usage};
 use crate::config::JobsConfig;
 use crate::engines::Engines;
 use crate::error::ApiError;
 use crate::fetch::Fetcher;
+use crate::registry::metering::Metering;
 use crate::speech::transcription::{transcribe_file, TranscriptionBody, TranscriptionRequest};
 use crate::store::jobs::{self, JobRow, STATUS_PROCESSING};
 use crate::store::{Db, StoreError};
@@ -84,6 +86,8 @@ pub struct JobRegistry {
     max_pending: usize,
     pending: Arc<AtomicUsize>,
     running: Arc<Semaphore>,
+    /// Completed transcriptions are charged when they finish.
+    metering: Addr<Metering>,
 }
 
 impl JobRegistry {
@@ -94,8 +98,10 @@ impl JobRegistry {
         node_id: String,
         data_dir: &Path,
         config: &JobsConfig,
+        metering: Addr<Metering>,
     ) -> Self {
         Self {
+            metering,
             db,
             engines,
             fetcher,
@@ -115,6 +121,7 @@ impl JobRegistry {
             fetcher: self.fetcher.clone(),
             pending: self.pending.clone(),
             running: self.running.clone(),
+            metering: self.metering.clone(),
         };
         actix::spawn(runner.run(row));
     }
@@ -262,6 +269,7 @@ struct JobRunner {
     fetcher: Fetcher,
     pending: Arc<AtomicUsize>,
     running: Arc<Semaphore>,
+    metering: Addr<Metering>,
 }
 
 impl JobRunner {
@@ -317,6 +325,14 @@ impl JobRunner {
         )
         .await
         .map_err(|e| e.to_string())?;
+        meter::charge(
+            &self.metering,
+            &row.developer_id,
+            Usage::Stt {
+                seconds: f64::from(transcript.duration),
+            },
+            true,
+        );
         serde_json::to_string(&TranscriptionBody::new(transcript, request.words))
             .map_err(|e| format!("the result could not be stored: {e}"))
     }

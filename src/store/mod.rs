@@ -12,6 +12,7 @@ pub mod jobs;
 pub mod keys;
 pub mod provider_keys;
 pub mod provision;
+pub mod rate_limits;
 pub mod schema;
 pub mod sessions;
 pub mod usage;

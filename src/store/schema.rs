@@ -8,6 +8,9 @@ diesel::table! {
         name -> Nullable<Text>,
         tier -> Text,
         created_at -> BigInt,
+        stripe_customer_id -> Nullable<Text>,
+        stripe_subscription_id -> Nullable<Text>,
+        tier_expires_at -> Nullable<BigInt>,
     }
 }
 
@@ -116,6 +119,24 @@ diesel::table! {
         credits_stt -> Double,
         credits_llm -> Double,
         credits_rag -> Double,
+        carryover -> Double,
+    }
+}
+
+diesel::table! {
+    stripe_events (id) {
+        id -> Text,
+        event_type -> Text,
+        developer_id -> Nullable<Text>,
+        received_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    rate_limit_windows (key_id, window_start) {
+        key_id -> Text,
+        window_start -> BigInt,
+        count -> BigInt,
     }
 }
 
@@ -145,6 +166,8 @@ diesel::allow_tables_to_appear_in_same_query!(
     agents,
     agent_instances,
     usage_counters,
+    stripe_events,
+    rate_limit_windows,
 );
 
 diesel::table! {

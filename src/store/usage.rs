@@ -18,12 +18,70 @@ pub struct UsageRow {
     pub credits_stt: f64,
     pub credits_llm: f64,
     pub credits_rag: f64,
+    /// Unused credits of earlier periods usable in this one (fixed when the period opens).
+    pub carryover: f64,
 }
 
 impl UsageRow {
+    /// An empty row of `developer`'s `period`.
+    pub fn empty(developer: &str, period: &str) -> UsageRow {
+        UsageRow {
+            developer_id: developer.to_string(),
+            period: period.to_string(),
+            ..UsageRow::default()
+        }
+    }
+
     pub fn credits_used(&self) -> f64 {
         self.credits_tts + self.credits_stt + self.credits_llm + self.credits_rag
     }
+
+    /// Adds another row's counts (not its carryover) to this one.
+    pub fn add_counts(&mut self, other: &UsageRow) {
+        self.request_count += other.request_count;
+        self.credits_tts += other.credits_tts;
+        self.credits_stt += other.credits_stt;
+        self.credits_llm += other.credits_llm;
+        self.credits_rag += other.credits_rag;
+    }
+}
+
+/// Opens `developer`'s `period` with `carryover` unless it is open already (another node or
+/// an earlier start opened it); answers the stored row either way.
+pub async fn open(
+    db: &Db,
+    developer: &str,
+    period: &str,
+    carryover_credits: f64,
+) -> StoreResult<UsageRow> {
+    let mut row = UsageRow::empty(developer, period);
+    row.carryover = carryover_credits;
+    db_run!(db, |conn| {
+        diesel::insert_into(usage_counters::table)
+            .values(&row)
+            .on_conflict((usage_counters::developer_id, usage_counters::period))
+            .do_nothing()
+            .execute(conn)
+            .await?;
+        Ok(usage_counters::table
+            .filter(usage_counters::developer_id.eq(developer))
+            .filter(usage_counters::period.eq(period))
+            .select(UsageRow::as_select())
+            .first(conn)
+            .await?)
+    })
+}
+
+/// The rows of `period` for several developers at once.
+pub async fn get_many(db: &Db, developers: &[String], period: &str) -> StoreResult<Vec<UsageRow>> {
+    db_run!(db, |conn| {
+        Ok(usage_counters::table
+            .filter(usage_counters::developer_id.eq_any(developers))
+            .filter(usage_counters::period.eq(period))
+            .select(UsageRow::as_select())
+            .load(conn)
+            .await?)
+    })
 }
 
 pub async fn get(db: &Db, developer: &str, period: &str) -> StoreResult<Option<UsageRow>> {

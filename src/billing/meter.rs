@@ -1,0 +1,47 @@
+//! The one call a metered handler makes. `charge` after the work (never blocks: the metering
+//! registry adds it to the developer's period in memory and to storage at the next flush);
+//! `ensure_credits` before the work (402 `insufficient_credits` once the allowance is spent,
+//! unless the tier allows overage). `metered: false` is a request that used the caller's own
+//! vendor key (BYOK): nothing is checked or deducted, and the handler marks its response
+//! with [`mark_bypassed`].
+
+use actix::Addr;
+use actix_web::HttpResponseBuilder;
+
+use super::Usage;
+use crate::error::ApiError;
+use crate::registry::metering::{Charge, CheckCredits, Metering};
+
+/// Charges `usage` to `developer_id`'s current period (when `metered`).
+pub fn charge(metering: &Addr<Metering>, developer_id: &str, usage: Usage, metered: bool) {
+    if !metered {
+        return;
+    }
+    metering.do_send(Charge {
+        developer_id: developer_id.to_string(),
+        usage,
+    });
+}
+
+/// Refuses metered work with 402 `insufficient_credits` when the developer has no credits
+/// left and the tier allows no overage.
+pub async fn ensure_credits(
+    metering: &Addr<Metering>,
+    developer_id: &str,
+    metered: bool,
+) -> Result<(), ApiError> {
+    if !metered {
+        return Ok(());
+    }
+    metering
+        .send(CheckCredits {
+            developer_id: developer_id.to_string(),
+        })
+        .await?
+}
+
+/// Marks a response as served with the caller's own vendor key: `X-Usage-Bypassed: true`
+/// (the authentication middleware keeps it).
+pub fn mark_bypassed(response: &mut HttpResponseBuilder) {
+    response.insert_header((crate::http::auth::USAGE_BYPASSED, "true"));
+}
