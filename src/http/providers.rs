@@ -25,12 +25,15 @@ pub struct Chosen<E: ?Sized> {
     /// Where the vendor key came from; `None` for the embedded engine.
     pub key_source: Option<KeySource>,
     /// With fallbacks: which provider served, and each provider's key source.
-    fallback: Option<(ServedBy, Vec<(String, Option<KeySource>)>)>,
+    fallback: Option<(ServedBy, Vec<ProviderKey>)>,
 }
+
+/// A provider id and where its key came from.
+type ProviderKey = (String, Option<KeySource>);
 
 impl<E: ?Sized> Chosen<E> {
     /// The provider that served (a fallback, if the agent's own failed), and its key source.
-    pub fn served(&self) -> (String, Option<KeySource>) {
+    pub fn served(&self) -> ProviderKey {
         if let Some((served_by, sources)) = &self.fallback {
             let served = served_by.lock().ok().and_then(|slot| slot.clone());
             if let Some(found) = served.and_then(|id| sources.iter().find(|(p, _)| *p == id)) {
@@ -209,7 +212,7 @@ pub async fn agent_stt(
 fn with_engine<E: ?Sized>(
     chosen: Chosen<E>,
     engines: Vec<Arc<E>>,
-    sources: Vec<(String, Option<KeySource>)>,
+    sources: Vec<ProviderKey>,
     chain: impl FnOnce(Vec<Arc<E>>, ServedBy) -> Arc<E>,
 ) -> Chosen<E> {
     if engines.len() < 2 {
