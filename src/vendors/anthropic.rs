@@ -15,7 +15,6 @@ use super::openai::schema_json;
 use super::streaming::{spawn_chat_stream, ChatProtocol, Step};
 
 const DEFAULT_MODEL: &str = "claude-haiku-4-5";
-const API_VERSION: &str = "2023-06-01";
 
 pub struct AnthropicMessages {
     pub endpoint: Endpoint,
@@ -33,17 +32,7 @@ impl LanguageModel for AnthropicMessages {
             .clone()
             .or_else(|| endpoint.llm_model.clone())
             .unwrap_or_else(|| DEFAULT_MODEL.to_string());
-        let body = messages_body(&model, &request);
-        let url = endpoint.url("/v1/messages");
-        let client = endpoint.client.clone();
-        let key = endpoint.key.clone();
-        let build = move || {
-            client
-                .post(&url)
-                .header("x-api-key", &key)
-                .header("anthropic-version", API_VERSION)
-                .json(&body)
-        };
+        let build = endpoint.post_json("/v1/messages", messages_body(&model, &request));
         Ok(spawn_chat_stream(
             endpoint.clone(),
             build,
@@ -288,15 +277,5 @@ impl ChatProtocol for MessageStream {
 
 /// The cheapest authenticated call: the model list.
 pub async fn verify(endpoint: &Endpoint) -> Result<(), EngineError> {
-    let url = endpoint.url("/v1/models");
-    endpoint
-        .send(|| {
-            endpoint
-                .client
-                .get(&url)
-                .header("x-api-key", &endpoint.key)
-                .header("anthropic-version", API_VERSION)
-        })
-        .await
-        .map(drop)
+    endpoint.check_key("/v1/models").await
 }

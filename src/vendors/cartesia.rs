@@ -11,8 +11,6 @@ use super::audio::{RawAudioChunker, RawEncoding};
 use super::http::Endpoint;
 
 const DEFAULT_MODEL: &str = "sonic-3";
-/// The version whose voice object is `{mode: "id", id}`.
-const API_VERSION: &str = "2025-11-04";
 /// "Barbershop Man", one of Cartesia's stock voices.
 const DEFAULT_VOICE: &str = "a0e99841-438c-4a64-b679-ae501e7d6091";
 
@@ -27,14 +25,7 @@ impl TextToSpeech for CartesiaSpeech {
 
     fn synthesize(&self, request: SpeechRequest) -> Result<EngineStream<SpeechChunk>, EngineError> {
         let endpoint = self.endpoint.clone();
-        let voice = if request.voice == "default" || request.voice.is_empty() {
-            endpoint
-                .default_voice
-                .clone()
-                .unwrap_or_else(|| DEFAULT_VOICE.to_string())
-        } else {
-            request.voice.clone()
-        };
+        let voice = endpoint.voice(&request.voice, DEFAULT_VOICE);
         let (encoding, wire, rate) = match request.output_rate {
             Some(8_000) => (RawEncoding::Mulaw, "pcm_mulaw", 8_000),
             Some(rate @ (16_000 | 22_050 | 44_100 | 48_000)) => {
@@ -54,18 +45,7 @@ impl TextToSpeech for CartesiaSpeech {
         if (request.speed - 1.0).abs() > f32::EPSILON {
             body["generation_config"] = json!({"speed": request.speed.clamp(0.6, 1.5)});
         }
-        let url = endpoint.url("/tts/bytes");
-        let build = {
-            let endpoint = endpoint.clone();
-            move || {
-                endpoint
-                    .client
-                    .post(&url)
-                    .bearer_auth(&endpoint.key)
-                    .header("Cartesia-Version", API_VERSION)
-                    .json(&body)
-            }
-        };
+        let build = endpoint.post_json("/tts/bytes", body);
         Ok(super::speech::spawn_raw_speech(
             endpoint,
             build,
@@ -76,15 +56,5 @@ impl TextToSpeech for CartesiaSpeech {
 
 /// The cheapest authenticated call: the voice list.
 pub async fn verify(endpoint: &Endpoint) -> Result<(), EngineError> {
-    let url = endpoint.url("/voices");
-    endpoint
-        .send(|| {
-            endpoint
-                .client
-                .get(&url)
-                .bearer_auth(&endpoint.key)
-                .header("Cartesia-Version", API_VERSION)
-        })
-        .await
-        .map(drop)
+    endpoint.check_key("/voices").await
 }

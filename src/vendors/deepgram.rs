@@ -73,10 +73,8 @@ impl SpeechToText for DeepgramListen {
             let response = endpoint
                 .send(|| {
                     endpoint
-                        .client
-                        .post(&url)
+                        .authorize(endpoint.client.post(&url))
                         .query(&query)
-                        .header("Authorization", format!("Token {}", endpoint.key))
                         .header("Content-Type", "audio/wav")
                         .body(wav.clone())
                 })
@@ -436,15 +434,7 @@ impl TextToSpeech for DeepgramSpeak {
 
     fn synthesize(&self, request: SpeechRequest) -> Result<EngineStream<SpeechChunk>, EngineError> {
         let endpoint = self.endpoint.clone();
-        let model = if request.voice == "default" || request.voice.is_empty() {
-            endpoint
-                .default_voice
-                .clone()
-                .or_else(|| endpoint.tts_model.clone())
-                .unwrap_or_else(|| DEFAULT_VOICE.to_string())
-        } else {
-            request.voice.clone()
-        };
+        let model = endpoint.voice(&request.voice, DEFAULT_VOICE);
         let (encoding, wire, rate) = match request.output_rate {
             Some(8_000) => (RawEncoding::Mulaw, "mulaw", 8_000),
             Some(rate @ (16_000 | 48_000)) => (RawEncoding::Pcm16, "linear16", rate),
@@ -462,10 +452,8 @@ impl TextToSpeech for DeepgramSpeak {
             let endpoint = endpoint.clone();
             move || {
                 endpoint
-                    .client
-                    .post(&url)
+                    .authorize(endpoint.client.post(&url))
                     .query(&query)
-                    .header("Authorization", format!("Token {}", endpoint.key))
                     .json(&body)
             }
         };
@@ -479,16 +467,7 @@ impl TextToSpeech for DeepgramSpeak {
 
 /// The cheapest authenticated call: the key's projects.
 pub async fn verify(endpoint: &Endpoint) -> Result<(), EngineError> {
-    let url = endpoint.url("/v1/projects");
-    endpoint
-        .send(|| {
-            endpoint
-                .client
-                .get(&url)
-                .header("Authorization", format!("Token {}", endpoint.key))
-        })
-        .await
-        .map(drop)
+    endpoint.check_key("/v1/projects").await
 }
 
 #[cfg(test)]

@@ -37,14 +37,7 @@ impl TextToSpeech for ElevenLabsSpeech {
 
     fn synthesize(&self, request: SpeechRequest) -> Result<EngineStream<SpeechChunk>, EngineError> {
         let endpoint = self.endpoint.clone();
-        let voice = if request.voice == "default" || request.voice.is_empty() {
-            endpoint
-                .default_voice
-                .clone()
-                .unwrap_or_else(|| DEFAULT_VOICE.to_string())
-        } else {
-            request.voice.clone()
-        };
+        let voice = endpoint.voice(&request.voice, DEFAULT_VOICE);
         let (format, encoding, rate) = output_format(request.output_rate);
         let mut body = json!({
             "text": request.text,
@@ -62,13 +55,11 @@ impl TextToSpeech for ElevenLabsSpeech {
             let endpoint = endpoint.clone();
             move || {
                 endpoint
-                    .client
-                    .post(&url)
+                    .authorize(endpoint.client.post(&url))
                     .query(&[
                         ("output_format", format),
                         ("optimize_streaming_latency", "3"),
                     ])
-                    .header("xi-api-key", &endpoint.key)
                     .json(&body)
             }
         };
@@ -82,14 +73,5 @@ impl TextToSpeech for ElevenLabsSpeech {
 
 /// The cheapest authenticated call: the account's voices.
 pub async fn verify(endpoint: &Endpoint) -> Result<(), EngineError> {
-    let url = endpoint.url("/v1/voices");
-    endpoint
-        .send(|| {
-            endpoint
-                .client
-                .get(&url)
-                .header("xi-api-key", &endpoint.key)
-        })
-        .await
-        .map(drop)
+    endpoint.check_key("/v1/voices").await
 }

@@ -10,6 +10,11 @@ use futures_util::StreamExt;
 use reqwest::{RequestBuilder, Response, StatusCode};
 use switchboard_actors::engine::{EngineError, EngineErrorKind};
 
+/// The Messages API version every Anthropic call names.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+/// The Cartesia API version whose voice object is `{mode: "id", id}`.
+pub const CARTESIA_VERSION: &str = "2025-11-04";
+
 /// Where one adapter call goes, with the key it was resolved to.
 #[derive(Clone)]
 pub struct Endpoint {
@@ -39,6 +44,49 @@ impl Endpoint {
     /// `base_url` joined with `path` (which starts with `/`).
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base_url.trim_end_matches('/'))
+    }
+
+    /// `builder` with this vendor's way of presenting the key: `Authorization: Bearer`
+    /// (OpenAI, Cartesia), `x-api-key` (Anthropic), `Authorization: Token` (Deepgram),
+    /// `xi-api-key` (ElevenLabs), plus the version headers the vendor requires.
+    pub fn authorize(&self, builder: RequestBuilder) -> RequestBuilder {
+        match self.vendor.as_str() {
+            "anthropic" => builder
+                .header("x-api-key", &self.key)
+                .header("anthropic-version", ANTHROPIC_VERSION),
+            "deepgram" => builder.header("Authorization", format!("Token {}", self.key)),
+            "elevenlabs" => builder.header("xi-api-key", &self.key),
+            "cartesia" => builder
+                .bearer_auth(&self.key)
+                .header("Cartesia-Version", CARTESIA_VERSION),
+            _ => builder.bearer_auth(&self.key),
+        }
+    }
+
+    /// A POST of `body` as JSON to `path`, authorized; what adapters stream from.
+    pub fn post_json(&self, path: &str, body: serde_json::Value) -> impl Fn() -> RequestBuilder {
+        let endpoint = self.clone();
+        let url = self.url(path);
+        move || endpoint.authorize(endpoint.client.post(&url)).json(&body)
+    }
+
+    /// The vendor's cheapest authenticated call (a GET of `path`) succeeds with this key.
+    pub async fn check_key(&self, path: &str) -> Result<(), EngineError> {
+        let url = self.url(path);
+        self.send(|| self.authorize(self.client.get(&url)))
+            .await
+            .map(drop)
+    }
+
+    /// The voice to ask for: the request's, or for `default` the configured or built-in one.
+    pub fn voice(&self, requested: &str, built_in: &str) -> String {
+        if requested == "default" || requested.is_empty() {
+            self.default_voice
+                .clone()
+                .unwrap_or_else(|| built_in.to_string())
+        } else {
+            requested.to_string()
+        }
     }
 
     pub fn error(&self, kind: EngineErrorKind, message: impl std::fmt::Display) -> EngineError {

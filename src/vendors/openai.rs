@@ -45,17 +45,7 @@ impl LanguageModel for OpenAiChat {
             .clone()
             .or_else(|| endpoint.llm_model.clone())
             .unwrap_or_else(|| DEFAULT_LLM_MODEL.to_string());
-        let body = chat_body(&model, &request);
-        let url = endpoint.url("/chat/completions");
-        let client = endpoint.client.clone();
-        let key = endpoint.key.clone();
-        let build = move || {
-            client
-                .post(&url)
-                .bearer_auth(&key)
-                .header("Accept", "text/event-stream")
-                .json(&body)
-        };
+        let build = endpoint.post_json("/chat/completions", chat_body(&model, &request));
         Ok(spawn_chat_stream(
             endpoint.clone(),
             build,
@@ -307,9 +297,7 @@ impl SpeechToText for OpenAiTranscription {
                     form = form.text("prompt", prompt.clone());
                 }
                 endpoint
-                    .client
-                    .post(&url)
-                    .bearer_auth(&endpoint.key)
+                    .authorize(endpoint.client.post(&url))
                     .multipart(form)
             };
             let response = endpoint.send(build).await?;
@@ -434,14 +422,7 @@ impl TextToSpeech for OpenAiSpeech {
 
     fn synthesize(&self, request: SpeechRequest) -> Result<EngineStream<SpeechChunk>, EngineError> {
         let endpoint = self.endpoint.clone();
-        let voice = if request.voice == "default" || request.voice.is_empty() {
-            endpoint
-                .default_voice
-                .clone()
-                .unwrap_or_else(|| DEFAULT_VOICE.to_string())
-        } else {
-            request.voice.clone()
-        };
+        let voice = endpoint.voice(&request.voice, DEFAULT_VOICE);
         let body = json!({
             "model": endpoint.tts_model.clone().unwrap_or_else(|| DEFAULT_TTS_MODEL.to_string()),
             "input": request.text,
@@ -449,17 +430,7 @@ impl TextToSpeech for OpenAiSpeech {
             "response_format": "pcm",
             "speed": request.speed.clamp(0.25, 4.0),
         });
-        let url = endpoint.url("/audio/speech");
-        let build = {
-            let endpoint = endpoint.clone();
-            move || {
-                endpoint
-                    .client
-                    .post(&url)
-                    .bearer_auth(&endpoint.key)
-                    .json(&body)
-            }
-        };
+        let build = endpoint.post_json("/audio/speech", body);
         Ok(super::speech::spawn_raw_speech(
             endpoint,
             build,
@@ -470,9 +441,5 @@ impl TextToSpeech for OpenAiSpeech {
 
 /// The cheapest authenticated call: the model list.
 pub async fn verify(endpoint: &Endpoint) -> Result<(), EngineError> {
-    let url = endpoint.url("/models");
-    endpoint
-        .send(|| endpoint.client.get(&url).bearer_auth(&endpoint.key))
-        .await
-        .map(drop)
+    endpoint.check_key("/models").await
 }
