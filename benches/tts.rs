@@ -28,6 +28,7 @@ fn request(voice: &str, text: &str) -> SpeechRequest {
         pitch: 1.0,
         language: None,
         output_rate: None,
+        model: None,
     }
 }
 

@@ -219,6 +219,23 @@ async fn vendor_failures_name_the_vendor_and_never_the_key() {
         assert!(message.contains(says), "{message}");
         assert!(!message.contains(vendor_key), "{message}");
     }
+    // A voice the vendor does not know is the caller's to fix: 400 naming it.
+    let (status, body) = call(server.post(
+        "/v1/synthesize",
+        &key,
+        json!({"text": "Hi.", "provider": "openai", "voiceId": "nobody"}),
+    ))
+    .await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["param"], "voiceId");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("nobody"),
+        "{body}"
+    );
+
     // A vendor without any adapter for the kind, and one without any key.
     let (status, _, _, body) = synthesize(&server, &key, "playht", &[]).await;
     assert_eq!(status, 400);
@@ -775,4 +792,46 @@ async fn an_agent_falls_back_to_its_next_provider_when_its_own_fails() {
         "{body}"
     );
     assert!(server.log().contains("falling back"));
+}
+
+#[tokio::test]
+async fn openai_compatible_vendors_have_their_own_ids_keys_and_defaults() {
+    let mock = VendorMock::start();
+    let server = start(&mock, &[]).await;
+    let key = server.key().to_string();
+    let (status, body) = call(server.post(
+        "/v1/agents",
+        &key,
+        json!({"id": "fast", "name": "Fast", "llmProvider": "groq", "ttsProvider": "kokoro",
+               "ttsModel": "kokoro-v1"}),
+    ))
+    .await;
+    assert_eq!(status, 201, "{body}");
+
+    let response = server
+        .post("/v1/agents/fast/chat", &key, json!({"message": "Hi!"}))
+        .header("X-Provider-Key-Groq", "gsk-own")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(header(&response, "x-provider-used"), "groq");
+    assert_eq!(header(&response, "x-usage-bypassed"), "true");
+    let (status, body) = json_of(response).await;
+    assert_eq!(status, 200, "{body}");
+    let chat = mock.seen_at("/v1/chat/completions").pop().unwrap();
+    assert_eq!(chat.key, "gsk-own");
+    assert_eq!(chat.body["model"], "llama-3.3-70b-versatile");
+
+    // A self-hosted voice needs no key; the agent's ttsModel reaches it.
+    let response = server
+        .post("/v1/agents/fast/speak", &key, json!({"text": "Hello."}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(header(&response, "x-provider-used"), "kokoro");
+    let speech = mock.seen_at("/v1/audio/speech").pop().unwrap();
+    assert_eq!(speech.body["model"], "kokoro-v1");
+    assert_eq!(speech.body["voice"], "af_bella");
+    assert!(!speech.headers.iter().any(|(k, _)| k == "authorization"));
 }

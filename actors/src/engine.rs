@@ -306,6 +306,8 @@ pub struct SpeechRequest {
     /// Vendors that can produce that rate directly do, so no resampling is needed; the
     /// embedded voices ignore it.
     pub output_rate: Option<u32>,
+    /// The provider's model (an agent's `ttsModel`); `None` is the provider's default.
+    pub model: Option<String>,
 }
 
 /// A piece of synthesized speech: mono f32 samples in [-1, 1].

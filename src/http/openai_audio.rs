@@ -224,6 +224,7 @@ async fn speech(
         pitch: 1.0,
         language: None,
         output_rate: None,
+        model: None,
     };
     let stream = synthesize_stream(engine, request, format)
         .await

@@ -277,6 +277,7 @@ impl SessionFactory for AppSessionFactory {
                 voice: agent.voice_id.clone(),
                 language: Some(agent.language.clone()),
                 model: agent.llm_model.clone(),
+                tts_model: agent.tts_model.clone(),
                 temperature: agent.temperature as f32,
                 max_tokens: agent
                     .max_tokens

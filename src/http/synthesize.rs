@@ -104,6 +104,7 @@ async fn synthesize(
         pitch: pitch as f32,
         language: None,
         output_rate: None,
+        model: None,
     };
     let stream = synthesize_stream(chosen.engine.clone(), speech, format)
         .await
@@ -193,6 +194,7 @@ async fn speak(
         pitch: 1.0,
         language: Some(agent.language),
         output_rate: None,
+        model: agent.tts_model,
     };
     let stream = synthesize_stream(chosen.engine.clone(), speech, format)
         .await

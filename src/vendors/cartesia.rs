@@ -34,7 +34,7 @@ impl TextToSpeech for CartesiaSpeech {
             _ => (RawEncoding::Pcm16, "pcm_s16le", 24_000),
         };
         let mut body = json!({
-            "model_id": endpoint.tts_model.clone().unwrap_or_else(|| DEFAULT_MODEL.to_string()),
+            "model_id": endpoint.tts_model(&request.model, DEFAULT_MODEL),
             "transcript": request.text,
             "voice": {"mode": "id", "id": voice},
             "output_format": {"container": "raw", "encoding": wire, "sample_rate": rate},

@@ -70,6 +70,9 @@ pub struct Vendor {
     /// The vendor's public API base, used unless `[vendors.<id>] base_url` says otherwise.
     pub base_url: &'static str,
     pub kinds: &'static [Kind],
+    /// Self-hosted (an engine on the operator's own servers): usable without any key, the
+    /// default base URL is the engine's usual local address.
+    pub self_hosted: bool,
 }
 
 impl Vendor {
@@ -84,30 +87,49 @@ pub const VENDORS: &[Vendor] = &[
         key_header: "X-Provider-Key-OpenAI",
         base_url: "https://api.openai.com/v1",
         kinds: &[Kind::Tts, Kind::Stt, Kind::Llm],
+        self_hosted: false,
     },
     Vendor {
         id: "anthropic",
         key_header: "X-Provider-Key-Anthropic",
         base_url: "https://api.anthropic.com",
         kinds: &[Kind::Llm],
+        self_hosted: false,
     },
     Vendor {
         id: "deepgram",
         key_header: "X-Provider-Key-Deepgram",
         base_url: "https://api.deepgram.com",
         kinds: &[Kind::Tts, Kind::Stt],
+        self_hosted: false,
     },
     Vendor {
         id: "elevenlabs",
         key_header: "X-Provider-Key-ElevenLabs",
         base_url: "https://api.elevenlabs.io",
         kinds: &[Kind::Tts],
+        self_hosted: false,
     },
     Vendor {
         id: "cartesia",
         key_header: "X-Provider-Key-Cartesia",
         base_url: "https://api.cartesia.ai",
         kinds: &[Kind::Tts],
+        self_hosted: false,
+    },
+    Vendor {
+        id: "groq",
+        key_header: "X-Provider-Key-Groq",
+        base_url: "https://api.groq.com/openai/v1",
+        kinds: &[Kind::Stt, Kind::Llm],
+        self_hosted: false,
+    },
+    Vendor {
+        id: "kokoro",
+        key_header: "X-Provider-Key-Kokoro",
+        base_url: "http://127.0.0.1:8880/v1",
+        kinds: &[Kind::Tts],
+        self_hosted: true,
     },
 ];
 

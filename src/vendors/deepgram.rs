@@ -434,7 +434,12 @@ impl TextToSpeech for DeepgramSpeak {
 
     fn synthesize(&self, request: SpeechRequest) -> Result<EngineStream<SpeechChunk>, EngineError> {
         let endpoint = self.endpoint.clone();
-        let model = endpoint.voice(&request.voice, DEFAULT_VOICE);
+        // Aura's model names the voice (`aura-2-thalia-en`): a voice id wins over a model.
+        let model = if request.voice == "default" || request.voice.is_empty() {
+            endpoint.tts_model(&request.model, &endpoint.voice("default", DEFAULT_VOICE))
+        } else {
+            request.voice.clone()
+        };
         let (encoding, wire, rate) = match request.output_rate {
             Some(8_000) => (RawEncoding::Mulaw, "mulaw", 8_000),
             Some(rate @ (16_000 | 48_000)) => (RawEncoding::Pcm16, "linear16", rate),

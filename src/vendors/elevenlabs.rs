@@ -41,7 +41,7 @@ impl TextToSpeech for ElevenLabsSpeech {
         let (format, encoding, rate) = output_format(request.output_rate);
         let mut body = json!({
             "text": request.text,
-            "model_id": endpoint.tts_model.clone().unwrap_or_else(|| DEFAULT_MODEL.to_string()),
+            "model_id": endpoint.tts_model(&request.model, DEFAULT_MODEL),
             "voice_settings": {"speed": request.speed.clamp(0.7, 1.2)},
         });
         if let Some(language) = &request.language {

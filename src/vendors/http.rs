@@ -59,6 +59,8 @@ impl Endpoint {
             "cartesia" => builder
                 .bearer_auth(&self.key)
                 .header("Cartesia-Version", CARTESIA_VERSION),
+            // A self-hosted engine may run without a key.
+            _ if self.key.is_empty() => builder,
             _ => builder.bearer_auth(&self.key),
         }
     }
@@ -76,6 +78,15 @@ impl Endpoint {
         self.send(|| self.authorize(self.client.get(&url)))
             .await
             .map(drop)
+    }
+
+    /// The speech model to ask for: the request's (an agent's `ttsModel`), else the configured
+    /// one, else the adapter's.
+    pub fn tts_model(&self, requested: &Option<String>, built_in: &str) -> String {
+        requested
+            .clone()
+            .or_else(|| self.tts_model.clone())
+            .unwrap_or_else(|| built_in.to_string())
     }
 
     /// The voice to ask for: the request's, or for `default` the configured or built-in one.
@@ -149,7 +160,13 @@ impl Endpoint {
             Some(detail) => format!("{what} (HTTP {}): {detail}", status.as_u16()),
             None => format!("{what} (HTTP {})", status.as_u16()),
         };
-        self.error(EngineErrorKind::Upstream, message)
+        // What the request asked for (an unknown voice or model, text too long) is the
+        // caller's to fix: a 400 naming it, not a 502.
+        let kind = match status.as_u16() {
+            400 | 404 | 413 | 422 => EngineErrorKind::InvalidInput,
+            _ => EngineErrorKind::Upstream,
+        };
+        self.error(kind, message)
     }
 
     /// Reads a response body chunk by chunk, failing when the vendor goes quiet for longer

@@ -154,7 +154,7 @@ impl Vendors {
             .get(vendor.id)
             .map(|config| config.api_key.trim())
             .unwrap_or_default();
-        if !platform.is_empty() {
+        if !platform.is_empty() || vendor.self_hosted {
             return Ok((platform.to_string(), KeySource::Platform));
         }
         Err(ApiError::ProviderNotConfigured(format!(
@@ -220,7 +220,7 @@ fn adapters_hint(kind: Kind) -> String {
 /// The speech-synthesis adapter of a vendor.
 pub fn tts_adapter(endpoint: Endpoint) -> Option<Arc<dyn TextToSpeech>> {
     Some(match endpoint.vendor.as_str() {
-        "openai" => Arc::new(openai::OpenAiSpeech { endpoint }),
+        "openai" | "kokoro" => Arc::new(openai::OpenAiSpeech { endpoint }),
         "deepgram" => Arc::new(deepgram::DeepgramSpeak { endpoint }),
         "elevenlabs" => Arc::new(elevenlabs::ElevenLabsSpeech { endpoint }),
         "cartesia" => Arc::new(cartesia::CartesiaSpeech { endpoint }),
@@ -231,7 +231,7 @@ pub fn tts_adapter(endpoint: Endpoint) -> Option<Arc<dyn TextToSpeech>> {
 /// The speech-recognition adapter of a vendor.
 pub fn stt_adapter(endpoint: Endpoint) -> Option<Arc<dyn SpeechToText>> {
     Some(match endpoint.vendor.as_str() {
-        "openai" => Arc::new(openai::OpenAiTranscription { endpoint }),
+        "openai" | "groq" => Arc::new(openai::OpenAiTranscription { endpoint }),
         "deepgram" => Arc::new(deepgram::DeepgramListen { endpoint }),
         _ => return None,
     })
@@ -240,7 +240,7 @@ pub fn stt_adapter(endpoint: Endpoint) -> Option<Arc<dyn SpeechToText>> {
 /// The language-model adapter of a vendor.
 pub fn llm_adapter(endpoint: Endpoint) -> Option<Arc<dyn LanguageModel>> {
     Some(match endpoint.vendor.as_str() {
-        "openai" => Arc::new(openai::OpenAiChat { endpoint }),
+        "openai" | "groq" => Arc::new(openai::OpenAiChat { endpoint }),
         "anthropic" => Arc::new(anthropic::AnthropicMessages { endpoint }),
         _ => return None,
     })
@@ -249,7 +249,7 @@ pub fn llm_adapter(endpoint: Endpoint) -> Option<Arc<dyn LanguageModel>> {
 /// Makes the vendor's cheapest authenticated call with the endpoint's key.
 pub async fn verify(endpoint: &Endpoint) -> Result<(), EngineError> {
     match endpoint.vendor.as_str() {
-        "openai" => openai::verify(endpoint).await,
+        "openai" | "groq" | "kokoro" => openai::verify(endpoint).await,
         "anthropic" => anthropic::verify(endpoint).await,
         "deepgram" => deepgram::verify(endpoint).await,
         "elevenlabs" => elevenlabs::verify(endpoint).await,

@@ -18,10 +18,39 @@ use super::http::{Endpoint, SseEvent};
 use super::streaming::{spawn_chat_stream, ChatProtocol, Step};
 use crate::speech::languages::language_code;
 
-const DEFAULT_LLM_MODEL: &str = "gpt-4o-mini";
-const DEFAULT_STT_MODEL: &str = "whisper-1";
-const DEFAULT_TTS_MODEL: &str = "tts-1";
-const DEFAULT_VOICE: &str = "alloy";
+/// What a vendor speaking this protocol uses when neither the request nor the config names a
+/// model or voice: OpenAI's own; Groq's hosted Llama and Whisper
+/// (https://console.groq.com/docs/openai); Kokoro-FastAPI's voice
+/// (https://github.com/remsky/Kokoro-FastAPI, `/v1/audio/speech`).
+struct Defaults {
+    llm_model: &'static str,
+    stt_model: &'static str,
+    tts_model: &'static str,
+    voice: &'static str,
+}
+
+fn defaults(vendor: &str) -> Defaults {
+    match vendor {
+        "groq" => Defaults {
+            llm_model: "llama-3.3-70b-versatile",
+            stt_model: "whisper-large-v3-turbo",
+            tts_model: "",
+            voice: "",
+        },
+        "kokoro" => Defaults {
+            llm_model: "",
+            stt_model: "",
+            tts_model: "kokoro",
+            voice: "af_bella",
+        },
+        _ => Defaults {
+            llm_model: "gpt-4o-mini",
+            stt_model: "whisper-1",
+            tts_model: "tts-1",
+            voice: "alloy",
+        },
+    }
+}
 /// `response_format: pcm` is 24 kHz mono 16-bit little-endian.
 const PCM_RATE: u32 = 24_000;
 
@@ -44,7 +73,7 @@ impl LanguageModel for OpenAiChat {
             .model
             .clone()
             .or_else(|| endpoint.llm_model.clone())
-            .unwrap_or_else(|| DEFAULT_LLM_MODEL.to_string());
+            .unwrap_or_else(|| defaults(&endpoint.vendor).llm_model.to_string());
         let build = endpoint.post_json("/chat/completions", chat_body(&model, &request));
         Ok(spawn_chat_stream(
             endpoint.clone(),
@@ -272,7 +301,7 @@ impl SpeechToText for OpenAiTranscription {
             let model = endpoint
                 .stt_model
                 .clone()
-                .unwrap_or_else(|| DEFAULT_STT_MODEL.to_string());
+                .unwrap_or_else(|| defaults(&endpoint.vendor).stt_model.to_string());
             let url = endpoint.url("/audio/transcriptions");
             let build = || {
                 let mut form = reqwest::multipart::Form::new()
@@ -422,9 +451,10 @@ impl TextToSpeech for OpenAiSpeech {
 
     fn synthesize(&self, request: SpeechRequest) -> Result<EngineStream<SpeechChunk>, EngineError> {
         let endpoint = self.endpoint.clone();
-        let voice = endpoint.voice(&request.voice, DEFAULT_VOICE);
+        let built_in = defaults(&endpoint.vendor);
+        let voice = endpoint.voice(&request.voice, built_in.voice);
         let body = json!({
-            "model": endpoint.tts_model.clone().unwrap_or_else(|| DEFAULT_TTS_MODEL.to_string()),
+            "model": endpoint.tts_model(&request.model, built_in.tts_model),
             "input": request.text,
             "voice": voice,
             "response_format": "pcm",

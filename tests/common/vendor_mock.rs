@@ -89,6 +89,7 @@ impl VendorMock {
             ("DEEPGRAM", self.url.clone()),
             ("ELEVENLABS", self.url.clone()),
             ("CARTESIA", self.url.clone()),
+            ("GROQ", format!("{}/v1", self.url)),
         ] {
             env.push((format!("SWITCHBOARD__VENDORS__{vendor}__BASE_URL"), base));
             env.push((
@@ -100,6 +101,11 @@ impl VendorMock {
                 "1000".to_string(),
             ));
         }
+        // A self-hosted engine: no key at all.
+        env.push((
+            "SWITCHBOARD__VENDORS__KOKORO__BASE_URL".to_string(),
+            format!("{}/v1", self.url),
+        ));
         env
     }
 }
@@ -143,6 +149,13 @@ async fn handle(req: HttpRequest, body: Bytes, record: web::Data<Arc<Record>>) -
     }
     if key.ends_with("-bad") {
         return error(&path, 401, "Incorrect API key provided.");
+    }
+    if json["voice"] == "nobody" || json["model_id"] == "nobody" {
+        return error(
+            &path,
+            404,
+            "voice_not_found: the voice 'nobody' does not exist",
+        );
     }
     if key.ends_with("-limited") {
         return error(&path, 429, "Rate limit reached for requests.");

@@ -24,6 +24,8 @@ pub struct AgentProfile {
     pub language: Option<String>,
     /// Model name as the provider knows it; `None` is the provider's default.
     pub model: Option<String>,
+    /// The speech provider's model (`ttsModel`); `None` is its default.
+    pub tts_model: Option<String>,
     /// Sampling temperature.
     pub temperature: f32,
     /// Upper bound on tokens per model answer.
@@ -42,6 +44,7 @@ impl Default for AgentProfile {
             voice: "default".to_owned(),
             language: None,
             model: None,
+            tts_model: None,
             temperature: 0.7,
             max_tokens: 256,
             tools: Vec::new(),

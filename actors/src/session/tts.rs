@@ -110,6 +110,8 @@ pub struct Voice {
     pub voice: String,
     /// Language for multilingual voices.
     pub language: Option<String>,
+    /// The speech provider's model; `None` is its default.
+    pub model: Option<String>,
 }
 
 /// The session's side of a playback: where audio goes and who hears about it.
@@ -210,6 +212,7 @@ impl TtsPlayback {
             pitch: 1.0,
             language: self.voice.language.clone(),
             output_rate: Some(self.output_rate),
+            model: self.voice.model.clone(),
         };
         match self.engine.synthesize(request) {
             Ok(rx) => {

@@ -756,6 +756,7 @@ mod tests {
             pitch: 1.0,
             language: None,
             output_rate: None,
+            model: None,
         }
     }
 
@@ -1120,6 +1121,7 @@ mod round_trip {
                     pitch: 1.0,
                     language: None,
                     output_rate: None,
+                    model: None,
                 })
                 .unwrap();
             let rate = chunks[0].sample_rate;

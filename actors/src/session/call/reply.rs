@@ -105,6 +105,7 @@ impl CallSession {
         let voice = Voice {
             voice: self.config.agent.voice.clone(),
             language: self.config.agent.language.clone(),
+            model: self.config.agent.tts_model.clone(),
         };
         let playback = TtsPlayback::new(
             id,
