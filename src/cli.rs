@@ -228,7 +228,7 @@ pub async fn developers(config: &Config, command: DevelopersCommand) -> anyhow::
                 .unwrap_or_else(|| usage::UsageRow::empty(&developer_id, &current));
             let limit = tier.monthly_credits + row.carryover;
             let used = row.credits_used();
-            let show = crate::http::auth::format_credits;
+            let show = crate::billing::pricing::format_credits;
             println!("developer  {developer_id}");
             println!("tier       {tier_name} ({})", tier.display);
             println!(

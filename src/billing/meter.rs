@@ -2,11 +2,10 @@
 //! registry adds it to the developer's period in memory and to storage at the next flush);
 //! `ensure_credits` before the work (402 `insufficient_credits` once the allowance is spent,
 //! unless the tier allows overage). `metered: false` is a request that used the caller's own
-//! vendor key (BYOK): nothing is checked or deducted, and the handler marks its response
-//! with [`mark_bypassed`].
+//! vendor key (BYOK): nothing is checked or deducted, and the response says
+//! `X-Usage-Bypassed: true` (`http::providers::Chosen::tag`).
 
 use actix::Addr;
-use actix_web::HttpResponseBuilder;
 
 use super::Usage;
 use crate::error::ApiError;
@@ -38,10 +37,4 @@ pub async fn ensure_credits(
             developer_id: developer_id.to_string(),
         })
         .await?
-}
-
-/// Marks a response as served with the caller's own vendor key: `X-Usage-Bypassed: true`
-/// (the authentication middleware keeps it).
-pub fn mark_bypassed(response: &mut HttpResponseBuilder) {
-    response.insert_header((crate::http::auth::USAGE_BYPASSED, "true"));
 }

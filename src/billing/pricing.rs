@@ -64,6 +64,16 @@ impl Usage {
     }
 }
 
+/// Credits as a plain decimal: integers without a fraction, others to 4 places.
+pub fn format_credits(value: f64) -> String {
+    if value.fract() == 0.0 && value.abs() < 1e15 {
+        format!("{}", value as i64)
+    } else {
+        let text = format!("{value:.4}");
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,6 +10,7 @@ use actix_web::middleware::Next;
 use actix_web::{web, FromRequest, HttpMessage, HttpRequest, ResponseError};
 
 use super::AppState;
+use crate::billing::pricing::format_credits;
 use crate::error::ApiError;
 use crate::registry::keys::{hash_key, CheckKey, KeyCheck, Principal};
 use crate::registry::metering::{Admit, CurrentUsage, UsageSnapshot};
@@ -131,16 +132,6 @@ pub fn set_usage_headers(headers: &mut HeaderMap, usage: &UsageSnapshot) {
     headers.insert(USAGE_REMAINING, number(usage.remaining));
     if !headers.contains_key(USAGE_BYPASSED) {
         headers.insert(USAGE_BYPASSED, HeaderValue::from_static("false"));
-    }
-}
-
-/// Credits as a plain decimal: integers without a fraction, others to 4 places.
-pub fn format_credits(value: f64) -> String {
-    if value.fract() == 0.0 && value.abs() < 1e15 {
-        format!("{}", value as i64)
-    } else {
-        let text = format!("{value:.4}");
-        text.trim_end_matches('0').trim_end_matches('.').to_string()
     }
 }
 

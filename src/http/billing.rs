@@ -8,9 +8,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use super::auth::{format_credits, Developer};
+use super::auth::Developer;
 use super::body::{ApiJson, OptionalJson};
 use super::{validate, AppState};
+use crate::billing::pricing::format_credits;
 use crate::billing::stripe::StripeClient;
 use crate::billing::{webhook, TIERS};
 use crate::error::{ApiError, ErrorBody};

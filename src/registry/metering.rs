@@ -307,7 +307,7 @@ impl Metering {
             return Err(ApiError::InsufficientCredits(format!(
                 "the {} credits of this billing period are used up; upgrade the plan \
                  (POST /v1/billing/checkout) or wait for the next period",
-                crate::http::auth::format_credits(snapshot.limit)
+                crate::billing::pricing::format_credits(snapshot.limit)
             )));
         }
         Ok(snapshot)
