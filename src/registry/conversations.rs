@@ -44,7 +44,9 @@ impl Handler<LoadConversation> for ConversationRegistry {
                 conversations::get(&db, &msg.developer_id, &msg.agent_id, &msg.conversation_id)
                     .await?
                     .ok_or_else(|| ApiError::not_found("conversation", &msg.conversation_id))?;
-            let messages = conversations::recent_messages(&db, &row.id, HISTORY_MESSAGES).await?;
+            let mut messages =
+                conversations::recent_messages(&db, &row.id, HISTORY_MESSAGES).await?;
+            start_at_a_turn(&mut messages);
             Ok((row, messages))
         })
     }
@@ -77,5 +79,39 @@ impl Handler<SaveTurn> for ConversationRegistry {
             .await?;
             Ok(())
         })
+    }
+}
+
+/// Drops the messages before the window's first caller message: a window cut mid-turn could
+/// begin with a tool result whose call fell outside it, which vendor models reject.
+fn start_at_a_turn(messages: &mut Vec<MessageRow>) {
+    let first_user = messages
+        .iter()
+        .position(|m| m.role == "user")
+        .unwrap_or(messages.len());
+    messages.drain(..first_user);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_history_window_starts_with_a_caller_message() {
+        let row = |role: &str| MessageRow {
+            conversation_id: "c".into(),
+            turn_index: 0,
+            role: role.into(),
+            content: String::new(),
+            tool_calls: "[]".into(),
+            created_at: 0,
+        };
+        let mut window = vec![row("tool"), row("assistant"), row("user"), row("assistant")];
+        start_at_a_turn(&mut window);
+        let roles: Vec<&str> = window.iter().map(|m| m.role.as_str()).collect();
+        assert_eq!(roles, ["user", "assistant"]);
+        let mut no_caller = vec![row("tool")];
+        start_at_a_turn(&mut no_caller);
+        assert!(no_caller.is_empty());
     }
 }
