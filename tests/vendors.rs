@@ -371,8 +371,13 @@ async fn vendor_models_call_http_tools_in_a_chat() {
     let tool_url = format!("{}/tools/order_status", mock.url);
     tool_agent(&server, &key, "desk-openai", "openai", &tool_url).await;
     tool_agent(&server, &key, "desk-anthropic", "anthropic", &tool_url).await;
+    tool_agent(&server, &key, "desk-google", "google", &tool_url).await;
 
-    for (agent, provider) in [("desk-openai", "openai"), ("desk-anthropic", "anthropic")] {
+    for (agent, provider) in [
+        ("desk-openai", "openai"),
+        ("desk-anthropic", "anthropic"),
+        ("desk-google", "google"),
+    ] {
         let response = server
             .post(
                 &format!("/v1/agents/{agent}/chat"),
@@ -399,7 +404,7 @@ async fn vendor_models_call_http_tools_in_a_chat() {
     }
     // The tool ran with the model's arguments.
     let runs = mock.seen_at("/tools/order_status");
-    assert_eq!(runs.len(), 2);
+    assert_eq!(runs.len(), 3);
     assert_eq!(runs[0].body, json!({"orderId": "ORD-7"}));
 
     // What each vendor was sent: our tools, and the tool's result tied to its call.
@@ -447,6 +452,27 @@ async fn vendor_models_call_http_tools_in_a_chat() {
         .find(|block| block["type"] == "tool_result")
         .expect("a tool_result block");
     assert_eq!(result["tool_use_id"], "toolu_1");
+    let gemini = mock.seen_at(":streamGenerateContent");
+    assert_eq!(gemini.len(), 2);
+    assert_eq!(gemini[0].key, "platform-google");
+    assert_eq!(gemini[0].query, "alt=sse");
+    assert!(gemini[0].body["systemInstruction"]["parts"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("orders"));
+    let declared = gemini[0].body["tools"][0]["functionDeclarations"]
+        .as_array()
+        .unwrap();
+    assert!(declared.iter().any(|d| d["name"] == "order_status"));
+    let response = gemini[1].body["contents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["parts"].as_array().cloned().unwrap_or_default())
+        .find_map(|p| p.get("functionResponse").cloned())
+        .expect("a functionResponse part");
+    assert_eq!(response["name"], "order_status");
+    assert_eq!(response["response"]["status"], "shipped");
 
     // A tool that times out or fails is reported to the model and in the reply's record.
     for (tool, expect) in [("slow", "in time"), ("broken", "500")] {

@@ -31,7 +31,7 @@ metered requests answer 402 insufficient_credits unless the tier allows overage,
 reads, key management and billing keep working.\n\n\
 Vendor keys: a request may carry the caller's own key in `X-Provider-Key-<Vendor>` \
 (`X-Provider-Key-OpenAI`, `-Anthropic`, `-Deepgram`, `-ElevenLabs`, `-Cartesia`, `-Groq`, \
-`-Kokoro`); otherwise \
+`-Kokoro`, `-Google`); otherwise \
 the developer's stored key (`/v1/provider-keys`) is used, then the platform's. The caller's \
 own or stored key bypasses credit metering (`X-Usage-Bypassed: true`).\n\n\
 Errors are `{\"error\": {\"code\", \"message\", \"param\", \"requestId\"}}` with codes: \

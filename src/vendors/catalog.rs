@@ -118,6 +118,13 @@ pub const VENDORS: &[Vendor] = &[
         self_hosted: false,
     },
     Vendor {
+        id: "google",
+        key_header: "X-Provider-Key-Google",
+        base_url: "https://generativelanguage.googleapis.com",
+        kinds: &[Kind::Llm],
+        self_hosted: false,
+    },
+    Vendor {
         id: "groq",
         key_header: "X-Provider-Key-Groq",
         base_url: "https://api.groq.com/openai/v1",

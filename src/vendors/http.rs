@@ -47,7 +47,8 @@ impl Endpoint {
     }
 
     /// `builder` with this vendor's way of presenting the key: `Authorization: Bearer`
-    /// (OpenAI, Cartesia), `x-api-key` (Anthropic), `Authorization: Token` (Deepgram),
+    /// (OpenAI, Cartesia), `x-api-key` (Anthropic), `x-goog-api-key` (Google),
+    /// `Authorization: Token` (Deepgram),
     /// `xi-api-key` (ElevenLabs), plus the version headers the vendor requires.
     pub fn authorize(&self, builder: RequestBuilder) -> RequestBuilder {
         match self.vendor.as_str() {
@@ -55,6 +56,7 @@ impl Endpoint {
                 .header("x-api-key", &self.key)
                 .header("anthropic-version", ANTHROPIC_VERSION),
             "deepgram" => builder.header("Authorization", format!("Token {}", self.key)),
+            "google" => builder.header("x-goog-api-key", &self.key),
             "elevenlabs" => builder.header("xi-api-key", &self.key),
             "cartesia" => builder
                 .bearer_auth(&self.key)

@@ -10,6 +10,7 @@ pub mod catalog;
 pub mod deepgram;
 pub mod elevenlabs;
 pub mod fallback;
+pub mod google;
 pub mod http;
 pub mod openai;
 pub mod sealing;
@@ -242,6 +243,7 @@ pub fn llm_adapter(endpoint: Endpoint) -> Option<Arc<dyn LanguageModel>> {
     Some(match endpoint.vendor.as_str() {
         "openai" | "groq" => Arc::new(openai::OpenAiChat { endpoint }),
         "anthropic" => Arc::new(anthropic::AnthropicMessages { endpoint }),
+        "google" => Arc::new(google::GeminiChat { endpoint }),
         _ => return None,
     })
 }
@@ -251,6 +253,7 @@ pub async fn verify(endpoint: &Endpoint) -> Result<(), EngineError> {
     match endpoint.vendor.as_str() {
         "openai" | "groq" | "kokoro" => openai::verify(endpoint).await,
         "anthropic" => anthropic::verify(endpoint).await,
+        "google" => google::verify(endpoint).await,
         "deepgram" => deepgram::verify(endpoint).await,
         "elevenlabs" => elevenlabs::verify(endpoint).await,
         "cartesia" => cartesia::verify(endpoint).await,

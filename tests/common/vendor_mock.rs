@@ -90,6 +90,7 @@ impl VendorMock {
             ("ELEVENLABS", self.url.clone()),
             ("CARTESIA", self.url.clone()),
             ("GROQ", format!("{}/v1", self.url)),
+            ("GOOGLE", self.url.clone()),
         ] {
             env.push((format!("SWITCHBOARD__VENDORS__{vendor}__BASE_URL"), base));
             env.push((
@@ -119,6 +120,7 @@ fn key_of(req: &HttpRequest) -> String {
     };
     header("x-api-key")
         .or_else(|| header("xi-api-key"))
+        .or_else(|| header("x-goog-api-key"))
         .or_else(|| {
             header("authorization").map(|v| {
                 v.trim_start_matches("Bearer ")
@@ -175,6 +177,9 @@ async fn handle(req: HttpRequest, body: Bytes, record: web::Data<Arc<Record>>) -
     }
     if path == "/v1/messages" {
         return anthropic_messages(&json, &key);
+    }
+    if path.starts_with("/v1beta/models/") && path.ends_with(":streamGenerateContent") {
+        return gemini(&json, &key);
     }
     if path == "/v1/audio/speech" {
         return audio(24_000, false, &key);
@@ -233,6 +238,13 @@ fn error(path: &str, status: u16, message: &str) -> HttpResponse {
         json!({"type": "error", "error": {"type": kind, "message": message}})
     } else if path.starts_with("/v1/text-to-speech/") {
         json!({"detail": {"status": "invalid_api_key", "message": message}})
+    } else if path.starts_with("/v1beta/") {
+        let kind = if status == 401 {
+            "UNAUTHENTICATED"
+        } else {
+            "RESOURCE_EXHAUSTED"
+        };
+        json!({"error": {"code": status, "message": message, "status": kind}})
     } else if path == "/v1/speak" || path == "/v1/listen" {
         json!({"err_code": "INVALID_AUTH", "err_msg": message})
     } else {
@@ -453,6 +465,48 @@ fn anthropic_messages(body: &Value, key: &str) -> HttpResponse {
         "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 65}}),
     ));
     events.push(event("message_stop", json!({"type": "message_stop"})));
+    sse(events, key.ends_with("-cut"))
+}
+
+fn gemini(body: &Value, key: &str) -> HttpResponse {
+    let contents = body["contents"].as_array().cloned().unwrap_or_default();
+    let last = contents.last().cloned().unwrap_or(Value::Null);
+    let offered = body["tools"][0]["functionDeclarations"]
+        .as_array()
+        .is_some_and(|t| !t.is_empty());
+    let parts = last["parts"].as_array().cloned().unwrap_or_default();
+    let result = parts
+        .iter()
+        .find_map(|p| p.get("functionResponse").map(|r| r["response"].to_string()));
+    let event = |parts: Value, finish: Option<&str>| {
+        let mut candidate = json!({"content": {"parts": parts, "role": "model"}, "index": 0});
+        if let Some(finish) = finish {
+            candidate["finishReason"] = json!(finish);
+        }
+        format!(
+            "data: {}\n\n",
+            json!({"candidates": [candidate], "modelVersion": "mock",
+            "usageMetadata": {"promptTokenCount": 12, "candidatesTokenCount": 8, "totalTokenCount": 20}})
+        )
+    };
+    let mut events = Vec::new();
+    let said = last.to_string().to_lowercase();
+    if result.is_none() && offered && said.contains("order") {
+        events.push(event(
+            json!([{"functionCall": {"name": "order_status", "args": {"orderId": "ORD-7"}}}]),
+            Some("STOP"),
+        ));
+    } else {
+        let text = match result {
+            Some(result) => format!("The tool said: {result}"),
+            None => "Hello from the mock model. How can I help?".to_string(),
+        };
+        let words: Vec<&str> = text.split_inclusive(' ').collect();
+        for (i, word) in words.iter().enumerate() {
+            let finish = (i + 1 == words.len()).then_some("STOP");
+            events.push(event(json!([{"text": word}]), finish));
+        }
+    }
     sse(events, key.ends_with("-cut"))
 }
 
