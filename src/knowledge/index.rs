@@ -3,12 +3,27 @@
 //! fast enough up to about 100k chunks of 384 dimensions). Built from storage on first use;
 //! updated in place on ingest and delete.
 //!
+//! Past [`ANN_MIN_CHUNKS`] chunks an HNSW graph (the `instant-distance` crate) answers
+//! instead, behind the same `search`. The graph is built off the request path
+//! ([`VectorIndex::ann_job`], [`AnnJob::build`]) over a snapshot; a change to the index makes
+//! it stale, and until its replacement is installed exact search answers, so results are
+//! never missing a chunk that was ingested, nor showing one that was deleted.
+//!
 //! Scores: embeddings are L2-normalised, so the dot product is the cosine similarity `c` in
 //! [-1, 1]; the API reports `score = (c + 1) / 2` in [0, 1]. A `threshold` of 0.7 therefore
 //! keeps chunks with cosine similarity of at least 0.4.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
+use std::sync::Arc;
+
+use instant_distance::{Builder, HnswMap, Point, Search};
+
+/// Collections with at least this many chunks are searched through an HNSW graph.
+pub const ANN_MIN_CHUNKS: usize = 100_000;
+/// Candidates the graph search keeps (the API's largest `limit` is 100).
+const ANN_EF_SEARCH: usize = 128;
+const ANN_EF_CONSTRUCTION: usize = 100;
 
 /// Where a vector came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,6 +45,65 @@ pub struct VectorIndex {
     dimensions: usize,
     refs: Vec<ChunkRef>,
     vectors: Vec<f32>,
+    /// Bumped by every change; a graph serves only the version it was built over.
+    version: u64,
+    ann: Option<Arc<AnnGraph>>,
+    ann_building: bool,
+    ann_min_chunks: usize,
+}
+
+/// An embedding as the graph sees it; distance is 1 - cosine similarity.
+#[derive(Clone)]
+struct Embedding(Arc<[f32]>);
+
+impl Point for Embedding {
+    fn distance(&self, other: &Self) -> f32 {
+        1.0 - dot(&self.0, &other.0)
+    }
+}
+
+/// An HNSW graph over one version of an index; values are positions in it.
+pub struct AnnGraph {
+    map: HnswMap<Embedding, u32>,
+    version: u64,
+}
+
+impl std::fmt::Debug for AnnGraph {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AnnGraph")
+            .field("points", &self.map.values.len())
+            .field("version", &self.version)
+            .finish()
+    }
+}
+
+/// What building a graph needs: a snapshot of the vectors and their version.
+pub struct AnnJob {
+    dimensions: usize,
+    vectors: Vec<f32>,
+    version: u64,
+}
+
+impl AnnJob {
+    /// Builds the graph (seconds to minutes of CPU for a large collection: run it off the
+    /// request path, on one thread).
+    pub fn build(self) -> AnnGraph {
+        let points: Vec<Embedding> = self
+            .vectors
+            .chunks_exact(self.dimensions.max(1))
+            .map(|v| Embedding(Arc::from(v)))
+            .collect();
+        let values: Vec<u32> = (0..points.len() as u32).collect();
+        let map = Builder::default()
+            .ef_construction(ANN_EF_CONSTRUCTION)
+            .ef_search(ANN_EF_SEARCH)
+            .seed(0x5EED)
+            .build(points, values);
+        AnnGraph {
+            map,
+            version: self.version,
+        }
+    }
 }
 
 /// Maps cosine similarity into the API's 0-1 score.
@@ -43,7 +117,48 @@ impl VectorIndex {
             dimensions,
             refs: Vec::new(),
             vectors: Vec::new(),
+            version: 0,
+            ann: None,
+            ann_building: false,
+            ann_min_chunks: ANN_MIN_CHUNKS,
         }
+    }
+
+    /// The size from which the graph answers (tests and benchmarks use smaller ones).
+    pub fn with_ann_threshold(mut self, min_chunks: usize) -> Self {
+        self.ann_min_chunks = min_chunks.max(1);
+        self
+    }
+
+    /// A graph build to start, when the index is large enough, has no current graph and none
+    /// is being built. Marks one as being built.
+    pub fn ann_job(&mut self) -> Option<AnnJob> {
+        let current = self.ann.as_ref().is_some_and(|a| a.version == self.version);
+        if self.len() < self.ann_min_chunks || current || self.ann_building {
+            return None;
+        }
+        self.ann_building = true;
+        Some(AnnJob {
+            dimensions: self.dimensions,
+            vectors: self.vectors.clone(),
+            version: self.version,
+        })
+    }
+
+    /// Installs a built graph; answers false when the index changed meanwhile (the graph is
+    /// dropped and the caller may build again).
+    pub fn install_ann(&mut self, graph: AnnGraph) -> bool {
+        self.ann_building = false;
+        if graph.version != self.version {
+            return false;
+        }
+        self.ann = Some(Arc::new(graph));
+        true
+    }
+
+    /// Whether searches are answered by the graph right now.
+    pub fn uses_ann(&self) -> bool {
+        self.ann.as_ref().is_some_and(|a| a.version == self.version)
     }
 
     pub fn len(&self) -> usize {
@@ -65,11 +180,13 @@ impl VectorIndex {
         }
         self.refs.push(chunk);
         self.vectors.extend_from_slice(vector);
+        self.version += 1;
     }
 
     /// Removes every vector of a document.
     pub fn remove_document(&mut self, document_id: &str) {
         let dims = self.dimensions;
+        let before = self.refs.len();
         let mut kept_refs = Vec::with_capacity(self.refs.len());
         let mut kept_vectors = Vec::with_capacity(self.vectors.len());
         for (index, chunk) in self.refs.drain(..).enumerate() {
@@ -77,6 +194,9 @@ impl VectorIndex {
                 kept_vectors.extend_from_slice(&self.vectors[index * dims..(index + 1) * dims]);
                 kept_refs.push(chunk);
             }
+        }
+        if kept_refs.len() != before {
+            self.version += 1;
         }
         self.refs = kept_refs;
         self.vectors = kept_vectors;
@@ -86,6 +206,20 @@ impl VectorIndex {
     pub fn search(&self, query: &[f32], limit: usize, threshold: f32) -> Vec<Hit> {
         if query.len() != self.dimensions || limit == 0 || self.dimensions == 0 {
             return Vec::new();
+        }
+        if let Some(ann) = self.ann.as_ref().filter(|a| a.version == self.version) {
+            let mut search = Search::default();
+            return ann
+                .map
+                .search(&Embedding(Arc::from(query)), &mut search)
+                .map(|item| (score_of(1.0 - item.distance), *item.value as usize))
+                .filter(|(score, _)| *score >= threshold)
+                .take(limit)
+                .map(|(score, index)| Hit {
+                    chunk: self.refs[index].clone(),
+                    score,
+                })
+                .collect();
         }
         let mut best: BinaryHeap<Candidate> = BinaryHeap::with_capacity(limit + 1);
         for (index, vector) in self.vectors.chunks_exact(self.dimensions).enumerate() {
@@ -207,6 +341,57 @@ mod tests {
             hits.iter().map(|h| h.chunk.chunk_index).collect::<Vec<_>>(),
             [1, 3, 5]
         );
+    }
+
+    fn random_unit(rng: &mut impl rand::Rng, dims: usize) -> Vec<f32> {
+        let v: Vec<f32> = (0..dims).map(|_| rng.random_range(-1.0..1.0)).collect();
+        unit(&v)
+    }
+
+    #[test]
+    fn the_graph_finds_what_exact_search_finds_and_steps_aside_when_stale() {
+        use rand::SeedableRng;
+        let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+        let dims = 64;
+        let mut index = VectorIndex::new(dims).with_ann_threshold(2_000);
+        for i in 0..3_000 {
+            index.add(
+                chunk(&format!("d{}", i / 10), i % 10),
+                &random_unit(&mut rng, dims),
+            );
+        }
+        let queries: Vec<Vec<f32>> = (0..50).map(|_| random_unit(&mut rng, dims)).collect();
+        let exact: Vec<Vec<Hit>> = queries.iter().map(|q| index.search(q, 10, 0.0)).collect();
+
+        let job = index.ann_job().expect("large enough for a graph");
+        assert!(index.ann_job().is_none(), "one build at a time");
+        assert!(index.install_ann(job.build()));
+        assert!(index.uses_ann());
+        let mut found = 0;
+        for (query, truth) in queries.iter().zip(&exact) {
+            let approx = index.search(query, 10, 0.0);
+            assert!(approx.windows(2).all(|w| w[0].score >= w[1].score));
+            found += truth
+                .iter()
+                .filter(|t| approx.iter().any(|a| a.chunk == t.chunk))
+                .count();
+        }
+        let recall = found as f64 / (queries.len() * 10) as f64;
+        assert!(recall >= 0.95, "recall@10 {recall}");
+
+        // A change makes the graph stale: exact search answers, and sees the change at once.
+        let newcomer = queries[0].clone();
+        index.add(chunk("new", 0), &newcomer);
+        assert!(!index.uses_ann());
+        assert_eq!(index.search(&newcomer, 1, 0.0)[0].chunk, chunk("new", 0));
+        // A graph built before the change is refused.
+        let job = index.ann_job().expect("stale, so a rebuild is due");
+        index.remove_document("new");
+        assert!(!index.install_ann(job.build()));
+        assert!(index
+            .search(&newcomer, 10, 0.0)
+            .iter()
+            .all(|h| h.chunk.document_id != "new"));
     }
 
     #[test]

@@ -85,6 +85,7 @@ impl Handler<IndexOf> for KnowledgeIndex {
             .map(move |result, registry, _| {
                 let (collection, index) = result?;
                 registry.cache.fill(generation, collection, index.clone());
+                refresh_graph(&index);
                 Ok(index)
             }),
         )
@@ -153,8 +154,53 @@ impl KnowledgeIndex {
         };
         if poisoned {
             self.cache.invalidate(collection);
+        } else {
+            refresh_graph(&index);
         }
     }
+}
+
+/// Starts building a large collection's HNSW graph when it has none for its current contents
+/// (see `knowledge::index`): on a blocking thread, inside a one-thread pool so the build never
+/// takes the cores live calls need. A build that finishes after the index changed is thrown
+/// away and started again over the new contents; exact search answers meanwhile.
+fn refresh_graph(index: &SharedIndex) {
+    let job = match index.write() {
+        Ok(mut index) => index.ann_job(),
+        Err(_) => None,
+    };
+    let Some(mut job) = job else {
+        return;
+    };
+    let index = index.clone();
+    tokio::task::spawn_blocking(move || {
+        let pool = match rayon::ThreadPoolBuilder::new().num_threads(1).build() {
+            Ok(pool) => pool,
+            Err(err) => {
+                tracing::warn!("cannot start the search-graph builder: {err}");
+                return;
+            }
+        };
+        loop {
+            let started = std::time::Instant::now();
+            let graph = pool.install(|| job.build());
+            let Ok(mut guard) = index.write() else {
+                return;
+            };
+            if guard.install_ann(graph) {
+                tracing::info!(
+                    chunks = guard.len(),
+                    seconds = started.elapsed().as_secs_f32(),
+                    "search graph built"
+                );
+                return;
+            }
+            match guard.ann_job() {
+                Some(next) => job = next,
+                None => return,
+            }
+        }
+    });
 }
 
 /// Deletes a document of a developer's collection; its vectors leave the index at once.
@@ -183,15 +229,22 @@ impl Handler<DeleteDocument> for KnowledgeIndex {
             .map(|result, registry, _| {
                 let (deleted, msg) = result?;
                 if deleted {
-                    let removed = registry.cache.get(&msg.collection_id).is_some_and(|index| {
-                        match index.write() {
-                            Ok(mut index) => {
-                                index.remove_document(&msg.document_id);
-                                true
+                    let removed = registry
+                        .cache
+                        .get(&msg.collection_id)
+                        .is_some_and(|shared| {
+                            let removed = match shared.write() {
+                                Ok(mut index) => {
+                                    index.remove_document(&msg.document_id);
+                                    true
+                                }
+                                Err(_) => false,
+                            };
+                            if removed {
+                                refresh_graph(&shared);
                             }
-                            Err(_) => false,
-                        }
-                    });
+                            removed
+                        });
                     if !removed {
                         registry.cache.invalidate(&msg.collection_id);
                     }
