@@ -27,11 +27,7 @@ impl LanguageModel for AnthropicMessages {
 
     fn stream(&self, request: ChatRequest) -> Result<EngineStream<LlmEvent>, EngineError> {
         let endpoint = self.endpoint.clone();
-        let model = request
-            .model
-            .clone()
-            .or_else(|| endpoint.llm_model.clone())
-            .unwrap_or_else(|| DEFAULT_MODEL.to_string());
+        let model = endpoint.llm_model(&request.model, DEFAULT_MODEL);
         let build = endpoint.post_json("/v1/messages", messages_body(&model, &request));
         Ok(spawn_chat_stream(
             endpoint.clone(),

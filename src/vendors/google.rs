@@ -28,11 +28,7 @@ impl LanguageModel for GeminiChat {
     }
 
     fn stream(&self, request: ChatRequest) -> Result<EngineStream<LlmEvent>, EngineError> {
-        let model = request
-            .model
-            .clone()
-            .or_else(|| self.endpoint.llm_model.clone())
-            .unwrap_or_else(|| DEFAULT_MODEL.to_string());
+        let model = self.endpoint.llm_model(&request.model, DEFAULT_MODEL);
         let model: String = url::form_urlencoded::byte_serialize(model.as_bytes()).collect();
         let path = format!("/v1beta/models/{model}:streamGenerateContent?alt=sse");
         let build = self.endpoint.post_json(&path, contents_body(&request));

@@ -82,6 +82,15 @@ impl Endpoint {
             .map(drop)
     }
 
+    /// The language model to ask for: the request's (an agent's `llmModel`), else the
+    /// configured one, else the adapter's.
+    pub fn llm_model(&self, requested: &Option<String>, built_in: &str) -> String {
+        requested
+            .clone()
+            .or_else(|| self.llm_model.clone())
+            .unwrap_or_else(|| built_in.to_string())
+    }
+
     /// The speech model to ask for: the request's (an agent's `ttsModel`), else the configured
     /// one, else the adapter's.
     pub fn tts_model(&self, requested: &Option<String>, built_in: &str) -> String {

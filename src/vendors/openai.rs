@@ -69,11 +69,7 @@ impl LanguageModel for OpenAiChat {
 
     fn stream(&self, request: ChatRequest) -> Result<EngineStream<LlmEvent>, EngineError> {
         let endpoint = self.endpoint.clone();
-        let model = request
-            .model
-            .clone()
-            .or_else(|| endpoint.llm_model.clone())
-            .unwrap_or_else(|| defaults(&endpoint.vendor).llm_model.to_string());
+        let model = endpoint.llm_model(&request.model, defaults(&endpoint.vendor).llm_model);
         let build = endpoint.post_json("/chat/completions", chat_body(&model, &request));
         Ok(spawn_chat_stream(
             endpoint.clone(),
