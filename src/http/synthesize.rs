@@ -93,12 +93,8 @@ async fn synthesize(
         },
     )
     .await?;
-    meter::ensure_credits(&state.metering, developer.id(), chosen.metered_up_front()).await?;
-
-    let text = request.text.unwrap_or_default();
-    let characters = text.chars().count() as u64;
     let speech = SpeechRequest {
-        text,
+        text: request.text.unwrap_or_default(),
         voice,
         speed: speed as f32,
         pitch: pitch as f32,
@@ -106,6 +102,20 @@ async fn synthesize(
         output_rate: None,
         model: None,
     };
+    speak_metered(&state, &developer, &chosen, speech, format).await
+}
+
+/// Checks credits, starts the speech, charges it (unless the caller's own vendor key pays)
+/// and answers the audio stream tagged with the provider that served.
+async fn speak_metered(
+    state: &AppState,
+    developer: &Developer,
+    chosen: &providers::Chosen<dyn switchboard_actors::engine::TextToSpeech>,
+    speech: SpeechRequest,
+    format: OutputFormat,
+) -> Result<HttpResponse, ApiError> {
+    meter::ensure_credits(&state.metering, developer.id(), chosen.metered_up_front()).await?;
+    let characters = speech.text.chars().count() as u64;
     let stream = synthesize_stream(chosen.engine.clone(), speech, format)
         .await
         .map_err(|e| voice_error(e.into()))?;
@@ -184,11 +194,8 @@ async fn speak(
         },
     )
     .await?;
-    meter::ensure_credits(&state.metering, developer.id(), chosen.metered_up_front()).await?;
-    let text = request.text.unwrap_or_default();
-    let characters = text.chars().count() as u64;
     let speech = SpeechRequest {
-        text,
+        text: request.text.unwrap_or_default(),
         voice: agent.voice_id,
         speed: speed as f32,
         pitch: 1.0,
@@ -196,18 +203,5 @@ async fn speak(
         output_rate: None,
         model: agent.tts_model,
     };
-    let stream = synthesize_stream(chosen.engine.clone(), speech, format)
-        .await
-        .map_err(|e| voice_error(e.into()))?;
-    meter::charge(
-        &state.metering,
-        developer.id(),
-        Usage::Tts { characters },
-        !chosen.bypasses_metering(),
-    );
-    let mut response = HttpResponse::Ok();
-    chosen.tag(&mut response);
-    Ok(response
-        .content_type(format.content_type())
-        .streaming(stream))
+    speak_metered(&state, &developer, &chosen, speech, format).await
 }

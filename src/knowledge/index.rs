@@ -130,11 +130,16 @@ impl VectorIndex {
         self
     }
 
+    /// Whether a graph build is due (cheap: no copying).
+    pub fn wants_ann(&self) -> bool {
+        let current = self.ann.as_ref().is_some_and(|a| a.version == self.version);
+        self.len() >= self.ann_min_chunks && !current && !self.ann_building
+    }
+
     /// A graph build to start, when the index is large enough, has no current graph and none
     /// is being built. Marks one as being built.
     pub fn ann_job(&mut self) -> Option<AnnJob> {
-        let current = self.ann.as_ref().is_some_and(|a| a.version == self.version);
-        if self.len() < self.ann_min_chunks || current || self.ann_building {
+        if !self.wants_ann() {
             return None;
         }
         self.ann_building = true;

@@ -165,15 +165,19 @@ impl KnowledgeIndex {
 /// takes the cores live calls need. A build that finishes after the index changed is thrown
 /// away and started again over the new contents; exact search answers meanwhile.
 fn refresh_graph(index: &SharedIndex) {
-    let job = match index.write() {
-        Ok(mut index) => index.ann_job(),
-        Err(_) => None,
-    };
-    let Some(mut job) = job else {
+    if !index.read().is_ok_and(|index| index.wants_ann()) {
         return;
-    };
+    }
     let index = index.clone();
+    // Even the snapshot (a copy of every vector) is taken off the actor's thread.
     tokio::task::spawn_blocking(move || {
+        let job = match index.write() {
+            Ok(mut index) => index.ann_job(),
+            Err(_) => None,
+        };
+        let Some(mut job) = job else {
+            return;
+        };
         let pool = match rayon::ThreadPoolBuilder::new().num_threads(1).build() {
             Ok(pool) => pool,
             Err(err) => {

@@ -21,7 +21,6 @@ use tokio_tungstenite::tungstenite::Message;
 
 use super::audio::{wav_16k, RawAudioChunker, RawEncoding};
 use super::http::Endpoint;
-use super::openai::read_all;
 
 const DEFAULT_STT_MODEL: &str = "nova-3";
 const DEFAULT_VOICE: &str = "aura-2-thalia-en";
@@ -79,13 +78,7 @@ impl SpeechToText for DeepgramListen {
                         .body(wav.clone())
                 })
                 .await?;
-            let body = read_all(&endpoint, response).await?;
-            let json: Value = serde_json::from_slice(&body).map_err(|_| {
-                endpoint.error(
-                    EngineErrorKind::Upstream,
-                    "answered with a body that is not JSON",
-                )
-            })?;
+            let json = endpoint.read_json(response).await?;
             Ok(transcript_from_listen(&json, &options, clip_seconds))
         })
     }

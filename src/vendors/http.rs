@@ -180,6 +180,25 @@ impl Endpoint {
         self.error(kind, message)
     }
 
+    /// A whole JSON answer (at most 32 MiB), with the deadline between chunks.
+    pub async fn read_json(&self, response: Response) -> Result<serde_json::Value, EngineError> {
+        const MAX: usize = 32 * 1024 * 1024;
+        let mut body = self.body(response);
+        let mut all = Vec::new();
+        while let Some(chunk) = body.next().await? {
+            all.extend_from_slice(&chunk);
+            if all.len() > MAX {
+                return Err(self.error(EngineErrorKind::Upstream, "answered with too large a body"));
+            }
+        }
+        serde_json::from_slice(&all).map_err(|_| {
+            self.error(
+                EngineErrorKind::Upstream,
+                "answered with a body that is not JSON",
+            )
+        })
+    }
+
     /// Reads a response body chunk by chunk, failing when the vendor goes quiet for longer
     /// than the deadline.
     pub fn body(&self, response: Response) -> BodyReader<'_> {

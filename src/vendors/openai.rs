@@ -326,13 +326,7 @@ impl SpeechToText for OpenAiTranscription {
                     .multipart(form)
             };
             let response = endpoint.send(build).await?;
-            let body = read_all(&endpoint, response).await?;
-            let json: Value = serde_json::from_slice(&body).map_err(|_| {
-                endpoint.error(
-                    EngineErrorKind::Upstream,
-                    "answered with a body that is not JSON",
-                )
-            })?;
+            let json = endpoint.read_json(response).await?;
             Ok(transcript_from_verbose(&json, &options, duration))
         })
     }
@@ -413,23 +407,6 @@ pub fn transcript_from_verbose(
         language,
         duration,
     }
-}
-
-/// A whole (bounded) response body, with the endpoint's deadline between chunks.
-pub async fn read_all(
-    endpoint: &Endpoint,
-    response: reqwest::Response,
-) -> Result<Vec<u8>, EngineError> {
-    const MAX: usize = 32 * 1024 * 1024;
-    let mut body = endpoint.body(response);
-    let mut all = Vec::new();
-    while let Some(chunk) = body.next().await? {
-        all.extend_from_slice(&chunk);
-        if all.len() > MAX {
-            return Err(endpoint.error(EngineErrorKind::Upstream, "answered with too large a body"));
-        }
-    }
-    Ok(all)
 }
 
 // ---------------------------------------------------------------------------------------------
