@@ -410,7 +410,7 @@ fn run(
         let mut prompt = Vec::new();
         let context: Vec<u32> = initial_prompt.iter().chain(&history).copied().collect();
         if !context.is_empty() {
-            let keep = (n_ctx / 2 - 1).min(context.len());
+            let keep = (n_ctx / 2).saturating_sub(1).min(context.len());
             prompt.push(vocab.sot_prev);
             prompt.extend_from_slice(&context[context.len() - keep..]);
         }
