@@ -43,6 +43,9 @@ pub enum Command {
     },
     /// Transcribe an audio file with the embedded Whisper engine; prints the transcript JSON.
     Transcribe(TranscribeArgs),
+    /// Drive many concurrent real-time sessions against a running server and report what the
+    /// callers experienced. Exits with status 1 when a session failed or the server sent errors.
+    Loadtest(crate::loadtest::LoadTestArgs),
 }
 
 /// Arguments of `transcribe`.
@@ -302,5 +305,25 @@ pub async fn transcribe(config: &Config, args: TranscribeArgs) -> anyhow::Result
             .collect();
     }
     println!("{}", serde_json::to_string_pretty(&out)?);
+    Ok(())
+}
+
+/// Runs `loadtest`: prints the summary (text, or JSON with `--json`) and fails when a session
+/// failed or the server sent error events, so scripts can gate on it.
+pub async fn loadtest(args: crate::loadtest::LoadTestArgs) -> anyhow::Result<()> {
+    let summary = crate::loadtest::run(&args).await?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&summary)?);
+    } else {
+        print!("{}", summary.text());
+    }
+    if summary.sessions.failed > 0 || summary.server_errors > 0 {
+        anyhow::bail!(
+            "{} of {} sessions failed, {} server errors",
+            summary.sessions.failed,
+            summary.sessions.target,
+            summary.server_errors
+        );
+    }
     Ok(())
 }

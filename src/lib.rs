@@ -12,6 +12,7 @@ pub mod error;
 pub mod fetch;
 pub mod http;
 pub mod knowledge;
+pub mod loadtest;
 pub mod media;
 pub mod observability;
 pub mod registry;

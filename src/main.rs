@@ -15,6 +15,7 @@ fn main() -> anyhow::Result<()> {
     let config = cli.config()?;
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => {
+            raise_open_files_limit();
             limit_inference_threads(config.engines.threads_per_job);
             actix_web::rt::System::new().block_on(switchboard::server::serve(config))
         }
@@ -22,6 +23,10 @@ fn main() -> anyhow::Result<()> {
         Command::Keys { command } => runtime()?.block_on(cli::keys(&config, command)),
         Command::Developers { command } => runtime()?.block_on(cli::developers(&config, command)),
         Command::Transcribe(args) => runtime()?.block_on(cli::transcribe(&config, args)),
+        Command::Loadtest(args) => {
+            raise_open_files_limit();
+            runtime()?.block_on(cli::loadtest(args))
+        }
     }
 }
 
@@ -33,6 +38,16 @@ fn limit_inference_threads(threads: usize) {
     if std::env::var_os("CANDLE_NUM_THREADS").is_none() {
         // Set before any other thread exists: nothing reads the environment concurrently.
         std::env::set_var("CANDLE_NUM_THREADS", threads.max(1).to_string());
+    }
+}
+
+/// Every call holds a socket (two with a vendor recogniser): the usual soft limit of 1,024
+/// open files would cap a node far below what it can serve, so the soft limit is raised to
+/// the hard one.
+fn raise_open_files_limit() {
+    match rlimit::increase_nofile_limit(u64::MAX) {
+        Ok(limit) => tracing::debug!(limit, "open files limit"),
+        Err(e) => tracing::warn!(error = %e, "could not raise the open files limit"),
     }
 }
 

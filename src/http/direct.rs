@@ -437,12 +437,21 @@ fn event_json(event: &SessionEvent) -> Value {
         } => {
             json!({"type": name, "id": call_id, "name": tool, "output": output, "isError": is_error, "durationMs": duration_ms})
         }
-        SessionEvent::TurnMetrics(turn) => json!({
-            "type": name, "index": turn.index, "speaker": turn.speaker.as_str(), "text": turn.text,
-            "startMs": turn.start_ms, "endMs": turn.end_ms, "sttMs": turn.stt_ms, "llmMs": turn.llm_ms,
-            "ttsMs": turn.tts_ms, "interrupted": turn.interrupted, "error": turn.error,
-            "latencyMs": turn.latency.map(|l| l.total_ms),
-        }),
+        SessionEvent::TurnMetrics(turn) => {
+            let mut metrics = json!({
+                "type": name, "index": turn.index, "speaker": turn.speaker.as_str(), "text": turn.text,
+                "startMs": turn.start_ms, "endMs": turn.end_ms, "sttMs": turn.stt_ms, "llmMs": turn.llm_ms,
+                "ttsMs": turn.tts_ms, "interrupted": turn.interrupted, "error": turn.error,
+                "latencyMs": turn.latency.map(|l| l.total_ms),
+            });
+            // Where an answer's latency went, for clients that chart it.
+            if let Some(l) = turn.latency {
+                metrics["endpointMs"] = l.endpoint_ms.into();
+                metrics["toolMs"] = l.tool_ms.into();
+                metrics["platformMs"] = l.platform_ms.into();
+            }
+            metrics
+        }
         SessionEvent::Error { code, message } => {
             json!({"type": name, "code": code, "message": message})
         }

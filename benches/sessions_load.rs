@@ -1,0 +1,302 @@
+//! Many concurrent real-time sessions against the real server, over real WebSockets on
+//! loopback, with vendors of fixed latency: the load tester's callers speak recorded speech at
+//! real time, a turn every few seconds, with a barge-in every third answer. Reports what the
+//! callers measured (turn latency, barge-in clear latency, late frames) and what the server
+//! process cost (CPU, RSS per session), sampled from /proc.
+//!
+//! ```text
+//! cargo bench --bench sessions_load -- --sessions 1000 --ramp-up 60 --duration 180
+//! cargo bench --bench sessions_load -- --sessions 1 --duration 60      # the one-call baseline
+//! cargo bench --bench sessions_load -- --transport direct --sessions 500
+//! ```
+//! Options: `--sessions N` (1000), `--ramp-up S` (60), `--duration S` (180, per session),
+//! `--transport twilio|direct`, `--latency-ms MS` (vendor latency, 0), `--barge-in-every N` (3).
+
+#[path = "support/fixed_vendors.rs"]
+mod fixed_vendors;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context as _};
+use fixed_vendors::{Behaviour, FixedVendors};
+use serde_json::json;
+use switchboard::loadtest::{self, LoadTestArgs, Transport};
+use switchboard::media::encode::encode_all;
+use switchboard::media::{decode, OutputFormat};
+
+struct Options {
+    sessions: u64,
+    ramp_up: f64,
+    duration: f64,
+    transport: Transport,
+    latency_ms: u64,
+    barge_in_every: u32,
+}
+
+impl Options {
+    fn parse() -> anyhow::Result<Self> {
+        let mut o = Options {
+            sessions: 1000,
+            ramp_up: 60.0,
+            duration: 180.0,
+            transport: Transport::Twilio,
+            latency_ms: 0,
+            barge_in_every: 3,
+        };
+        let mut args = std::env::args().skip(1);
+        while let Some(flag) = args.next() {
+            let mut value = || args.next().with_context(|| format!("{flag} needs a value"));
+            match flag.as_str() {
+                "--sessions" => o.sessions = value()?.parse()?,
+                "--ramp-up" => o.ramp_up = value()?.parse()?,
+                "--duration" => o.duration = value()?.parse()?,
+                "--latency-ms" => o.latency_ms = value()?.parse()?,
+                "--barge-in-every" => o.barge_in_every = value()?.parse()?,
+                "--transport" => {
+                    o.transport = match value()?.as_str() {
+                        "twilio" => Transport::Twilio,
+                        "direct" => Transport::Direct,
+                        other => bail!("unknown transport {other}"),
+                    }
+                }
+                // cargo bench passes --bench to every bench binary.
+                "--bench" => {}
+                other => bail!("unknown option {other}"),
+            }
+        }
+        Ok(o)
+    }
+}
+
+/// One reading of the server process.
+#[derive(Debug, Clone, Copy)]
+struct Sample {
+    at: f64,
+    cpu_seconds: f64,
+    rss_kb: u64,
+}
+
+fn sample(pid: u32, started: Instant) -> Option<Sample> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which may hold spaces) start at field 3.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: f64 = fields[11].parse::<f64>().ok()? + fields[12].parse::<f64>().ok()?;
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let rss_kb = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    Some(Sample {
+        at: started.elapsed().as_secs_f64(),
+        cpu_seconds: ticks / 100.0,
+        rss_kb,
+    })
+}
+
+struct ServerProcess {
+    child: Child,
+    base: String,
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn cli(bin: &str, data: &Path, args: &[&str]) -> anyhow::Result<String> {
+    let out = Command::new(bin)
+        .args(args)
+        .env("SWITCHBOARD_DATA_DIR", data)
+        .env("SWITCHBOARD_LOG", "warn")
+        .output()?;
+    if !out.status.success() {
+        bail!("{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(String::from_utf8(out.stdout)?)
+}
+
+fn start_server(bin: &str, data: &Path, vendors: &FixedVendors) -> anyhow::Result<ServerProcess> {
+    let log = std::fs::File::create(data.join("server.log"))?;
+    let mut child = Command::new(bin)
+        .arg("serve")
+        .env("SWITCHBOARD_DATA_DIR", data)
+        .env("SWITCHBOARD_BIND", "127.0.0.1:0")
+        .env(
+            "SWITCHBOARD_LOG",
+            std::env::var("SWITCHBOARD_LOG").unwrap_or_else(|_| "warn".into()),
+        )
+        .env(
+            "SWITCHBOARD__TIERS__SCALE__MAX_CONCURRENT_SESSIONS",
+            "100000",
+        )
+        .env("SWITCHBOARD__TIERS__SCALE__RATE_LIMIT_REQUESTS", "1000000")
+        .envs(vendors.env())
+        .stdout(Stdio::piped())
+        .stderr(log)
+        .spawn()?;
+    let stdout = child.stdout.take().context("stdout")?;
+    let mut lines = BufReader::new(stdout).lines();
+    let base = loop {
+        let line = lines.next().context("the server exited")??;
+        if let Some(url) = line.strip_prefix("switchboard listening on ") {
+            break url.trim().to_string();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    Ok(ServerProcess { child, base })
+}
+
+/// The right channel of the two-speaker fixture ("The horizon seems extremely distant."),
+/// written as a mono WAV for the callers.
+fn caller_audio(dir: &Path) -> anyhow::Result<PathBuf> {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/audio");
+    let stereo = std::fs::read(fixtures.join("stereo_diarization.wav"))?;
+    let audio = decode(&stereo, Some("wav")).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let wav =
+        encode_all(&audio.channels[1], OutputFormat::Wav).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let path = dir.join("caller.wav");
+    std::fs::write(&path, wav)?;
+    Ok(path)
+}
+
+fn main() -> anyhow::Result<()> {
+    let o = Options::parse()?;
+    let bin = env!("CARGO_BIN_EXE_switchboard");
+    let data = tempfile::tempdir()?;
+    let vendors = FixedVendors::start(Behaviour {
+        latency: Duration::from_millis(o.latency_ms),
+        transcript: "What are your opening hours?".into(),
+        answer: "We open at nine every morning.".into(),
+        speech: Duration::from_millis(1200),
+    });
+    let key = cli(
+        bin,
+        data.path(),
+        &["keys", "create", "--developer", "bench"],
+    )?
+    .lines()
+    .last()
+    .context("no key printed")?
+    .trim()
+    .to_string();
+    cli(
+        bin,
+        data.path(),
+        &["developers", "set-tier", "bench", "scale"],
+    )?;
+    let server = start_server(bin, data.path(), &vendors)?;
+    let pid = server.child.id();
+    let audio = caller_audio(data.path())?;
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let agent = json!({"id": "bench", "name": "Bench agent", "firstMessage": "Hello, how can I help?",
+            "systemPrompt": "You are a phone agent.", "sttProvider": "openai", "llmProvider": "openai",
+            "ttsProvider": "deepgram"});
+        let response = reqwest::Client::new()
+            .post(format!("{}/v1/agents", server.base))
+            .bearer_auth(&key)
+            .json(&agent)
+            .send()
+            .await?;
+        if response.status() != 201 {
+            bail!("creating the agent: {}", response.text().await?);
+        }
+        anyhow::Ok(())
+    })?;
+
+    let started = Instant::now();
+    let samples = Arc::new(Mutex::new(vec![
+        sample(pid, started).context("reading /proc")?
+    ]));
+    let sampling = Arc::new(AtomicBool::new(true));
+    let sampler = {
+        let (samples, sampling) = (samples.clone(), sampling.clone());
+        std::thread::spawn(move || {
+            while sampling.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_secs(1));
+                if let Some(s) = sample(pid, started) {
+                    samples.lock().unwrap().push(s);
+                }
+            }
+        })
+    };
+    let args = LoadTestArgs {
+        url: server.base.replace("http://", "ws://"),
+        transport: o.transport,
+        sessions: o.sessions,
+        ramp_up: o.ramp_up,
+        duration: o.duration,
+        audio,
+        agent: "bench".into(),
+        key,
+        pause_ms: 600,
+        barge_in_every: o.barge_in_every,
+        barge_in_after_ms: 400,
+        answer_timeout_ms: 10_000,
+        sample_rate: 16_000,
+        json: false,
+    };
+    let summary = runtime.block_on(loadtest::run(&args))?;
+    sampling.store(false, Ordering::Relaxed);
+    sampler.join().expect("the sampler");
+    // Sessions end when their callers hang up; give the server a moment to let go of them.
+    std::thread::sleep(Duration::from_secs(3));
+    let after = sample(pid, started).context("reading /proc")?;
+
+    let samples = samples.lock().unwrap().clone();
+    let idle = samples[0];
+    // All sessions are live between the end of the ramp-up and the first hang-up.
+    let (from, to) = (o.ramp_up + 5.0, o.duration - 5.0);
+    let steady: Vec<&Sample> = samples
+        .iter()
+        .filter(|s| s.at >= from && s.at <= to)
+        .collect();
+    println!("{}", summary.text());
+    if let (Some(first), Some(last)) = (steady.first(), steady.last()) {
+        let cpu = (last.cpu_seconds - first.cpu_seconds) / (last.at - first.at);
+        let rss_mean = steady.iter().map(|s| s.rss_kb).sum::<u64>() / steady.len() as u64;
+        let per_session_kb = rss_mean.saturating_sub(idle.rss_kb) as f64 / o.sessions as f64;
+        println!(
+            "server process  {:.0}% of one core with all {} sessions live ({:.1} s to {:.1} s); \
+             {:.2} CPU-seconds per session-minute",
+            cpu * 100.0,
+            o.sessions,
+            first.at,
+            last.at,
+            cpu * 60.0 / o.sessions as f64
+        );
+        println!(
+            "server memory   RSS {} MB idle, {} MB mean with all sessions live, {:.0} KB per session; {} MB after they ended",
+            idle.rss_kb / 1024,
+            rss_mean / 1024,
+            per_session_kb,
+            after.rss_kb / 1024
+        );
+    } else {
+        println!("(no steady window: make --duration longer than --ramp-up + 10)");
+    }
+    drop(server);
+    let log = std::fs::read_to_string(data.path().join("server.log")).unwrap_or_default();
+    let warnings: Vec<&str> = log.lines().collect();
+    if !warnings.is_empty() {
+        println!("server log (last lines of {}):", warnings.len());
+        for line in &warnings[warnings.len().saturating_sub(15)..] {
+            println!("  {line}");
+        }
+    }
+    Ok(())
+}

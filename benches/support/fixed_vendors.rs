@@ -1,0 +1,129 @@
+//! Vendors of fixed latency for session benchmarks: an OpenAI-protocol recogniser and language
+//! model and a Deepgram-protocol voice (8 kHz mu-law, as phone calls ask for), each answering
+//! after a set delay with a fixed result. They keep no record of requests, so they stay lean
+//! under thousands of calls; one actix worker serves them all.
+
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
+use bytes::Bytes;
+use futures_util::stream;
+use futures_util::StreamExt as _;
+use serde_json::json;
+
+/// What the stand-in says, and how long it takes.
+#[derive(Clone)]
+pub struct Behaviour {
+    /// Delay before the first byte of every answer.
+    pub latency: Duration,
+    /// The caller's words as "recognised".
+    pub transcript: String,
+    /// The model's answer.
+    pub answer: String,
+    /// Length of the synthesized audio per request.
+    pub speech: Duration,
+}
+
+/// A running stand-in; stops with the process.
+pub struct FixedVendors {
+    pub base_url: String,
+}
+
+impl FixedVendors {
+    /// Starts on an ephemeral loopback port, on a thread of its own.
+    pub fn start(behaviour: Behaviour) -> FixedVendors {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the stand-in");
+        let port = listener.local_addr().expect("an address").port();
+        let behaviour = Arc::new(behaviour);
+        std::thread::spawn(move || {
+            actix_web::rt::System::new().block_on(async move {
+                HttpServer::new(move || {
+                    App::new()
+                        .app_data(web::Data::new(behaviour.clone()))
+                        .default_service(web::to(handle))
+                })
+                .workers(1)
+                .max_connections(100_000)
+                .listen(listener)
+                .expect("listen")
+                .run()
+                .await
+                .expect("the stand-in runs")
+            })
+        });
+        FixedVendors {
+            base_url: format!("http://127.0.0.1:{port}"),
+        }
+    }
+
+    /// Environment that points the server's `openai` and `deepgram` vendors here.
+    pub fn env(&self) -> Vec<(String, String)> {
+        vec![
+            (
+                "SWITCHBOARD__VENDORS__OPENAI__BASE_URL".into(),
+                format!("{}/v1", self.base_url),
+            ),
+            (
+                "SWITCHBOARD__VENDORS__OPENAI__API_KEY".into(),
+                "bench-openai".into(),
+            ),
+            (
+                "SWITCHBOARD__VENDORS__DEEPGRAM__BASE_URL".into(),
+                self.base_url.clone(),
+            ),
+            (
+                "SWITCHBOARD__VENDORS__DEEPGRAM__API_KEY".into(),
+                "bench-deepgram".into(),
+            ),
+        ]
+    }
+}
+
+async fn handle(req: HttpRequest, behaviour: web::Data<Arc<Behaviour>>) -> HttpResponse {
+    tokio::time::sleep(behaviour.latency).await;
+    match req.path() {
+        "/v1/audio/transcriptions" => HttpResponse::Ok().json(json!({
+            "task": "transcribe", "language": "english", "duration": 2.0,
+            "text": behaviour.transcript,
+            "segments": [{"id": 0, "seek": 0, "start": 0.0, "end": 2.0, "text": behaviour.transcript,
+                          "tokens": [1], "temperature": 0.0, "avg_logprob": -0.2,
+                          "compression_ratio": 1.0, "no_speech_prob": 0.01}]
+        })),
+        "/v1/chat/completions" => {
+            let mut events: Vec<Bytes> = behaviour
+                .answer
+                .split_inclusive(' ')
+                .map(|word| {
+                    let chunk = json!({"id": "chatcmpl-bench", "object": "chat.completion.chunk",
+                        "created": 0, "model": "bench",
+                        "choices": [{"index": 0, "delta": {"content": word}, "finish_reason": null}]});
+                    Bytes::from(format!("data: {chunk}\n\n"))
+                })
+                .collect();
+            let done = json!({"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 0,
+                "model": "bench", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]});
+            events.push(Bytes::from(format!("data: {done}\n\n")));
+            events.push(Bytes::from_static(b"data: [DONE]\n\n"));
+            HttpResponse::Ok()
+                .content_type("text/event-stream")
+                .streaming(stream::iter(events).map(Ok::<_, std::io::Error>))
+        }
+        "/v1/speak" => {
+            // A 300 Hz tone at a speaking level, µ-law 8 kHz, in 100 ms pieces.
+            let samples = (behaviour.speech.as_millis() as usize) * 8;
+            let audio: Vec<u8> = (0..samples)
+                .map(|i| {
+                    let s = (i as f32 * 300.0 * std::f32::consts::TAU / 8_000.0).sin() * 6_000.0;
+                    switchboard_actors::audio::mulaw::encode(s as i16)
+                })
+                .collect();
+            let pieces: Vec<Bytes> = audio.chunks(800).map(Bytes::copy_from_slice).collect();
+            HttpResponse::Ok()
+                .content_type("audio/basic")
+                .streaming(stream::iter(pieces).map(Ok::<_, std::io::Error>))
+        }
+        path => HttpResponse::NotFound().json(json!({"error": {"message": format!("no route {path}")}})),
+    }
+}

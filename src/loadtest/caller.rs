@@ -1,0 +1,306 @@
+//! One simulated caller: opens a session, listens to the greeting, then speaks a turn, waits
+//! for the answer and listens to it, again and again until its time is up, sometimes talking
+//! over the agent (barge-in). Its playback clock plays agent audio at real time as a phone or a
+//! browser would, answers marks when their audio has played, and counts frames that arrived
+//! after the moment they should have started playing.
+
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use tokio::time::{Instant, MissedTickBehavior};
+use tokio_tungstenite::tungstenite::Message;
+
+use super::protocol::{Inbound, Protocol};
+use super::report::{Live, SessionReport};
+use super::speech::{CallerSpeech, FRAME_MS};
+
+/// How long a frame may arrive after its playback slot before it counts as late.
+pub const LATE_FRAME_MS: f64 = 40.0;
+
+/// What a caller does.
+#[derive(Debug, Clone)]
+pub struct Script {
+    /// How long the caller stays on the line.
+    pub duration: Duration,
+    /// Silence after the agent's answer has played before the caller speaks again.
+    pub pause: Duration,
+    /// Every n-th turn the caller talks over the answer (0: never).
+    pub barge_in_every: u32,
+    /// How much of the answer plays before the caller talks over it.
+    pub barge_in_after: Duration,
+    /// A turn with no answer within this time counts as unanswered.
+    pub answer_timeout: Duration,
+}
+
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// Agent audio as the caller hears it.
+struct Playback {
+    /// When the audio received so far has finished playing.
+    busy_until: Instant,
+    /// Marks waiting for the audio before them to play, with when that is.
+    marks: VecDeque<(String, Instant)>,
+    /// Audio has started arriving for the current answer.
+    in_answer: bool,
+}
+
+impl Playback {
+    fn new(now: Instant) -> Self {
+        Self {
+            busy_until: now,
+            marks: VecDeque::new(),
+            in_answer: false,
+        }
+    }
+
+    /// Audio of `ms` arrived at `now`; answers how late it was for its playback slot.
+    fn receive(&mut self, ms: f64, now: Instant) -> f64 {
+        let late = if self.in_answer && now > self.busy_until {
+            (now - self.busy_until).as_secs_f64() * 1000.0
+        } else {
+            0.0
+        };
+        self.in_answer = true;
+        self.busy_until = self.busy_until.max(now) + Duration::from_secs_f64(ms / 1000.0);
+        late
+    }
+
+    fn playing(&self, now: Instant) -> bool {
+        now < self.busy_until
+    }
+
+    fn clear(&mut self, now: Instant) -> Vec<String> {
+        self.busy_until = now;
+        self.in_answer = false;
+        self.marks.drain(..).map(|(name, _)| name).collect()
+    }
+
+    fn played_marks(&mut self, now: Instant) -> Vec<String> {
+        let mut played = Vec::new();
+        while self.marks.front().is_some_and(|(_, at)| *at <= now) {
+            played.extend(self.marks.pop_front().map(|(name, _)| name));
+        }
+        played
+    }
+}
+
+/// Where the caller is in the conversation.
+enum Phase {
+    /// Listening to the greeting.
+    Greeting,
+    /// Speaking frame `next` of the utterance, over the agent's answer when `barge_in`.
+    Speaking { next: usize, barge_in: bool },
+    /// Silent after speaking, waiting for and listening to the answer.
+    Listening {
+        spoke_until: Instant,
+        answered_at: Option<Instant>,
+        barge_in: bool,
+    },
+}
+
+/// Runs one caller on an open socket until its time is up or the server hangs up.
+pub async fn converse<P: Protocol>(
+    mut socket: Socket,
+    mut protocol: P,
+    speech: CallerSpeech,
+    script: Script,
+    live: Arc<Live>,
+    report: &mut SessionReport,
+) {
+    let opened = Instant::now();
+    for message in protocol.opening() {
+        if socket.send(message).await.is_err() {
+            report.fail("the socket closed during the opening");
+            return;
+        }
+    }
+    let mut playback = Playback::new(opened);
+    let mut phase = Phase::Greeting;
+    let mut turns = 0u32;
+    let mut pending_clear: Option<Instant> = None;
+    let mut tick = tokio::time::interval(Duration::from_millis(FRAME_MS));
+    tick.set_missed_tick_behavior(MissedTickBehavior::Burst);
+    let mut next_frame_at = opened;
+    let end = opened + script.duration;
+
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {
+                let now = Instant::now();
+                // How far behind its real-time schedule the caller's own audio is: the load
+                // generator's health, not the server's.
+                report.send_lag_ms = report.send_lag_ms.max((now - next_frame_at).as_secs_f64() * 1000.0);
+                next_frame_at += Duration::from_millis(FRAME_MS);
+                if now >= end {
+                    let _ = socket.send(protocol.hangup()).await;
+                    let _ = socket.close(None).await;
+                    report.completed = true;
+                    return;
+                }
+                for name in playback.played_marks(now) {
+                    if let Some(answer) = protocol.mark_played(&name) {
+                        if socket.send(answer).await.is_err() {
+                            report.fail("the socket closed");
+                            return;
+                        }
+                    }
+                }
+                let frame = match &mut phase {
+                    Phase::Speaking { next, barge_in } => {
+                        if *next == 0 && *barge_in {
+                            pending_clear = Some(now);
+                        }
+                        let frame = speech.frames[*next].clone();
+                        *next += 1;
+                        frame
+                    }
+                    _ => speech.silence.as_ref().clone(),
+                };
+                if socket.send(protocol.audio(&frame)).await.is_err() {
+                    report.fail("the socket closed while the caller spoke");
+                    return;
+                }
+                phase = advance(phase, &script, &speech, &mut playback, &mut turns, report, &live, now, opened);
+            }
+            message = socket.next() => {
+                let now = Instant::now();
+                let message = match message {
+                    Some(Ok(message)) => message,
+                    Some(Err(e)) => { report.fail(&format!("socket error: {e}")); return; }
+                    None => { report.fail("the server closed the socket"); return; }
+                };
+                if let Message::Close(frame) = &message {
+                    let reason = frame.as_ref().map(|f| f.reason.to_string()).unwrap_or_default();
+                    report.fail(&format!("the server closed the socket {reason}"));
+                    return;
+                }
+                match protocol.inbound(&message) {
+                    Inbound::Audio(ms) => {
+                        let late = playback.receive(ms, now);
+                        report.frames += 1;
+                        report.max_late_ms = report.max_late_ms.max(late);
+                        if late > LATE_FRAME_MS {
+                            report.late_frames += 1;
+                        }
+                        match &mut phase {
+                            Phase::Greeting if report.first_response_ms.is_none() => {
+                                report.first_response_ms = Some(ms_since(opened, now));
+                            }
+                            Phase::Listening { spoke_until, answered_at: answered @ None, .. } => {
+                                *answered = Some(now);
+                                report.turn_latencies_ms.push(ms_since(*spoke_until, now));
+                                live.answered.fetch_add(1, Ordering::Relaxed);
+                            }
+                            _ => {}
+                        }
+                    }
+                    Inbound::Mark(name) => {
+                        let at = playback.busy_until.max(now);
+                        playback.marks.push_back((name, at));
+                    }
+                    Inbound::Clear => {
+                        for name in playback.clear(now) {
+                            if let Some(answer) = protocol.mark_played(&name) {
+                                let _ = socket.send(answer).await;
+                            }
+                        }
+                        if let Some(started) = pending_clear.take() {
+                            report.clear_latencies_ms.push(ms_since(started, now));
+                        }
+                    }
+                    Inbound::Error(e) => {
+                        report.server_errors += 1;
+                        live.errors.fetch_add(1, Ordering::Relaxed);
+                        report.last_error = Some(e);
+                    }
+                    Inbound::TurnMetrics { latency_ms, engine_ms } => {
+                        report.platform_ms.push(latency_ms.saturating_sub(engine_ms) as f64);
+                    }
+                    Inbound::Other => {}
+                }
+            }
+        }
+    }
+}
+
+fn ms_since(from: Instant, to: Instant) -> f64 {
+    to.saturating_duration_since(from).as_secs_f64() * 1000.0
+}
+
+/// The caller's next step after a frame was sent at `now`.
+#[allow(clippy::too_many_arguments)]
+fn advance(
+    phase: Phase,
+    script: &Script,
+    speech: &CallerSpeech,
+    playback: &mut Playback,
+    turns: &mut u32,
+    report: &mut SessionReport,
+    live: &Live,
+    now: Instant,
+    opened: Instant,
+) -> Phase {
+    let speak = |barge_in: bool| Phase::Speaking { next: 0, barge_in };
+    match phase {
+        Phase::Greeting => {
+            let heard_it = report.first_response_ms.is_some() && !playback.playing(now);
+            let waited_enough = now - opened > script.answer_timeout;
+            if (heard_it && now - playback.busy_until >= script.pause) || waited_enough {
+                playback.in_answer = false;
+                speak(false)
+            } else {
+                Phase::Greeting
+            }
+        }
+        Phase::Speaking { next, .. } if next >= speech.frames.len() => {
+            *turns += 1;
+            report.turns += 1;
+            live.turns.fetch_add(1, Ordering::Relaxed);
+            playback.in_answer = false;
+            Phase::Listening {
+                spoke_until: now,
+                answered_at: None,
+                barge_in: script.barge_in_every > 0 && *turns % script.barge_in_every == 0,
+            }
+        }
+        speaking @ Phase::Speaking { .. } => speaking,
+        Phase::Listening {
+            spoke_until,
+            answered_at: None,
+            barge_in,
+        } => {
+            if now - spoke_until > script.answer_timeout {
+                report.unanswered += 1;
+                speak(false)
+            } else {
+                Phase::Listening {
+                    spoke_until,
+                    answered_at: None,
+                    barge_in,
+                }
+            }
+        }
+        Phase::Listening {
+            spoke_until,
+            answered_at: Some(answered),
+            barge_in,
+        } => {
+            if barge_in && now - answered >= script.barge_in_after && playback.playing(now) {
+                report.barge_ins += 1;
+                speak(true)
+            } else if !playback.playing(now) && now - playback.busy_until >= script.pause {
+                speak(false)
+            } else {
+                Phase::Listening {
+                    spoke_until,
+                    answered_at: Some(answered),
+                    barge_in,
+                }
+            }
+        }
+    }
+}
