@@ -73,19 +73,45 @@ impl Options {
     }
 }
 
-/// One reading of the server process.
+/// One reading of the server process, this process (the callers and the vendor stand-in) and
+/// the whole machine.
 #[derive(Debug, Clone, Copy)]
 struct Sample {
     at: f64,
     cpu_seconds: f64,
     rss_kb: u64,
+    generator_cpu_seconds: f64,
+    machine_busy_seconds: f64,
 }
 
-fn sample(pid: u32, started: Instant) -> Option<Sample> {
+fn process_cpu_seconds(pid: &str) -> Option<f64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // Fields after the command name (which may hold spaces) start at field 3.
     let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    let ticks: f64 = fields[11].parse::<f64>().ok()? + fields[12].parse::<f64>().ok()?;
+    Some((fields[11].parse::<f64>().ok()? + fields[12].parse::<f64>().ok()?) / 100.0)
+}
+
+fn machine_busy_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let cpu: Vec<f64> = stat
+        .lines()
+        .next()?
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal: busy is all but idle and iowait.
+    let busy: f64 = cpu
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != 3 && *i != 4)
+        .map(|(_, v)| v)
+        .sum();
+    Some(busy / 100.0)
+}
+
+fn sample(pid: u32, started: Instant) -> Option<Sample> {
+    let cpu_seconds = process_cpu_seconds(&pid.to_string())?;
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let rss_kb = status
         .lines()
@@ -96,8 +122,10 @@ fn sample(pid: u32, started: Instant) -> Option<Sample> {
         .ok()?;
     Some(Sample {
         at: started.elapsed().as_secs_f64(),
-        cpu_seconds: ticks / 100.0,
+        cpu_seconds,
         rss_kb,
+        generator_cpu_seconds: process_cpu_seconds("self")?,
+        machine_busy_seconds: machine_busy_seconds()?,
     })
 }
 
@@ -267,7 +295,10 @@ fn main() -> anyhow::Result<()> {
         .collect();
     println!("{}", summary.text());
     if let (Some(first), Some(last)) = (steady.first(), steady.last()) {
-        let cpu = (last.cpu_seconds - first.cpu_seconds) / (last.at - first.at);
+        let span = last.at - first.at;
+        let cpu = (last.cpu_seconds - first.cpu_seconds) / span;
+        let generator = (last.generator_cpu_seconds - first.generator_cpu_seconds) / span;
+        let machine = (last.machine_busy_seconds - first.machine_busy_seconds) / span;
         let rss_mean = steady.iter().map(|s| s.rss_kb).sum::<u64>() / steady.len() as u64;
         let per_session_kb = rss_mean.saturating_sub(idle.rss_kb) as f64 / o.sessions as f64;
         println!(
@@ -278,6 +309,12 @@ fn main() -> anyhow::Result<()> {
             first.at,
             last.at,
             cpu * 60.0 / o.sessions as f64
+        );
+        println!(
+            "load generator  {:.0}% of one core (callers and vendor stand-in); machine {:.0}% busy of {} cores",
+            generator * 100.0,
+            machine * 100.0,
+            std::thread::available_parallelism().map_or(1, |n| n.get())
         );
         println!(
             "server memory   RSS {} MB idle, {} MB mean with all sessions live, {:.0} KB per session; {} MB after they ended",

@@ -136,6 +136,10 @@ pub async fn converse<P: Protocol>(
                 report.send_lag_ms = report.send_lag_ms.max((now - next_frame_at).as_secs_f64() * 1000.0);
                 next_frame_at += Duration::from_millis(FRAME_MS);
                 if now >= end {
+                    // A barge-in the end of the call cut short was never measured.
+                    if pending_clear.is_some() {
+                        report.barge_ins -= 1;
+                    }
                     let _ = socket.send(protocol.hangup()).await;
                     let _ = socket.close(None).await;
                     report.completed = true;

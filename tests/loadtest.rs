@@ -1,0 +1,235 @@
+//! `switchboard loadtest` against the real server, with vendor stand-ins for the engines: the
+//! callers connect over both real-time protocols, speak recorded speech, get answers, talk over
+//! some of them and report it all; failures are reported by reason with a failing exit status.
+
+mod common;
+#[path = "common/vendor_mock.rs"]
+mod vendor_mock;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use common::*;
+use serde_json::{json, Value};
+use switchboard::media::encode::encode_all;
+use switchboard::media::{decode, OutputFormat};
+
+const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
+
+/// The right channel of the two-speaker fixture, one sentence, as a mono WAV file.
+fn caller_wav(dir: &std::path::Path) -> PathBuf {
+    let audio = decode(&fixture("stereo_diarization.wav"), Some("wav")).unwrap();
+    let path = dir.join("caller.wav");
+    std::fs::write(
+        &path,
+        encode_all(&audio.channels[1], OutputFormat::Wav).unwrap(),
+    )
+    .unwrap();
+    path
+}
+
+async fn server_with_agent() -> (vendor_mock::VendorMock, Server, String) {
+    let mock = vendor_mock::VendorMock::start();
+    let env = mock.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let server = Server::start_with(Storage::fresh().await, &env).await;
+    let key = server.key().to_string();
+    let (status, body) = call(server.post(
+        "/v1/agents",
+        &key,
+        json!({"id": "load", "name": "Load agent", "firstMessage": "Hello, thanks for calling.",
+               "sttProvider": "openai", "llmProvider": "openai", "ttsProvider": "openai",
+               "systemPrompt": "You are a phone agent."}),
+    ))
+    .await;
+    assert_eq!(status, 201, "{body}");
+    (mock, server, key)
+}
+
+/// Runs the load tester; answers (exit success, parsed JSON summary, stderr).
+fn loadtest(
+    server: &Server,
+    key: &str,
+    audio: &std::path::Path,
+    extra: &[&str],
+) -> (bool, Value, String) {
+    let url = server.url("").replace("http://", "ws://");
+    let output = Command::new(BIN)
+        .args([
+            "loadtest", "--url", &url, "--agent", "load", "--json", "--audio",
+        ])
+        .arg(audio)
+        .args(extra)
+        .env("SWITCHBOARD_API_KEY", key)
+        .env("SWITCHBOARD_LOG", "warn")
+        .output()
+        .expect("run the load tester");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let summary = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("no JSON summary ({e}): {stdout}\n{stderr}"));
+    (output.status.success(), summary, stderr)
+}
+
+fn assert_healthy_run(summary: &Value, sessions: u64) {
+    assert_eq!(summary["sessions"]["connected"], sessions, "{summary:#}");
+    assert_eq!(summary["sessions"]["completed"], sessions, "{summary:#}");
+    assert_eq!(summary["sessions"]["failed"], 0, "{summary:#}");
+    assert_eq!(summary["serverErrors"], 0, "{summary:#}");
+    // The greeting, then at least two turns per caller, every one answered.
+    assert_eq!(summary["firstResponseMs"]["count"], sessions, "{summary:#}");
+    let spoken = summary["turns"]["spoken"].as_u64().unwrap();
+    assert!(spoken >= 2 * sessions, "{summary:#}");
+    assert_eq!(summary["turns"]["unanswered"], 0, "{summary:#}");
+    // Answers come after the 600 ms of silence that ends a turn, and not much later with
+    // vendors that answer at once.
+    let latency = &summary["turnLatencyMs"];
+    assert!(latency["p50"].as_f64().unwrap() >= 590.0, "{summary:#}");
+    assert!(latency["max"].as_f64().unwrap() < 3_000.0, "{summary:#}");
+    // Every barge-in was cleared, after the 200 ms of speech that makes one.
+    let barge_in = &summary["bargeIn"];
+    assert!(barge_in["count"].as_u64().unwrap() >= 1, "{summary:#}");
+    assert_eq!(barge_in["cleared"], barge_in["count"], "{summary:#}");
+    assert!(
+        barge_in["clearMs"]["p50"].as_f64().unwrap() >= 200.0,
+        "{summary:#}"
+    );
+    assert!(
+        summary["frames"]["received"].as_u64().unwrap() > 100,
+        "{summary:#}"
+    );
+}
+
+#[tokio::test]
+async fn phone_callers_are_driven_over_the_twilio_protocol() {
+    let (_mock, server, key) = server_with_agent().await;
+    let dir = tempfile::tempdir().unwrap();
+    let audio = caller_wav(dir.path());
+    let args = [
+        "--sessions",
+        "3",
+        "--ramp-up",
+        "1",
+        "--duration",
+        "16",
+        "--pause-ms",
+        "500",
+        "--barge-in-every",
+        "2",
+        "--barge-in-after-ms",
+        "300",
+    ];
+    let (ok, summary, stderr) =
+        tokio::task::spawn_blocking(move || loadtest(&server, &key, &audio, &args))
+            .await
+            .unwrap();
+    assert!(ok, "{stderr}");
+    assert_eq!(summary["transport"], "twilio");
+    assert_healthy_run(&summary, 3);
+}
+
+#[tokio::test]
+async fn browser_callers_are_driven_over_the_direct_socket_with_the_servers_own_overhead() {
+    let (_mock, server, key) = server_with_agent().await;
+    let dir = tempfile::tempdir().unwrap();
+    let audio = caller_wav(dir.path());
+    let args = [
+        "--transport",
+        "direct",
+        "--sessions",
+        "2",
+        "--ramp-up",
+        "1",
+        "--duration",
+        "16",
+        "--pause-ms",
+        "500",
+        "--barge-in-every",
+        "2",
+        "--barge-in-after-ms",
+        "300",
+    ];
+    let (ok, summary, stderr) =
+        tokio::task::spawn_blocking(move || loadtest(&server, &key, &audio, &args))
+            .await
+            .unwrap();
+    assert!(ok, "{stderr}");
+    assert_eq!(summary["transport"], "direct");
+    assert_healthy_run(&summary, 2);
+    // The direct socket reports the server's own share of each answer's latency.
+    let overhead = &summary["platformOverheadMs"];
+    assert!(overhead["count"].as_u64().unwrap() >= 2, "{summary:#}");
+    assert!(overhead["p99"].as_f64().unwrap() < 200.0, "{summary:#}");
+}
+
+#[tokio::test]
+async fn failed_sessions_are_counted_by_reason_and_fail_the_run() {
+    let (_mock, server, key) = server_with_agent().await;
+    let dir = tempfile::tempdir().unwrap();
+    let audio = caller_wav(dir.path());
+    let args = ["--sessions", "2", "--ramp-up", "0", "--duration", "2"];
+    let (ok, summary, stderr) = tokio::task::spawn_blocking(move || {
+        let wrong_key = loadtest(&server, "sb_live_not_a_key", &audio, &args);
+        let unknown_agent = {
+            let url = server.url("").replace("http://", "ws://");
+            let output = Command::new(BIN)
+                .args([
+                    "loadtest",
+                    "--url",
+                    &url,
+                    "--agent",
+                    "nobody",
+                    "--json",
+                    "--transport",
+                    "direct",
+                ])
+                .args(["--sessions", "1", "--duration", "2", "--audio"])
+                .arg(&audio)
+                .env("SWITCHBOARD_API_KEY", &key)
+                .output()
+                .unwrap();
+            (
+                output.status.success(),
+                serde_json::from_slice::<Value>(&output.stdout).unwrap(),
+            )
+        };
+        (wrong_key, unknown_agent)
+    })
+    .await
+    .map(|((ok, summary, stderr), unknown_agent)| {
+        assert!(!unknown_agent.0, "an unknown agent must fail the run");
+        assert_eq!(unknown_agent.1["sessions"]["failed"], 1);
+        assert_eq!(
+            unknown_agent.1["failures"]["connect: HTTP 404"], 1,
+            "{}",
+            unknown_agent.1
+        );
+        (ok, summary, stderr)
+    })
+    .unwrap();
+    assert!(!ok, "a wrong key must fail the run");
+    assert!(stderr.contains("2 of 2 sessions failed"), "{stderr}");
+    assert_eq!(summary["sessions"]["connected"], 0);
+    assert_eq!(
+        summary["failures"]["setup: HTTP 401 unauthorized"], 2,
+        "{summary:#}"
+    );
+
+    // Bad arguments are refused before anything starts.
+    let output = Command::new(BIN)
+        .args([
+            "loadtest",
+            "--url",
+            "localhost:1",
+            "--agent",
+            "a",
+            "--key",
+            "k",
+            "--audio",
+            "/nonexistent",
+        ])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--url must start with"));
+}
