@@ -217,6 +217,7 @@ async fn speech(
     let engine = providers::embedded(state.engines.tts.clone()).engine;
     meter::ensure_credits(&state.metering, developer.id(), true).await?;
     let characters = input.chars().count() as u64;
+    let asked_voice = voice.clone();
     let request = SpeechRequest {
         text: input,
         voice,
@@ -228,7 +229,7 @@ async fn speech(
     };
     let stream = synthesize_stream(engine, request, format)
         .await
-        .map_err(|e| super::synthesize::voice_error(e.into()))
+        .map_err(|e| super::synthesize::voice_error(e.into(), &asked_voice))
         .map_err(|e| match e {
             ApiError::Validation {
                 message,

@@ -36,6 +36,17 @@ pub enum RawEncoding {
     Mulaw,
 }
 
+/// What to ask a vendor for: µ-law 8 kHz on a phone call (played as it comes, nothing
+/// resampled), else PCM16 at the playback rate when the vendor offers it (`pcm_rates`), else
+/// PCM16 at `default_rate`.
+pub fn output_for(rate: Option<u32>, pcm_rates: &[u32], default_rate: u32) -> (RawEncoding, u32) {
+    match rate {
+        Some(8_000) => (RawEncoding::Mulaw, 8_000),
+        Some(rate) if pcm_rates.contains(&rate) => (RawEncoding::Pcm16, rate),
+        _ => (RawEncoding::Pcm16, default_rate),
+    }
+}
+
 /// Turns a raw audio byte stream into speech chunks of at least `min_samples` each.
 pub struct RawAudioChunker {
     encoding: RawEncoding,
@@ -87,6 +98,11 @@ impl RawAudioChunker {
             }
         }
         (self.samples.len() >= self.min_samples).then(|| self.take())
+    }
+
+    /// The words this audio speaks, for a stream that makes its chunks itself.
+    pub fn into_text(self) -> String {
+        self.text.unwrap_or_default()
     }
 
     /// The audio still held when the stream ends.
