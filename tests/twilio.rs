@@ -437,7 +437,12 @@ async fn a_phone_call_speaks_with_every_synthesis_vendor_and_barge_in_hangs_up_o
         ("lmnt", "azure", "/v1/ai/speech/bytes", true),
         ("azure", "azure", "/cognitiveservices/v1", true),
         ("google", "openai", "/v1/text:synthesize", false),
-        ("huggingface", "elevenlabs", "/hf-inference/models/facebook/mms-tts-eng", false),
+        (
+            "huggingface",
+            "elevenlabs",
+            "/hf-inference/models/facebook/mms-tts-eng",
+            false,
+        ),
         ("neuphonic", "openai", "/sse/speak/en", true),
         ("inworld", "elevenlabs", "/tts/v1/voice:stream", true),
     ];
@@ -474,7 +479,7 @@ async fn a_phone_call_speaks_with_every_synthesis_vendor_and_barge_in_hangs_up_o
             assert_eq!(status, 201, "{body}");
         }
     }
-    let calls = VENDORS.iter().enumerate().map(|(i, &(vendor, _, _, streams))| {
+    let one_call = |i: usize, vendor: &'static str, streams: bool| {
         let server = &server;
         let key = key.clone();
         async move {
@@ -487,38 +492,82 @@ async fn a_phone_call_speaks_with_every_synthesis_vendor_and_barge_in_hangs_up_o
             } else {
                 Heard::default()
             };
+            let stop = json!({"event": "stop", "sequenceNumber": "9999", "streamSid": "MZ00000000000000000000000000000001",
+                              "stop": {"accountSid": "AC00000000000000000000000000000001", "callSid": sid}});
+            let _ = socket.send(Message::text(stop.to_string())).await;
             (vendor, greeting, interrupted)
         }
-    });
-    for (vendor, greeting, interrupted) in futures_util::future::join_all(calls).await {
+    };
+    // Four at a time: the starter tier allows five live sessions.
+    let mut heard = Vec::new();
+    for (batch, vendors) in VENDORS.chunks(4).enumerate() {
+        let calls = vendors
+            .iter()
+            .enumerate()
+            .map(|(i, &(vendor, _, _, streams))| one_call(batch * 4 + i, vendor, streams));
+        heard.extend(futures_util::future::join_all(calls).await);
+        // The sessions end once their streams stop.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    for (vendor, greeting, interrupted) in heard {
+        let log = server.log();
         assert!(
             greeting.media_frames >= 40,
-            "{vendor}: greeting frames {}",
-            greeting.media_frames
+            "{vendor}: greeting frames {}; {}",
+            greeting.media_frames,
+            log.lines()
+                .filter(|l| l.contains("WARN") || l.contains("ERROR"))
+                .collect::<Vec<_>>()
+                .join("\n")
         );
         let (_, _, path, streams) = *VENDORS.iter().find(|v| v.0 == vendor).unwrap();
         let asked = mock.seen_at(path);
-        let first = asked.first().unwrap_or_else(|| panic!("{vendor}: nothing asked"));
+        let first = asked
+            .first()
+            .unwrap_or_else(|| panic!("{vendor}: nothing asked"));
         if streams {
-            assert_eq!(first.key, long_key(vendor), "{vendor}: the stored key is used");
-            assert!(interrupted.clears >= 1, "{vendor}: the caller did not interrupt");
-            assert!(mock.speech_dropped(&long_key(vendor)), "{vendor}: the vendor's stream stayed open");
+            assert_eq!(
+                first.key,
+                long_key(vendor),
+                "{vendor}: the stored key is used"
+            );
+            assert!(
+                interrupted.clears >= 1,
+                "{vendor}: the caller did not interrupt"
+            );
+            assert!(
+                mock.speech_dropped(&long_key(vendor)),
+                "{vendor}: the vendor's stream stayed open"
+            );
             assert!(mock.speech_sent(&long_key(vendor)) < 300, "{vendor}");
         }
         // µ-law at 8 kHz, asked of each vendor in its own terms (Hugging Face answers a file).
         let phone_format = match vendor {
             "playht" => first.body["output_format"] == "mulaw" && first.body["sample_rate"] == 8000,
-            "rime" => first.header("accept") == Some("audio/x-mulaw") && first.body["samplingRate"] == 8000,
+            "rime" => {
+                first.header("accept") == Some("audio/x-mulaw")
+                    && first.body["samplingRate"] == 8000
+            }
             "lmnt" => first.body["format"] == "ulaw" && first.body["sample_rate"] == 8000,
             "azure" => first.header("x-microsoft-outputformat") == Some("raw-8khz-8bit-mono-mulaw"),
-            "google" => first.body["audioConfig"] == json!({"audioEncoding": "MULAW", "sampleRateHertz": 8000}),
-            "neuphonic" => first.body["encoding"] == "pcm_mulaw" && first.body["sampling_rate"] == 8000,
-            "inworld" => first.body["audio_config"]["audio_encoding"] == "MULAW" && first.body["audio_config"]["sample_rate_hertz"] == 8000,
+            "google" => {
+                first.body["audioConfig"]
+                    == json!({"audioEncoding": "MULAW", "sampleRateHertz": 8000})
+            }
+            "neuphonic" => {
+                first.body["encoding"] == "pcm_mulaw" && first.body["sampling_rate"] == 8000
+            }
+            "inworld" => {
+                first.body["audio_config"]["audio_encoding"] == "MULAW"
+                    && first.body["audio_config"]["sample_rate_hertz"] == 8000
+            }
             _ => true,
         };
         assert!(phone_format, "{vendor}: {:?} {}", first.headers, first.body);
     }
     // The batch recognisers heard the callers.
     assert!(!mock.seen_at("/v1/speech-to-text").is_empty());
-    assert!(!mock.seen_at("/speech/recognition/conversation/cognitiveservices/v1").is_empty());
+    assert!(!mock
+        .seen_at("/speech/recognition/conversation/cognitiveservices/v1")
+        .is_empty());
 }

@@ -92,7 +92,10 @@ async fn the_key_comes_from_the_header_then_the_stored_key_then_the_platform() {
     assert_eq!(entry("stt", "deepgram")["adapter"], true);
     assert_eq!(entry("tts", "playht")["adapter"], true);
     assert_eq!(entry("tts", "playht")["keyHeader"], "X-Provider-Key-PlayHT");
-    assert_eq!(entry("tts", "azure")["phoneFormat"], "µ-law 8 kHz (raw-8khz-8bit-mono-mulaw)");
+    assert_eq!(
+        entry("tts", "azure")["phoneFormat"],
+        "µ-law 8 kHz (raw-8khz-8bit-mono-mulaw)"
+    );
     assert_eq!(entry("tts", "google")["streaming"], false);
     assert_eq!(entry("stt", "assemblyai")["streaming"], true);
     assert_eq!(entry("stt", "assemblyai")["adapter"], true);
@@ -877,19 +880,44 @@ async fn openai_compatible_vendors_have_their_own_ids_keys_and_defaults() {
 /// reaches, whether the vendor streams (Google Cloud TTS and Hugging Face answer whole), and a
 /// key in the vendor's own shape (PlayHT's is `<user id>:<secret>`).
 const SPEECH_VENDORS: &[(&str, &str, &str, bool)] = &[
-    ("playht", "X-Provider-Key-PlayHT", "/api/v2/tts/stream", true),
+    (
+        "playht",
+        "X-Provider-Key-PlayHT",
+        "/api/v2/tts/stream",
+        true,
+    ),
     ("rime", "X-Provider-Key-Rime", "/v1/rime-tts", true),
     ("lmnt", "X-Provider-Key-LMNT", "/v1/ai/speech/bytes", true),
-    ("azure", "X-Provider-Key-Azure", "/cognitiveservices/v1", true),
-    ("google", "X-Provider-Key-Google", "/v1/text:synthesize", false),
+    (
+        "azure",
+        "X-Provider-Key-Azure",
+        "/cognitiveservices/v1",
+        true,
+    ),
+    (
+        "google",
+        "X-Provider-Key-Google",
+        "/v1/text:synthesize",
+        false,
+    ),
     (
         "huggingface",
         "X-Provider-Key-HuggingFace",
         "/hf-inference/models/facebook/mms-tts-eng",
         false,
     ),
-    ("neuphonic", "X-Provider-Key-Neuphonic", "/sse/speak/en", true),
-    ("inworld", "X-Provider-Key-Inworld", "/tts/v1/voice:stream", true),
+    (
+        "neuphonic",
+        "X-Provider-Key-Neuphonic",
+        "/sse/speak/en",
+        true,
+    ),
+    (
+        "inworld",
+        "X-Provider-Key-Inworld",
+        "/tts/v1/voice:stream",
+        true,
+    ),
 ];
 
 fn vendor_key(vendor: &str, tail: &str) -> String {
@@ -915,7 +943,9 @@ async fn every_speech_vendor_speaks_with_the_platform_stored_and_header_key() {
         // One second of audio: 16 kHz PCM16 at the least.
         assert!(body.len() >= 32_000, "{vendor}: {} bytes", body.len());
         let seen = mock.seen_at(path);
-        let platform = seen.last().unwrap_or_else(|| panic!("{vendor}: nothing at {path}"));
+        let platform = seen
+            .last()
+            .unwrap_or_else(|| panic!("{vendor}: nothing at {path}"));
         assert_eq!(platform.key, format!("platform-{vendor}"), "{vendor}");
         let (_, usage) = call(server.get("/v1/usage", &key)).await;
         let charged = tts_credits(&usage);
@@ -947,7 +977,11 @@ async fn every_speech_vendor_speaks_with_the_platform_stored_and_header_key() {
         ))
         .await;
         assert_eq!(status, 200);
-        assert_eq!(verdict, json!({"provider": vendor, "valid": true}), "{vendor}");
+        assert_eq!(
+            verdict,
+            json!({"provider": vendor, "valid": true}),
+            "{vendor}"
+        );
         assert_eq!(mock.seen().last().unwrap().key, stored, "{vendor}");
         let (_, usage) = call(server.get("/v1/usage", &key)).await;
         assert_eq!(tts_credits(&usage), charged, "{vendor}: {usage}");
@@ -969,18 +1003,48 @@ async fn every_speech_vendor_speaks_with_the_platform_stored_and_header_key() {
     assert_eq!(playht.header("x-user-id"), Some("user-7"));
     let rime = last("/v1/rime-tts");
     assert_eq!(rime.header("accept"), Some("audio/pcm"));
-    assert_eq!((rime.body["speaker"].as_str(), rime.body["samplingRate"].as_u64()), (Some("cove"), Some(24_000)));
+    assert_eq!(
+        (
+            rime.body["speaker"].as_str(),
+            rime.body["samplingRate"].as_u64()
+        ),
+        (Some("cove"), Some(24_000))
+    );
     let lmnt = last("/v1/ai/speech/bytes");
-    assert_eq!((lmnt.body["format"].as_str(), lmnt.body["voice"].as_str()), (Some("raw"), Some("leah")));
+    assert_eq!(
+        (lmnt.body["format"].as_str(), lmnt.body["voice"].as_str()),
+        (Some("raw"), Some("leah"))
+    );
     let azure = last("/cognitiveservices/v1");
-    assert_eq!(azure.header("x-microsoft-outputformat"), Some("raw-24khz-16bit-mono-pcm"));
-    assert!(azure.text.contains("<voice name=\"en-US-AvaMultilingualNeural\">Hello from a vendor voice.</voice>"), "{}", azure.text);
+    assert_eq!(
+        azure.header("x-microsoft-outputformat"),
+        Some("raw-24khz-16bit-mono-pcm")
+    );
+    assert!(
+        azure.text.contains(
+            "<voice name=\"en-US-AvaMultilingualNeural\">Hello from a vendor voice.</voice>"
+        ),
+        "{}",
+        azure.text
+    );
     let google = last("/v1/text:synthesize");
-    assert_eq!(google.body["audioConfig"], json!({"audioEncoding": "LINEAR16", "sampleRateHertz": 24000}));
+    assert_eq!(
+        google.body["audioConfig"],
+        json!({"audioEncoding": "LINEAR16", "sampleRateHertz": 24000})
+    );
     assert_eq!(google.body["voice"]["languageCode"], "en-US");
-    assert_eq!(last("/hf-inference/models/facebook/mms-tts-eng").body, json!({"inputs": "Hello from a vendor voice."}));
+    assert_eq!(
+        last("/hf-inference/models/facebook/mms-tts-eng").body,
+        json!({"inputs": "Hello from a vendor voice."})
+    );
     let neuphonic = last("/sse/speak/en");
-    assert_eq!((neuphonic.body["encoding"].as_str(), neuphonic.body["sampling_rate"].as_u64()), (Some("pcm_linear"), Some(22_050)));
+    assert_eq!(
+        (
+            neuphonic.body["encoding"].as_str(),
+            neuphonic.body["sampling_rate"].as_u64()
+        ),
+        (Some("pcm_linear"), Some(22_050))
+    );
     let inworld = last("/tts/v1/voice:stream");
     assert_eq!(inworld.body["audio_config"]["audio_encoding"], "LINEAR16");
     assert_eq!(inworld.body["voiceId"], "Ashley");
@@ -1004,7 +1068,10 @@ async fn speech_vendor_failures_are_mapped_and_streams_are_never_buffered_whole(
             assert_eq!(got, status, "{vendor} {tail}: {body}");
             assert_eq!(error_code(&body), "upstream_error", "{vendor} {tail}");
             let message = body["error"]["message"].as_str().unwrap();
-            assert!(message.starts_with(vendor) && message.contains(says), "{message}");
+            assert!(
+                message.starts_with(vendor) && message.contains(says),
+                "{message}"
+            );
             assert!(!message.contains("secret"), "{message}");
         }
         // A voice the vendor does not know is the caller's to fix, named in the answer.
@@ -1017,7 +1084,13 @@ async fn speech_vendor_failures_are_mapped_and_streams_are_never_buffered_whole(
             .await;
             assert_eq!(status, 400, "{vendor}: {body}");
             assert_eq!(body["error"]["param"], "voiceId", "{vendor}");
-            assert!(body["error"]["message"].as_str().unwrap().contains("nobody"), "{vendor}: {body}");
+            assert!(
+                body["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("nobody"),
+                "{vendor}: {body}"
+            );
         }
         if !streams {
             continue;
@@ -1025,7 +1098,11 @@ async fn speech_vendor_failures_are_mapped_and_streams_are_never_buffered_whole(
         // Broken off by the vendor mid-stream: never passed on as whole audio.
         let cut = vendor_key(vendor, "cut");
         let sent = server
-            .post("/v1/synthesize", &key, json!({"text": "Cut short.", "provider": vendor, "format": "wav"}))
+            .post(
+                "/v1/synthesize",
+                &key,
+                json!({"text": "Cut short.", "provider": vendor, "format": "wav"}),
+            )
             .header(header_name, cut.as_str())
             .send()
             .await;
@@ -1033,13 +1110,20 @@ async fn speech_vendor_failures_are_mapped_and_streams_are_never_buffered_whole(
             Ok(response) => response.bytes().await.map(|body| body.len()).ok(),
             Err(_) => None,
         };
-        assert!(received.is_none_or(|len| len < 40_000), "{vendor}: a cut stream arrived whole: {received:?}");
+        assert!(
+            received.is_none_or(|len| len < 40_000),
+            "{vendor}: a cut stream arrived whole: {received:?}"
+        );
 
         // Thirty seconds at the vendor's pace: the first audio reaches the client while the
         // vendor is still speaking, and hanging up closes the vendor's stream.
         let long = vendor_key(vendor, "long");
         let mut response = server
-            .post("/v1/synthesize", &key, json!({"text": "Talk for a while.", "provider": vendor, "format": "wav"}))
+            .post(
+                "/v1/synthesize",
+                &key,
+                json!({"text": "Talk for a while.", "provider": vendor, "format": "wav"}),
+            )
             .header(header_name, long.as_str())
             .send()
             .await
@@ -1055,7 +1139,10 @@ async fn speech_vendor_failures_are_mapped_and_streams_are_never_buffered_whole(
             received += chunk.len();
         }
         let sent = mock.speech_sent(&long);
-        assert!((1..30).contains(&sent), "{vendor}: {sent} of 300 pieces sent before the first audio");
+        assert!(
+            (1..30).contains(&sent),
+            "{vendor}: {sent} of 300 pieces sent before the first audio"
+        );
         drop(response);
         let hung_up = tokio::time::timeout(Duration::from_secs(3), async {
             while !mock.speech_dropped(&long) {
@@ -1064,7 +1151,10 @@ async fn speech_vendor_failures_are_mapped_and_streams_are_never_buffered_whole(
         })
         .await;
         assert!(hung_up.is_ok(), "{vendor}: the vendor's stream stayed open");
-        assert!(mock.speech_sent(&long) < 60, "{vendor}: the vendor kept streaming");
+        assert!(
+            mock.speech_sent(&long) < 60,
+            "{vendor}: the vendor kept streaming"
+        );
     }
 }
 
@@ -1097,40 +1187,81 @@ async fn transcription_vendors_turn_their_answers_into_transcripts() {
     for vendor in ["assemblyai", "elevenlabs", "azure"] {
         let endpoint = endpoint_at(vendor, &mock.url, &format!("{vendor}-k"));
         let engine = switchboard::vendors::stt_adapter(endpoint).unwrap();
-        let transcript = engine.transcribe(clip.clone(), options.clone()).await.unwrap();
+        let transcript = engine
+            .transcribe(clip.clone(), options.clone())
+            .await
+            .unwrap();
         assert_eq!(transcript.text, "What are your opening hours?", "{vendor}");
         assert_eq!(transcript.language, "en", "{vendor}");
         assert!(!transcript.segments.is_empty(), "{vendor}");
         assert!(!transcript.words.is_empty(), "{vendor}");
-        assert!(transcript.words.iter().all(|w| w.end >= w.start && w.end < 5.0), "{vendor}");
+        assert!(
+            transcript
+                .words
+                .iter()
+                .all(|w| w.end >= w.start && w.end < 5.0),
+            "{vendor}"
+        );
 
-        let bad = switchboard::vendors::stt_adapter(endpoint_at(vendor, &mock.url, &format!("{vendor}-secret-bad"))).unwrap();
-        let err = bad.transcribe(clip.clone(), options.clone()).await.unwrap_err();
-        assert!(err.message.starts_with(vendor) && err.message.contains("rejected the API key"), "{}", err.message);
+        let bad = switchboard::vendors::stt_adapter(endpoint_at(
+            vendor,
+            &mock.url,
+            &format!("{vendor}-secret-bad"),
+        ))
+        .unwrap();
+        let err = bad
+            .transcribe(clip.clone(), options.clone())
+            .await
+            .unwrap_err();
+        assert!(
+            err.message.starts_with(vendor) && err.message.contains("rejected the API key"),
+            "{}",
+            err.message
+        );
         assert!(!err.message.contains("secret"), "{}", err.message);
     }
     // AssemblyAI: the upload's URL asked for, then polled until done, each with the key.
     let submitted = mock.seen_at("/v2/transcript").swap_remove(0);
-    assert_eq!(submitted.body["audio_url"], "https://cdn.assemblyai.com/upload/mock-1");
+    assert_eq!(
+        submitted.body["audio_url"],
+        "https://cdn.assemblyai.com/upload/mock-1"
+    );
     assert_eq!(submitted.body["language_detection"], true);
     assert_eq!(submitted.header("authorization"), Some("assemblyai-k"));
     assert!(mock.seen_at("/v2/transcript/tr-1").len() >= 2);
     let upload = mock.seen_at("/v2/upload").swap_remove(0);
-    assert_eq!(upload.header("content-type"), Some("application/octet-stream"));
+    assert_eq!(
+        upload.header("content-type"),
+        Some("application/octet-stream")
+    );
     // Scribe: multipart with the model; Azure: WAV at 16 kHz, detailed, en-US.
     let scribe = mock.seen_at("/v1/speech-to-text").swap_remove(0);
     assert!(scribe.text.contains("scribe_v1"), "{}", scribe.text);
     assert_eq!(scribe.key, "elevenlabs-k");
-    let azure = mock.seen_at("/cognitiveservices/v1").into_iter().find(|s| s.path.starts_with("/speech/")).unwrap();
-    for part in ["language=en-US", "format=detailed", "wordLevelTimestamps=true"] {
+    let azure = mock
+        .seen_at("/cognitiveservices/v1")
+        .into_iter()
+        .find(|s| s.path.starts_with("/speech/"))
+        .unwrap();
+    for part in [
+        "language=en-US",
+        "format=detailed",
+        "wordLevelTimestamps=true",
+    ] {
         assert!(azure.query.contains(part), "{}", azure.query);
     }
-    assert!(azure.header("content-type").unwrap().contains("samplerate=16000"));
+    assert!(azure
+        .header("content-type")
+        .unwrap()
+        .contains("samplerate=16000"));
     // A clip over Azure's short-audio limit is refused before anything is sent.
     let long: Arc<[f32]> = Arc::from(vec![0.0f32; 16_000 * 61]);
     let azure = switchboard::vendors::stt_adapter(endpoint_at("azure", &mock.url, "k")).unwrap();
     let err = azure.transcribe(long, options).await.unwrap_err();
-    assert_eq!(err.kind, switchboard_actors::engine::EngineErrorKind::InvalidInput);
+    assert_eq!(
+        err.kind,
+        switchboard_actors::engine::EngineErrorKind::InvalidInput
+    );
 }
 
 #[tokio::test]
@@ -1151,11 +1282,16 @@ async fn assemblyai_live_streaming_ends_the_utterance_with_force_endpoint() {
     tokio::spawn(async move {
         let (tcp, _) = listener.accept().await.unwrap();
         let callback = |request: &Request, response: Response| {
-            let auth = request.headers()["authorization"].to_str().unwrap().to_string();
+            let auth = request.headers()["authorization"]
+                .to_str()
+                .unwrap()
+                .to_string();
             *seen.lock().unwrap() = (request.uri().to_string(), auth);
             Ok(response)
         };
-        let mut socket = tokio_tungstenite::accept_hdr_async(tcp, callback).await.unwrap();
+        let mut socket = tokio_tungstenite::accept_hdr_async(tcp, callback)
+            .await
+            .unwrap();
         let begin = json!({"type": "Begin", "id": "s-1", "expires_at": 1_900_000_000});
         socket.send(Message::text(begin.to_string())).await.unwrap();
         let turn = |text: &str, end: bool, formatted: bool| {
@@ -1173,12 +1309,21 @@ async fn assemblyai_live_streaming_ends_the_utterance_with_force_endpoint() {
                         pieces.len() == 1
                     };
                     if first {
-                        socket.send(Message::text(turn("another", false, false))).await.unwrap();
+                        socket
+                            .send(Message::text(turn("another", false, false)))
+                            .await
+                            .unwrap();
                     }
                 }
                 Message::Text(text) if text.contains("ForceEndpoint") => {
-                    socket.send(Message::text(turn("another big day", true, false))).await.unwrap();
-                    socket.send(Message::text(turn("Another big day.", true, true))).await.unwrap();
+                    socket
+                        .send(Message::text(turn("another big day", true, false)))
+                        .await
+                        .unwrap();
+                    socket
+                        .send(Message::text(turn("Another big day.", true, true)))
+                        .await
+                        .unwrap();
                 }
                 Message::Text(text) if text.contains("Terminate") => break,
                 _ => {}
@@ -1191,22 +1336,38 @@ async fn assemblyai_live_streaming_ends_the_utterance_with_force_endpoint() {
     let (input, mut events) = listen.stream(TranscribeOptions::default()).unwrap();
     // Five 20 ms frames: sent as pieces of at least 50 ms.
     for _ in 0..5 {
-        input.send(SttInput::Audio(Arc::from(vec![0.1f32; 320]))).await.unwrap();
+        input
+            .send(SttInput::Audio(Arc::from(vec![0.1f32; 320])))
+            .await
+            .unwrap();
     }
     assert_eq!(next(&mut events).await, SttEvent::Partial("another".into()));
     input.send(SttInput::EndOfUtterance).await.unwrap();
     // The unformatted end of turn is a partial; the formatted one the final.
-    assert_eq!(next(&mut events).await, SttEvent::Partial("another big day".into()));
+    assert_eq!(
+        next(&mut events).await,
+        SttEvent::Partial("another big day".into())
+    );
     let SttEvent::Final(transcript) = next(&mut events).await else {
         panic!("a final transcript expected");
     };
     assert_eq!(transcript.text, "Another big day.");
     let pieces = pieces.lock().unwrap().clone();
     assert_eq!(pieces.iter().sum::<usize>(), 5 * 320 * 2, "{pieces:?}");
-    assert!(pieces.iter().all(|&len| len >= 1_600 || len == *pieces.last().unwrap()), "{pieces:?}");
+    assert!(
+        pieces
+            .iter()
+            .all(|&len| len >= 1_600 || len == *pieces.last().unwrap()),
+        "{pieces:?}"
+    );
     let (uri, auth) = upgrade.lock().unwrap().clone();
     assert_eq!(auth, "aai-live");
-    for part in ["/v3/ws?", "sample_rate=16000", "encoding=pcm_s16le", "format_turns=true"] {
+    for part in [
+        "/v3/ws?",
+        "sample_rate=16000",
+        "encoding=pcm_s16le",
+        "format_turns=true",
+    ] {
         assert!(uri.contains(part), "{uri}");
     }
 }

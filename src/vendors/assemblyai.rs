@@ -88,7 +88,10 @@ impl SpeechToText for AssemblyAiTranscription {
                 .map_err(|_| {
                     endpoint.error(
                         EngineErrorKind::Timeout,
-                        format!("transcript {id} was not done within {} s", deadline.as_secs()),
+                        format!(
+                            "transcript {id} was not done within {} s",
+                            deadline.as_secs()
+                        ),
                     )
                 })??;
             Ok(transcript_from_file(&done, &options, clip_seconds))
@@ -168,7 +171,11 @@ fn words_of(words: Option<&Value>) -> Vec<TranscriptWord> {
 }
 
 /// Our transcript from a completed file transcript.
-pub fn transcript_from_file(json: &Value, options: &TranscribeOptions, clip_seconds: f32) -> Transcript {
+pub fn transcript_from_file(
+    json: &Value,
+    options: &TranscribeOptions,
+    clip_seconds: f32,
+) -> Transcript {
     let text = json
         .get("text")
         .and_then(Value::as_str)
@@ -381,7 +388,9 @@ mod tests {
     fn turns_become_partials_then_one_final_when_the_session_ends_the_utterance() {
         let options = TranscribeOptions::default();
         let mut turns = LiveTurns::default();
-        assert!(turns.on_message(&json!({"type": "Begin", "id": "s1"}), &options).is_empty());
+        assert!(turns
+            .on_message(&json!({"type": "Begin", "id": "s1"}), &options)
+            .is_empty());
         assert_eq!(
             turns.on_message(&turn("hello", false, false), &options),
             vec![SttEvent::Partial("hello".into())]
@@ -391,7 +400,9 @@ mod tests {
             turns.on_message(&turn("hello there", true, false), &options),
             vec![SttEvent::Partial("hello there".into())]
         );
-        assert!(turns.on_message(&turn("Hello there.", true, true), &options).is_empty());
+        assert!(turns
+            .on_message(&turn("Hello there.", true, true), &options)
+            .is_empty());
         assert_eq!(
             turns.on_message(&turn("general", false, false), &options),
             vec![SttEvent::Partial("Hello there. general".into())]

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use serde_json::Value;
 use switchboard_actors::engine::{
     EngineError, EngineErrorKind, EngineFuture, EngineStream, SpeechChunk, SpeechRequest,
-    SpeechToText, TextToSpeech, TranscribeOptions, Transcript, TranscriptSegment,
-    TranscriptWord, STT_SAMPLE_RATE,
+    SpeechToText, TextToSpeech, TranscribeOptions, Transcript, TranscriptSegment, TranscriptWord,
+    STT_SAMPLE_RATE,
 };
 
 use super::audio::{output_for, wav_16k, RawAudioChunker, RawEncoding};
@@ -95,8 +95,11 @@ impl TextToSpeech for AzureSpeech {
 
     fn synthesize(&self, request: SpeechRequest) -> Result<EngineStream<SpeechChunk>, EngineError> {
         let endpoint = self.endpoint.clone();
-        let (encoding, rate) =
-            output_for(request.output_rate, &[16_000, 22_050, 44_100, 48_000], 24_000);
+        let (encoding, rate) = output_for(
+            request.output_rate,
+            &[16_000, 22_050, 44_100, 48_000],
+            24_000,
+        );
         let voice = endpoint.voice(&request.voice, DEFAULT_VOICE);
         let document = ssml(
             &request.text,
@@ -163,7 +166,10 @@ impl SpeechToText for AzureRecognition {
                     endpoint
                         .authorize(endpoint.client.post(&url))
                         .query(&query)
-                        .header("Content-Type", "audio/wav; codecs=audio/pcm; samplerate=16000")
+                        .header(
+                            "Content-Type",
+                            "audio/wav; codecs=audio/pcm; samplerate=16000",
+                        )
                         .header("Accept", "application/json")
                         .body(wav.clone())
                 })
@@ -276,8 +282,17 @@ mod tests {
              pitch=\"+0%\">Fish &amp; &lt;chips&gt;</prosody></voice></speak>"
         );
         assert!(ssml("Hi", "custom", Some("ja"), 1.0, 1.0).contains("xml:lang=\"ja-JP\""));
-        assert_eq!(output_format(RawEncoding::Mulaw, 8_000), "raw-8khz-8bit-mono-mulaw");
-        assert_eq!(output_format(RawEncoding::Pcm16, 24_000), "raw-24khz-16bit-mono-pcm");
-        assert_eq!(output_format(RawEncoding::Pcm16, 22_050), "raw-22050hz-16bit-mono-pcm");
+        assert_eq!(
+            output_format(RawEncoding::Mulaw, 8_000),
+            "raw-8khz-8bit-mono-mulaw"
+        );
+        assert_eq!(
+            output_format(RawEncoding::Pcm16, 24_000),
+            "raw-24khz-16bit-mono-pcm"
+        );
+        assert_eq!(
+            output_format(RawEncoding::Pcm16, 22_050),
+            "raw-22050hz-16bit-mono-pcm"
+        );
     }
 }

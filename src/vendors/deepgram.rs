@@ -158,7 +158,11 @@ fn words_of(alternative: &Value) -> Vec<TranscriptWord> {
 }
 
 /// Segments from words: a new one after sentence-ending punctuation or a pause over 1 s.
-pub(super) fn segments_of(text: &str, words: &[TranscriptWord], duration: f32) -> Vec<TranscriptSegment> {
+pub(super) fn segments_of(
+    text: &str,
+    words: &[TranscriptWord],
+    duration: f32,
+) -> Vec<TranscriptSegment> {
     if words.is_empty() {
         return if text.is_empty() {
             Vec::new()

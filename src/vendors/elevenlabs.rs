@@ -9,8 +9,7 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 use switchboard_actors::engine::{
     EngineError, EngineFuture, EngineStream, SpeechChunk, SpeechRequest, SpeechToText,
-    TextToSpeech, TranscribeOptions, Transcript, TranscriptWord,
-    STT_SAMPLE_RATE,
+    TextToSpeech, TranscribeOptions, Transcript, TranscriptWord, STT_SAMPLE_RATE,
 };
 
 use super::audio::{wav_16k, RawAudioChunker, RawEncoding};

@@ -28,7 +28,11 @@ impl TextToSpeech for PlayHtSpeech {
 
     fn synthesize(&self, request: SpeechRequest) -> Result<EngineStream<SpeechChunk>, EngineError> {
         let endpoint = self.endpoint.clone();
-        let (encoding, rate) = output_for(request.output_rate, &[16_000, 22_050, 44_100, 48_000], 24_000);
+        let (encoding, rate) = output_for(
+            request.output_rate,
+            &[16_000, 22_050, 44_100, 48_000],
+            24_000,
+        );
         let body = json!({
             "text": request.text,
             "voice": endpoint.voice(&request.voice, DEFAULT_VOICE),

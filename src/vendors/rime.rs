@@ -64,7 +64,11 @@ impl TextToSpeech for RimeSpeech {
 
     fn synthesize(&self, request: SpeechRequest) -> Result<EngineStream<SpeechChunk>, EngineError> {
         let endpoint = self.endpoint.clone();
-        let (encoding, rate) = output_for(request.output_rate, &[16_000, 22_050, 44_100, 48_000], 24_000);
+        let (encoding, rate) = output_for(
+            request.output_rate,
+            &[16_000, 22_050, 44_100, 48_000],
+            24_000,
+        );
         let post = endpoint.post_json("/v1/rime-tts", body(&endpoint, &request, rate));
         let build = move || post().header("Accept", accept(encoding));
         Ok(super::speech::spawn_raw_speech(

@@ -280,7 +280,13 @@ async fn handle(req: HttpRequest, body: Bytes, record: web::Data<Arc<Record>>) -
     }
     if path == "/v1/speak" {
         let ulaw = req.query_string().contains("encoding=mulaw");
-        return speech(if ulaw { 8_000 } else { 24_000 }, ulaw, &key, record.get_ref(), Wrap::Raw);
+        return speech(
+            if ulaw { 8_000 } else { 24_000 },
+            ulaw,
+            &key,
+            record.get_ref(),
+            Wrap::Raw,
+        );
     }
     if path == "/tts/bytes" {
         let ulaw = json["output_format"]["encoding"] == "pcm_mulaw";
@@ -813,7 +819,11 @@ fn speech(rate: u32, ulaw: bool, key: &str, record: &Arc<Record>, how: Wrap) -> 
     };
     if key.ends_with("-long") {
         let piece = tone(rate, ulaw, 0.1);
-        let state = (0usize, record.clone(), SpeechDropFlag(record.clone(), key.to_string()));
+        let state = (
+            0usize,
+            record.clone(),
+            SpeechDropFlag(record.clone(), key.to_string()),
+        );
         let body = stream::unfold(state, move |(i, record, guard)| {
             let piece = piece.clone();
             async move {
@@ -829,10 +839,15 @@ fn speech(rate: u32, ulaw: bool, key: &str, record: &Arc<Record>, how: Wrap) -> 
                     .unwrap()
                     .entry(guard.1.clone())
                     .or_default() += 1;
-                Some((Ok::<_, std::io::Error>(wrap(&piece, how)), (i + 1, record, guard)))
+                Some((
+                    Ok::<_, std::io::Error>(wrap(&piece, how)),
+                    (i + 1, record, guard),
+                ))
             }
         });
-        return HttpResponse::Ok().content_type(content_type).streaming(body);
+        return HttpResponse::Ok()
+            .content_type(content_type)
+            .streaming(body);
     }
     let bytes = tone(rate, ulaw, 1.0);
     let step = if ulaw { 1 } else { 2 };
@@ -848,5 +863,7 @@ fn speech(rate: u32, ulaw: bool, key: &str, record: &Arc<Record>, how: Wrap) -> 
             Ok::<_, std::io::Error>(piece)
         }
     });
-    HttpResponse::Ok().content_type(content_type).streaming(body)
+    HttpResponse::Ok()
+        .content_type(content_type)
+        .streaming(body)
 }
