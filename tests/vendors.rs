@@ -616,18 +616,7 @@ async fn stored_provider_keys_are_listed_without_the_key_verified_and_private() 
 async fn dropping_a_model_stream_hangs_up_on_the_vendor() {
     let mock = VendorMock::start();
     let model = switchboard::vendors::openai::OpenAiChat {
-        endpoint: switchboard::vendors::http::Endpoint {
-            vendor: "openai".into(),
-            base_url: format!("{}/v1", mock.url),
-            alt_base_url: String::new(),
-            key: "sk-long".into(),
-            timeout: Duration::from_secs(5),
-            client: reqwest::Client::new(),
-            llm_model: None,
-            stt_model: None,
-            tts_model: None,
-            default_voice: None,
-        },
+        endpoint: endpoint_at("openai", &format!("{}/v1", mock.url), "sk-long"),
     };
     let mut stream = model
         .stream(ChatRequest {
@@ -710,18 +699,7 @@ async fn deepgram_live_streaming_turns_interim_and_final_results_into_events() {
     });
 
     let listen = Arc::new(switchboard::vendors::deepgram::DeepgramListen {
-        endpoint: switchboard::vendors::http::Endpoint {
-            vendor: "deepgram".into(),
-            base_url: format!("http://{address}"),
-            alt_base_url: String::new(),
-            key: "dg-live".into(),
-            timeout: Duration::from_secs(5),
-            client: reqwest::Client::new(),
-            llm_model: None,
-            stt_model: None,
-            tts_model: None,
-            default_voice: None,
-        },
+        endpoint: endpoint_at("deepgram", &format!("http://{address}"), "dg-live"),
     });
     let (input, mut events) = listen.stream(TranscribeOptions::default()).unwrap();
     let samples: Arc<[f32]> = Arc::from(vec![0.1f32; 1600]);
@@ -1176,7 +1154,7 @@ fn endpoint_at(vendor: &str, base_url: &str, key: &str) -> switchboard::vendors:
 #[tokio::test]
 async fn transcription_vendors_turn_their_answers_into_transcripts() {
     use std::sync::Arc;
-    use switchboard_actors::engine::{SpeechToText, TranscribeOptions};
+    use switchboard_actors::engine::TranscribeOptions;
 
     let mock = VendorMock::start();
     let clip: Arc<[f32]> = Arc::from(vec![0.05f32; 16_000 * 2]);

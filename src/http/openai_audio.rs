@@ -498,9 +498,10 @@ pub struct ModelBody {
 
 /// The audio models this server serves, in OpenAI's list shape, plus `providers`: every
 /// provider id by kind (`tts`, `stt`, `llm`) with `{id, embedded, adapter, platformKey,
-/// keyHeader}` (an extension OpenAI clients ignore).
+/// keyHeader}`, and for vendors `streaming`, `phoneFormat` (speech) and `model` (when
+/// configured): an extension OpenAI clients ignore.
 #[utoipa::path(get, path = "/v1/audio/models", tag = "openai-compatible",
-    responses((status = 200, description = "{\"object\": \"list\", \"data\": [model], \"providers\": {tts, stt, llm}}")),
+    responses((status = 200, description = "{\"object\": \"list\", \"data\": [model], \"providers\": {tts, stt, llm}}; each provider {id, embedded, adapter, platformKey, keyHeader, streaming?, phoneFormat?, model?}")),
     security(("bearer" = [])))]
 #[get("/audio/models")]
 async fn models(state: web::Data<AppState>) -> HttpResponse {

@@ -16,7 +16,7 @@ use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use switchboard_actors::engine::{
     EngineError, EngineErrorKind, EngineFuture, EngineStream, SpeechToText, SttEvent, SttInput,
-    TranscribeOptions, Transcript, TranscriptSegment, TranscriptWord, STT_SAMPLE_RATE,
+    TranscribeOptions, Transcript, TranscriptWord, STT_SAMPLE_RATE,
 };
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
@@ -345,27 +345,7 @@ impl LiveTurns {
         let words = std::mem::take(&mut self.words);
         let start = words.first().map_or(0.0, |w| w.start);
         let duration = words.last().map_or(0.0, |w| (w.end - start).max(0.0));
-        SttEvent::Final(Transcript {
-            segments: if text.is_empty() {
-                Vec::new()
-            } else {
-                vec![TranscriptSegment {
-                    start: 0.0,
-                    end: duration,
-                    text: text.clone(),
-                    speaker: None,
-                    language: None,
-                }]
-            },
-            words: if options.word_timestamps {
-                words
-            } else {
-                Vec::new()
-            },
-            text,
-            language: options.language.clone().unwrap_or_else(|| "en".to_string()),
-            duration,
-        })
+        super::socket::live_final(text, words, duration, options)
     }
 }
 

@@ -63,8 +63,9 @@ impl RawAudioChunker {
         RawAudioChunker {
             encoding,
             sample_rate,
-            // 100 ms: small enough to start playback early, large enough to keep overhead low.
-            min_samples: sample_rate as usize / 10,
+            // The first chunk goes as soon as one 20 ms phone frame is in, so the vendor's first
+            // audio is not held back; later ones gather 100 ms to keep the overhead low.
+            min_samples: (sample_rate as usize / 50).max(1),
             odd_byte: None,
             samples: Vec::new(),
             text: Some(text),
@@ -111,6 +112,7 @@ impl RawAudioChunker {
     }
 
     fn take(&mut self) -> SpeechChunk {
+        self.min_samples = (self.sample_rate as usize / 10).max(1);
         SpeechChunk {
             samples: std::mem::take(&mut self.samples),
             sample_rate: self.sample_rate,

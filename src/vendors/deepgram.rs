@@ -366,27 +366,7 @@ impl LiveUtterance {
         let words = std::mem::take(&mut self.words);
         let start = self.start.take().unwrap_or(0.0);
         let duration = (self.end - start).max(0.0);
-        SttEvent::Final(Transcript {
-            segments: if text.is_empty() {
-                Vec::new()
-            } else {
-                vec![TranscriptSegment {
-                    start: 0.0,
-                    end: duration,
-                    text: text.clone(),
-                    speaker: None,
-                    language: None,
-                }]
-            },
-            words: if options.word_timestamps {
-                words
-            } else {
-                Vec::new()
-            },
-            text,
-            language: options.language.clone().unwrap_or_else(|| "en".to_string()),
-            duration,
-        })
+        super::socket::live_final(text, words, duration, options)
     }
 }
 

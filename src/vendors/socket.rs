@@ -1,8 +1,12 @@
-//! What the WebSocket adapters share: the `ws://`/`wss://` address of a vendor's streaming
-//! path, and opening it with the key in a header, with the endpoint's deadline and the
-//! vendor's refusal reported as an error naming the vendor (never the key).
+//! What the live (WebSocket) recognisers share: the `ws://`/`wss://` address of a vendor's
+//! streaming path, opening it with the key in a header, with the endpoint's deadline and the
+//! vendor's refusal reported as an error naming the vendor (never the key), and the final
+//! transcript of one utterance.
 
-use switchboard_actors::engine::{EngineError, EngineErrorKind};
+use switchboard_actors::engine::{
+    EngineError, EngineErrorKind, SttEvent, TranscribeOptions, Transcript, TranscriptSegment,
+    TranscriptWord,
+};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
@@ -60,4 +64,35 @@ pub async fn open(
                 _ => endpoint.error(EngineErrorKind::Upstream, "could not open the live stream"),
             })?;
     Ok(socket)
+}
+
+/// One utterance's settled text as a final transcript: one segment (none when nothing was
+/// recognised, so the session's turn ends either way), words when they were asked for.
+pub fn live_final(
+    text: String,
+    words: Vec<TranscriptWord>,
+    duration: f32,
+    options: &TranscribeOptions,
+) -> SttEvent {
+    SttEvent::Final(Transcript {
+        segments: if text.is_empty() {
+            Vec::new()
+        } else {
+            vec![TranscriptSegment {
+                start: 0.0,
+                end: duration,
+                text: text.clone(),
+                speaker: None,
+                language: None,
+            }]
+        },
+        words: if options.word_timestamps {
+            words
+        } else {
+            Vec::new()
+        },
+        text,
+        language: options.language.clone().unwrap_or_else(|| "en".to_string()),
+        duration,
+    })
 }
