@@ -209,6 +209,9 @@ pub struct TelephonyConfig {
 pub struct VendorConfig {
     /// The vendor's API base, e.g. `https://api.openai.com/v1`, or a compatible server.
     pub base_url: Option<String>,
+    /// The vendor's second host where its APIs live apart: Google's Cloud Text-to-Speech,
+    /// Azure's speech-recognition host, AssemblyAI's streaming host, the Hugging Face Hub.
+    pub alt_base_url: Option<String>,
     /// The platform key (metered). Empty = callers must bring their own.
     #[serde(default)]
     pub api_key: String,

@@ -44,10 +44,15 @@ async fn new_agent(server: &Server, key: &str) {
 
 /// Sets up a session and answers (session id, stream URL, token).
 async fn setup_call(server: &Server, key: &str) -> (String, String, String) {
+    setup_call_with(server, key, "phone").await
+}
+
+/// Sets up a session with `agent` and answers (session id, stream URL, token).
+async fn setup_call_with(server: &Server, key: &str, agent: &str) -> (String, String, String) {
     let (status, body) = call(server.post(
         "/v1/sessions/twilio",
         key,
-        json!({"agentId": "phone", "from": "+14155550100", "to": "+14155550199"}),
+        json!({"agentId": agent, "from": "+14155550100", "to": "+14155550199"}),
     ))
     .await;
     assert_eq!(status, 200, "{body}");
@@ -418,4 +423,151 @@ async fn a_phone_call_runs_on_vendor_engines_when_the_agent_names_them() {
                 .contains("Hello from the mock model")),
         "{detail}"
     );
+}
+
+/// One phone call per synthesis vendor beyond the first five, all at once: the greeting is
+/// the vendor's audio, asked for as 8 kHz µ-law where the vendor offers it; the caller
+/// speaking over a long greeting interrupts it, which hangs up on the vendor's stream.
+#[tokio::test]
+async fn a_phone_call_speaks_with_every_synthesis_vendor_and_barge_in_hangs_up_on_it() {
+    // (vendor, stt provider, where its speech is asked for, whether it streams)
+    const VENDORS: &[(&str, &str, &str, bool)] = &[
+        ("playht", "openai", "/api/v2/tts/stream", true),
+        ("rime", "elevenlabs", "/v1/rime-tts", true),
+        ("lmnt", "azure", "/v1/ai/speech/bytes", true),
+        ("azure", "azure", "/cognitiveservices/v1", true),
+        ("google", "openai", "/v1/text:synthesize", false),
+        (
+            "huggingface",
+            "elevenlabs",
+            "/hf-inference/models/facebook/mms-tts-eng",
+            false,
+        ),
+        ("neuphonic", "openai", "/sse/speak/en", true),
+        ("inworld", "elevenlabs", "/tts/v1/voice:stream", true),
+    ];
+    let mock = vendor_mock::VendorMock::start();
+    let env = mock.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let server = Server::start_with(Storage::fresh().await, &env).await;
+    let key = server.key().to_string();
+    let long_key = |vendor: &str| {
+        if vendor == "playht" {
+            format!("user-7:{vendor}-long")
+        } else {
+            format!("{vendor}-long")
+        }
+    };
+    for &(vendor, stt, _, streams) in VENDORS {
+        let (status, body) = call(server.post(
+            "/v1/agents",
+            &key,
+            json!({"id": format!("phone-{vendor}"), "name": "Vendor voice", "firstMessage": "Hello, thanks for calling.",
+                   "sttProvider": stt, "llmProvider": "openai", "ttsProvider": vendor,
+                   "systemPrompt": "You are a phone agent."}),
+        ))
+        .await;
+        assert_eq!(status, 201, "{body}");
+        if streams {
+            // The developer's stored key: the vendor then speaks for thirty seconds.
+            let (status, body) = call(server.post(
+                "/v1/provider-keys",
+                &key,
+                json!({"provider": vendor, "apiKey": long_key(vendor)}),
+            ))
+            .await;
+            assert_eq!(status, 201, "{body}");
+        }
+    }
+    let one_call = |i: usize, vendor: &'static str, streams: bool| {
+        let server = &server;
+        let key = key.clone();
+        async move {
+            let (_, url, token) = setup_call_with(server, &key, &format!("phone-{vendor}")).await;
+            let sid = format!("CA{:032}", 100 + i);
+            let mut socket = connect(&url, &token, &sid).await;
+            let greeting = converse(&mut socket, None, Duration::from_secs(3)).await;
+            let interrupted = if streams {
+                converse(&mut socket, Some(&caller_speech()), Duration::from_secs(6)).await
+            } else {
+                Heard::default()
+            };
+            let stop = json!({"event": "stop", "sequenceNumber": "9999", "streamSid": "MZ00000000000000000000000000000001",
+                              "stop": {"accountSid": "AC00000000000000000000000000000001", "callSid": sid}});
+            let _ = socket.send(Message::text(stop.to_string())).await;
+            (vendor, greeting, interrupted)
+        }
+    };
+    // Four at a time: the starter tier allows five live sessions.
+    let mut heard = Vec::new();
+    for (batch, vendors) in VENDORS.chunks(4).enumerate() {
+        let calls = vendors
+            .iter()
+            .enumerate()
+            .map(|(i, &(vendor, _, _, streams))| one_call(batch * 4 + i, vendor, streams));
+        heard.extend(futures_util::future::join_all(calls).await);
+        // The sessions end once their streams stop.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    for (vendor, greeting, interrupted) in heard {
+        let log = server.log();
+        assert!(
+            greeting.media_frames >= 40,
+            "{vendor}: greeting frames {}; {}",
+            greeting.media_frames,
+            log.lines()
+                .filter(|l| l.contains("WARN") || l.contains("ERROR"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+        let (_, _, path, streams) = *VENDORS.iter().find(|v| v.0 == vendor).unwrap();
+        let asked = mock.seen_at(path);
+        let first = asked
+            .first()
+            .unwrap_or_else(|| panic!("{vendor}: nothing asked"));
+        if streams {
+            assert_eq!(
+                first.key,
+                long_key(vendor),
+                "{vendor}: the stored key is used"
+            );
+            assert!(
+                interrupted.clears >= 1,
+                "{vendor}: the caller did not interrupt"
+            );
+            assert!(
+                mock.speech_dropped(&long_key(vendor)),
+                "{vendor}: the vendor's stream stayed open"
+            );
+            assert!(mock.speech_sent(&long_key(vendor)) < 300, "{vendor}");
+        }
+        // µ-law at 8 kHz, asked of each vendor in its own terms (Hugging Face answers a file).
+        let phone_format = match vendor {
+            "playht" => first.body["output_format"] == "mulaw" && first.body["sample_rate"] == 8000,
+            "rime" => {
+                first.header("accept") == Some("audio/x-mulaw")
+                    && first.body["samplingRate"] == 8000
+            }
+            "lmnt" => first.body["format"] == "ulaw" && first.body["sample_rate"] == 8000,
+            "azure" => first.header("x-microsoft-outputformat") == Some("raw-8khz-8bit-mono-mulaw"),
+            "google" => {
+                first.body["audioConfig"]
+                    == json!({"audioEncoding": "MULAW", "sampleRateHertz": 8000})
+            }
+            "neuphonic" => {
+                first.body["encoding"] == "pcm_mulaw" && first.body["sampling_rate"] == 8000
+            }
+            "inworld" => {
+                first.body["audio_config"]["audio_encoding"] == "MULAW"
+                    && first.body["audio_config"]["sample_rate_hertz"] == 8000
+            }
+            _ => true,
+        };
+        assert!(phone_format, "{vendor}: {:?} {}", first.headers, first.body);
+    }
+    // The batch recognisers heard the callers.
+    assert!(!mock.seen_at("/v1/speech-to-text").is_empty());
+    assert!(!mock
+        .seen_at("/speech/recognition/conversation/cognitiveservices/v1")
+        .is_empty());
 }

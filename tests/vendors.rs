@@ -85,11 +85,26 @@ async fn the_key_comes_from_the_header_then_the_stored_key_then_the_platform() {
     assert_eq!(
         entry("tts", "openai"),
         json!({"id": "openai", "embedded": false, "adapter": true, "platformKey": true,
-               "keyHeader": "X-Provider-Key-OpenAI"})
+               "keyHeader": "X-Provider-Key-OpenAI", "streaming": true,
+               "phoneFormat": "PCM16 24 kHz, resampled to 8 kHz"})
     );
     assert_eq!(entry("llm", "default")["embedded"], true);
     assert_eq!(entry("stt", "deepgram")["adapter"], true);
-    assert_eq!(entry("tts", "playht")["adapter"], false);
+    assert_eq!(entry("tts", "playht")["adapter"], true);
+    assert_eq!(entry("tts", "playht")["keyHeader"], "X-Provider-Key-PlayHT");
+    assert_eq!(
+        entry("tts", "azure")["phoneFormat"],
+        "µ-law 8 kHz (raw-8khz-8bit-mono-mulaw)"
+    );
+    assert_eq!(entry("tts", "google")["streaming"], false);
+    assert_eq!(entry("stt", "assemblyai")["streaming"], true);
+    assert_eq!(entry("stt", "assemblyai")["adapter"], true);
+    assert_eq!(entry("stt", "elevenlabs")["adapter"], true);
+    for kind in ["tts", "stt", "llm"] {
+        let ids = models["providers"][kind].as_array().unwrap();
+        assert!(ids.iter().all(|p| p["adapter"] == true), "{kind}: {ids:?}");
+    }
+    assert_eq!(models["providers"]["tts"].as_array().unwrap().len(), 14);
 
     // Platform key: metered.
     let (status, used, bypassed, body) = synthesize(&server, &key, "openai", &[]).await;
@@ -236,10 +251,7 @@ async fn vendor_failures_name_the_vendor_and_never_the_key() {
         "{body}"
     );
 
-    // A vendor without any adapter for the kind, and one without any key.
-    let (status, _, _, body) = synthesize(&server, &key, "playht", &[]).await;
-    assert_eq!(status, 400);
-    assert_eq!(error_code(&error_of(&body)), "provider_not_configured");
+    // A vendor without any key.
     let bare = Server::start_with(
         Storage::fresh().await,
         &[(
@@ -604,17 +616,7 @@ async fn stored_provider_keys_are_listed_without_the_key_verified_and_private() 
 async fn dropping_a_model_stream_hangs_up_on_the_vendor() {
     let mock = VendorMock::start();
     let model = switchboard::vendors::openai::OpenAiChat {
-        endpoint: switchboard::vendors::http::Endpoint {
-            vendor: "openai".into(),
-            base_url: format!("{}/v1", mock.url),
-            key: "sk-long".into(),
-            timeout: Duration::from_secs(5),
-            client: reqwest::Client::new(),
-            llm_model: None,
-            stt_model: None,
-            tts_model: None,
-            default_voice: None,
-        },
+        endpoint: endpoint_at("openai", &format!("{}/v1", mock.url), "sk-long"),
     };
     let mut stream = model
         .stream(ChatRequest {
@@ -697,17 +699,7 @@ async fn deepgram_live_streaming_turns_interim_and_final_results_into_events() {
     });
 
     let listen = Arc::new(switchboard::vendors::deepgram::DeepgramListen {
-        endpoint: switchboard::vendors::http::Endpoint {
-            vendor: "deepgram".into(),
-            base_url: format!("http://{address}"),
-            key: "dg-live".into(),
-            timeout: Duration::from_secs(5),
-            client: reqwest::Client::new(),
-            llm_model: None,
-            stt_model: None,
-            tts_model: None,
-            default_voice: None,
-        },
+        endpoint: endpoint_at("deepgram", &format!("http://{address}"), "dg-live"),
     });
     let (input, mut events) = listen.stream(TranscribeOptions::default()).unwrap();
     let samples: Arc<[f32]> = Arc::from(vec![0.1f32; 1600]);
@@ -860,4 +852,500 @@ async fn openai_compatible_vendors_have_their_own_ids_keys_and_defaults() {
     assert_eq!(speech.body["model"], "kokoro-v1");
     assert_eq!(speech.body["voice"], "af_bella");
     assert!(!speech.headers.iter().any(|(k, _)| k == "authorization"));
+}
+
+/// The synthesis vendors beyond the first five: id, key header, the path their speech request
+/// reaches, whether the vendor streams (Google Cloud TTS and Hugging Face answer whole), and a
+/// key in the vendor's own shape (PlayHT's is `<user id>:<secret>`).
+const SPEECH_VENDORS: &[(&str, &str, &str, bool)] = &[
+    (
+        "playht",
+        "X-Provider-Key-PlayHT",
+        "/api/v2/tts/stream",
+        true,
+    ),
+    ("rime", "X-Provider-Key-Rime", "/v1/rime-tts", true),
+    ("lmnt", "X-Provider-Key-LMNT", "/v1/ai/speech/bytes", true),
+    (
+        "azure",
+        "X-Provider-Key-Azure",
+        "/cognitiveservices/v1",
+        true,
+    ),
+    (
+        "google",
+        "X-Provider-Key-Google",
+        "/v1/text:synthesize",
+        false,
+    ),
+    (
+        "huggingface",
+        "X-Provider-Key-HuggingFace",
+        "/hf-inference/models/facebook/mms-tts-eng",
+        false,
+    ),
+    (
+        "neuphonic",
+        "X-Provider-Key-Neuphonic",
+        "/sse/speak/en",
+        true,
+    ),
+    (
+        "inworld",
+        "X-Provider-Key-Inworld",
+        "/tts/v1/voice:stream",
+        true,
+    ),
+];
+
+fn vendor_key(vendor: &str, tail: &str) -> String {
+    if vendor == "playht" {
+        format!("user-7:{vendor}-{tail}")
+    } else {
+        format!("{vendor}-{tail}")
+    }
+}
+
+#[tokio::test]
+async fn every_speech_vendor_speaks_with_the_platform_stored_and_header_key() {
+    let mock = VendorMock::start();
+    let server = start(&mock, &[]).await;
+    let key = server.key().to_string();
+    let tts_credits = |usage: &Value| usage["breakdown"]["tts"].as_f64().unwrap();
+    for &(vendor, header_name, path, _) in SPEECH_VENDORS {
+        // The platform's key: metered, audio in the vendor's framing arrives whole as WAV.
+        let (status, used, bypassed, body) = synthesize(&server, &key, vendor, &[]).await;
+        assert_eq!(status, 200, "{vendor}: {}", error_of(&body));
+        assert_eq!((used.as_str(), bypassed.as_str()), (vendor, "false"));
+        assert_eq!(&body[..4], b"RIFF", "{vendor}");
+        // One second of audio: 16 kHz PCM16 at the least.
+        assert!(body.len() >= 32_000, "{vendor}: {} bytes", body.len());
+        let seen = mock.seen_at(path);
+        let platform = seen
+            .last()
+            .unwrap_or_else(|| panic!("{vendor}: nothing at {path}"));
+        assert_eq!(platform.key, format!("platform-{vendor}"), "{vendor}");
+        let (_, usage) = call(server.get("/v1/usage", &key)).await;
+        let charged = tts_credits(&usage);
+
+        // The caller's own key in the header (any case): reaches the vendor, costs nothing.
+        let own = vendor_key(vendor, "own");
+        let lower = header_name.to_lowercase();
+        let (status, _, bypassed, _) =
+            synthesize(&server, &key, vendor, &[(lower.as_str(), own.as_str())]).await;
+        assert_eq!((status, bypassed.as_str()), (200, "true"), "{vendor}");
+        assert_eq!(mock.seen_at(path).last().unwrap().key, own, "{vendor}");
+
+        // A stored key: used without a header, verified by the vendor's cheapest call.
+        let stored = vendor_key(vendor, "stored");
+        let (status, body) = call(server.post(
+            "/v1/provider-keys",
+            &key,
+            json!({"provider": vendor, "apiKey": stored}),
+        ))
+        .await;
+        assert_eq!(status, 201, "{vendor}: {body}");
+        let (status, _, bypassed, _) = synthesize(&server, &key, vendor, &[]).await;
+        assert_eq!((status, bypassed.as_str()), (200, "true"), "{vendor}");
+        assert_eq!(mock.seen_at(path).last().unwrap().key, stored, "{vendor}");
+        let (status, verdict) = call(server.post(
+            &format!("/v1/provider-keys/{vendor}/verify"),
+            &key,
+            json!({}),
+        ))
+        .await;
+        assert_eq!(status, 200);
+        assert_eq!(
+            verdict,
+            json!({"provider": vendor, "valid": true}),
+            "{vendor}"
+        );
+        assert_eq!(mock.seen().last().unwrap().key, stored, "{vendor}");
+        let (_, usage) = call(server.get("/v1/usage", &key)).await;
+        assert_eq!(tts_credits(&usage), charged, "{vendor}: {usage}");
+        let (status, _) = call(server.delete(&format!("/v1/provider-keys/{vendor}"), &key)).await;
+        assert_eq!(status, 204);
+    }
+
+    // What each vendor was asked for, in its own words.
+    let last = |path: &str| {
+        let said = |s: &vendor_mock::Seen| {
+            s.body.to_string().contains("Hello from a vendor voice.")
+                || s.text.contains("Hello from a vendor voice.")
+        };
+        mock.seen_at(path).into_iter().rfind(said).unwrap()
+    };
+    let playht = last("/api/v2/tts/stream");
+    assert_eq!(playht.body["output_format"], "raw");
+    assert_eq!(playht.body["voice_engine"], "Play3.0-mini");
+    assert_eq!(playht.header("x-user-id"), Some("user-7"));
+    let rime = last("/v1/rime-tts");
+    assert_eq!(rime.header("accept"), Some("audio/pcm"));
+    assert_eq!(
+        (
+            rime.body["speaker"].as_str(),
+            rime.body["samplingRate"].as_u64()
+        ),
+        (Some("cove"), Some(24_000))
+    );
+    let lmnt = last("/v1/ai/speech/bytes");
+    assert_eq!(
+        (lmnt.body["format"].as_str(), lmnt.body["voice"].as_str()),
+        (Some("raw"), Some("leah"))
+    );
+    let azure = last("/cognitiveservices/v1");
+    assert_eq!(
+        azure.header("x-microsoft-outputformat"),
+        Some("raw-24khz-16bit-mono-pcm")
+    );
+    assert!(
+        azure.text.contains(
+            "<voice name=\"en-US-AvaMultilingualNeural\">Hello from a vendor voice.</voice>"
+        ),
+        "{}",
+        azure.text
+    );
+    let google = last("/v1/text:synthesize");
+    assert_eq!(
+        google.body["audioConfig"],
+        json!({"audioEncoding": "LINEAR16", "sampleRateHertz": 24000})
+    );
+    assert_eq!(google.body["voice"]["languageCode"], "en-US");
+    assert_eq!(
+        last("/hf-inference/models/facebook/mms-tts-eng").body,
+        json!({"inputs": "Hello from a vendor voice."})
+    );
+    let neuphonic = last("/sse/speak/en");
+    assert_eq!(
+        (
+            neuphonic.body["encoding"].as_str(),
+            neuphonic.body["sampling_rate"].as_u64()
+        ),
+        (Some("pcm_linear"), Some(22_050))
+    );
+    let inworld = last("/tts/v1/voice:stream");
+    assert_eq!(inworld.body["audio_config"]["audio_encoding"], "LINEAR16");
+    assert_eq!(inworld.body["voiceId"], "Ashley");
+}
+
+#[tokio::test]
+async fn speech_vendor_failures_are_mapped_and_streams_are_never_buffered_whole() {
+    let mock = VendorMock::start();
+    let server = start(&mock, &[]).await;
+    let key = server.key().to_string();
+    for &(vendor, header_name, _, streams) in SPEECH_VENDORS {
+        for (tail, status, says) in [
+            ("secret-bad", 502, "rejected the API key"),
+            ("secret-limited", 502, "is rate limiting this key"),
+            ("secret-down", 502, "failed (HTTP 503)"),
+        ] {
+            let vendor_key = vendor_key(vendor, tail);
+            let (got, _, _, body) =
+                synthesize(&server, &key, vendor, &[(header_name, vendor_key.as_str())]).await;
+            let body = error_of(&body);
+            assert_eq!(got, status, "{vendor} {tail}: {body}");
+            assert_eq!(error_code(&body), "upstream_error", "{vendor} {tail}");
+            let message = body["error"]["message"].as_str().unwrap();
+            assert!(
+                message.starts_with(vendor) && message.contains(says),
+                "{message}"
+            );
+            assert!(!message.contains("secret"), "{message}");
+        }
+        // A voice the vendor does not know is the caller's to fix, named in the answer.
+        if vendor != "huggingface" {
+            let (status, body) = call(server.post(
+                "/v1/synthesize",
+                &key,
+                json!({"text": "Hi.", "provider": vendor, "voiceId": "nobody"}),
+            ))
+            .await;
+            assert_eq!(status, 400, "{vendor}: {body}");
+            assert_eq!(body["error"]["param"], "voiceId", "{vendor}");
+            assert!(
+                body["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("nobody"),
+                "{vendor}: {body}"
+            );
+        }
+        if !streams {
+            continue;
+        }
+        // Broken off by the vendor mid-stream: never passed on as whole audio.
+        let cut = vendor_key(vendor, "cut");
+        let sent = server
+            .post(
+                "/v1/synthesize",
+                &key,
+                json!({"text": "Cut short.", "provider": vendor, "format": "wav"}),
+            )
+            .header(header_name, cut.as_str())
+            .send()
+            .await;
+        let received = match sent {
+            Ok(response) => response.bytes().await.map(|body| body.len()).ok(),
+            Err(_) => None,
+        };
+        assert!(
+            received.is_none_or(|len| len < 40_000),
+            "{vendor}: a cut stream arrived whole: {received:?}"
+        );
+
+        // Thirty seconds at the vendor's pace: the first audio reaches the client while the
+        // vendor is still speaking, and hanging up closes the vendor's stream.
+        let long = vendor_key(vendor, "long");
+        let mut response = server
+            .post(
+                "/v1/synthesize",
+                &key,
+                json!({"text": "Talk for a while.", "provider": vendor, "format": "wav"}),
+            )
+            .header(header_name, long.as_str())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "{vendor}");
+        let mut received = 0;
+        while received < 4_000 {
+            let chunk = tokio::time::timeout(Duration::from_secs(5), response.chunk())
+                .await
+                .unwrap_or_else(|_| panic!("{vendor}: no audio within 5 s"))
+                .unwrap()
+                .unwrap_or_else(|| panic!("{vendor}: the stream ended"));
+            received += chunk.len();
+        }
+        let sent = mock.speech_sent(&long);
+        assert!(
+            (1..30).contains(&sent),
+            "{vendor}: {sent} of 300 pieces sent before the first audio"
+        );
+        drop(response);
+        let hung_up = tokio::time::timeout(Duration::from_secs(3), async {
+            while !mock.speech_dropped(&long) {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await;
+        assert!(hung_up.is_ok(), "{vendor}: the vendor's stream stayed open");
+        assert!(
+            mock.speech_sent(&long) < 60,
+            "{vendor}: the vendor kept streaming"
+        );
+    }
+}
+
+fn endpoint_at(vendor: &str, base_url: &str, key: &str) -> switchboard::vendors::http::Endpoint {
+    switchboard::vendors::http::Endpoint {
+        vendor: vendor.into(),
+        base_url: base_url.into(),
+        alt_base_url: base_url.into(),
+        key: key.into(),
+        timeout: Duration::from_secs(5),
+        client: reqwest::Client::new(),
+        llm_model: None,
+        stt_model: None,
+        tts_model: None,
+        default_voice: None,
+    }
+}
+
+#[tokio::test]
+async fn transcription_vendors_turn_their_answers_into_transcripts() {
+    use std::sync::Arc;
+    use switchboard_actors::engine::TranscribeOptions;
+
+    let mock = VendorMock::start();
+    let clip: Arc<[f32]> = Arc::from(vec![0.05f32; 16_000 * 2]);
+    let options = TranscribeOptions {
+        word_timestamps: true,
+        ..TranscribeOptions::default()
+    };
+    for vendor in ["assemblyai", "elevenlabs", "azure"] {
+        let endpoint = endpoint_at(vendor, &mock.url, &format!("{vendor}-k"));
+        let engine = switchboard::vendors::stt_adapter(endpoint).unwrap();
+        let transcript = engine
+            .transcribe(clip.clone(), options.clone())
+            .await
+            .unwrap();
+        assert_eq!(transcript.text, "What are your opening hours?", "{vendor}");
+        assert_eq!(transcript.language, "en", "{vendor}");
+        assert!(!transcript.segments.is_empty(), "{vendor}");
+        assert!(!transcript.words.is_empty(), "{vendor}");
+        assert!(
+            transcript
+                .words
+                .iter()
+                .all(|w| w.end >= w.start && w.end < 5.0),
+            "{vendor}"
+        );
+
+        let bad = switchboard::vendors::stt_adapter(endpoint_at(
+            vendor,
+            &mock.url,
+            &format!("{vendor}-secret-bad"),
+        ))
+        .unwrap();
+        let err = bad
+            .transcribe(clip.clone(), options.clone())
+            .await
+            .unwrap_err();
+        assert!(
+            err.message.starts_with(vendor) && err.message.contains("rejected the API key"),
+            "{}",
+            err.message
+        );
+        assert!(!err.message.contains("secret"), "{}", err.message);
+    }
+    // AssemblyAI: the upload's URL asked for, then polled until done, each with the key.
+    let submitted = mock.seen_at("/v2/transcript").swap_remove(0);
+    assert_eq!(
+        submitted.body["audio_url"],
+        "https://cdn.assemblyai.com/upload/mock-1"
+    );
+    assert_eq!(submitted.body["language_detection"], true);
+    assert_eq!(submitted.header("authorization"), Some("assemblyai-k"));
+    assert!(mock.seen_at("/v2/transcript/tr-1").len() >= 2);
+    let upload = mock.seen_at("/v2/upload").swap_remove(0);
+    assert_eq!(
+        upload.header("content-type"),
+        Some("application/octet-stream")
+    );
+    // Scribe: multipart with the model; Azure: WAV at 16 kHz, detailed, en-US.
+    let scribe = mock.seen_at("/v1/speech-to-text").swap_remove(0);
+    assert!(scribe.text.contains("scribe_v1"), "{}", scribe.text);
+    assert_eq!(scribe.key, "elevenlabs-k");
+    let azure = mock
+        .seen_at("/cognitiveservices/v1")
+        .into_iter()
+        .find(|s| s.path.starts_with("/speech/"))
+        .unwrap();
+    for part in [
+        "language=en-US",
+        "format=detailed",
+        "wordLevelTimestamps=true",
+    ] {
+        assert!(azure.query.contains(part), "{}", azure.query);
+    }
+    assert!(azure
+        .header("content-type")
+        .unwrap()
+        .contains("samplerate=16000"));
+    // A clip over Azure's short-audio limit is refused before anything is sent.
+    let long: Arc<[f32]> = Arc::from(vec![0.0f32; 16_000 * 61]);
+    let azure = switchboard::vendors::stt_adapter(endpoint_at("azure", &mock.url, "k")).unwrap();
+    let err = azure.transcribe(long, options).await.unwrap_err();
+    assert_eq!(
+        err.kind,
+        switchboard_actors::engine::EngineErrorKind::InvalidInput
+    );
+}
+
+#[tokio::test]
+#[allow(clippy::result_large_err)] // the handshake callback's error type is tungstenite's
+async fn assemblyai_live_streaming_ends_the_utterance_with_force_endpoint() {
+    use futures_util::{SinkExt, StreamExt};
+    use std::sync::{Arc, Mutex};
+    use switchboard_actors::engine::{SpeechToText, SttEvent, SttInput, TranscribeOptions};
+    use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
+    use tokio_tungstenite::tungstenite::Message;
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let upgrade: Arc<Mutex<(String, String)>> = Arc::default();
+    let seen = upgrade.clone();
+    let pieces: Arc<Mutex<Vec<usize>>> = Arc::default();
+    let counted = pieces.clone();
+    tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        let callback = |request: &Request, response: Response| {
+            let auth = request.headers()["authorization"]
+                .to_str()
+                .unwrap()
+                .to_string();
+            *seen.lock().unwrap() = (request.uri().to_string(), auth);
+            Ok(response)
+        };
+        let mut socket = tokio_tungstenite::accept_hdr_async(tcp, callback)
+            .await
+            .unwrap();
+        let begin = json!({"type": "Begin", "id": "s-1", "expires_at": 1_900_000_000});
+        socket.send(Message::text(begin.to_string())).await.unwrap();
+        let turn = |text: &str, end: bool, formatted: bool| {
+            json!({"type": "Turn", "turn_order": 0, "turn_is_formatted": formatted, "end_of_turn": end,
+                   "transcript": text, "end_of_turn_confidence": 0.6,
+                   "words": [{"start": 80, "end": 400, "text": "another", "confidence": 0.99, "word_is_final": true}]})
+            .to_string()
+        };
+        while let Some(Ok(message)) = socket.next().await {
+            match message {
+                Message::Binary(bytes) => {
+                    let first = {
+                        let mut pieces = counted.lock().unwrap();
+                        pieces.push(bytes.len());
+                        pieces.len() == 1
+                    };
+                    if first {
+                        socket
+                            .send(Message::text(turn("another", false, false)))
+                            .await
+                            .unwrap();
+                    }
+                }
+                Message::Text(text) if text.contains("ForceEndpoint") => {
+                    socket
+                        .send(Message::text(turn("another big day", true, false)))
+                        .await
+                        .unwrap();
+                    socket
+                        .send(Message::text(turn("Another big day.", true, true)))
+                        .await
+                        .unwrap();
+                }
+                Message::Text(text) if text.contains("Terminate") => break,
+                _ => {}
+            }
+        }
+    });
+
+    let endpoint = endpoint_at("assemblyai", &format!("http://{address}"), "aai-live");
+    let listen = Arc::new(switchboard::vendors::assemblyai::AssemblyAiTranscription { endpoint });
+    let (input, mut events) = listen.stream(TranscribeOptions::default()).unwrap();
+    // Five 20 ms frames: sent as pieces of at least 50 ms.
+    for _ in 0..5 {
+        input
+            .send(SttInput::Audio(Arc::from(vec![0.1f32; 320])))
+            .await
+            .unwrap();
+    }
+    assert_eq!(next(&mut events).await, SttEvent::Partial("another".into()));
+    input.send(SttInput::EndOfUtterance).await.unwrap();
+    // The unformatted end of turn is a partial; the formatted one the final.
+    assert_eq!(
+        next(&mut events).await,
+        SttEvent::Partial("another big day".into())
+    );
+    let SttEvent::Final(transcript) = next(&mut events).await else {
+        panic!("a final transcript expected");
+    };
+    assert_eq!(transcript.text, "Another big day.");
+    let pieces = pieces.lock().unwrap().clone();
+    assert_eq!(pieces.iter().sum::<usize>(), 5 * 320 * 2, "{pieces:?}");
+    assert!(
+        pieces
+            .iter()
+            .all(|&len| len >= 1_600 || len == *pieces.last().unwrap()),
+        "{pieces:?}"
+    );
+    let (uri, auth) = upgrade.lock().unwrap().clone();
+    assert_eq!(auth, "aai-live");
+    for part in [
+        "/v3/ws?",
+        "sample_rate=16000",
+        "encoding=pcm_s16le",
+        "format_turns=true",
+    ] {
+        assert!(uri.contains(part), "{uri}");
+    }
 }

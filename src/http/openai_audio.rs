@@ -217,6 +217,7 @@ async fn speech(
     let engine = providers::embedded(state.engines.tts.clone()).engine;
     meter::ensure_credits(&state.metering, developer.id(), true).await?;
     let characters = input.chars().count() as u64;
+    let asked_voice = voice.clone();
     let request = SpeechRequest {
         text: input,
         voice,
@@ -228,7 +229,7 @@ async fn speech(
     };
     let stream = synthesize_stream(engine, request, format)
         .await
-        .map_err(|e| super::synthesize::voice_error(e.into()))
+        .map_err(|e| super::synthesize::voice_error(e.into(), &asked_voice))
         .map_err(|e| match e {
             ApiError::Validation {
                 message,
@@ -497,9 +498,10 @@ pub struct ModelBody {
 
 /// The audio models this server serves, in OpenAI's list shape, plus `providers`: every
 /// provider id by kind (`tts`, `stt`, `llm`) with `{id, embedded, adapter, platformKey,
-/// keyHeader}` (an extension OpenAI clients ignore).
+/// keyHeader}`, and for vendors `streaming`, `phoneFormat` (speech) and `model` (when
+/// configured): an extension OpenAI clients ignore.
 #[utoipa::path(get, path = "/v1/audio/models", tag = "openai-compatible",
-    responses((status = 200, description = "{\"object\": \"list\", \"data\": [model], \"providers\": {tts, stt, llm}}")),
+    responses((status = 200, description = "{\"object\": \"list\", \"data\": [model], \"providers\": {tts, stt, llm}}; each provider {id, embedded, adapter, platformKey, keyHeader, streaming?, phoneFormat?, model?}")),
     security(("bearer" = [])))]
 #[get("/audio/models")]
 async fn models(state: web::Data<AppState>) -> HttpResponse {

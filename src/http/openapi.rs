@@ -30,8 +30,10 @@ knowledge per 1,000 embedded tokens and per search); once a period's credits are
 metered requests answer 402 insufficient_credits unless the tier allows overage, while \
 reads, key management and billing keep working.\n\n\
 Vendor keys: a request may carry the caller's own key in `X-Provider-Key-<Vendor>` \
-(`X-Provider-Key-OpenAI`, `-Anthropic`, `-Deepgram`, `-ElevenLabs`, `-Cartesia`, `-Groq`, \
-`-Kokoro`, `-Google`); otherwise \
+(`X-Provider-Key-OpenAI`, `-Anthropic`, `-Google`, `-Groq`, `-Deepgram`, `-ElevenLabs`, \
+`-Cartesia`, `-AssemblyAI`, `-Azure`, `-PlayHT` (`<user id>:<secret key>`), `-Rime`, `-LMNT`, \
+`-HuggingFace`, `-Neuphonic`, `-Inworld`, `-Kokoro`; the name in any case; \
+`GET /v1/audio/models` lists every provider id with its header); otherwise \
 the developer's stored key (`/v1/provider-keys`) is used, then the platform's. The caller's \
 own or stored key bypasses credit metering (`X-Usage-Bypassed: true`).\n\n\
 Errors are `{\"error\": {\"code\", \"message\", \"param\", \"requestId\"}}` with codes: \

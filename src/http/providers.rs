@@ -193,7 +193,9 @@ pub async fn agent_stt(
             Err(err) => skip_fallback(&agent.id, "stt", &id, &err),
         }
     }
-    let primary_streams_live = agent.stt_provider == "deepgram";
+    // Live recognisers (Deepgram, AssemblyAI) stream the whole call; the others go per utterance.
+    let primary_streams_live = crate::vendors::catalog::vendor(&agent.stt_provider)
+        .is_some_and(|vendor| vendor.streams.contains(&Kind::Stt));
     Ok(with_engine(
         primary,
         engines,

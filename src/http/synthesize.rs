@@ -116,9 +116,10 @@ async fn speak_metered(
 ) -> Result<HttpResponse, ApiError> {
     meter::ensure_credits(&state.metering, developer.id(), chosen.metered_up_front()).await?;
     let characters = speech.text.chars().count() as u64;
+    let voice = speech.voice.clone();
     let stream = synthesize_stream(chosen.engine.clone(), speech, format)
         .await
-        .map_err(|e| voice_error(e.into()))?;
+        .map_err(|e| voice_error(e.into(), &voice))?;
     meter::charge(
         &state.metering,
         developer.id(),
@@ -132,16 +133,22 @@ async fn speak_metered(
         .streaming(stream))
 }
 
-/// An engine's refusal of the request is about the voice.
-pub fn voice_error(error: ApiError) -> ApiError {
+/// An engine's refusal of the request is about the voice; the message names the voice asked
+/// for when the engine's own reason does not (a vendor answering a bare 400).
+pub fn voice_error(error: ApiError, voice: &str) -> ApiError {
     match error {
         ApiError::Validation {
-            message,
+            mut message,
             param: None,
-        } => ApiError::Validation {
-            message,
-            param: Some("voiceId".into()),
-        },
+        } => {
+            if !message.contains(voice) {
+                message.push_str(&format!(" (voiceId '{voice}')"));
+            }
+            ApiError::Validation {
+                message,
+                param: Some("voiceId".into()),
+            }
+        }
         other => other,
     }
 }

@@ -36,6 +36,17 @@ pub enum RawEncoding {
     Mulaw,
 }
 
+/// What to ask a vendor for: µ-law 8 kHz on a phone call (played as it comes, nothing
+/// resampled), else PCM16 at the playback rate when the vendor offers it (`pcm_rates`), else
+/// PCM16 at `default_rate`.
+pub fn output_for(rate: Option<u32>, pcm_rates: &[u32], default_rate: u32) -> (RawEncoding, u32) {
+    match rate {
+        Some(8_000) => (RawEncoding::Mulaw, 8_000),
+        Some(rate) if pcm_rates.contains(&rate) => (RawEncoding::Pcm16, rate),
+        _ => (RawEncoding::Pcm16, default_rate),
+    }
+}
+
 /// Turns a raw audio byte stream into speech chunks of at least `min_samples` each.
 pub struct RawAudioChunker {
     encoding: RawEncoding,
@@ -52,8 +63,9 @@ impl RawAudioChunker {
         RawAudioChunker {
             encoding,
             sample_rate,
-            // 100 ms: small enough to start playback early, large enough to keep overhead low.
-            min_samples: sample_rate as usize / 10,
+            // The first chunk goes as soon as one 20 ms phone frame is in, so the vendor's first
+            // audio is not held back; later ones gather 100 ms to keep the overhead low.
+            min_samples: (sample_rate as usize / 50).max(1),
             odd_byte: None,
             samples: Vec::new(),
             text: Some(text),
@@ -89,12 +101,18 @@ impl RawAudioChunker {
         (self.samples.len() >= self.min_samples).then(|| self.take())
     }
 
+    /// The words this audio speaks, for a stream that makes its chunks itself.
+    pub fn into_text(self) -> String {
+        self.text.unwrap_or_default()
+    }
+
     /// The audio still held when the stream ends.
     pub fn finish(mut self) -> Option<SpeechChunk> {
         (!self.samples.is_empty()).then(|| self.take())
     }
 
     fn take(&mut self) -> SpeechChunk {
+        self.min_samples = (self.sample_rate as usize / 10).max(1);
         SpeechChunk {
             samples: std::mem::take(&mut self.samples),
             sample_rate: self.sample_rate,

@@ -16,7 +16,6 @@ use switchboard_actors::engine::{
     TranscriptSegment, TranscriptWord, STT_SAMPLE_RATE,
 };
 use tokio::sync::mpsc;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
 
 use super::audio::{wav_16k, RawAudioChunker, RawEncoding};
@@ -159,7 +158,11 @@ fn words_of(alternative: &Value) -> Vec<TranscriptWord> {
 }
 
 /// Segments from words: a new one after sentence-ending punctuation or a pause over 1 s.
-fn segments_of(text: &str, words: &[TranscriptWord], duration: f32) -> Vec<TranscriptSegment> {
+pub(super) fn segments_of(
+    text: &str,
+    words: &[TranscriptWord],
+    duration: f32,
+) -> Vec<TranscriptSegment> {
     if words.is_empty() {
         return if text.is_empty() {
             Vec::new()
@@ -211,11 +214,7 @@ async fn live(
     mut input: mpsc::Receiver<SttInput>,
     events: &mpsc::Sender<Result<SttEvent, EngineError>>,
 ) -> Result<(), EngineError> {
-    let mut url = url::Url::parse(&endpoint.url("/v1/listen"))
-        .map_err(|_| endpoint.error(EngineErrorKind::InvalidInput, "the base URL is not a URL"))?;
-    let scheme = if url.scheme() == "http" { "ws" } else { "wss" };
-    url.set_scheme(scheme)
-        .map_err(|_| endpoint.error(EngineErrorKind::InvalidInput, "the base URL is not a URL"))?;
+    let mut url = super::socket::ws_url(endpoint, &endpoint.url("/v1/listen"))?;
     url.query_pairs_mut()
         .append_pair("model", model)
         .append_pair("encoding", "linear16")
@@ -229,38 +228,13 @@ async fn live(
     if let Some(language) = &options.language {
         url.query_pairs_mut().append_pair("language", language);
     }
-    let mut request = url
-        .as_str()
-        .into_client_request()
-        .map_err(|_| endpoint.error(EngineErrorKind::InvalidInput, "the base URL is not a URL"))?;
-    request.headers_mut().insert(
+    let socket = super::socket::open(
+        endpoint,
+        &url,
         "Authorization",
-        format!("Token {}", endpoint.key).parse().map_err(|_| {
-            endpoint.error(
-                EngineErrorKind::InvalidInput,
-                "the key is not a valid header",
-            )
-        })?,
-    );
-    let (socket, _) =
-        tokio::time::timeout(endpoint.timeout, tokio_tungstenite::connect_async(request))
-            .await
-            .map_err(|_| {
-                endpoint.error(
-                    EngineErrorKind::Timeout,
-                    "the live stream did not open in time",
-                )
-            })?
-            .map_err(|err| match err {
-                tokio_tungstenite::tungstenite::Error::Http(response) => endpoint.error(
-                    EngineErrorKind::Upstream,
-                    format!(
-                        "refused the live stream (HTTP {})",
-                        response.status().as_u16()
-                    ),
-                ),
-                _ => endpoint.error(EngineErrorKind::Upstream, "could not open the live stream"),
-            })?;
+        &format!("Token {}", endpoint.key),
+    )
+    .await?;
     let (mut sink, mut stream) = socket.split();
     let mut utterance = LiveUtterance::default();
     let mut keepalive = tokio::time::interval(KEEPALIVE_EVERY);
@@ -392,27 +366,7 @@ impl LiveUtterance {
         let words = std::mem::take(&mut self.words);
         let start = self.start.take().unwrap_or(0.0);
         let duration = (self.end - start).max(0.0);
-        SttEvent::Final(Transcript {
-            segments: if text.is_empty() {
-                Vec::new()
-            } else {
-                vec![TranscriptSegment {
-                    start: 0.0,
-                    end: duration,
-                    text: text.clone(),
-                    speaker: None,
-                    language: None,
-                }]
-            },
-            words: if options.word_timestamps {
-                words
-            } else {
-                Vec::new()
-            },
-            text,
-            language: options.language.clone().unwrap_or_else(|| "en".to_string()),
-            duration,
-        })
+        super::socket::live_final(text, words, duration, options)
     }
 }
 

@@ -1,14 +1,22 @@
 //! ElevenLabs text to speech, streamed: raw PCM at the rate the caller plays, or µ-law 8 kHz
-//! on phone calls (Twilio's own format, so nothing is resampled). Wire format:
-//! reference/protocols.md §7.1; https://elevenlabs.io/docs/api-reference/text-to-speech/stream.
+//! on phone calls (Twilio's own format, so nothing is resampled); and speech to text with
+//! Scribe (`POST /v1/speech-to-text`, multipart, word timings). Wire format:
+//! reference/protocols.md §7.1; https://elevenlabs.io/docs/api-reference/text-to-speech/stream
+//! and https://elevenlabs.io/docs/api-reference/speech-to-text/convert.
 
-use serde_json::json;
+use std::sync::Arc;
+
+use serde_json::{json, Value};
 use switchboard_actors::engine::{
-    EngineError, EngineStream, SpeechChunk, SpeechRequest, TextToSpeech,
+    EngineError, EngineFuture, EngineStream, SpeechChunk, SpeechRequest, SpeechToText,
+    TextToSpeech, TranscribeOptions, Transcript, TranscriptWord, STT_SAMPLE_RATE,
 };
 
-use super::audio::{RawAudioChunker, RawEncoding};
+use super::audio::{wav_16k, RawAudioChunker, RawEncoding};
 use super::http::Endpoint;
+use crate::speech::languages::language_code;
+
+const DEFAULT_STT_MODEL: &str = "scribe_v1";
 
 const DEFAULT_MODEL: &str = "eleven_flash_v2_5";
 /// "Rachel", a premade voice every account has.
@@ -68,6 +76,142 @@ impl TextToSpeech for ElevenLabsSpeech {
             build,
             RawAudioChunker::new(encoding, rate, request.text),
         ))
+    }
+}
+
+pub struct ElevenLabsTranscription {
+    pub endpoint: Endpoint,
+}
+
+impl SpeechToText for ElevenLabsTranscription {
+    fn provider(&self) -> &str {
+        &self.endpoint.vendor
+    }
+
+    fn transcribe(
+        &self,
+        audio: Arc<[f32]>,
+        options: TranscribeOptions,
+    ) -> EngineFuture<Transcript> {
+        let endpoint = self.endpoint.clone();
+        Box::pin(async move {
+            let clip_seconds = audio.len() as f32 / STT_SAMPLE_RATE as f32;
+            let wav = wav_16k(&audio);
+            let model = endpoint
+                .stt_model
+                .clone()
+                .unwrap_or_else(|| DEFAULT_STT_MODEL.to_string());
+            let url = endpoint.url("/v1/speech-to-text");
+            let build = || {
+                let mut form = reqwest::multipart::Form::new()
+                    .text("model_id", model.clone())
+                    .text("timestamps_granularity", "word")
+                    .text("tag_audio_events", "false")
+                    .part(
+                        "file",
+                        reqwest::multipart::Part::bytes(wav.clone())
+                            .file_name("audio.wav")
+                            .mime_str("audio/wav")
+                            .expect("a valid media type"),
+                    );
+                if let Some(language) = &options.language {
+                    form = form.text("language_code", language.clone());
+                }
+                endpoint
+                    .authorize(endpoint.client.post(&url))
+                    .multipart(form)
+            };
+            let response = endpoint.send(build).await?;
+            let json = endpoint.read_json(response).await?;
+            Ok(transcript_from_scribe(&json, &options, clip_seconds))
+        })
+    }
+}
+
+/// ISO 639-3 codes Scribe reports, as ISO 639-1 (the common ones whose two letters are not
+/// the first two of the three).
+fn language_of(code: &str) -> Option<&'static str> {
+    let two = match code {
+        "spa" => "es",
+        "deu" | "ger" => "de",
+        "nld" | "dut" => "nl",
+        "zho" | "chi" | "cmn" => "zh",
+        "jpn" => "ja",
+        "kor" => "ko",
+        "pol" => "pl",
+        "ell" | "gre" => "el",
+        "heb" => "he",
+        "ukr" => "uk",
+        "swe" => "sv",
+        "dan" => "da",
+        "ces" | "cze" => "cs",
+        "fas" | "per" => "fa",
+        "ron" | "rum" => "ro",
+        "tur" => "tr",
+        "vie" => "vi",
+        "cat" => "ca",
+        "slk" | "slo" => "sk",
+        "fin" => "fi",
+        "ara" => "ar",
+        "hin" => "hi",
+        "por" => "pt",
+        "rus" => "ru",
+        "ita" => "it",
+        "fra" | "fre" => "fr",
+        "eng" => "en",
+        other => return language_code(other),
+    };
+    Some(two)
+}
+
+/// Our transcript from a Scribe answer: its words (`type: "word"`, spacing left out),
+/// segments by sentence and pause.
+pub fn transcript_from_scribe(
+    json: &Value,
+    options: &TranscribeOptions,
+    clip_seconds: f32,
+) -> Transcript {
+    let text = json
+        .get("text")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .trim()
+        .to_string();
+    let words: Vec<TranscriptWord> = json
+        .get("words")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|word| word.get("type").and_then(Value::as_str).unwrap_or("word") == "word")
+        .map(|word| TranscriptWord {
+            start: word.get("start").and_then(Value::as_f64).unwrap_or(0.0) as f32,
+            end: word.get("end").and_then(Value::as_f64).unwrap_or(0.0) as f32,
+            word: word
+                .get("text")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .trim()
+                .to_string(),
+        })
+        .collect();
+    let segments = super::deepgram::segments_of(&text, &words, clip_seconds);
+    let language = json
+        .get("language_code")
+        .and_then(Value::as_str)
+        .and_then(language_of)
+        .map(str::to_string)
+        .or_else(|| options.language.clone())
+        .unwrap_or_else(|| "en".to_string());
+    Transcript {
+        text,
+        segments,
+        words: if options.word_timestamps {
+            words
+        } else {
+            Vec::new()
+        },
+        language,
+        duration: clip_seconds,
     }
 }
 

@@ -20,6 +20,8 @@ pub const CARTESIA_VERSION: &str = "2025-11-04";
 pub struct Endpoint {
     pub vendor: String,
     pub base_url: String,
+    /// The vendor's second host (empty when it has none): see `catalog::Vendor`.
+    pub alt_base_url: String,
     pub key: String,
     pub timeout: Duration,
     pub client: reqwest::Client,
@@ -46,10 +48,24 @@ impl Endpoint {
         format!("{}{path}", self.base_url.trim_end_matches('/'))
     }
 
+    /// `alt_base_url` (the vendor's second host) joined with `path`; `base_url` when the
+    /// vendor has none.
+    pub fn alt_url(&self, path: &str) -> String {
+        let base = if self.alt_base_url.is_empty() {
+            &self.base_url
+        } else {
+            &self.alt_base_url
+        };
+        format!("{}{path}", base.trim_end_matches('/'))
+    }
+
     /// `builder` with this vendor's way of presenting the key: `Authorization: Bearer`
-    /// (OpenAI, Cartesia), `x-api-key` (Anthropic), `x-goog-api-key` (Google),
-    /// `Authorization: Token` (Deepgram),
-    /// `xi-api-key` (ElevenLabs), plus the version headers the vendor requires.
+    /// (OpenAI, Cartesia, Rime, Hugging Face), `x-api-key` (Anthropic, LMNT, Neuphonic),
+    /// `x-goog-api-key` (Google), `Authorization: Token` (Deepgram), `xi-api-key`
+    /// (ElevenLabs), `Ocp-Apim-Subscription-Key` (Azure), the bare key in `Authorization`
+    /// (AssemblyAI), `Authorization: Basic` with Inworld's ready-made credential, PlayHT's
+    /// `AUTHORIZATION` and `X-USER-ID` (its key is given as `<user id>:<secret key>`), plus
+    /// the version headers the vendor requires.
     pub fn authorize(&self, builder: RequestBuilder) -> RequestBuilder {
         match self.vendor.as_str() {
             "anthropic" => builder
@@ -58,6 +74,18 @@ impl Endpoint {
             "deepgram" => builder.header("Authorization", format!("Token {}", self.key)),
             "google" => builder.header("x-goog-api-key", &self.key),
             "elevenlabs" => builder.header("xi-api-key", &self.key),
+            "lmnt" | "neuphonic" => builder.header("x-api-key", &self.key),
+            "azure" => builder.header("Ocp-Apim-Subscription-Key", &self.key),
+            "assemblyai" => builder.header("Authorization", &self.key),
+            "inworld" => builder.header("Authorization", format!("Basic {}", self.key)),
+            "playht" => {
+                let (user, secret) = playht_credentials(&self.key);
+                let builder = builder.header("AUTHORIZATION", secret);
+                match user {
+                    Some(user) => builder.header("X-USER-ID", user),
+                    None => builder,
+                }
+            }
             "cartesia" => builder
                 .bearer_auth(&self.key)
                 .header("Cartesia-Version", CARTESIA_VERSION),
@@ -231,6 +259,15 @@ impl BodyReader<'_> {
             )),
             Ok(Some(Ok(chunk))) => Ok(Some(chunk)),
         }
+    }
+}
+
+/// PlayHT's two credentials from one key `<user id>:<secret key>`; a key without a colon is
+/// the secret alone (PlayHT then refuses it, which reaches the caller as its 401).
+pub fn playht_credentials(key: &str) -> (Option<&str>, &str) {
+    match key.split_once(':') {
+        Some((user, secret)) if !user.is_empty() => (Some(user), secret),
+        _ => (None, key),
     }
 }
 

@@ -4,16 +4,26 @@
 //! rest), else the platform key from config (the only one that is metered).
 
 pub mod anthropic;
+pub mod assemblyai;
 pub mod audio;
+pub mod azure;
 pub mod cartesia;
 pub mod catalog;
 pub mod deepgram;
 pub mod elevenlabs;
 pub mod fallback;
 pub mod google;
+pub mod google_speech;
 pub mod http;
+pub mod huggingface;
+pub mod inworld;
+pub mod lmnt;
+pub mod neuphonic;
 pub mod openai;
+pub mod playht;
+pub mod rime;
 pub mod sealing;
+pub mod socket;
 pub mod speech;
 pub mod streaming;
 
@@ -104,6 +114,10 @@ impl Vendors {
                 .base_url
                 .filter(|url| !url.trim().is_empty())
                 .unwrap_or_else(|| vendor.base_url.to_string()),
+            alt_base_url: config
+                .alt_base_url
+                .filter(|url| !url.trim().is_empty())
+                .unwrap_or_else(|| vendor.alt_base_url.to_string()),
             key,
             timeout: config
                 .timeout_ms
@@ -177,13 +191,29 @@ impl Vendors {
                         .configs
                         .get(*id)
                         .is_some_and(|c| !c.api_key.trim().is_empty());
-                    serde_json::json!({
+                    let mut entry = serde_json::json!({
                         "id": id,
                         "embedded": *id == catalog::DEFAULT_PROVIDER,
                         "adapter": *id == catalog::DEFAULT_PROVIDER || vendor.is_some(),
                         "platformKey": platform_key,
                         "keyHeader": vendor.map(|v| v.key_header),
-                    })
+                    });
+                    if let Some(vendor) = vendor {
+                        entry["streaming"] = serde_json::json!(vendor.streams.contains(&kind));
+                        if kind == Kind::Tts {
+                            entry["phoneFormat"] = serde_json::json!(vendor.phone_format);
+                        }
+                        let config = self.configs.get(*id);
+                        let model = config.and_then(|c| match kind {
+                            Kind::Tts => c.tts_model.clone(),
+                            Kind::Stt => c.stt_model.clone(),
+                            Kind::Llm => c.llm_model.clone(),
+                        });
+                        if let Some(model) = model {
+                            entry["model"] = serde_json::json!(model);
+                        }
+                    }
+                    entry
                 })
                 .collect()
         };
@@ -225,6 +255,14 @@ pub fn tts_adapter(endpoint: Endpoint) -> Option<Arc<dyn TextToSpeech>> {
         "deepgram" => Arc::new(deepgram::DeepgramSpeak { endpoint }),
         "elevenlabs" => Arc::new(elevenlabs::ElevenLabsSpeech { endpoint }),
         "cartesia" => Arc::new(cartesia::CartesiaSpeech { endpoint }),
+        "playht" => Arc::new(playht::PlayHtSpeech { endpoint }),
+        "rime" => Arc::new(rime::RimeSpeech { endpoint }),
+        "lmnt" => Arc::new(lmnt::LmntSpeech { endpoint }),
+        "azure" => Arc::new(azure::AzureSpeech { endpoint }),
+        "google" => Arc::new(google_speech::GoogleSpeech { endpoint }),
+        "huggingface" => Arc::new(huggingface::HuggingFaceSpeech { endpoint }),
+        "neuphonic" => Arc::new(neuphonic::NeuphonicSpeech { endpoint }),
+        "inworld" => Arc::new(inworld::InworldSpeech { endpoint }),
         _ => return None,
     })
 }
@@ -234,6 +272,9 @@ pub fn stt_adapter(endpoint: Endpoint) -> Option<Arc<dyn SpeechToText>> {
     Some(match endpoint.vendor.as_str() {
         "openai" | "groq" => Arc::new(openai::OpenAiTranscription { endpoint }),
         "deepgram" => Arc::new(deepgram::DeepgramListen { endpoint }),
+        "assemblyai" => Arc::new(assemblyai::AssemblyAiTranscription { endpoint }),
+        "elevenlabs" => Arc::new(elevenlabs::ElevenLabsTranscription { endpoint }),
+        "azure" => Arc::new(azure::AzureRecognition { endpoint }),
         _ => return None,
     })
 }
@@ -257,6 +298,14 @@ pub async fn verify(endpoint: &Endpoint) -> Result<(), EngineError> {
         "deepgram" => deepgram::verify(endpoint).await,
         "elevenlabs" => elevenlabs::verify(endpoint).await,
         "cartesia" => cartesia::verify(endpoint).await,
+        "assemblyai" => assemblyai::verify(endpoint).await,
+        "azure" => azure::verify(endpoint).await,
+        "playht" => playht::verify(endpoint).await,
+        "rime" => rime::verify(endpoint).await,
+        "lmnt" => lmnt::verify(endpoint).await,
+        "huggingface" => huggingface::verify(endpoint).await,
+        "neuphonic" => neuphonic::verify(endpoint).await,
+        "inworld" => inworld::verify(endpoint).await,
         other => Err(EngineError::unavailable(format!("{other}: no adapter"))),
     }
 }

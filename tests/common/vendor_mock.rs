@@ -1,20 +1,28 @@
 #![allow(dead_code)]
 //! A local stand-in for the speech and language vendors, speaking each one's documented wire
-//! format (reference/protocols.md): OpenAI chat completions (SSE with tool-call deltas),
-//! transcriptions, speech and models; Anthropic messages (named SSE events with tool use);
-//! ElevenLabs, Deepgram and Cartesia speech; Deepgram pre-recorded transcription. It records
-//! every request (path, query, key headers, JSON body) so tests can check what reached it.
+//! format (reference/protocols.md and the pages cited in each adapter): OpenAI chat
+//! completions (SSE with tool-call deltas), transcriptions, speech and models; Anthropic
+//! messages (named SSE events with tool use); Gemini; speech from ElevenLabs, Deepgram,
+//! Cartesia, PlayHT, Rime, LMNT, Azure (SSML in, raw audio out), Google Cloud TTS (one JSON
+//! document, base64 WAV), Hugging Face (a whole WAV file), Neuphonic (SSE, base64 pieces) and
+//! Inworld (JSON lines, base64 WAV pieces); transcription from Deepgram, AssemblyAI (upload,
+//! transcript, polling), ElevenLabs Scribe and Azure short audio. It records every request
+//! (path, query, key headers, JSON or text body) so tests can check what reached it.
 //!
 //! The key a request carries picks the behaviour: `*-bad` answers 401 with the vendor's error
-//! body, `*-limited` 429, `*-slow` waits 3 s before answering, `*-cut` breaks the stream off
-//! after a few events, `*-long` streams 200 deltas 20 ms apart (and records when the client
-//! hung up). Anything else succeeds.
+//! body, `*-limited` 429, `*-down` 503, `*-slow` waits 3 s before answering, `*-cut` breaks
+//! the stream off after a few events, `*-long` streams 200 deltas 20 ms apart (and records
+//! when the client hung up); for speech, `*-long` streams 30 s of audio at real-time pace,
+//! counting the pieces sent and recording the key when the client hangs up. Anything else
+//! succeeds.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
+use base64::Engine as _;
 use bytes::Bytes;
 use futures_util::stream::{self, StreamExt};
 use serde_json::{json, Value};
@@ -28,6 +36,17 @@ pub struct Seen {
     pub key: String,
     pub headers: Vec<(String, String)>,
     pub body: Value,
+    /// The body as text when it is not JSON (SSML), else empty.
+    pub text: String,
+}
+
+impl Seen {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
 }
 
 #[derive(Default)]
@@ -36,6 +55,9 @@ pub struct Record {
     /// Deltas a `*-long` stream has produced, and whether the client hung up on it.
     pub long_sent: AtomicUsize,
     pub long_dropped: AtomicBool,
+    /// Pieces of `*-long` speech sent, by key; keys whose long speech the client hung up on.
+    pub speech_sent: Mutex<BTreeMap<String, usize>>,
+    pub speech_dropped: Mutex<Vec<String>>,
 }
 
 pub struct VendorMock {
@@ -68,6 +90,27 @@ impl VendorMock {
         VendorMock { url, record }
     }
 
+    /// Pieces of long speech sent so far with `key`.
+    pub fn speech_sent(&self, key: &str) -> usize {
+        self.record
+            .speech_sent
+            .lock()
+            .unwrap()
+            .get(key)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Whether the client hung up on the long speech stream sent with `key`.
+    pub fn speech_dropped(&self, key: &str) -> bool {
+        self.record
+            .speech_dropped
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|k| k == key)
+    }
+
     pub fn seen(&self) -> Vec<Seen> {
         self.record.seen.lock().unwrap().clone()
     }
@@ -91,6 +134,14 @@ impl VendorMock {
             ("CARTESIA", self.url.clone()),
             ("GROQ", format!("{}/v1", self.url)),
             ("GOOGLE", self.url.clone()),
+            ("ASSEMBLYAI", self.url.clone()),
+            ("AZURE", self.url.clone()),
+            ("PLAYHT", format!("{}/api/v2", self.url)),
+            ("RIME", self.url.clone()),
+            ("LMNT", self.url.clone()),
+            ("HUGGINGFACE", self.url.clone()),
+            ("NEUPHONIC", self.url.clone()),
+            ("INWORLD", self.url.clone()),
         ] {
             env.push((format!("SWITCHBOARD__VENDORS__{vendor}__BASE_URL"), base));
             env.push((
@@ -100,6 +151,13 @@ impl VendorMock {
             env.push((
                 format!("SWITCHBOARD__VENDORS__{vendor}__TIMEOUT_MS"),
                 "1000".to_string(),
+            ));
+        }
+        // Vendors with a second host: the same stand-in.
+        for vendor in ["GOOGLE", "AZURE", "ASSEMBLYAI", "HUGGINGFACE"] {
+            env.push((
+                format!("SWITCHBOARD__VENDORS__{vendor}__ALT_BASE_URL"),
+                self.url.clone(),
             ));
         }
         // A self-hosted engine: no key at all.
@@ -118,13 +176,19 @@ fn key_of(req: &HttpRequest) -> String {
             .and_then(|v| v.to_str().ok())
             .map(str::to_string)
     };
+    // PlayHT's two headers make one key, `<user id>:<secret>`.
+    if let (Some(user), Some(secret)) = (header("x-user-id"), header("authorization")) {
+        return format!("{user}:{secret}");
+    }
     header("x-api-key")
         .or_else(|| header("xi-api-key"))
         .or_else(|| header("x-goog-api-key"))
+        .or_else(|| header("ocp-apim-subscription-key"))
         .or_else(|| {
             header("authorization").map(|v| {
                 v.trim_start_matches("Bearer ")
                     .trim_start_matches("Token ")
+                    .trim_start_matches("Basic ")
                     .to_string()
             })
         })
@@ -144,6 +208,11 @@ async fn handle(req: HttpRequest, body: Bytes, record: web::Data<Arc<Record>>) -
             .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_string()))
             .collect(),
         body: json.clone(),
+        text: if json.is_null() {
+            String::from_utf8_lossy(&body[..body.len().min(4096)]).to_string()
+        } else {
+            String::new()
+        },
     });
     let path = req.path().to_string();
     if key.ends_with("-slow") {
@@ -161,6 +230,12 @@ async fn handle(req: HttpRequest, body: Bytes, record: web::Data<Arc<Record>>) -
     }
     if key.ends_with("-limited") {
         return error(&path, 429, "Rate limit reached for requests.");
+    }
+    if key.ends_with("-down") {
+        return error(&path, 503, "The service is temporarily overloaded.");
+    }
+    if let Some(response) = speech_vendors(&req, &json, &body, &key, record.get_ref()) {
+        return response;
     }
     if let Some(tool) = path.strip_prefix("/tools/") {
         return match tool {
@@ -182,7 +257,7 @@ async fn handle(req: HttpRequest, body: Bytes, record: web::Data<Arc<Record>>) -
         return gemini(&json, &key);
     }
     if path == "/v1/audio/speech" {
-        return audio(24_000, false, &key);
+        return speech(24_000, false, &key, record.get_ref(), Wrap::Raw);
     }
     if path == "/v1/audio/transcriptions" {
         return HttpResponse::Ok().json(json!({
@@ -201,18 +276,24 @@ async fn handle(req: HttpRequest, body: Bytes, record: web::Data<Arc<Record>>) -
     if path.starts_with("/v1/text-to-speech/") {
         let ulaw = req.query_string().contains("output_format=ulaw_8000");
         let rate = if ulaw { 8_000 } else { 24_000 };
-        return audio(rate, ulaw, &key);
+        return speech(rate, ulaw, &key, record.get_ref(), Wrap::Raw);
     }
     if path == "/v1/speak" {
         let ulaw = req.query_string().contains("encoding=mulaw");
-        return audio(if ulaw { 8_000 } else { 24_000 }, ulaw, &key);
+        return speech(
+            if ulaw { 8_000 } else { 24_000 },
+            ulaw,
+            &key,
+            record.get_ref(),
+            Wrap::Raw,
+        );
     }
     if path == "/tts/bytes" {
         let ulaw = json["output_format"]["encoding"] == "pcm_mulaw";
         let rate = json["output_format"]["sample_rate"]
             .as_u64()
             .unwrap_or(24_000) as u32;
-        return audio(rate, ulaw, &key);
+        return speech(rate, ulaw, &key, record.get_ref(), Wrap::Raw);
     }
     if path == "/v1/listen" {
         return HttpResponse::Ok().json(json!({
@@ -247,42 +328,23 @@ fn error(path: &str, status: u16, message: &str) -> HttpResponse {
         json!({"error": {"code": status, "message": message, "status": kind}})
     } else if path == "/v1/speak" || path == "/v1/listen" {
         json!({"err_code": "INVALID_AUTH", "err_msg": message})
+    } else if path.starts_with("/api/v2/") {
+        json!({"error_message": message, "error_id": "UNAUTHORIZED"})
+    } else if path.starts_with("/tts/v1/") {
+        json!({"code": if status == 401 { 16 } else { 8 }, "message": message, "details": []})
+    } else if path.starts_with("/sse/speak/") {
+        json!({"status_code": status, "errors": [message]})
+    } else if path.starts_with("/v2/")
+        || path.starts_with("/hf-inference/")
+        || path.starts_with("/v1/ai/")
+        || path == "/v1/rime-tts"
+    {
+        json!({"error": message})
     } else {
         json!({"error": {"message": message, "type": "invalid_request_error", "param": null,
                          "code": if status == 401 { "invalid_api_key" } else { "rate_limit_exceeded" }}})
     };
     HttpResponse::build(actix_web::http::StatusCode::from_u16(status).unwrap()).json(body)
-}
-
-/// One second of a 440 Hz tone as PCM16 (or µ-law), sent in 10 pieces.
-fn audio(rate: u32, ulaw: bool, key: &str) -> HttpResponse {
-    let samples: Vec<i16> = (0..rate)
-        .map(|i| ((i as f32 * 440.0 * std::f32::consts::TAU / rate as f32).sin() * 8000.0) as i16)
-        .collect();
-    let bytes: Vec<u8> = if ulaw {
-        samples
-            .iter()
-            .map(|&s| switchboard_actors::audio::mulaw::encode(s))
-            .collect()
-    } else {
-        samples.iter().flat_map(|s| s.to_le_bytes()).collect()
-    };
-    let pieces: Vec<Bytes> = bytes
-        .chunks(bytes.len() / 10 + 1)
-        .map(Bytes::copy_from_slice)
-        .collect();
-    let cut = key.ends_with("-cut");
-    let body = stream::iter(pieces.into_iter().enumerate()).then(move |(i, piece)| async move {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-        if cut && i == 3 {
-            Err(std::io::Error::other("cut"))
-        } else {
-            Ok::<_, std::io::Error>(piece)
-        }
-    });
-    HttpResponse::Ok()
-        .content_type("application/octet-stream")
-        .streaming(body)
 }
 
 fn sse(events: Vec<String>, cut: bool) -> HttpResponse {
@@ -517,4 +579,291 @@ impl Drop for DropFlag {
     fn drop(&mut self) {
         self.0.long_dropped.store(true, Ordering::SeqCst);
     }
+}
+
+/// The speech vendors added after the first five: synthesis in each one's framing, and
+/// AssemblyAI, ElevenLabs Scribe and Azure recognition. `None` when the path is none of theirs.
+fn speech_vendors(
+    req: &HttpRequest,
+    json: &Value,
+    body: &[u8],
+    key: &str,
+    record: &Arc<Record>,
+) -> Option<HttpResponse> {
+    let path = req.path();
+    let text = String::from_utf8_lossy(body);
+    let header = |name: &str| {
+        req.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string()
+    };
+    let rate_of = |value: &Value| value.as_u64().unwrap_or(24_000) as u32;
+    let unknown_voice = |voice: &Value| voice == "nobody";
+    let response = match path {
+        // PlayHT: `output_format` raw or mulaw.
+        "/api/v2/tts/stream" => {
+            if unknown_voice(&json["voice"]) {
+                return Some(error(path, 400, "voice 'nobody' not found"));
+            }
+            let ulaw = json["output_format"] == "mulaw";
+            speech(rate_of(&json["sample_rate"]), ulaw, key, record, Wrap::Raw)
+        }
+        // Rime: the Accept header picks the format.
+        "/v1/rime-tts" => {
+            if unknown_voice(&json["speaker"]) {
+                return Some(error(path, 400, "speaker 'nobody' is not a valid speaker"));
+            }
+            let ulaw = header("accept") == "audio/x-mulaw";
+            speech(rate_of(&json["samplingRate"]), ulaw, key, record, Wrap::Raw)
+        }
+        // LMNT: `format` raw or ulaw.
+        "/v1/ai/speech/bytes" => {
+            if unknown_voice(&json["voice"]) {
+                return Some(error(path, 400, "Voice 'nobody' not found"));
+            }
+            let ulaw = json["format"] == "ulaw";
+            speech(rate_of(&json["sample_rate"]), ulaw, key, record, Wrap::Raw)
+        }
+        // Azure: SSML in, the output format in a header.
+        "/cognitiveservices/v1" => {
+            if !text.starts_with("<speak") || text.contains("name=\"nobody\"") {
+                return Some(HttpResponse::BadRequest().finish());
+            }
+            let format = header("x-microsoft-outputformat");
+            let (rate, ulaw) = match format.as_str() {
+                "raw-8khz-8bit-mono-mulaw" => (8_000, true),
+                "raw-16khz-16bit-mono-pcm" => (16_000, false),
+                "raw-24khz-16bit-mono-pcm" => (24_000, false),
+                "raw-48khz-16bit-mono-pcm" => (48_000, false),
+                _ => return Some(HttpResponse::BadRequest().finish()),
+            };
+            speech(rate, ulaw, key, record, Wrap::Raw)
+        }
+        "/speech/recognition/conversation/cognitiveservices/v1" => {
+            HttpResponse::Ok().json(json!({
+                "RecognitionStatus": "Success", "Offset": 1_000_000, "Duration": 25_000_000,
+                "DisplayText": "What are your opening hours?",
+                "NBest": [{"Confidence": 0.97, "Lexical": "what are your opening hours",
+                           "ITN": "what are your opening hours", "MaskedITN": "what are your opening hours",
+                           "Display": "What are your opening hours?",
+                           "Words": [{"Word": "what", "Offset": 1_000_000, "Duration": 3_000_000}]}]
+            }))
+        }
+        // Google Cloud TTS: one JSON document with base64 WAV.
+        "/v1/text:synthesize" => {
+            if unknown_voice(&json["voice"]["name"]) {
+                return Some(HttpResponse::BadRequest().json(json!({"error": {"code": 400,
+                    "message": "Voice 'nobody' does not exist.", "status": "INVALID_ARGUMENT"}})));
+            }
+            let ulaw = json["audioConfig"]["audioEncoding"] == "MULAW";
+            let rate = rate_of(&json["audioConfig"]["sampleRateHertz"]);
+            let wav = with_wav_header(&tone(rate, ulaw, 1.0), rate, ulaw);
+            HttpResponse::Ok().json(json!({"audioContent": base64::engine::general_purpose::STANDARD.encode(wav)}))
+        }
+        // Hugging Face: a whole WAV file at the model's own rate.
+        p if p.starts_with("/hf-inference/models/") => {
+            if p.ends_with("/nobody") {
+                return Some(HttpResponse::NotFound().json(json!({"error": "Model nobody does not exist"})));
+            }
+            HttpResponse::Ok()
+                .content_type("audio/wav")
+                .body(with_wav_header(&tone(16_000, false, 1.0), 16_000, false))
+        }
+        // Neuphonic: server-sent events, base64 pieces.
+        p if p.starts_with("/sse/speak/") => {
+            if unknown_voice(&json["voice_id"]) {
+                return Some(error(p, 400, "voice_id 'nobody' not found"));
+            }
+            let ulaw = json["encoding"] == "pcm_mulaw";
+            speech(rate_of(&json["sampling_rate"]), ulaw, key, record, Wrap::Sse)
+        }
+        // Inworld: JSON lines, base64 WAV pieces.
+        "/tts/v1/voice:stream" => {
+            if unknown_voice(&json["voiceId"]) {
+                return Some(HttpResponse::NotFound().json(json!({"code": 5,
+                    "message": "Unknown voice: nobody", "details": []})));
+            }
+            let ulaw = json["audio_config"]["audio_encoding"] == "MULAW";
+            let rate = rate_of(&json["audio_config"]["sample_rate_hertz"]);
+            speech(rate, ulaw, key, record, Wrap::Ndjson(rate, ulaw))
+        }
+        // AssemblyAI files: upload, transcript, polling (done on the second look).
+        "/v2/upload" => HttpResponse::Ok().json(json!({
+            "upload_url": "https://cdn.assemblyai.com/upload/mock-1"})),
+        "/v2/transcript" if req.method() == actix_web::http::Method::POST => {
+            HttpResponse::Ok().json(json!({"id": "tr-1", "status": "queued",
+                "audio_url": json["audio_url"], "text": null}))
+        }
+        "/v2/transcript" => HttpResponse::Ok().json(json!({"transcripts": [], "page_details": {}})),
+        "/v2/transcript/tr-1" => {
+            let polls = record
+                .seen
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|s| s.path == "/v2/transcript/tr-1")
+                .count();
+            if polls < 2 {
+                HttpResponse::Ok().json(json!({"id": "tr-1", "status": "processing"}))
+            } else {
+                HttpResponse::Ok().json(json!({"id": "tr-1", "status": "completed",
+                    "text": "What are your opening hours?", "language_code": "en_us",
+                    "audio_duration": 3, "confidence": 0.93,
+                    "words": [{"text": "What", "start": 100, "end": 300, "confidence": 0.99, "speaker": null},
+                              {"text": "are", "start": 300, "end": 420, "confidence": 0.99, "speaker": null},
+                              {"text": "your", "start": 420, "end": 600, "confidence": 0.99, "speaker": null},
+                              {"text": "opening", "start": 600, "end": 1000, "confidence": 0.99, "speaker": null},
+                              {"text": "hours?", "start": 1000, "end": 1400, "confidence": 0.99, "speaker": null}]}))
+            }
+        }
+        // ElevenLabs Scribe.
+        "/v1/speech-to-text" => HttpResponse::Ok().json(json!({
+            "language_code": "eng", "language_probability": 0.98,
+            "text": "What are your opening hours?",
+            "words": [{"text": "What", "start": 0.1, "end": 0.3, "type": "word"},
+                      {"text": " ", "start": 0.3, "end": 0.3, "type": "spacing"},
+                      {"text": "are", "start": 0.3, "end": 0.42, "type": "word"},
+                      {"text": " ", "start": 0.42, "end": 0.42, "type": "spacing"},
+                      {"text": "your", "start": 0.42, "end": 0.6, "type": "word"},
+                      {"text": " ", "start": 0.6, "end": 0.6, "type": "spacing"},
+                      {"text": "opening", "start": 0.6, "end": 1.0, "type": "word"},
+                      {"text": " ", "start": 1.0, "end": 1.0, "type": "spacing"},
+                      {"text": "hours?", "start": 1.0, "end": 1.4, "type": "word"}]})),
+        // Key checks.
+        "/api/v2/voices" | "/v1/account" | "/cognitiveservices/voices/list" | "/tts/v1/voices"
+        | "/api/whoami-v2" | "/v1beta/models" => HttpResponse::Ok().json(json!({"ok": true})),
+        _ => return None,
+    };
+    Some(response)
+}
+
+/// How a vendor wraps its audio pieces.
+#[derive(Clone, Copy)]
+enum Wrap {
+    Raw,
+    /// Neuphonic: `data: {"status_code": 200, "data": {"audio": base64}}`.
+    Sse,
+    /// Inworld: `{"result": {"audioContent": base64 WAV}}` lines.
+    Ndjson(u32, bool),
+}
+
+fn wrap(piece: &[u8], how: Wrap) -> Bytes {
+    let b64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
+    match how {
+        Wrap::Raw => Bytes::copy_from_slice(piece),
+        Wrap::Sse => Bytes::from(format!(
+            "data: {}\n\n",
+            json!({"status_code": 200, "data": {"audio": b64(piece), "text": null}})
+        )),
+        Wrap::Ndjson(rate, ulaw) => Bytes::from(format!(
+            "{}\n",
+            json!({"result": {"audioContent": b64(&with_wav_header(piece, rate, ulaw)),
+                              "usage": {"processedCharactersCount": 26}}})
+        )),
+    }
+}
+
+/// `seconds` of a 440 Hz tone as PCM16 little-endian or µ-law bytes.
+pub fn tone(rate: u32, ulaw: bool, seconds: f32) -> Vec<u8> {
+    let samples: Vec<i16> = (0..(rate as f32 * seconds) as u32)
+        .map(|i| ((i as f32 * 440.0 * std::f32::consts::TAU / rate as f32).sin() * 8000.0) as i16)
+        .collect();
+    if ulaw {
+        samples
+            .iter()
+            .map(|&s| switchboard_actors::audio::mulaw::encode(s))
+            .collect()
+    } else {
+        samples.iter().flat_map(|s| s.to_le_bytes()).collect()
+    }
+}
+
+/// A RIFF WAVE file of `data` (PCM16, or µ-law as format 7).
+pub fn with_wav_header(data: &[u8], rate: u32, ulaw: bool) -> Vec<u8> {
+    let (format, bits, block) = if ulaw { (7u16, 8u16, 1u16) } else { (1, 16, 2) };
+    let mut wav = Vec::with_capacity(44 + data.len());
+    wav.extend_from_slice(b"RIFF");
+    wav.extend_from_slice(&(36 + data.len() as u32).to_le_bytes());
+    wav.extend_from_slice(b"WAVEfmt ");
+    wav.extend_from_slice(&16u32.to_le_bytes());
+    wav.extend_from_slice(&format.to_le_bytes());
+    wav.extend_from_slice(&1u16.to_le_bytes());
+    wav.extend_from_slice(&rate.to_le_bytes());
+    wav.extend_from_slice(&(rate * block as u32).to_le_bytes());
+    wav.extend_from_slice(&block.to_le_bytes());
+    wav.extend_from_slice(&bits.to_le_bytes());
+    wav.extend_from_slice(b"data");
+    wav.extend_from_slice(&(data.len() as u32).to_le_bytes());
+    wav.extend_from_slice(data);
+    wav
+}
+
+/// Records the key when a long speech stream's body is dropped (the client hung up).
+struct SpeechDropFlag(Arc<Record>, String);
+
+impl Drop for SpeechDropFlag {
+    fn drop(&mut self) {
+        self.0.speech_dropped.lock().unwrap().push(self.1.clone());
+    }
+}
+
+/// One second of tone in ten pieces 5 ms apart, wrapped as the vendor does; `*-long`: 30 s
+/// at real-time pace in 100 ms pieces, counted by key; `*-cut`: broken off at the fourth.
+fn speech(rate: u32, ulaw: bool, key: &str, record: &Arc<Record>, how: Wrap) -> HttpResponse {
+    let content_type = match how {
+        Wrap::Raw => "application/octet-stream",
+        Wrap::Sse => "text/event-stream",
+        Wrap::Ndjson(..) => "application/json",
+    };
+    if key.ends_with("-long") {
+        let piece = tone(rate, ulaw, 0.1);
+        let state = (
+            0usize,
+            record.clone(),
+            SpeechDropFlag(record.clone(), key.to_string()),
+        );
+        let body = stream::unfold(state, move |(i, record, guard)| {
+            let piece = piece.clone();
+            async move {
+                if i >= 300 {
+                    return None;
+                }
+                if i > 0 {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                *record
+                    .speech_sent
+                    .lock()
+                    .unwrap()
+                    .entry(guard.1.clone())
+                    .or_default() += 1;
+                Some((
+                    Ok::<_, std::io::Error>(wrap(&piece, how)),
+                    (i + 1, record, guard),
+                ))
+            }
+        });
+        return HttpResponse::Ok()
+            .content_type(content_type)
+            .streaming(body);
+    }
+    let bytes = tone(rate, ulaw, 1.0);
+    let step = if ulaw { 1 } else { 2 };
+    // Whole samples in each piece, so base64 pieces decode on their own.
+    let size = (bytes.len() / 10 / step + 1) * step;
+    let pieces: Vec<Bytes> = bytes.chunks(size).map(|p| wrap(p, how)).collect();
+    let cut = key.ends_with("-cut");
+    let body = stream::iter(pieces.into_iter().enumerate()).then(move |(i, piece)| async move {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        if cut && i == 3 {
+            Err(std::io::Error::other("cut"))
+        } else {
+            Ok::<_, std::io::Error>(piece)
+        }
+    });
+    HttpResponse::Ok()
+        .content_type(content_type)
+        .streaming(body)
 }
