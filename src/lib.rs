@@ -14,6 +14,7 @@ pub mod http;
 pub mod knowledge;
 pub mod media;
 pub mod observability;
+pub mod recording;
 pub mod registry;
 pub mod server;
 pub mod speech;
