@@ -355,7 +355,7 @@ impl Config {
                 "recordings.s3.bucket is needed when recordings.store is `s3`",
             ));
         }
-        if !(self.recordings.retention_days >= 0.0) {
+        if self.recordings.retention_days.is_nan() || self.recordings.retention_days < 0.0 {
             return Err(invalid("recordings.retention_days must be 0 or more"));
         }
         if self.recordings.queue_frames == 0 || self.recordings.cleanup_interval_ms == 0 {

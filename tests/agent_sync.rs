@@ -54,15 +54,19 @@ impl ElevenLabsMock {
     }
 }
 
-fn authorised(req: &HttpRequest) -> Result<(), HttpResponse> {
+/// The refusal of a request without the platform key, if it is one.
+fn refusal(req: &HttpRequest) -> Option<HttpResponse> {
     match req
         .headers()
         .get("xi-api-key")
         .and_then(|v| v.to_str().ok())
     {
-        Some("el-platform-key") => Ok(()),
-        _ => Err(HttpResponse::Unauthorized()
-            .json(json!({"detail": {"status": "invalid_api_key", "message": "Invalid API key"}}))),
+        Some("el-platform-key") => None,
+        _ => {
+            Some(HttpResponse::Unauthorized().json(
+                json!({"detail": {"status": "invalid_api_key", "message": "Invalid API key"}}),
+            ))
+        }
     }
 }
 
@@ -76,7 +80,7 @@ async fn create(
         .lock()
         .unwrap()
         .push(("POST".into(), req.path().into(), body.0.clone()));
-    if let Err(refused) = authorised(&req) {
+    if let Some(refused) = refusal(&req) {
         return refused;
     }
     if body["conversation_config"].is_null() {
@@ -98,7 +102,7 @@ async fn update(
         .lock()
         .unwrap()
         .push(("PATCH".into(), req.path().into(), body.0.clone()));
-    if let Err(refused) = authorised(&req) {
+    if let Some(refused) = refusal(&req) {
         return refused;
     }
     let mut agents = platform.agents.lock().unwrap();

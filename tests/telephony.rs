@@ -448,7 +448,7 @@ async fn phone_numbers_route_inbound_calls_to_their_owners_agents() {
     assert!(list["data"].as_array().unwrap().is_empty());
     let (status, list) = call(server.get("/v1/phone-numbers?limit=1", &key)).await;
     assert_eq!(status, 200);
-    assert_eq!(page_ids(&list), [id.clone()]);
+    assert_eq!(page_ids(&list), std::slice::from_ref(&id));
     let (status, _) = call(server.get("/v1/phone-numbers?limit=0", &key)).await;
     assert_eq!(status, 400);
 

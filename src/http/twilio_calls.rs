@@ -543,10 +543,13 @@ async fn task_status(
     match updated {
         Some(task) if terminal => {
             if let Some(session_id) = task.session_id {
-                state.telephony.do_send(EndUnconnectedSession {
-                    session_id,
-                    reason: status.to_string(),
-                });
+                state
+                    .telephony
+                    .send(EndUnconnectedSession {
+                        session_id,
+                        reason: status.to_string(),
+                    })
+                    .await?;
             }
         }
         Some(_) => {}

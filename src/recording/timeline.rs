@@ -35,6 +35,8 @@ pub struct Timeline {
     right: VecDeque<i16>,
     caller_end: u64,
     agent_end: u64,
+    /// Whether any caller audio arrived yet (the first frame is placed where it arrived).
+    caller_started: bool,
 }
 
 impl Timeline {
@@ -46,6 +48,7 @@ impl Timeline {
             right: VecDeque::new(),
             caller_end: 0,
             agent_end: 0,
+            caller_started: false,
         }
     }
 
@@ -62,9 +65,10 @@ impl Timeline {
     pub fn caller(&mut self, samples: &[i16], at: u64) {
         let len = samples.len() as u64;
         let mut start = self.caller_end;
-        if at > start + len + self.seconds(GAP_SECONDS) {
-            start = at - len;
+        if !self.caller_started || at > start + len + self.seconds(GAP_SECONDS) {
+            start = at.saturating_sub(len);
         }
+        self.caller_started = true;
         let start = start.max(self.written);
         put(&mut self.left, (start - self.written) as usize, samples);
         self.caller_end = start + len;

@@ -8,7 +8,7 @@
 
 use std::fs::File;
 use std::io::BufWriter;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::Arc;
@@ -138,7 +138,7 @@ pub fn start(
 /// Writes until the tap is dropped; answers (file bytes, samples per channel).
 fn write(
     rx: Receiver<TapEvent>,
-    path: &PathBuf,
+    path: &Path,
     format: TapFormat,
     rate: u32,
     started: Instant,

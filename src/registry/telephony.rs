@@ -236,7 +236,7 @@ impl Handler<UpdatePhoneNumber> for TelephonyRegistry {
             let number = changes
                 .phone_number
                 .clone()
-                .unwrap_or(current.phone_number.clone());
+                .unwrap_or_else(|| current.phone_number.clone());
             telephony::update_number(&db, dev, id, &changes)
                 .await
                 .map_err(|e| number_conflict(e, &number))?
