@@ -41,6 +41,8 @@ pub struct Config {
     #[serde(default)]
     pub vendors: BTreeMap<String, VendorConfig>,
     pub provider_keys: ProviderKeysConfig,
+    pub recordings: RecordingsConfig,
+    pub sync: SyncConfig,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -201,6 +203,77 @@ pub struct TelephonyConfig {
     pub relay_secret: String,
     /// How long a relay token stays valid after the call-control markup is issued.
     pub token_ttl_seconds: u64,
+    /// Twilio's REST API, for outbound calls and for checking Twilio's webhook signatures.
+    pub twilio: TwilioConfig,
+}
+
+/// The Twilio account outbound calls are placed with. Its auth token also signs every
+/// webhook Twilio sends (`X-Twilio-Signature`).
+#[derive(Debug, Clone, Deserialize)]
+pub struct TwilioConfig {
+    /// `https://api.twilio.com`, or a stand-in.
+    pub base_url: String,
+    pub account_sid: String,
+    pub auth_token: String,
+    /// Deadline of one REST call.
+    pub timeout_ms: u64,
+}
+
+impl TwilioConfig {
+    /// Whether outbound calls and Twilio's webhooks can work.
+    pub fn configured(&self) -> bool {
+        !self.account_sid.trim().is_empty() && !self.auth_token.trim().is_empty()
+    }
+}
+
+/// Call recordings: two-channel WAV files, caller left and agent right.
+#[derive(Debug, Clone, Deserialize)]
+pub struct RecordingsConfig {
+    /// Record phone calls (an agent may opt out with `metadata.recordCalls: false`).
+    pub enabled: bool,
+    /// `local` (under the data dir's `recordings/`) or `s3` (an S3-compatible store).
+    pub store: String,
+    /// Recordings are deleted this many days after they started (fractions allowed); 0 keeps
+    /// them for ever.
+    pub retention_days: f64,
+    /// How often the retention sweep runs.
+    pub cleanup_interval_ms: u64,
+    /// Audio frames the call may queue for the file writer before frames are dropped (the
+    /// call never waits for the disk).
+    pub queue_frames: usize,
+    pub s3: S3Config,
+}
+
+/// An S3-compatible object store (AWS S3, MinIO, Ceph, R2, ...).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct S3Config {
+    pub bucket: String,
+    pub region: String,
+    /// Empty = AWS; else the store's URL, e.g. `http://minio.internal:9000`.
+    pub endpoint: String,
+    pub access_key_id: String,
+    pub secret_access_key: String,
+    /// Key prefix, e.g. `recordings/`.
+    pub prefix: String,
+    /// Allow a plain-http endpoint.
+    pub allow_http: bool,
+}
+
+/// Where `POST /v1/agents/{id}/sync` pushes agents.
+#[derive(Debug, Clone, Deserialize)]
+pub struct SyncConfig {
+    /// `elevenlabs`, or empty for none (sync then answers 503).
+    pub provider: String,
+    /// The platform's API base, e.g. `https://api.elevenlabs.io`.
+    pub base_url: String,
+    pub api_key: String,
+    pub timeout_ms: u64,
+}
+
+impl SyncConfig {
+    pub fn configured(&self) -> bool {
+        !self.provider.trim().is_empty() && !self.api_key.trim().is_empty()
+    }
 }
 
 /// One outside vendor: where it is and the platform's own key for it. Every field may be
@@ -276,6 +349,25 @@ impl Config {
             return Err(invalid(
                 "rate_limit.requests and rate_limit.window_seconds must be at least 1",
             ));
+        }
+        if !["local", "s3"].contains(&self.recordings.store.as_str()) {
+            return Err(invalid("recordings.store must be `local` or `s3`"));
+        }
+        if self.recordings.store == "s3" && self.recordings.s3.bucket.trim().is_empty() {
+            return Err(invalid(
+                "recordings.s3.bucket is needed when recordings.store is `s3`",
+            ));
+        }
+        if self.recordings.retention_days.is_nan() || self.recordings.retention_days < 0.0 {
+            return Err(invalid("recordings.retention_days must be 0 or more"));
+        }
+        if self.recordings.queue_frames == 0 || self.recordings.cleanup_interval_ms == 0 {
+            return Err(invalid(
+                "recordings.queue_frames and recordings.cleanup_interval_ms must be at least 1",
+            ));
+        }
+        if !["", "elevenlabs"].contains(&self.sync.provider.trim()) {
+            return Err(invalid("sync.provider must be `elevenlabs` or empty"));
         }
         if self.auth.key_prefix.is_empty() {
             return Err(invalid("auth.key_prefix must not be empty"));

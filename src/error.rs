@@ -51,6 +51,9 @@ pub enum ApiError {
     /// The payment processor is not configured on this server.
     #[error("{0}")]
     BillingNotConfigured(String),
+    /// A callback whose signature does not prove it came from the party it claims.
+    #[error("{0}")]
+    Forbidden(String),
     #[error("{0}")]
     NotFound(String),
     #[error("{0}")]
@@ -109,6 +112,7 @@ impl ApiError {
             ApiError::RateLimited { .. } => "rate_limited",
             ApiError::SessionLimit(_) => "session_limit_exceeded",
             ApiError::BillingNotConfigured(_) => "billing_not_configured",
+            ApiError::Forbidden(_) => "forbidden",
             ApiError::NotFound(_) => "not_found",
             ApiError::MethodNotAllowed(_) => "method_not_allowed",
             ApiError::Conflict(_) => "conflict",
@@ -159,6 +163,7 @@ impl ResponseError for ApiError {
                 StatusCode::TOO_MANY_REQUESTS
             }
             ApiError::BillingNotConfigured(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Conflict(_) => StatusCode::CONFLICT,

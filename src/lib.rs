@@ -15,6 +15,7 @@ pub mod knowledge;
 pub mod loadtest;
 pub mod media;
 pub mod observability;
+pub mod recording;
 pub mod registry;
 pub mod server;
 pub mod speech;

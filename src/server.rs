@@ -15,13 +15,15 @@ use crate::config::Config;
 use crate::engines::Engines;
 use crate::fetch::Fetcher;
 use crate::http::{self, AppState};
+use crate::recording::{RecordingStorage, Recordings};
 use crate::registry::keys::{create_key, FlushLastUsed};
 use crate::registry::metering::FlushUsage;
 use crate::registry::{
     AgentRegistry, CollectionRegistry, ConversationRegistry, JobRegistry, KeyRegistry,
-    KnowledgeIndex, Metering, SessionRegistry,
+    KnowledgeIndex, Metering, SessionRegistry, TelephonyRegistry,
 };
 use crate::store::{developers, Db};
+use crate::telephony::rest::TwilioClient;
 use crate::telephony::token::TokenSigner;
 
 /// Runs the service until it is asked to stop (SIGINT/SIGTERM).
@@ -60,6 +62,27 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     let engines = Engines::start(&config);
     let conversations = ConversationRegistry::new(db.clone()).start();
     let sessions = SessionRegistry::new(db.clone()).start();
+    let recording_storage = RecordingStorage::new(&config.recordings, &config.server.data_dir)
+        .context("cannot set up the recording store")?;
+    let telephony = TelephonyRegistry::new(
+        db.clone(),
+        recording_storage.clone(),
+        config.recordings.clone(),
+    )
+    .start();
+    let recordings = Recordings::new(
+        config.recordings.clone(),
+        recording_storage.clone(),
+        telephony.clone(),
+    );
+    let twilio = if config.telephony.twilio.configured() {
+        Some(
+            TwilioClient::new(&config.telephony.twilio)
+                .context("cannot build the Twilio client")?,
+        )
+    } else {
+        None
+    };
     let signer = TokenSigner::new(relay_secret(&config)?);
     let knowledge =
         KnowledgeIndex::new(db.clone(), engines.embedder.dimensions(), &config.registry).start();
@@ -94,6 +117,11 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         fetcher,
         vendors,
         stripe: StripeClient::from_config(&config.billing.stripe),
+        telephony,
+        recordings,
+        recording_storage,
+        twilio,
+        agent_sync: crate::vendors::agent_sync::AgentSync::from_config(&config.sync),
     });
     let max_json = config.server.max_json_bytes;
     let mut server = HttpServer::new(move || {

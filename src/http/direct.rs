@@ -30,6 +30,7 @@ use super::auth::Developer;
 use super::AppState;
 use crate::error::{ApiError, ErrorBody};
 use crate::observability::recorder::SessionRecorder;
+use crate::recording::{RecordingTap, TapFormat};
 use crate::registry::agents::GetAgent;
 use crate::registry::keys::{hash_key, CheckKey, KeyCheck};
 use crate::registry::metering::{Admit, CloseSession, OpenSession, SessionMetering};
@@ -254,18 +255,22 @@ async fn start_direct(
         }))
         .await??;
     let factory = super::sessions::app_session_factory(state.clone());
+    let claims = RelayClaims {
+        sid: session_id.clone(),
+        dev: developer_id,
+        agent: agent.id.clone(),
+        from: None,
+        to: None,
+        inst: None,
+        exp: now + SESSION_TOKEN_TTL_MS,
+    };
     let (profile, engines) = factory
-        .build(RelayClaims {
-            sid: session_id.clone(),
-            dev: developer_id,
-            agent: agent.id.clone(),
-            from: None,
-            to: None,
-            inst: None,
-            exp: now + SESSION_TOKEN_TTL_MS,
-        })
+        .build(claims.clone())
         .await
         .map_err(ApiError::Unavailable)?;
+    let tap = factory
+        .recording(&claims, None, TapFormat::Pcm16(rate.hz()))
+        .await;
     let mut config = SessionConfig::direct(session_id.clone(), profile, rate);
     config.pacing.acks = acks;
     let (response, socket, messages) =
@@ -278,7 +283,7 @@ async fn start_direct(
     ));
     let handle = CallSession::start(config, engines, forwarder.recipient(), observer)
         .map_err(|e| ApiError::Internal(e.to_string()))?;
-    actix_web::rt::spawn(pump(handle, socket, messages, rx));
+    actix_web::rt::spawn(pump(handle, socket, messages, rx, tap));
     Ok(response)
 }
 
@@ -331,6 +336,7 @@ async fn pump(
     socket: actix_ws::Session,
     mut messages: actix_ws::MessageStream,
     mut outputs: mpsc::UnboundedReceiver<SessionOutput>,
+    tap: Option<RecordingTap>,
 ) {
     let session = handle.addr().clone();
     let mut writer = socket.clone();
@@ -339,9 +345,19 @@ async fn pump(
             output = outputs.recv() => {
                 let sent = match output {
                     None | Some(SessionOutput::Ended) => break,
-                    Some(SessionOutput::Audio(audio)) => writer.binary(audio).await,
+                    Some(SessionOutput::Audio(audio)) => {
+                        if let Some(tap) = &tap {
+                            tap.agent(&audio);
+                        }
+                        writer.binary(audio).await
+                    }
                     Some(SessionOutput::Mark(name)) => writer.text(json!({"type": "audio.mark", "name": name}).to_string()).await,
-                    Some(SessionOutput::Clear) => Ok(()),
+                    Some(SessionOutput::Clear) => {
+                        if let Some(tap) = &tap {
+                            tap.clear();
+                        }
+                        Ok(())
+                    }
                     Some(SessionOutput::Event(event)) => writer.text(event_json(&event).to_string()).await,
                 };
                 if sent.is_err() {
@@ -351,7 +367,12 @@ async fn pump(
             }
             incoming = messages.next() => {
                 match incoming {
-                    Some(Ok(WsMessage::Binary(audio))) => session.do_send(AudioIn(audio)),
+                    Some(Ok(WsMessage::Binary(audio))) => {
+                        if let Some(tap) = &tap {
+                            tap.caller(&audio);
+                        }
+                        session.do_send(AudioIn(audio))
+                    }
                     Some(Ok(WsMessage::Text(text))) => {
                         let Ok(message) = serde_json::from_str::<Value>(&text) else {
                             let error = json!({"type": "error", "code": "bad_message", "message": "messages must be JSON objects"});
@@ -395,6 +416,7 @@ async fn pump(
         }
     }
     drop(handle);
+    drop(tap);
     let _ = socket
         .close(Some(CloseReason {
             code: CloseCode::Normal,

@@ -1,5 +1,6 @@
 //! The HTTP API: routes, shared state, and how malformed requests become documented errors.
 
+pub mod agent_sync;
 pub mod agents;
 pub mod auth;
 pub mod billing;
@@ -15,13 +16,16 @@ pub mod observability;
 pub mod openai_audio;
 pub mod openapi;
 pub mod pagination;
+pub mod phone_numbers;
 pub mod provider_keys;
 pub mod providers;
 pub mod provision;
+pub mod recordings;
 pub mod request_id;
 pub mod sessions;
 pub mod synthesize;
 pub mod transcribe;
+pub mod twilio_calls;
 pub mod upload;
 pub mod validate;
 
@@ -58,6 +62,15 @@ pub struct AppState {
     pub vendors: crate::vendors::Vendors,
     /// The payment processor's client; `None` when billing is not configured.
     pub stripe: Option<crate::billing::stripe::StripeClient>,
+    /// Phone numbers, outbound call tasks, recordings and agent syncs.
+    pub telephony: Addr<crate::registry::TelephonyRegistry>,
+    /// Starts call recordings; serves finished ones through `recording_storage`.
+    pub recordings: crate::recording::Recordings,
+    pub recording_storage: crate::recording::RecordingStorage,
+    /// Twilio's REST API; `None` when `[telephony.twilio]` has no account.
+    pub twilio: Option<crate::telephony::rest::TwilioClient>,
+    /// The platform agents are synced to; `None` when `[sync]` is not configured.
+    pub agent_sync: Option<crate::vendors::agent_sync::AgentSync>,
 }
 
 /// Registers every route and the extractor error mappings.
@@ -72,6 +85,8 @@ pub fn configure(cfg: &mut web::ServiceConfig, max_json_bytes: usize) {
             web::resource("/v1/sessions/twilio/stream")
                 .route(web::get().to(sessions::twilio_stream)),
         )
+        // Twilio's webhooks, proven by X-Twilio-Signature, not an API key.
+        .configure(twilio_calls::webhooks)
         // Proven by its Stripe-Signature, not an API key.
         .service(web::resource("/v1/billing/webhook").route(web::post().to(billing::webhook)))
         // API key or session token, checked by the handler itself.
@@ -86,10 +101,14 @@ pub fn configure(cfg: &mut web::ServiceConfig, max_json_bytes: usize) {
                 .configure(billing::routes)
                 // Before the agents' routes, whose /agents/{id} would take "provision".
                 .configure(provision::routes)
+                .configure(agent_sync::routes)
                 .configure(agents::routes)
                 .configure(instances::routes)
                 .configure(chat::routes)
+                .configure(twilio_calls::routes)
                 .configure(sessions::routes)
+                .configure(phone_numbers::routes)
+                .configure(recordings::routes)
                 .configure(direct::routes)
                 .configure(observability::routes)
                 .configure(collections::routes)

@@ -8,8 +8,9 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::{
-    agents, billing, chat, collections, direct, health, instances, keys, knowledge, observability,
-    openai_audio, provider_keys, provision, sessions, synthesize, transcribe,
+    agent_sync, agents, billing, chat, collections, direct, health, instances, keys, knowledge,
+    observability, openai_audio, phone_numbers, provider_keys, provision, recordings, sessions,
+    synthesize, transcribe, twilio_calls,
 };
 use crate::error::{ErrorBody, ErrorDetail};
 
@@ -19,7 +20,9 @@ use crate::error::{ErrorBody, ErrorDetail};
         title = "Switchboard API",
         description = "Real-time voice agents: speech, agents, knowledge, sessions.\n\n\
 Every `/v1` route needs `Authorization: Bearer <API key>` (except `POST /v1/billing/webhook`, \
-proven by `Stripe-Signature`). Every response carries `X-Request-Id`; authenticated responses \
+proven by `Stripe-Signature`, and Twilio's webhooks `POST /v1/sessions/twilio/inbound` and \
+`POST /v1/sessions/twilio/task/{taskId}/connect|status`, proven by `X-Twilio-Signature`; a \
+missing or invalid signature is 403 forbidden). Every response carries `X-Request-Id`; authenticated responses \
 also carry `X-Usage-Current`, `X-Usage-Limit`, `X-Usage-Remaining` and `X-Usage-Bypassed` \
 (credits of the current billing period; `true` when a caller's own vendor key was used and \
 nothing was deducted), and `X-RateLimit-Limit` / `X-RateLimit-Remaining` (requests of this \
@@ -66,6 +69,18 @@ answer `{data, nextCursor, hasMore}` in creation order."
         provision::provision,
         chat::chat,
         sessions::create_twilio_session,
+        twilio_calls::place_call,
+        twilio_calls::get_task,
+        twilio_calls::task_connect,
+        twilio_calls::task_status,
+        twilio_calls::inbound_call,
+        phone_numbers::create_number,
+        phone_numbers::list_numbers,
+        phone_numbers::get_number,
+        phone_numbers::update_number,
+        phone_numbers::delete_number,
+        recordings::get_recording,
+        agent_sync::sync_agent,
         direct::session_token,
         observability::list_sessions,
         observability::get_session,

@@ -22,6 +22,7 @@ use crate::conversation::prompt::{substitute, system_prompt};
 use crate::conversation::tools::{http_tools, AgentTools};
 use crate::error::{ApiError, ErrorBody};
 use crate::observability::recorder::SessionRecorder;
+use crate::recording::{RecordingOf, RecordingTap, TapFormat, DIRECT_RATE, PHONE_RATE};
 use crate::registry::agents::GetAgent;
 use crate::registry::instances::{GetInstance, InstanceLookup};
 use crate::registry::metering::{OpenSession, SessionMetering};
@@ -93,33 +94,98 @@ async fn create_twilio_session(
         })
         .await??;
     let from = request.from.unwrap_or_default();
-    let instance = match &request.instance_id {
-        Some(id) => Some(
-            state
-                .agents
-                .send(GetInstance {
-                    developer_id: developer_id.clone(),
-                    agent_id: agent.id.clone(),
-                    lookup: InstanceLookup::Id(id.clone()),
-                })
-                .await?
-                .map_err(|e| match e {
-                    ApiError::NotFound(message) => ApiError::invalid("instanceId", message),
-                    other => other,
-                })?
-                .id,
-        ),
-        None => state
-            .agents
-            .send(GetInstance {
-                developer_id: developer_id.clone(),
-                agent_id: agent.id.clone(),
-                lookup: InstanceLookup::Phone(from.clone()),
-            })
-            .await?
-            .ok()
-            .map(|i| i.id),
+    let instance = resolve_instance(
+        &state,
+        &developer_id,
+        &agent.id,
+        request.instance_id.as_deref(),
+        &from,
+    )
+    .await?;
+    let issued = issue_stream(
+        &state,
+        &req,
+        StreamFor {
+            developer_id,
+            agent_id: agent.id,
+            from: Some(from),
+            to: request.to,
+            instance_id: instance,
+            call_sid: None,
+        },
+    )
+    .await?;
+    let markup = issued.twiml;
+    if prefers_xml(&req) {
+        return Ok(HttpResponse::Ok()
+            .content_type("text/xml; charset=utf-8")
+            .body(markup));
+    }
+    Ok(HttpResponse::Ok().json(TwilioSessionBody {
+        session_id: issued.session_id,
+        twiml: markup,
+        stream_url: issued.stream_url,
+        expires_at: iso(issued.expires_at),
+    }))
+}
+
+/// The instance a call runs with: `instance_id` when given (400 if it is not the agent's),
+/// else the agent's instance whose phone number is `phone`, if any.
+pub async fn resolve_instance(
+    state: &AppState,
+    developer_id: &str,
+    agent_id: &str,
+    instance_id: Option<&str>,
+    phone: &str,
+) -> Result<Option<String>, ApiError> {
+    let lookup = match instance_id {
+        Some(id) => InstanceLookup::Id(id.to_string()),
+        None => InstanceLookup::Phone(phone.to_string()),
     };
+    let found = state
+        .agents
+        .send(GetInstance {
+            developer_id: developer_id.to_string(),
+            agent_id: agent_id.to_string(),
+            lookup,
+        })
+        .await?;
+    match (instance_id, found) {
+        (_, Ok(instance)) => Ok(Some(instance.id)),
+        (Some(_), Err(ApiError::NotFound(message))) => {
+            Err(ApiError::invalid("instanceId", message))
+        }
+        (Some(_), Err(other)) => Err(other),
+        (None, Err(_)) => Ok(None),
+    }
+}
+
+/// Who a phone session is for.
+pub struct StreamFor {
+    pub developer_id: String,
+    pub agent_id: String,
+    pub from: Option<String>,
+    pub to: Option<String>,
+    pub instance_id: Option<String>,
+    /// Known when Twilio asks for the markup itself (outbound connect, inbound webhook).
+    pub call_sid: Option<String>,
+}
+
+/// A pending phone session and the markup that connects a call to it.
+pub struct IssuedStream {
+    pub session_id: String,
+    pub twiml: String,
+    pub stream_url: String,
+    pub expires_at: i64,
+}
+
+/// Records a pending phone session and signs the relay token its stream must present: the
+/// markup every way into a phone call answers (the API, outbound connect, inbound webhook).
+pub async fn issue_stream(
+    state: &AppState,
+    req: &HttpRequest,
+    target: StreamFor,
+) -> Result<IssuedStream, ApiError> {
     let now = time::now_ms();
     let session_id = new_id("ses");
     let expires = now + state.config.telephony.token_ttl_seconds as i64 * 1000;
@@ -128,13 +194,13 @@ async fn create_twilio_session(
         .send(CreateSession(SessionRow {
             seq: 0,
             id: session_id.clone(),
-            developer_id: developer_id.clone(),
-            agent_id: agent.id.clone(),
+            developer_id: target.developer_id.clone(),
+            agent_id: target.agent_id.clone(),
             transport: "twilio".into(),
-            call_sid: None,
-            from_number: Some(from.clone()),
-            to_number: request.to.clone(),
-            instance_id: instance.clone(),
+            call_sid: target.call_sid,
+            from_number: target.from.clone(),
+            to_number: target.to.clone(),
+            instance_id: target.instance_id.clone(),
             status: STATUS_PENDING.into(),
             turn_count: 0,
             tool_executions: 0,
@@ -148,26 +214,20 @@ async fn create_twilio_session(
         .await??;
     let token = state.signer.sign(&RelayClaims {
         sid: session_id.clone(),
-        dev: developer_id,
-        agent: agent.id,
-        from: Some(from),
-        to: request.to,
-        inst: instance,
+        dev: target.developer_id,
+        agent: target.agent_id,
+        from: target.from,
+        to: target.to,
+        inst: target.instance_id,
         exp: expires,
     });
-    let stream_url = twiml::stream_url(&super::public_base(&state, &req));
-    let markup = twiml::connect_stream(&stream_url, &token);
-    if prefers_xml(&req) {
-        return Ok(HttpResponse::Ok()
-            .content_type("text/xml; charset=utf-8")
-            .body(markup));
-    }
-    Ok(HttpResponse::Ok().json(TwilioSessionBody {
+    let stream_url = twiml::stream_url(&super::public_base(state, req));
+    Ok(IssuedStream {
+        twiml: twiml::connect_stream(&stream_url, &token),
         session_id,
-        twiml: markup,
         stream_url,
-        expires_at: iso(expires),
-    }))
+        expires_at: expires,
+    })
 }
 
 /// True when Accept ranks an XML type above JSON.
@@ -226,6 +286,52 @@ struct AppSessionFactory {
 }
 
 impl SessionFactory for AppSessionFactory {
+    fn recording(
+        &self,
+        claims: &RelayClaims,
+        call_sid: Option<String>,
+        format: TapFormat,
+    ) -> Pin<Box<dyn Future<Output = Option<RecordingTap>> + Send>> {
+        let state = self.state.clone();
+        let claims = claims.clone();
+        Box::pin(async move {
+            if !state.recordings.enabled() {
+                return None;
+            }
+            let agent = state
+                .agents
+                .send(GetAgent {
+                    developer_id: claims.dev.clone(),
+                    agent_id: claims.agent.clone(),
+                })
+                .await
+                .ok()?
+                .ok()?;
+            let metadata = validate::stored_json(&agent.metadata);
+            let (wanted, rate) = match format {
+                // Calls are recorded unless the agent opts out; direct sessions when it opts in.
+                TapFormat::Mulaw8k => (
+                    metadata["recordCalls"].as_bool().unwrap_or(true),
+                    PHONE_RATE,
+                ),
+                TapFormat::Pcm16(_) => (
+                    metadata["recordDirectSessions"].as_bool().unwrap_or(false),
+                    DIRECT_RATE,
+                ),
+            };
+            if !wanted {
+                return None;
+            }
+            state.recordings.start(RecordingOf {
+                session_id: claims.sid,
+                developer_id: claims.dev,
+                call_sid,
+                format,
+                rate,
+            })
+        })
+    }
+
     fn build(&self, claims: RelayClaims) -> Pin<Box<dyn Future<Output = SessionParts> + Send>> {
         let state = self.state.clone();
         Box::pin(async move {

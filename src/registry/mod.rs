@@ -13,6 +13,7 @@ pub mod keys;
 pub mod knowledge;
 pub mod metering;
 pub mod sessions;
+pub mod telephony;
 
 pub use agents::AgentRegistry;
 pub use collections::CollectionRegistry;
@@ -22,6 +23,7 @@ pub use keys::KeyRegistry;
 pub use knowledge::KnowledgeIndex;
 pub use metering::Metering;
 pub use sessions::SessionRegistry;
+pub use telephony::TelephonyRegistry;
 
 use crate::error::ApiError;
 use crate::store::StoreResult;

@@ -15,6 +15,7 @@ pub mod provision;
 pub mod rate_limits;
 pub mod schema;
 pub mod sessions;
+pub mod telephony;
 pub mod usage;
 
 use std::sync::Arc;

@@ -252,3 +252,66 @@ diesel::table! {
         error -> Nullable<Text>,
     }
 }
+
+diesel::table! {
+    phone_numbers (seq) {
+        seq -> BigInt,
+        id -> Text,
+        developer_id -> Text,
+        phone_number -> Text,
+        agent_id -> Text,
+        instance_id -> Nullable<Text>,
+        name -> Nullable<Text>,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    call_tasks (seq) {
+        seq -> BigInt,
+        id -> Text,
+        developer_id -> Text,
+        agent_id -> Text,
+        instance_id -> Nullable<Text>,
+        to_number -> Text,
+        from_number -> Text,
+        status -> Text,
+        call_sid -> Nullable<Text>,
+        session_id -> Nullable<Text>,
+        record -> Bool,
+        last_sequence -> BigInt,
+        duration_seconds -> Nullable<BigInt>,
+        error -> Nullable<Text>,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    recordings (seq) {
+        seq -> BigInt,
+        id -> Text,
+        developer_id -> Text,
+        session_id -> Text,
+        call_sid -> Nullable<Text>,
+        sample_rate -> Integer,
+        status -> Text,
+        storage -> Text,
+        location -> Text,
+        bytes -> BigInt,
+        duration_ms -> BigInt,
+        created_at -> BigInt,
+        completed_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    agent_syncs (developer_id, agent_id, provider) {
+        developer_id -> Text,
+        agent_id -> Text,
+        provider -> Text,
+        external_agent_id -> Text,
+        synced_at -> BigInt,
+    }
+}

@@ -26,6 +26,7 @@ use switchboard_actors::session::{
 use tokio::sync::mpsc;
 
 use super::token::{RelayClaims, TokenSigner};
+use crate::recording::{RecordingTap, TapFormat};
 use crate::registry::sessions::{ClaimSession, SessionRegistry};
 use crate::time::now_ms;
 
@@ -38,6 +39,17 @@ pub type SessionParts = Result<(AgentProfile, SessionEngines), String>;
 /// Builds what a session needs from its verified claims (the agent's profile and engines).
 pub trait SessionFactory: Send + Sync + 'static {
     fn build(&self, claims: RelayClaims) -> Pin<Box<dyn Future<Output = SessionParts> + Send>>;
+
+    /// Starts recording the session when it should be recorded (by configuration and the
+    /// agent's choice); `format` is the transport's audio encoding.
+    fn recording(
+        &self,
+        _claims: &RelayClaims,
+        _call_sid: Option<String>,
+        _format: TapFormat,
+    ) -> Pin<Box<dyn Future<Output = Option<RecordingTap>> + Send>> {
+        Box::pin(async { None })
+    }
 }
 
 /// What the transport needs from the server.
@@ -144,6 +156,7 @@ pub async fn run(context: StreamContext, socket: WsSession, mut messages: Messag
         return;
     }
     let session_id = claims.sid.clone();
+    let recording_claims = claims.clone();
     let (profile, engines) = match context.factory.build(claims).await {
         Ok(built) => built,
         Err(reason) => {
@@ -152,6 +165,11 @@ pub async fn run(context: StreamContext, socket: WsSession, mut messages: Messag
             return;
         }
     };
+    // Started before the session, so the greeting is on it; dropped when the stream ends.
+    let tap = context
+        .factory
+        .recording(&recording_claims, call_sid.clone(), TapFormat::Mulaw8k)
+        .await;
     let forwarder = OutputForwarder { tx: out_tx }.start();
     // Held until the stream ends: the session lives as long as the call.
     let handle: SessionHandle = match CallSession::start(
@@ -174,17 +192,27 @@ pub async fn run(context: StreamContext, socket: WsSession, mut messages: Messag
             output = out_rx.recv() => {
                 let Some(output) = output else { break };
                 let message = match output {
-                    SessionOutput::Audio(audio) => json!({
+                    SessionOutput::Audio(audio) => {
+                        if let Some(tap) = &tap {
+                            tap.agent(&audio);
+                        }
+                        json!({
                         "event": "media",
                         "streamSid": stream_sid,
                         "media": {"payload": BASE64.encode(&audio)},
-                    }),
+                        })
+                    }
                     SessionOutput::Mark(name) => json!({
                         "event": "mark",
                         "streamSid": stream_sid,
                         "mark": {"name": name},
                     }),
-                    SessionOutput::Clear => json!({"event": "clear", "streamSid": stream_sid}),
+                    SessionOutput::Clear => {
+                        if let Some(tap) = &tap {
+                            tap.clear();
+                        }
+                        json!({"event": "clear", "streamSid": stream_sid})
+                    }
                     // Twilio has no channel for events; they are logged.
                     SessionOutput::Event(event) => {
                         tracing::debug!(session = %session_id, "{}", event.name());
@@ -213,7 +241,13 @@ pub async fn run(context: StreamContext, socket: WsSession, mut messages: Messag
                                     continue;
                                 }
                                 match BASE64.decode(payload) {
-                                    Ok(audio) => session.do_send(AudioIn(Bytes::from(audio))),
+                                    Ok(audio) => {
+                                        let audio = Bytes::from(audio);
+                                        if let Some(tap) = &tap {
+                                            tap.caller(&audio);
+                                        }
+                                        session.do_send(AudioIn(audio));
+                                    }
                                     Err(_) => tracing::warn!(session = %session_id, "media stream: skipped bad base64"),
                                 }
                             }

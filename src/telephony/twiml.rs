@@ -33,6 +33,15 @@ pub fn connect_stream(stream_url: &str, token: &str) -> String {
     )
 }
 
+/// TwiML that says `text` and hangs up: the answer for a call nobody can take (an unrouted
+/// number, an agent that is gone, a task that already ended).
+pub fn say_and_hang_up(text: &str) -> String {
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Response><Say>{}</Say><Hangup/></Response>",
+        escape(text)
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,6 +3,7 @@
 //! caller's `X-Provider-Key-<Vendor>` header, else the developer's stored key (sealed at
 //! rest), else the platform key from config (the only one that is metered).
 
+pub mod agent_sync;
 pub mod anthropic;
 pub mod assemblyai;
 pub mod audio;

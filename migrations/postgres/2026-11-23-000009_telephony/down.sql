@@ -1,0 +1,4 @@
+DROP TABLE agent_syncs;
+DROP TABLE recordings;
+DROP TABLE call_tasks;
+DROP TABLE phone_numbers;

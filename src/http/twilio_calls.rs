@@ -1,0 +1,630 @@
+//! Outbound calls and Twilio's webhooks.
+//!
+//! - `POST /v1/sessions/twilio/outbound` places a call through Twilio's REST API and records
+//!   it as a task; `GET /v1/sessions/twilio/tasks/{taskId}` reads the task.
+//! - `POST /v1/sessions/twilio/task/{taskId}/connect` (Twilio fetches it when the call is
+//!   answered) answers the same stream markup as inbound sessions; `.../status` receives the
+//!   call's progress (initiated, ringing, answered, completed and the failures), applied in
+//!   Twilio's sequence order.
+//! - `POST /v1/sessions/twilio/inbound` is a voice webhook a Twilio number can point at
+//!   directly: the called number is looked up in `/v1/phone-numbers` and the call connected
+//!   to that agent.
+//!
+//! The three webhooks carry no API key: each must carry a valid `X-Twilio-Signature` over the
+//! URL Twilio requested and its form parameters (see [`crate::telephony::signature`]), else
+//! it is refused with 403 and changes nothing.
+
+use actix_web::{get, post, web, HttpRequest, HttpResponse};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::auth::Developer;
+use super::body::ApiJson;
+use super::instances::is_e164;
+use super::sessions::{issue_stream, resolve_instance, StreamFor};
+use super::AppState;
+use crate::error::{ApiError, ErrorBody};
+use crate::registry::agents::GetAgent;
+use crate::registry::new_id;
+use crate::registry::telephony::{
+    AdvanceTask, CreateTask, EndUnconnectedSession, GetTask, RouteCall, UpdateTask,
+};
+use crate::store::telephony::{
+    CallTaskRow, TaskChanges, TASK_IN_PROGRESS, TASK_QUEUED, TASK_TERMINAL,
+};
+use crate::telephony::rest::{NewCall, TwilioError};
+use crate::telephony::{signature, twiml};
+use crate::time::{self, iso};
+
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.service(place_call).service(get_task);
+    super::other_methods(
+        cfg,
+        &[
+            "/sessions/twilio/outbound",
+            "/sessions/twilio/tasks/{task_id}",
+        ],
+    );
+}
+
+/// Twilio's webhooks, which are proven by their signature instead of an API key.
+pub fn webhooks(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource("/v1/sessions/twilio/task/{task_id}/connect")
+            .route(web::post().to(task_connect))
+            .to(webhook_method_not_allowed),
+    )
+    .service(
+        web::resource("/v1/sessions/twilio/task/{task_id}/status")
+            .route(web::post().to(task_status))
+            .to(webhook_method_not_allowed),
+    )
+    .service(
+        web::resource("/v1/sessions/twilio/inbound")
+            .route(web::post().to(inbound_call))
+            .to(webhook_method_not_allowed),
+    );
+}
+
+async fn webhook_method_not_allowed(req: HttpRequest) -> Result<HttpResponse, ApiError> {
+    Err(ApiError::MethodNotAllowed(format!(
+        "{} is not allowed on {}",
+        req.method(),
+        req.path()
+    )))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct OutboundRequest {
+    /// The agent that talks on the call.
+    pub agent_id: Option<String>,
+    /// The number to call, E.164.
+    pub to: Option<String>,
+    /// The caller id: a number of the Twilio account (or verified with it), E.164.
+    pub from: Option<String>,
+    /// An instance of the agent; otherwise the instance whose phoneNumber is `to`, if any.
+    pub instance_id: Option<String>,
+    /// Also have Twilio record the call on its side (`Record=true`; default false). Our own
+    /// two-channel recording is made either way (see `/v1/recordings/{callId}`).
+    pub record: Option<bool>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OutboundBody {
+    pub task_id: String,
+    /// Twilio's call SID.
+    pub call_sid: String,
+    /// `queued` as a rule; see the task for later states.
+    pub status: String,
+}
+
+/// An outbound call task.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskBody {
+    pub task_id: String,
+    pub agent_id: String,
+    pub instance_id: Option<String>,
+    pub to: String,
+    pub from: String,
+    /// queued, ringing, in-progress, completed, busy, no-answer, failed or canceled.
+    pub status: String,
+    pub call_sid: Option<String>,
+    /// The session the call connected to, once answered.
+    pub session_id: Option<String>,
+    /// Twilio's `CallDuration` once the call ended.
+    pub duration_seconds: Option<i64>,
+    /// Why the call could not be placed.
+    pub error: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl From<CallTaskRow> for TaskBody {
+    fn from(row: CallTaskRow) -> TaskBody {
+        TaskBody {
+            task_id: row.id,
+            agent_id: row.agent_id,
+            instance_id: row.instance_id,
+            to: row.to_number,
+            from: row.from_number,
+            status: row.status,
+            call_sid: row.call_sid,
+            session_id: row.session_id,
+            duration_seconds: row.duration_seconds,
+            error: row.error,
+            created_at: iso(row.created_at),
+            updated_at: iso(row.updated_at),
+        }
+    }
+}
+
+fn e164(param: &str, value: Option<String>) -> Result<String, ApiError> {
+    let value = value.ok_or_else(|| ApiError::invalid(param, format!("{param} is required")))?;
+    if !is_e164(&value) {
+        return Err(ApiError::invalid(
+            param,
+            format!("{param} must be in E.164 form, e.g. +14155550123"),
+        ));
+    }
+    Ok(value)
+}
+
+/// Places a call through Twilio's REST API. When it is answered, Twilio fetches the task's
+/// connect URL, which connects the call to the agent like an inbound session.
+#[utoipa::path(post, path = "/v1/sessions/twilio/outbound", tag = "sessions", request_body = OutboundRequest,
+    responses((status = 201, body = OutboundBody), (status = 400, body = ErrorBody, description = "Invalid request, or Twilio refused the numbers"),
+        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody, description = "No such agent"),
+        (status = 502, body = ErrorBody, description = "Twilio failed"),
+        (status = 503, body = ErrorBody, description = "[telephony.twilio] is not configured")),
+    security(("bearer" = [])))]
+#[post("/sessions/twilio/outbound")]
+async fn place_call(
+    state: web::Data<AppState>,
+    developer: Developer,
+    req: HttpRequest,
+    body: ApiJson<OutboundRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let request = body.into_inner();
+    let agent_id = request
+        .agent_id
+        .ok_or_else(|| ApiError::invalid("agentId", "agentId is required"))?;
+    let to = e164("to", request.to)?;
+    let from = e164("from", request.from)?;
+    let developer_id = developer.id().to_string();
+    let agent = state
+        .agents
+        .send(GetAgent {
+            developer_id: developer_id.clone(),
+            agent_id,
+        })
+        .await??;
+    let instance = match &request.instance_id {
+        Some(id) => resolve_instance(&state, &developer_id, &agent.id, Some(id), &to).await?,
+        None => None,
+    };
+    let twilio = state.twilio.as_ref().ok_or_else(|| {
+        ApiError::Unavailable(
+            "outbound calls are not configured: set [telephony.twilio] account_sid and auth_token"
+                .into(),
+        )
+    })?;
+    let now = time::now_ms();
+    let task = state
+        .telephony
+        .send(CreateTask(CallTaskRow {
+            seq: 0,
+            id: new_id("task"),
+            developer_id,
+            agent_id: agent.id,
+            instance_id: instance,
+            to_number: to.clone(),
+            from_number: from.clone(),
+            status: TASK_QUEUED.into(),
+            call_sid: None,
+            session_id: None,
+            record: request.record.unwrap_or(false),
+            last_sequence: -1,
+            duration_seconds: None,
+            error: None,
+            created_at: now,
+            updated_at: now,
+        }))
+        .await??;
+    let base = format!(
+        "{}/v1/sessions/twilio/task/{}",
+        super::public_base(&state, &req),
+        task.id
+    );
+    let placed = twilio
+        .create_call(&NewCall {
+            to,
+            from,
+            url: format!("{base}/connect"),
+            status_callback: format!("{base}/status"),
+            record: task.record,
+        })
+        .await;
+    match placed {
+        Ok(call) => {
+            let status = task_status_of(&call.status)
+                .unwrap_or(TASK_QUEUED)
+                .to_string();
+            state
+                .telephony
+                .send(UpdateTask {
+                    id: task.id.clone(),
+                    changes: TaskChanges {
+                        call_sid: Some(Some(call.sid.clone())),
+                        status: Some(status.clone()),
+                        updated_at: time::now_ms(),
+                        ..Default::default()
+                    },
+                })
+                .await??;
+            Ok(HttpResponse::Created().json(OutboundBody {
+                task_id: task.id,
+                call_sid: call.sid,
+                status,
+            }))
+        }
+        Err(e) => {
+            state
+                .telephony
+                .send(UpdateTask {
+                    id: task.id.clone(),
+                    changes: TaskChanges {
+                        status: Some("failed".into()),
+                        error: Some(Some(e.to_string())),
+                        updated_at: time::now_ms(),
+                        ..Default::default()
+                    },
+                })
+                .await??;
+            Err(match e {
+                TwilioError::Rejected { .. } => ApiError::bad_request(e.to_string()),
+                TwilioError::Failed(_) => ApiError::Upstream(e.to_string()),
+            })
+        }
+    }
+}
+
+#[utoipa::path(get, path = "/v1/sessions/twilio/tasks/{taskId}", tag = "sessions",
+    params(("taskId" = String, Path, description = "Outbound call task id")),
+    responses((status = 200, body = TaskBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)),
+    security(("bearer" = [])))]
+#[get("/sessions/twilio/tasks/{task_id}")]
+async fn get_task(
+    state: web::Data<AppState>,
+    developer: Developer,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let task = state
+        .telephony
+        .send(GetTask {
+            developer_id: Some(developer.id().to_string()),
+            id: id.into_inner(),
+        })
+        .await??;
+    Ok(HttpResponse::Ok().json(TaskBody::from(task)))
+}
+
+/// A task state for a Twilio call status (`initiated` and `queued` are both `queued`;
+/// `answered` arrives as `in-progress`).
+fn task_status_of(call_status: &str) -> Option<&'static str> {
+    Some(match call_status {
+        "queued" | "initiated" => TASK_QUEUED,
+        "ringing" => "ringing",
+        "in-progress" | "answered" => TASK_IN_PROGRESS,
+        "completed" => "completed",
+        "busy" => "busy",
+        "no-answer" => "no-answer",
+        "failed" => "failed",
+        "canceled" => "canceled",
+        _ => return None,
+    })
+}
+
+/// A webhook's form parameters, after its signature was checked against the auth token.
+struct SignedForm(Vec<(String, String)>);
+
+impl SignedForm {
+    fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Checks `X-Twilio-Signature` over the URL Twilio requested (this server's public base URL
+/// and the request's path and query) and the form body.
+fn verify_webhook(
+    state: &AppState,
+    req: &HttpRequest,
+    body: &[u8],
+) -> Result<SignedForm, ApiError> {
+    let twilio = &state.config.telephony.twilio;
+    if !twilio.configured() {
+        return Err(ApiError::Unavailable(
+            "Twilio webhooks are not configured: set [telephony.twilio] account_sid and auth_token"
+                .into(),
+        ));
+    }
+    let params: Vec<(String, String)> = url::form_urlencoded::parse(body)
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect();
+    let url = format!(
+        "{}{}",
+        super::public_base(state, req),
+        req.uri()
+            .path_and_query()
+            .map_or(req.path(), |pq| pq.as_str())
+    );
+    let provided = req
+        .headers()
+        .get("X-Twilio-Signature")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if provided.is_empty() || !signature::verify(twilio.auth_token.trim(), &url, &params, provided)
+    {
+        tracing::warn!(path = %req.path(), "refused a Twilio webhook: bad or missing X-Twilio-Signature");
+        return Err(ApiError::Forbidden(
+            "X-Twilio-Signature is missing or does not match this request".into(),
+        ));
+    }
+    Ok(SignedForm(params))
+}
+
+fn twiml_response(markup: String) -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("text/xml; charset=utf-8")
+        .body(markup)
+}
+
+/// Twilio fetches this when an outbound call is answered: the stream markup for the task's
+/// agent. Called by Twilio, not API consumers: no API key, a valid `X-Twilio-Signature`.
+#[utoipa::path(post, path = "/v1/sessions/twilio/task/{taskId}/connect", tag = "telephony webhooks",
+    params(("taskId" = String, Path, description = "Outbound call task id"),
+        ("X-Twilio-Signature" = String, Header, description = "base64 HMAC-SHA1 of the URL and sorted form parameters with the auth token")),
+    request_body(content = String, content_type = "application/x-www-form-urlencoded", description = "Twilio's voice request parameters (CallSid, From, To, ...)"),
+    responses((status = 200, description = "TwiML connecting the call to the agent's media stream", content_type = "text/xml"),
+        (status = 403, body = ErrorBody, description = "Missing or invalid signature"), (status = 404, body = ErrorBody),
+        (status = 503, body = ErrorBody, description = "[telephony.twilio] is not configured")))]
+async fn task_connect(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    task_id: web::Path<String>,
+    body: web::Bytes,
+) -> Result<HttpResponse, ApiError> {
+    let form = verify_webhook(&state, &req, &body)?;
+    let task = state
+        .telephony
+        .send(GetTask {
+            developer_id: None,
+            id: task_id.into_inner(),
+        })
+        .await??;
+    if TASK_TERMINAL.contains(&task.status.as_str()) {
+        return Ok(twiml_response(twiml::say_and_hang_up(
+            "This call has already ended. Goodbye.",
+        )));
+    }
+    let agent = state
+        .agents
+        .send(GetAgent {
+            developer_id: task.developer_id.clone(),
+            agent_id: task.agent_id.clone(),
+        })
+        .await?;
+    let Ok(agent) = agent else {
+        tracing::warn!(task = %task.id, "the task's agent is gone; hanging up");
+        end_task(&state, &task.id, "the agent no longer exists").await;
+        return Ok(twiml_response(twiml::say_and_hang_up(
+            "Sorry, this agent is not available. Goodbye.",
+        )));
+    };
+    let call_sid = form
+        .get("CallSid")
+        .map(str::to_string)
+        .or(task.call_sid.clone());
+    // From the agent's side the person called is the caller: their number picks the instance.
+    let instance = match task.instance_id.clone() {
+        Some(id) => Some(id),
+        None => {
+            resolve_instance(&state, &task.developer_id, &agent.id, None, &task.to_number).await?
+        }
+    };
+    let issued = issue_stream(
+        &state,
+        &req,
+        StreamFor {
+            developer_id: task.developer_id.clone(),
+            agent_id: agent.id,
+            from: Some(task.to_number.clone()),
+            to: Some(task.from_number.clone()),
+            instance_id: instance,
+            call_sid: call_sid.clone(),
+        },
+    )
+    .await?;
+    state
+        .telephony
+        .send(UpdateTask {
+            id: task.id,
+            changes: TaskChanges {
+                status: Some(TASK_IN_PROGRESS.into()),
+                call_sid: call_sid.map(Some),
+                session_id: Some(Some(issued.session_id)),
+                updated_at: time::now_ms(),
+                ..Default::default()
+            },
+        })
+        .await??;
+    Ok(twiml_response(issued.twiml))
+}
+
+async fn end_task(state: &AppState, task_id: &str, reason: &str) {
+    let _ = state
+        .telephony
+        .send(UpdateTask {
+            id: task_id.to_string(),
+            changes: TaskChanges {
+                status: Some("failed".into()),
+                error: Some(Some(reason.to_string())),
+                updated_at: time::now_ms(),
+                ..Default::default()
+            },
+        })
+        .await;
+}
+
+/// Twilio reports the call's progress here (`StatusCallbackEvent` initiated, ringing,
+/// answered, completed). Events are applied in `SequenceNumber` order: an older one arriving
+/// late changes nothing, and an ended task stays ended.
+#[utoipa::path(post, path = "/v1/sessions/twilio/task/{taskId}/status", tag = "telephony webhooks",
+    params(("taskId" = String, Path, description = "Outbound call task id"),
+        ("X-Twilio-Signature" = String, Header, description = "base64 HMAC-SHA1 of the URL and sorted form parameters with the auth token")),
+    request_body(content = String, content_type = "application/x-www-form-urlencoded", description = "Twilio's status callback parameters (CallSid, CallStatus, SequenceNumber, CallDuration, ...)"),
+    responses((status = 204, description = "Applied (or ignored as stale)"),
+        (status = 400, body = ErrorBody, description = "Unknown CallStatus"),
+        (status = 403, body = ErrorBody, description = "Missing or invalid signature"), (status = 404, body = ErrorBody),
+        (status = 503, body = ErrorBody, description = "[telephony.twilio] is not configured")))]
+async fn task_status(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    task_id: web::Path<String>,
+    body: web::Bytes,
+) -> Result<HttpResponse, ApiError> {
+    let form = verify_webhook(&state, &req, &body)?;
+    let task_id = task_id.into_inner();
+    // Known task (404 otherwise), whoever owns it: the signature is the proof.
+    state
+        .telephony
+        .send(GetTask {
+            developer_id: None,
+            id: task_id.clone(),
+        })
+        .await??;
+    let call_status = form.get("CallStatus").unwrap_or("");
+    let Some(status) = task_status_of(call_status) else {
+        return Err(ApiError::invalid(
+            "CallStatus",
+            format!("unknown CallStatus '{call_status}'"),
+        ));
+    };
+    let terminal = TASK_TERMINAL.contains(&status);
+    let changes = TaskChanges {
+        status: Some(status.to_string()),
+        call_sid: form.get("CallSid").map(|s| Some(s.to_string())),
+        duration_seconds: form
+            .get("CallDuration")
+            .and_then(|d| d.trim().parse::<i64>().ok())
+            .map(Some),
+        error: (status == "failed")
+            .then(|| {
+                form.get("SipResponseCode")
+                    .map(|c| format!("SIP response {c}"))
+            })
+            .flatten()
+            .map(Some),
+        updated_at: time::now_ms(),
+        ..Default::default()
+    };
+    let updated = match form
+        .get("SequenceNumber")
+        .and_then(|n| n.trim().parse::<i64>().ok())
+    {
+        Some(sequence) => {
+            state
+                .telephony
+                .send(AdvanceTask {
+                    id: task_id.clone(),
+                    sequence,
+                    changes: TaskChanges {
+                        last_sequence: Some(sequence),
+                        ..changes
+                    },
+                })
+                .await??
+        }
+        None => {
+            state
+                .telephony
+                .send(UpdateTask {
+                    id: task_id.clone(),
+                    changes,
+                })
+                .await??
+        }
+    };
+    match updated {
+        Some(task) if terminal => {
+            if let Some(session_id) = task.session_id {
+                state
+                    .telephony
+                    .send(EndUnconnectedSession {
+                        session_id,
+                        reason: status.to_string(),
+                    })
+                    .await?;
+            }
+        }
+        Some(_) => {}
+        None => {
+            tracing::debug!(task = %task_id, "ignored a stale or late status callback ({call_status})")
+        }
+    }
+    Ok(HttpResponse::NoContent().finish())
+}
+
+/// The voice webhook of a Twilio number: connects the call to the agent the called number is
+/// routed to (`/v1/phone-numbers`), or says the number is not in service.
+#[utoipa::path(post, path = "/v1/sessions/twilio/inbound", tag = "telephony webhooks",
+    params(("X-Twilio-Signature" = String, Header, description = "base64 HMAC-SHA1 of the URL and sorted form parameters with the auth token")),
+    request_body(content = String, content_type = "application/x-www-form-urlencoded", description = "Twilio's voice request parameters (CallSid, From, To, ...)"),
+    responses((status = 200, description = "TwiML: the agent's media stream, or a message and a hang-up for an unrouted number", content_type = "text/xml"),
+        (status = 403, body = ErrorBody, description = "Missing or invalid signature"),
+        (status = 503, body = ErrorBody, description = "[telephony.twilio] is not configured")))]
+async fn inbound_call(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    body: web::Bytes,
+) -> Result<HttpResponse, ApiError> {
+    let form = verify_webhook(&state, &req, &body)?;
+    let called = form
+        .get("To")
+        .or(form.get("Called"))
+        .unwrap_or("")
+        .to_string();
+    let caller = form
+        .get("From")
+        .or(form.get("Caller"))
+        .unwrap_or("")
+        .to_string();
+    let Some(route) = state
+        .telephony
+        .send(RouteCall {
+            number: called.clone(),
+        })
+        .await??
+    else {
+        tracing::warn!(number = %called, "inbound call to a number with no route");
+        return Ok(twiml_response(twiml::say_and_hang_up(
+            "The number you have called is not in service. Goodbye.",
+        )));
+    };
+    let agent = state
+        .agents
+        .send(GetAgent {
+            developer_id: route.developer_id.clone(),
+            agent_id: route.agent_id.clone(),
+        })
+        .await?;
+    let Ok(agent) = agent else {
+        tracing::warn!(number = %called, agent = %route.agent_id, "inbound call routed to an agent that is gone");
+        return Ok(twiml_response(twiml::say_and_hang_up(
+            "Sorry, nobody can take your call right now. Goodbye.",
+        )));
+    };
+    let instance = match route.instance_id.clone() {
+        Some(id) => Some(id),
+        None => resolve_instance(&state, &route.developer_id, &agent.id, None, &caller).await?,
+    };
+    let issued = issue_stream(
+        &state,
+        &req,
+        StreamFor {
+            developer_id: route.developer_id,
+            agent_id: agent.id,
+            from: Some(caller),
+            to: Some(called),
+            instance_id: instance,
+            call_sid: form.get("CallSid").map(str::to_string),
+        },
+    )
+    .await?;
+    Ok(twiml_response(issued.twiml))
+}

@@ -1,0 +1,453 @@
+//! Queries of telephony operations: the phone-number routing table, outbound call tasks,
+//! call recordings and agents' copies on outside platforms.
+
+use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
+
+use super::schema::{agent_syncs, call_tasks, phone_numbers, recordings};
+use super::{Db, StoreResult};
+use crate::db_run;
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
+#[diesel(table_name = phone_numbers)]
+pub struct PhoneNumberRow {
+    #[diesel(skip_insertion)]
+    pub seq: i64,
+    pub id: String,
+    pub developer_id: String,
+    /// E.164, unique across the service.
+    pub phone_number: String,
+    pub agent_id: String,
+    pub instance_id: Option<String>,
+    pub name: Option<String>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// The columns an update may change; `None` leaves one as it is.
+#[derive(Debug, Clone, Default, AsChangeset)]
+#[diesel(table_name = phone_numbers)]
+pub struct PhoneNumberChanges {
+    pub phone_number: Option<String>,
+    pub agent_id: Option<String>,
+    pub instance_id: Option<Option<String>>,
+    pub name: Option<Option<String>>,
+    pub updated_at: i64,
+}
+
+pub async fn insert_number(db: &Db, row: &PhoneNumberRow) -> StoreResult<PhoneNumberRow> {
+    db_run!(db, |conn| {
+        Ok(diesel::insert_into(phone_numbers::table)
+            .values(row)
+            .returning(PhoneNumberRow::as_returning())
+            .get_result(conn)
+            .await?)
+    })
+}
+
+pub async fn get_number(db: &Db, developer: &str, id: &str) -> StoreResult<Option<PhoneNumberRow>> {
+    db_run!(db, |conn| {
+        Ok(phone_numbers::table
+            .filter(phone_numbers::developer_id.eq(developer))
+            .filter(phone_numbers::id.eq(id))
+            .select(PhoneNumberRow::as_select())
+            .first(conn)
+            .await
+            .optional()?)
+    })
+}
+
+/// The route of a called number, whoever owns it (the inbound webhook's lookup).
+pub async fn route_of(db: &Db, number: &str) -> StoreResult<Option<PhoneNumberRow>> {
+    db_run!(db, |conn| {
+        Ok(phone_numbers::table
+            .filter(phone_numbers::phone_number.eq(number))
+            .select(PhoneNumberRow::as_select())
+            .first(conn)
+            .await
+            .optional()?)
+    })
+}
+
+pub async fn list_numbers(
+    db: &Db,
+    developer: &str,
+    after: i64,
+    limit: i64,
+) -> StoreResult<Vec<PhoneNumberRow>> {
+    db_run!(db, |conn| {
+        Ok(phone_numbers::table
+            .filter(phone_numbers::developer_id.eq(developer))
+            .filter(phone_numbers::seq.gt(after))
+            .order(phone_numbers::seq.asc())
+            .limit(limit)
+            .select(PhoneNumberRow::as_select())
+            .load(conn)
+            .await?)
+    })
+}
+
+pub async fn number_seq(db: &Db, developer: &str, id: &str) -> StoreResult<Option<i64>> {
+    db_run!(db, |conn| {
+        Ok(phone_numbers::table
+            .filter(phone_numbers::developer_id.eq(developer))
+            .filter(phone_numbers::id.eq(id))
+            .select(phone_numbers::seq)
+            .first(conn)
+            .await
+            .optional()?)
+    })
+}
+
+pub async fn update_number(
+    db: &Db,
+    developer: &str,
+    id: &str,
+    changes: &PhoneNumberChanges,
+) -> StoreResult<Option<PhoneNumberRow>> {
+    db_run!(db, |conn| {
+        Ok(diesel::update(
+            phone_numbers::table
+                .filter(phone_numbers::developer_id.eq(developer))
+                .filter(phone_numbers::id.eq(id)),
+        )
+        .set(changes)
+        .returning(PhoneNumberRow::as_returning())
+        .get_result(conn)
+        .await
+        .optional()?)
+    })
+}
+
+pub async fn delete_number(db: &Db, developer: &str, id: &str) -> StoreResult<bool> {
+    db_run!(db, |conn| {
+        let deleted = diesel::delete(
+            phone_numbers::table
+                .filter(phone_numbers::developer_id.eq(developer))
+                .filter(phone_numbers::id.eq(id)),
+        )
+        .execute(conn)
+        .await?;
+        Ok(deleted == 1)
+    })
+}
+
+pub const TASK_QUEUED: &str = "queued";
+pub const TASK_RINGING: &str = "ringing";
+pub const TASK_IN_PROGRESS: &str = "in-progress";
+/// Task states after which nothing changes.
+pub const TASK_TERMINAL: [&str; 5] = ["completed", "busy", "no-answer", "failed", "canceled"];
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
+#[diesel(table_name = call_tasks)]
+pub struct CallTaskRow {
+    #[diesel(skip_insertion)]
+    pub seq: i64,
+    pub id: String,
+    pub developer_id: String,
+    pub agent_id: String,
+    pub instance_id: Option<String>,
+    pub to_number: String,
+    pub from_number: String,
+    pub status: String,
+    pub call_sid: Option<String>,
+    pub session_id: Option<String>,
+    pub record: bool,
+    pub last_sequence: i64,
+    pub duration_seconds: Option<i64>,
+    pub error: Option<String>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// What a task's progress changes.
+#[derive(Debug, Clone, Default, AsChangeset)]
+#[diesel(table_name = call_tasks)]
+pub struct TaskChanges {
+    pub status: Option<String>,
+    pub call_sid: Option<Option<String>>,
+    pub session_id: Option<Option<String>>,
+    pub last_sequence: Option<i64>,
+    pub duration_seconds: Option<Option<i64>>,
+    pub error: Option<Option<String>>,
+    pub updated_at: i64,
+}
+
+pub async fn insert_task(db: &Db, row: &CallTaskRow) -> StoreResult<CallTaskRow> {
+    db_run!(db, |conn| {
+        Ok(diesel::insert_into(call_tasks::table)
+            .values(row)
+            .returning(CallTaskRow::as_returning())
+            .get_result(conn)
+            .await?)
+    })
+}
+
+/// A task by id: the developer's own, or (`developer` = `None`) whoever's, for Twilio's
+/// callbacks, which are proven by their signature instead of a key.
+pub async fn get_task(
+    db: &Db,
+    developer: Option<&str>,
+    id: &str,
+) -> StoreResult<Option<CallTaskRow>> {
+    db_run!(db, |conn| {
+        let mut query = call_tasks::table.filter(call_tasks::id.eq(id)).into_boxed();
+        if let Some(developer) = developer {
+            query = query.filter(call_tasks::developer_id.eq(developer.to_string()));
+        }
+        Ok(query
+            .select(CallTaskRow::as_select())
+            .first(conn)
+            .await
+            .optional()?)
+    })
+}
+
+/// Applies `changes` unless the task has already ended; answers the task as it is after.
+pub async fn update_task(
+    db: &Db,
+    id: &str,
+    changes: &TaskChanges,
+) -> StoreResult<Option<CallTaskRow>> {
+    db_run!(db, |conn| {
+        Ok(diesel::update(
+            call_tasks::table
+                .filter(call_tasks::id.eq(id))
+                .filter(call_tasks::status.ne_all(TASK_TERMINAL)),
+        )
+        .set(changes)
+        .returning(CallTaskRow::as_returning())
+        .get_result(conn)
+        .await
+        .optional()?)
+    })
+}
+
+/// Records a status callback: applied only if its sequence number is newer than the last one
+/// applied and the task has not ended (Twilio does not promise arrival order).
+pub async fn advance_task(
+    db: &Db,
+    id: &str,
+    sequence: i64,
+    changes: &TaskChanges,
+) -> StoreResult<Option<CallTaskRow>> {
+    db_run!(db, |conn| {
+        Ok(diesel::update(
+            call_tasks::table
+                .filter(call_tasks::id.eq(id))
+                .filter(call_tasks::last_sequence.lt(sequence))
+                .filter(call_tasks::status.ne_all(TASK_TERMINAL)),
+        )
+        .set(changes)
+        .returning(CallTaskRow::as_returning())
+        .get_result(conn)
+        .await
+        .optional()?)
+    })
+}
+
+pub const RECORDING_ACTIVE: &str = "recording";
+pub const RECORDING_COMPLETED: &str = "completed";
+pub const RECORDING_FAILED: &str = "failed";
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
+#[diesel(table_name = recordings)]
+pub struct RecordingRow {
+    #[diesel(skip_insertion)]
+    pub seq: i64,
+    pub id: String,
+    pub developer_id: String,
+    pub session_id: String,
+    pub call_sid: Option<String>,
+    pub sample_rate: i32,
+    pub status: String,
+    /// `local` or `s3`.
+    pub storage: String,
+    /// The file name under the recordings dir, or the object key.
+    pub location: String,
+    pub bytes: i64,
+    pub duration_ms: i64,
+    pub created_at: i64,
+    pub completed_at: Option<i64>,
+}
+
+/// The end of a recording.
+#[derive(Debug, Clone, AsChangeset)]
+#[diesel(table_name = recordings)]
+pub struct RecordingEnd {
+    pub status: String,
+    pub storage: String,
+    pub location: String,
+    pub bytes: i64,
+    pub duration_ms: i64,
+    pub completed_at: Option<i64>,
+}
+
+/// Records a recording's start; nothing if its end was recorded first (a very short call).
+pub async fn insert_recording(db: &Db, row: &RecordingRow) -> StoreResult<()> {
+    db_run!(db, |conn| {
+        diesel::insert_into(recordings::table)
+            .values(row)
+            .on_conflict(recordings::id)
+            .do_nothing()
+            .execute(conn)
+            .await?;
+        Ok(())
+    })
+}
+
+/// Records a recording's end, inserting the whole record if its start has not arrived yet.
+pub async fn complete_recording(
+    db: &Db,
+    row: &RecordingRow,
+    end: &RecordingEnd,
+) -> StoreResult<()> {
+    db_run!(db, |conn| {
+        let updated = diesel::update(recordings::table.filter(recordings::id.eq(&row.id)))
+            .set(end)
+            .execute(conn)
+            .await?;
+        if updated == 0 {
+            let mut complete = row.clone();
+            complete.status = end.status.clone();
+            complete.storage = end.storage.clone();
+            complete.location = end.location.clone();
+            complete.bytes = end.bytes;
+            complete.duration_ms = end.duration_ms;
+            complete.completed_at = end.completed_at;
+            diesel::insert_into(recordings::table)
+                .values(&complete)
+                .on_conflict(recordings::id)
+                .do_update()
+                .set(end)
+                .execute(conn)
+                .await?;
+        }
+        Ok(())
+    })
+}
+
+/// The developer's latest recording of a call (by Twilio call SID) or session (by id).
+pub async fn recording_of(
+    db: &Db,
+    developer: &str,
+    call: &str,
+) -> StoreResult<Option<RecordingRow>> {
+    db_run!(db, |conn| {
+        Ok(recordings::table
+            .filter(recordings::developer_id.eq(developer))
+            .filter(
+                recordings::call_sid
+                    .eq(call)
+                    .or(recordings::session_id.eq(call)),
+            )
+            .order(recordings::seq.desc())
+            .select(RecordingRow::as_select())
+            .first(conn)
+            .await
+            .optional()?)
+    })
+}
+
+/// Finished recordings created before `before` (oldest first), for the retention sweep.
+pub async fn expired_recordings(
+    db: &Db,
+    before: i64,
+    limit: i64,
+) -> StoreResult<Vec<RecordingRow>> {
+    db_run!(db, |conn| {
+        Ok(recordings::table
+            .filter(recordings::created_at.lt(before))
+            .filter(recordings::status.ne(RECORDING_ACTIVE))
+            .order(recordings::seq.asc())
+            .limit(limit)
+            .select(RecordingRow::as_select())
+            .load(conn)
+            .await?)
+    })
+}
+
+pub async fn delete_recording(db: &Db, id: &str) -> StoreResult<()> {
+    db_run!(db, |conn| {
+        diesel::delete(recordings::table.filter(recordings::id.eq(id)))
+            .execute(conn)
+            .await?;
+        Ok(())
+    })
+}
+
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
+#[diesel(table_name = agent_syncs)]
+pub struct AgentSyncRow {
+    pub developer_id: String,
+    pub agent_id: String,
+    pub provider: String,
+    pub external_agent_id: String,
+    pub synced_at: i64,
+}
+
+pub async fn get_sync(
+    db: &Db,
+    developer: &str,
+    agent: &str,
+    provider: &str,
+) -> StoreResult<Option<AgentSyncRow>> {
+    db_run!(db, |conn| {
+        Ok(agent_syncs::table
+            .filter(agent_syncs::developer_id.eq(developer))
+            .filter(agent_syncs::agent_id.eq(agent))
+            .filter(agent_syncs::provider.eq(provider))
+            .select(AgentSyncRow::as_select())
+            .first(conn)
+            .await
+            .optional()?)
+    })
+}
+
+/// Stores where the agent lives on the platform (inserted on the first sync, then updated).
+pub async fn save_sync(db: &Db, row: &AgentSyncRow) -> StoreResult<()> {
+    db_run!(db, |conn| {
+        diesel::insert_into(agent_syncs::table)
+            .values(row)
+            .on_conflict((
+                agent_syncs::developer_id,
+                agent_syncs::agent_id,
+                agent_syncs::provider,
+            ))
+            .do_update()
+            .set((
+                agent_syncs::external_agent_id.eq(&row.external_agent_id),
+                agent_syncs::synced_at.eq(row.synced_at),
+            ))
+            .execute(conn)
+            .await?;
+        Ok(())
+    })
+}
+
+/// Ends a phone session whose stream never connected (the outbound call was not answered):
+/// `failed` with the call's final status as the reason. Sessions that connected are ended by
+/// their stream.
+pub async fn end_unconnected_session(
+    db: &Db,
+    session: &str,
+    reason: &str,
+    at: i64,
+) -> StoreResult<bool> {
+    use super::schema::sessions;
+    db_run!(db, |conn| {
+        let updated = diesel::update(
+            sessions::table
+                .filter(sessions::id.eq(session))
+                .filter(sessions::status.eq(super::sessions::STATUS_PENDING)),
+        )
+        .set((
+            sessions::status.eq(super::sessions::STATUS_FAILED),
+            sessions::end_reason.eq(Some(reason)),
+            sessions::ended_at.eq(Some(at)),
+        ))
+        .execute(conn)
+        .await?;
+        Ok(updated == 1)
+    })
+}

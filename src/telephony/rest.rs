@@ -1,0 +1,139 @@
+//! Twilio's REST API, for placing outbound calls (protocols.md §3.1):
+//! `POST {base}/2010-04-01/Accounts/{AccountSid}/Calls.json`, HTTP Basic auth with the account
+//! SID and auth token, a form-encoded body (`StatusCallbackEvent` repeated once per event),
+//! answered 201 with the Call resource.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::config::TwilioConfig;
+
+/// The Twilio account's client.
+#[derive(Clone)]
+pub struct TwilioClient {
+    http: reqwest::Client,
+    base_url: String,
+    account_sid: String,
+    auth_token: String,
+}
+
+impl std::fmt::Debug for TwilioClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TwilioClient")
+            .field("base_url", &self.base_url)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What an outbound call is placed with.
+#[derive(Debug, Clone)]
+pub struct NewCall {
+    pub to: String,
+    pub from: String,
+    /// Fetched (POST) when the call is answered; answers the TwiML.
+    pub url: String,
+    /// Receives `initiated`, `ringing`, `answered` and `completed` (POST).
+    pub status_callback: String,
+    /// Also record the call on Twilio's side (`Record=true`).
+    pub record: bool,
+}
+
+/// The fields of Twilio's Call resource we use.
+#[derive(Debug, Clone, Deserialize)]
+pub struct CallResource {
+    pub sid: String,
+    pub status: String,
+}
+
+/// Why a call could not be placed.
+#[derive(Debug, thiserror::Error)]
+pub enum TwilioError {
+    /// Twilio refused what was asked (HTTP 400/404/422: a bad number, an unverified caller id).
+    #[error("twilio: {message} (HTTP {status}{})", code.map(|c| format!(", code {c}")).unwrap_or_default())]
+    Rejected {
+        status: u16,
+        code: Option<i64>,
+        message: String,
+    },
+    /// Twilio failed, refused our credentials, or could not be reached.
+    #[error("twilio: {0}")]
+    Failed(String),
+}
+
+/// Twilio's error body (legacy `{code, message, more_info, status}` or RFC 9457 `detail`).
+#[derive(Debug, Deserialize)]
+struct ErrorBody {
+    code: Option<i64>,
+    message: Option<String>,
+    detail: Option<String>,
+}
+
+impl TwilioClient {
+    pub fn new(config: &TwilioConfig) -> reqwest::Result<TwilioClient> {
+        Ok(TwilioClient {
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_millis(config.timeout_ms.max(1)))
+                .build()?,
+            base_url: config.base_url.trim_end_matches('/').to_string(),
+            account_sid: config.account_sid.trim().to_string(),
+            auth_token: config.auth_token.trim().to_string(),
+        })
+    }
+
+    /// Places a call; answers Twilio's Call resource (status `queued` as a rule).
+    pub async fn create_call(&self, call: &NewCall) -> Result<CallResource, TwilioError> {
+        let mut form: Vec<(&str, &str)> = vec![
+            ("To", &call.to),
+            ("From", &call.from),
+            ("Url", &call.url),
+            ("Method", "POST"),
+            ("StatusCallback", &call.status_callback),
+            ("StatusCallbackMethod", "POST"),
+        ];
+        for event in ["initiated", "ringing", "answered", "completed"] {
+            form.push(("StatusCallbackEvent", event));
+        }
+        if call.record {
+            form.push(("Record", "true"));
+        }
+        let url = format!(
+            "{}/2010-04-01/Accounts/{}/Calls.json",
+            self.base_url, self.account_sid
+        );
+        let response = self
+            .http
+            .post(url)
+            .basic_auth(&self.account_sid, Some(&self.auth_token))
+            .form(&form)
+            .send()
+            .await
+            .map_err(|e| TwilioError::Failed(format!("the REST API did not answer: {e}")))?;
+        let status = response.status().as_u16();
+        let body = response
+            .bytes()
+            .await
+            .map_err(|e| TwilioError::Failed(format!("the answer broke off: {e}")))?;
+        if (200..300).contains(&status) {
+            return serde_json::from_slice(&body).map_err(|e| {
+                TwilioError::Failed(format!("unreadable Call resource (HTTP {status}): {e}"))
+            });
+        }
+        let error: Option<ErrorBody> = serde_json::from_slice(&body).ok();
+        let code = error.as_ref().and_then(|e| e.code);
+        let message = error
+            .and_then(|e| e.message.or(e.detail))
+            .unwrap_or_else(|| String::from_utf8_lossy(&body).chars().take(300).collect());
+        Err(match status {
+            400 | 404 | 422 => TwilioError::Rejected {
+                status,
+                code,
+                message,
+            },
+            401 | 403 => TwilioError::Failed(format!(
+                "rejected the account credentials (HTTP {status}): {message}"
+            )),
+            _ => TwilioError::Failed(format!("HTTP {status}: {message}")),
+        })
+    }
+}

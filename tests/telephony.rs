@@ -1,0 +1,543 @@
+//! Telephony operations against the real server and a local Twilio stand-in: outbound calls
+//! placed through Twilio's REST API, the signed connect and status callbacks (valid, invalid,
+//! missing and stale), the inbound voice webhook with its phone-number routing table, and
+//! isolation between developers.
+
+mod common;
+#[path = "common/twilio_mock.rs"]
+mod twilio_mock;
+
+use common::*;
+use serde_json::{json, Value};
+use switchboard::telephony::signature;
+use twilio_mock::{TwilioMock, ACCOUNT_SID, AUTH_TOKEN};
+
+async fn server_with_twilio(mock: &TwilioMock) -> Server {
+    let env = mock.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    Server::start_with(Storage::fresh().await, &env).await
+}
+
+async fn new_agent(server: &Server, key: &str, id: &str) {
+    let (status, body) = call(server.post(
+        "/v1/agents",
+        key,
+        json!({"id": id, "name": "Caller", "firstMessage": "Hello from the agent."}),
+    ))
+    .await;
+    assert_eq!(status, 201, "{body}");
+}
+
+fn form(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// POSTs a form as Twilio does, signed with `token` (or with the given raw signature).
+async fn twilio_post(
+    server: &Server,
+    path: &str,
+    params: &[(String, String)],
+    signature: Option<String>,
+) -> reqwest::Response {
+    let mut request = server
+        .http
+        .post(server.url(path))
+        .header("Content-Type", "application/x-www-form-urlencoded")
+        .body(
+            url::form_urlencoded::Serializer::new(String::new())
+                .extend_pairs(params)
+                .finish(),
+        );
+    if let Some(signature) = signature {
+        request = request.header("X-Twilio-Signature", signature);
+    }
+    request.send().await.unwrap()
+}
+
+fn signed(server: &Server, path: &str, params: &[(String, String)]) -> Option<String> {
+    Some(signature::sign(AUTH_TOKEN, &server.url(path), params))
+}
+
+async fn task(server: &Server, key: &str, id: &str) -> Value {
+    let (status, body) = call(server.get(&format!("/v1/sessions/twilio/tasks/{id}"), key)).await;
+    assert_eq!(status, 200, "{body}");
+    body
+}
+
+fn status_event(call_sid: &str, status: &str, sequence: u32) -> Vec<(String, String)> {
+    let sequence = sequence.to_string();
+    form(&[
+        ("AccountSid", ACCOUNT_SID),
+        ("ApiVersion", "2010-04-01"),
+        ("CallSid", call_sid),
+        ("CallStatus", status),
+        ("CallbackSource", "call-progress-events"),
+        ("Called", "+14155550100"),
+        ("Caller", "+14155550199"),
+        ("Direction", "outbound-api"),
+        ("From", "+14155550199"),
+        ("SequenceNumber", &sequence),
+        ("Timestamp", "Mon, 23 Nov 2026 17:00:01 +0000"),
+        ("To", "+14155550100"),
+    ])
+}
+
+#[tokio::test]
+async fn an_outbound_call_is_placed_connected_and_tracked_through_signed_callbacks() {
+    let mock = TwilioMock::start();
+    let server = server_with_twilio(&mock).await;
+    let key = server.key().to_string();
+    new_agent(&server, &key, "dialer").await;
+
+    let (status, placed) = call(server.post(
+        "/v1/sessions/twilio/outbound",
+        &key,
+        json!({"agentId": "dialer", "to": "+14155550100", "from": "+14155550199", "record": true}),
+    ))
+    .await;
+    assert_eq!(status, 201, "{placed}");
+    let task_id = placed["taskId"].as_str().unwrap().to_string();
+    let call_sid = placed["callSid"].as_str().unwrap().to_string();
+    assert!(call_sid.starts_with("CA"), "{placed}");
+    assert_eq!(placed["status"], "queued");
+
+    // What reached Twilio, field for field.
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 1);
+    let request = &requests[0];
+    assert_eq!(
+        request.path,
+        format!("/2010-04-01/Accounts/{ACCOUNT_SID}/Calls.json")
+    );
+    assert!(request
+        .content_type
+        .starts_with("application/x-www-form-urlencoded"));
+    assert_eq!(request.param("To"), Some("+14155550100"));
+    assert_eq!(request.param("From"), Some("+14155550199"));
+    let task_base = server.url(&format!("/v1/sessions/twilio/task/{task_id}"));
+    assert_eq!(
+        request.param("Url"),
+        Some(format!("{task_base}/connect").as_str())
+    );
+    assert_eq!(request.param("Method"), Some("POST"));
+    assert_eq!(
+        request.param("StatusCallback"),
+        Some(format!("{task_base}/status").as_str())
+    );
+    assert_eq!(
+        request.params("StatusCallbackEvent"),
+        ["initiated", "ringing", "answered", "completed"]
+    );
+    assert_eq!(request.param("Record"), Some("true"));
+
+    let status_path = format!("/v1/sessions/twilio/task/{task_id}/status");
+    let connect_path = format!("/v1/sessions/twilio/task/{task_id}/connect");
+
+    // Twilio reports progress; a signed event moves the task.
+    let ringing = status_event(&call_sid, "ringing", 1);
+    let response = twilio_post(
+        &server,
+        &status_path,
+        &ringing,
+        signed(&server, &status_path, &ringing),
+    )
+    .await;
+    assert_eq!(response.status(), 204);
+    assert_eq!(task(&server, &key, &task_id).await["status"], "ringing");
+
+    // Forged, missing or misdirected signatures are refused and change nothing.
+    let completed = status_event(&call_sid, "completed", 2);
+    let forged = signature::sign("not-the-token", &server.url(&status_path), &completed);
+    let tampered = signed(&server, &status_path, &ringing); // signed for other parameters
+    let other_url = signed(&server, &connect_path, &completed);
+    for (case, signature) in [
+        ("forged", Some(forged)),
+        ("missing", None),
+        ("empty", Some(String::new())),
+        ("other parameters", tampered),
+        ("other url", other_url),
+        ("garbage", Some("%%%".to_string())),
+    ] {
+        let response = twilio_post(&server, &status_path, &completed, signature).await;
+        assert_eq!(response.status(), 403, "{case}");
+        let (_, body) = json_of(response).await;
+        assert_eq!(error_code(&body), "forbidden", "{case}: {body}");
+        assert_eq!(
+            task(&server, &key, &task_id).await["status"],
+            "ringing",
+            "{case}"
+        );
+    }
+    // The connect callback is guarded the same way: no markup without a valid signature.
+    let answer = form(&[
+        ("CallSid", &call_sid),
+        ("From", "+14155550199"),
+        ("To", "+14155550100"),
+        ("CallStatus", "in-progress"),
+    ]);
+    let response = twilio_post(
+        &server,
+        &connect_path,
+        &answer,
+        Some(signature::sign("x", &server.url(&connect_path), &answer)),
+    )
+    .await;
+    assert_eq!(response.status(), 403);
+
+    // Answered: the connect callback answers the stream markup with a relay token.
+    let response = twilio_post(
+        &server,
+        &connect_path,
+        &answer,
+        signed(&server, &connect_path, &answer),
+    )
+    .await;
+    assert_eq!(response.status(), 200);
+    assert!(response.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/xml"));
+    let markup = response.text().await.unwrap();
+    assert!(markup.contains("<Connect><Stream url=\"ws://"), "{markup}");
+    assert!(
+        markup.contains("/v1/sessions/twilio/stream\"><Parameter name=\"token\" value=\""),
+        "{markup}"
+    );
+    let current = task(&server, &key, &task_id).await;
+    assert_eq!(current["status"], "in-progress");
+    assert_eq!(current["callSid"], call_sid.as_str());
+    assert!(current["sessionId"].as_str().unwrap().starts_with("ses_"));
+
+    // An older event arriving late does not move the task back.
+    let late = status_event(&call_sid, "ringing", 0);
+    let response = twilio_post(
+        &server,
+        &status_path,
+        &late,
+        signed(&server, &status_path, &late),
+    )
+    .await;
+    assert_eq!(response.status(), 204);
+    assert_eq!(task(&server, &key, &task_id).await["status"], "in-progress");
+
+    let mut done = status_event(&call_sid, "completed", 3);
+    done.push(("CallDuration".into(), "42".into()));
+    let response = twilio_post(
+        &server,
+        &status_path,
+        &done,
+        signed(&server, &status_path, &done),
+    )
+    .await;
+    assert_eq!(response.status(), 204);
+    let finished = task(&server, &key, &task_id).await;
+    assert_eq!(finished["status"], "completed");
+    assert_eq!(finished["durationSeconds"], 42);
+    // The session set up for the call never connected a stream: it ended with the call.
+    let session_id = finished["sessionId"].as_str().unwrap();
+    let (status, session) =
+        call(server.get(&format!("/v1/observability/sessions/{session_id}"), &key)).await;
+    assert_eq!(status, 200, "{session}");
+    assert_eq!(session["status"], "failed");
+    assert_eq!(session["endReason"], "completed");
+    // A completed task stays completed; a connect after the end hangs up.
+    let response = twilio_post(
+        &server,
+        &connect_path,
+        &answer,
+        signed(&server, &connect_path, &answer),
+    )
+    .await;
+    assert_eq!(response.status(), 200);
+    assert!(response.text().await.unwrap().contains("<Hangup/>"));
+
+    // Unknown tasks are 404 even with a valid signature.
+    let path = "/v1/sessions/twilio/task/task_missing/status";
+    let response = twilio_post(&server, path, &done, signed(&server, path, &done)).await;
+    assert_eq!(response.status(), 404);
+
+    // Another developer cannot see the task.
+    let other = server.storage.create_key("dev_other");
+    let (status, body) =
+        call(server.get(&format!("/v1/sessions/twilio/tasks/{task_id}"), &other)).await;
+    assert_not_found(status, &body, "another developer's task");
+    let (status, body) = call(server.post(
+        "/v1/sessions/twilio/outbound",
+        &other,
+        json!({"agentId": "dialer", "to": "+14155550100", "from": "+14155550199"}),
+    ))
+    .await;
+    assert_not_found(status, &body, "another developer's agent");
+    assert_eq!(
+        mock.requests().len(),
+        1,
+        "nothing placed for a foreign agent"
+    );
+}
+
+#[tokio::test]
+async fn outbound_calls_validate_their_input_and_report_twilio_failures() {
+    let mock = TwilioMock::start();
+    let server = server_with_twilio(&mock).await;
+    let key = server.key().to_string();
+    new_agent(&server, &key, "dialer").await;
+    for (body, param) in [
+        (
+            json!({"to": "+14155550100", "from": "+14155550199"}),
+            "agentId",
+        ),
+        (json!({"agentId": "dialer", "from": "+14155550199"}), "to"),
+        (
+            json!({"agentId": "dialer", "to": "4155550100", "from": "+14155550199"}),
+            "to",
+        ),
+        (
+            json!({"agentId": "dialer", "to": "+14155550100", "from": "+0"}),
+            "from",
+        ),
+        (
+            json!({"agentId": "dialer", "to": "+14155550100", "from": "+14155550199", "instanceId": "nope"}),
+            "instanceId",
+        ),
+        (
+            json!({"agentId": "dialer", "to": "+14155550100", "from": "+14155550199", "extra": 1}),
+            "",
+        ),
+    ] {
+        let (status, answer) =
+            call(server.post("/v1/sessions/twilio/outbound", &key, body.clone())).await;
+        assert_eq!(status, 400, "{body}: {answer}");
+        if !param.is_empty() {
+            assert_eq!(answer["error"]["param"], param, "{body}: {answer}");
+        }
+    }
+    assert!(
+        mock.requests().is_empty(),
+        "invalid requests never reach Twilio"
+    );
+
+    // Twilio refuses the number: 400 with Twilio's reason; the task is kept as failed.
+    let (status, answer) = call(server.post(
+        "/v1/sessions/twilio/outbound",
+        &key,
+        json!({"agentId": "dialer", "to": "+15005550001", "from": "+14155550199"}),
+    ))
+    .await;
+    assert_eq!(status, 400, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("twilio:") && message.contains("21211"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn outbound_calls_and_webhooks_need_a_twilio_account() {
+    let server = Server::start().await;
+    let key = server.key().to_string();
+    new_agent(&server, &key, "dialer").await;
+    let (status, body) = call(server.post(
+        "/v1/sessions/twilio/outbound",
+        &key,
+        json!({"agentId": "dialer", "to": "+14155550100", "from": "+14155550199"}),
+    ))
+    .await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(error_code(&body), "unavailable");
+    let params = form(&[("To", "+14155550100")]);
+    let response = twilio_post(
+        &server,
+        "/v1/sessions/twilio/inbound",
+        &params,
+        Some("x".into()),
+    )
+    .await;
+    assert_eq!(response.status(), 503);
+
+    // Twilio's webhooks carry no API key and need none; the key-guarded routes still do.
+    let response = server
+        .http
+        .post(server.url("/v1/sessions/twilio/outbound"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 401);
+}
+
+#[tokio::test]
+async fn phone_numbers_route_inbound_calls_to_their_owners_agents() {
+    let mock = TwilioMock::start();
+    let server = server_with_twilio(&mock).await;
+    let key = server.key().to_string();
+    new_agent(&server, &key, "front-desk").await;
+    new_agent(&server, &key, "night-desk").await;
+    let other = server.storage.create_key("dev_other");
+
+    // CRUD with validation.
+    let (status, created) = call(server.post(
+        "/v1/phone-numbers",
+        &key,
+        json!({"phoneNumber": "+14155550123", "agentId": "front-desk", "name": "Main line"}),
+    ))
+    .await;
+    assert_eq!(status, 201, "{created}");
+    let id = created["id"].as_str().unwrap().to_string();
+    assert_eq!(created["phoneNumber"], "+14155550123");
+    assert_eq!(created["agentId"], "front-desk");
+    assert!(is_iso_millis(&created["createdAt"]));
+    for (body, param) in [
+        (
+            json!({"phoneNumber": "4155550123", "agentId": "front-desk"}),
+            "phoneNumber",
+        ),
+        (
+            json!({"phoneNumber": "+1415555012345678", "agentId": "front-desk"}),
+            "phoneNumber",
+        ),
+        (json!({"agentId": "front-desk"}), "phoneNumber"),
+        (json!({"phoneNumber": "+14155550124"}), "agentId"),
+        (
+            json!({"phoneNumber": "+14155550124", "agentId": "missing"}),
+            "agentId",
+        ),
+        (
+            json!({"phoneNumber": "+14155550124", "agentId": "front-desk", "instanceId": "nope"}),
+            "instanceId",
+        ),
+        (
+            json!({"phoneNumber": "+14155550124", "agentId": "front-desk", "name": ""}),
+            "name",
+        ),
+    ] {
+        let (status, answer) = call(server.post("/v1/phone-numbers", &key, body.clone())).await;
+        assert_invalid(status, &answer, param, &body.to_string());
+    }
+    // A number routes to one developer only.
+    let (status, body) = call(server.post(
+        "/v1/phone-numbers",
+        &key,
+        json!({"phoneNumber": "+14155550123", "agentId": "night-desk"}),
+    ))
+    .await;
+    assert_eq!(status, 409, "{body}");
+    // Another developer cannot route to this developer's agent, nor see or change the route.
+    let (status, body) = call(server.post(
+        "/v1/phone-numbers",
+        &other,
+        json!({"phoneNumber": "+14155550999", "agentId": "front-desk"}),
+    ))
+    .await;
+    assert_invalid(status, &body, "agentId", "another developer's agent");
+    for request in [
+        server.get(&format!("/v1/phone-numbers/{id}"), &other),
+        server.put(
+            &format!("/v1/phone-numbers/{id}"),
+            &other,
+            json!({"name": "Mine"}),
+        ),
+        server.delete(&format!("/v1/phone-numbers/{id}"), &other),
+    ] {
+        let (status, body) = call(request).await;
+        assert_not_found(status, &body, "another developer's route");
+    }
+    let (status, list) = call(server.get("/v1/phone-numbers", &other)).await;
+    assert_eq!(status, 200);
+    assert!(list["data"].as_array().unwrap().is_empty());
+    let (status, list) = call(server.get("/v1/phone-numbers?limit=1", &key)).await;
+    assert_eq!(status, 200);
+    assert_eq!(page_ids(&list), std::slice::from_ref(&id));
+    let (status, _) = call(server.get("/v1/phone-numbers?limit=0", &key)).await;
+    assert_eq!(status, 400);
+
+    // An inbound call to the number reaches the agent: signed webhook in, stream markup out.
+    let inbound = "/v1/sessions/twilio/inbound";
+    let params = form(&[
+        ("AccountSid", ACCOUNT_SID),
+        ("ApiVersion", "2010-04-01"),
+        ("CallSid", "CA11111111111111111111111111111111"),
+        ("CallStatus", "ringing"),
+        ("Called", "+14155550123"),
+        ("Caller", "+14155550777"),
+        ("Direction", "inbound"),
+        ("From", "+14155550777"),
+        ("To", "+14155550123"),
+    ]);
+    let response = twilio_post(&server, inbound, &params, signed(&server, inbound, &params)).await;
+    assert_eq!(response.status(), 200);
+    let markup = response.text().await.unwrap();
+    assert!(
+        markup.contains("<Stream url=") && markup.contains("name=\"token\""),
+        "{markup}"
+    );
+    // The relay token names this developer's agent: the stream will run front-desk.
+    let token = markup
+        .split("value=\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap();
+    let payload = token.split('.').next().unwrap();
+    use base64::Engine as _;
+    let claims: Value = serde_json::from_slice(
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(payload)
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(claims["agent"], "front-desk");
+    assert_eq!(claims["from"], "+14155550777");
+
+    // Repointing the number moves the next call.
+    let (status, updated) = call(server.put(
+        &format!("/v1/phone-numbers/{id}"),
+        &key,
+        json!({"agentId": "night-desk", "name": null}),
+    ))
+    .await;
+    assert_eq!(status, 200, "{updated}");
+    assert_eq!(updated["agentId"], "night-desk");
+    assert!(updated["name"].is_null());
+    let response = twilio_post(&server, inbound, &params, signed(&server, inbound, &params)).await;
+    let markup = response.text().await.unwrap();
+    let token = markup
+        .split("value=\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap();
+    let claims: Value = serde_json::from_slice(
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(token.split('.').next().unwrap())
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(claims["agent"], "night-desk");
+
+    // A forged webhook gets nothing.
+    let response = twilio_post(
+        &server,
+        inbound,
+        &params,
+        Some(signature::sign("wrong", &server.url(inbound), &params)),
+    )
+    .await;
+    assert_eq!(response.status(), 403);
+
+    // Deleted: the number is out of service (TwiML that says so and hangs up).
+    let (status, _) = call(server.delete(&format!("/v1/phone-numbers/{id}"), &key)).await;
+    assert_eq!(status, 204);
+    let (status, _) = call(server.get(&format!("/v1/phone-numbers/{id}"), &key)).await;
+    assert_eq!(status, 404);
+    let response = twilio_post(&server, inbound, &params, signed(&server, inbound, &params)).await;
+    assert_eq!(response.status(), 200);
+    let markup = response.text().await.unwrap();
+    assert!(
+        markup.contains("<Say>") && markup.contains("<Hangup/>") && !markup.contains("<Stream"),
+        "{markup}"
+    );
+}
