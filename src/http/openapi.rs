@@ -8,7 +8,8 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::{
-    agents, billing, chat, collections, direct, health, instances, keys, knowledge, observability,
+    agents, billing, chat, collections, direct, health, instances, keys, knowledge, metrics,
+    observability,
     openai_audio, provider_keys, provision, sessions, synthesize, transcribe,
 };
 use crate::error::{ErrorBody, ErrorDetail};
@@ -48,6 +49,7 @@ answer `{data, nextCursor, hasMore}` in creation order."
     paths(
         health::health,
         openapi_json,
+        metrics::scrape,
         keys::create_key,
         keys::list_keys,
         keys::revoke_key,
@@ -68,6 +70,9 @@ answer `{data, nextCursor, hasMore}` in creation order."
         observability::list_sessions,
         observability::get_session,
         observability::get_call,
+        observability::session_root_cause,
+        observability::call_root_cause,
+        observability::interruption_quality,
         instances::create_instance,
         instances::list_instances,
         instances::get_instance,

@@ -111,7 +111,9 @@ impl Endpoint {
         }
     }
 
+    /// Every failed vendor call passes here: it is counted in the vendor-error metric.
     pub fn error(&self, kind: EngineErrorKind, message: impl std::fmt::Display) -> EngineError {
+        crate::observability::metrics::vendor_error(&self.vendor, error_kind(kind));
         EngineError::new(kind, format!("{}: {message}", self.vendor))
     }
 
@@ -231,6 +233,18 @@ impl BodyReader<'_> {
             )),
             Ok(Some(Ok(chunk))) => Ok(Some(chunk)),
         }
+    }
+}
+
+/// The metric label of an error kind.
+fn error_kind(kind: EngineErrorKind) -> &'static str {
+    match kind {
+        EngineErrorKind::InvalidInput => "invalid_input",
+        EngineErrorKind::Unavailable => "unavailable",
+        EngineErrorKind::Overloaded => "overloaded",
+        EngineErrorKind::Timeout => "timeout",
+        EngineErrorKind::Upstream => "upstream",
+        EngineErrorKind::Internal => "internal",
     }
 }
 

@@ -8,7 +8,7 @@
 //! The key a request carries picks the behaviour: `*-bad` answers 401 with the vendor's error
 //! body, `*-limited` 429, `*-slow` waits 3 s before answering, `*-cut` breaks the stream off
 //! after a few events, `*-long` streams 200 deltas 20 ms apart (and records when the client
-//! hung up). Anything else succeeds.
+//! hung up), `*-empty` transcribes every clip as no words. Anything else succeeds.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -183,6 +183,12 @@ async fn handle(req: HttpRequest, body: Bytes, record: web::Data<Arc<Record>>) -
     }
     if path == "/v1/audio/speech" {
         return audio(24_000, false, &key);
+    }
+    if path == "/v1/audio/transcriptions" && key.ends_with("-empty") {
+        return HttpResponse::Ok().json(json!({
+            "task": "transcribe", "language": "english", "duration": 1.0, "text": "",
+            "segments": [], "usage": {"type": "duration", "seconds": 1}
+        }));
     }
     if path == "/v1/audio/transcriptions" {
         return HttpResponse::Ok().json(json!({
