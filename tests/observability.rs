@@ -167,8 +167,14 @@ async fn a_slow_model_behind_a_failed_one_is_named_as_the_root_cause() {
     let server = server_with(
         &mock,
         &[
-            ("SWITCHBOARD__VENDORS__ANTHROPIC__API_KEY", "platform-anthropic-bad"),
-            ("SWITCHBOARD__VENDORS__OPENAI__API_KEY", "platform-openai-slow"),
+            (
+                "SWITCHBOARD__VENDORS__ANTHROPIC__API_KEY",
+                "platform-anthropic-bad",
+            ),
+            (
+                "SWITCHBOARD__VENDORS__OPENAI__API_KEY",
+                "platform-openai-slow",
+            ),
             ("SWITCHBOARD__VENDORS__OPENAI__TIMEOUT_MS", "10000"),
         ],
     )
@@ -207,15 +213,25 @@ async fn a_slow_model_behind_a_failed_one_is_named_as_the_root_cause() {
         .iter()
         .find(|t| t["speaker"] == "agent" && !t["latency"].is_null())
         .unwrap_or_else(|| panic!("a measured answer: {detail}"));
-    assert_eq!(answer["providers"]["llm"], "openai", "the fallback served: {answer}");
+    assert_eq!(
+        answer["providers"]["llm"], "openai",
+        "the fallback served: {answer}"
+    );
     assert_eq!(answer["providers"]["tts"], "elevenlabs");
     let latency = &answer["latency"];
     let llm_ms = latency["llmMs"].as_i64().unwrap();
     assert!(llm_ms >= 3_000, "the slow model: {latency}");
-    let parts: i64 = ["endpointMs", "sttMs", "llmMs", "toolMs", "ttsMs", "platformMs"]
-        .iter()
-        .map(|f| latency[f].as_i64().unwrap())
-        .sum();
+    let parts: i64 = [
+        "endpointMs",
+        "sttMs",
+        "llmMs",
+        "toolMs",
+        "ttsMs",
+        "platformMs",
+    ]
+    .iter()
+    .map(|f| latency[f].as_i64().unwrap())
+    .sum();
     assert_eq!(parts, latency["totalMs"].as_i64().unwrap(), "{latency}");
     assert_eq!(latency["totalMs"], answer["latencyMs"]);
 
@@ -246,7 +262,12 @@ async fn a_slow_model_behind_a_failed_one_is_named_as_the_root_cause() {
     }
 
     // The metrics saw the call, the latency and the refused vendor.
-    let response = server.http.get(server.url("/metrics")).send().await.unwrap();
+    let response = server
+        .http
+        .get(server.url("/metrics"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status(), 200);
     assert!(response.headers()["content-type"]
         .to_str()
@@ -277,11 +298,8 @@ async fn a_slow_model_behind_a_failed_one_is_named_as_the_root_cause() {
         let (status, body) = call(server.get(&path, &other)).await;
         assert_not_found(status, &body, &path);
     }
-    let (status, body) = call(server.get(
-        "/v1/observability/sessions/interruption-quality",
-        &other,
-    ))
-    .await;
+    let (status, body) =
+        call(server.get("/v1/observability/sessions/interruption-quality", &other)).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["sessions"], 0, "{body}");
 }
@@ -482,7 +500,10 @@ async fn metrics_can_require_a_token_or_be_turned_off() {
         .unwrap();
     assert_eq!(response.status(), 200);
     let text = response.text().await.unwrap();
-    assert!(text.contains("# TYPE switchboard_stage_latency_seconds histogram"), "{text}");
+    assert!(
+        text.contains("# TYPE switchboard_stage_latency_seconds histogram"),
+        "{text}"
+    );
     assert!(text.contains("switchboard_engine_queue_limit 64"), "{text}");
 
     let off = Server::start_with(

@@ -14,7 +14,10 @@ use crate::observability::metrics::metrics;
 /// Whether `presented` equals `expected`, in time that does not depend on where they differ.
 fn same_secret(presented: &str, expected: &str) -> bool {
     let (a, b) = (Sha256::digest(presented), Sha256::digest(expected));
-    a.iter().zip(b.iter()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    a.iter()
+        .zip(b.iter())
+        .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+        == 0
 }
 
 /// Prometheus metrics: sessions active and ended, turns, stage latency histograms, barge-in

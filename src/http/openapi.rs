@@ -9,8 +9,7 @@ use utoipa::{Modify, OpenApi};
 
 use super::{
     agents, billing, chat, collections, direct, health, instances, keys, knowledge, metrics,
-    observability,
-    openai_audio, provider_keys, provision, sessions, synthesize, transcribe,
+    observability, openai_audio, provider_keys, provision, sessions, synthesize, transcribe,
 };
 use crate::error::{ErrorBody, ErrorDetail};
 

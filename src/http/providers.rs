@@ -45,7 +45,9 @@ impl<E: ?Sized> Chosen<E> {
 
     /// The slot a fallback chain marks with the provider that served; `None` without one.
     pub fn served_by(&self) -> Option<ServedBy> {
-        self.fallback.as_ref().map(|(served_by, _)| served_by.clone())
+        self.fallback
+            .as_ref()
+            .map(|(served_by, _)| served_by.clone())
     }
 
     /// Whether credits are checked before the work: the agent's own provider runs on the

@@ -54,7 +54,11 @@ fn secs(ms: i64) -> String {
 /// The stages of a reply's latency, with the names a description uses.
 fn stages(turn: &TurnRow) -> [(&'static str, &'static str, i64); 6] {
     [
-        ("endpoint", "end-of-turn detection", turn.endpoint_ms.unwrap_or(0)),
+        (
+            "endpoint",
+            "end-of-turn detection",
+            turn.endpoint_ms.unwrap_or(0),
+        ),
         ("stt", "speech recognition", turn.stt_ms),
         ("llm", "LLM time to first sentence", turn.llm_ms),
         ("tool", "tool execution", turn.tool_ms.unwrap_or(0)),
@@ -98,10 +102,12 @@ fn latency_advice(stage: &str, turn: &TurnRow) -> String {
 fn failure_advice(error: &str) -> String {
     let code = error.split(':').next().unwrap_or_default().trim();
     match code {
-        "stt_failed" | "llm_failed" | "tts_failed" => "A provider failed this stage: check its key \
+        "stt_failed" | "llm_failed" | "tts_failed" => {
+            "A provider failed this stage: check its key \
             (/v1/provider-keys/{provider}/verify) and status, and list a fallback for the stage in \
             the agent's metadata.fallbacks."
-            .into(),
+                .into()
+        }
         "stt_timeout" | "llm_timeout" | "tts_timeout" => "A provider did not answer in time: \
             check its status and the inference queue depth at /metrics, and list a fallback for \
             the stage in the agent's metadata.fallbacks."
@@ -441,7 +447,9 @@ mod tests {
         let issues = analyse(&t);
         assert_eq!(kinds(&issues), [("high_latency", 3)]);
         // 1400 - 250 - 250 = 900 ms of server overhead dominates.
-        assert!(issues[0].description.contains("server overhead 0.9 s of 1.4 s"));
+        assert!(issues[0]
+            .description
+            .contains("server overhead 0.9 s of 1.4 s"));
         assert!(issues[0].recommendation.contains("/metrics"));
     }
 

@@ -130,9 +130,12 @@ impl Metrics {
                 .register(collector)
                 .expect("each metric is registered once");
         }
-        // Both transports show from the first scrape, at zero.
+        // Every series shows from the first scrape, at zero.
         for transport in ["twilio", "direct"] {
             metrics.sessions_active.with_label_values(&[transport]);
+        }
+        for stage in ["endpoint", "stt", "llm", "tool", "tts", "platform", "turn"] {
+            metrics.stage_latency.with_label_values(&[stage]);
         }
         metrics
     }

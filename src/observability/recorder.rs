@@ -11,8 +11,8 @@ use std::sync::Mutex;
 use actix::Addr;
 use switchboard_actors::session::tools::ToolOutcome;
 use switchboard_actors::session::{
-    EndReason, EndpointSource, SessionObserver, SessionStatus, SessionSummary, Speaker,
-    TurnRecord, UnrecognisedSpeech,
+    EndReason, EndpointSource, SessionObserver, SessionStatus, SessionSummary, Speaker, TurnRecord,
+    UnrecognisedSpeech,
 };
 
 use super::metrics::metrics;
@@ -87,11 +87,7 @@ fn served_stages(session_id: &str, speaker: Speaker) -> [Option<String>; 3] {
     };
     match speaker {
         Speaker::User => [served::take(&slots.stt), None, None],
-        Speaker::Agent => [
-            None,
-            served::take(&slots.llm),
-            served::take(&slots.tts),
-        ],
+        Speaker::Agent => [None, served::take(&slots.llm), served::take(&slots.tts)],
     }
 }
 
@@ -108,7 +104,12 @@ fn outcome(turn: &TurnRecord) -> &'static str {
 /// Metrics and the `tracing` spans of one recorded turn: a `turn` span with a child span per
 /// stage that ran, each carrying its duration in ms (the spans are emitted when the turn is
 /// recorded; the timings are the session's own measurements).
-fn observe_turn(session_id: &str, transport: &str, turn: &TurnRecord, providers: &[Option<String>; 3]) {
+fn observe_turn(
+    session_id: &str,
+    transport: &str,
+    turn: &TurnRecord,
+    providers: &[Option<String>; 3],
+) {
     let m = metrics();
     m.turns
         .with_label_values(&[turn.speaker.as_str(), outcome(turn)])
@@ -294,9 +295,7 @@ impl SessionObserver for SessionRecorder {
             SessionStatus::Failed => STATUS_FAILED,
         };
         let m = metrics();
-        m.sessions_active
-            .with_label_values(&[self.transport])
-            .dec();
+        m.sessions_active.with_label_values(&[self.transport]).dec();
         m.sessions_ended
             .with_label_values(&[self.transport, status])
             .inc();

@@ -245,10 +245,7 @@ macro_rules! scoped_sessions {
 /// How many sessions `scope` covers.
 pub async fn count_in_scope(db: &Db, scope: &SessionScope) -> StoreResult<i64> {
     db_run!(db, |conn| {
-        Ok(scoped_sessions!(scope)
-            .count()
-            .get_result(conn)
-            .await?)
+        Ok(scoped_sessions!(scope).count().get_result(conn).await?)
     })
 }
 

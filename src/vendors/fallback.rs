@@ -260,7 +260,10 @@ impl SpeechToText for FallbackStt {
             match self.engines[0].clone().stream(options.clone()) {
                 Ok((input, events)) => {
                     let provider = self.engines[0].provider().to_string();
-                    return Ok((input, mark_on_final(events, provider, self.served_by.clone())));
+                    return Ok((
+                        input,
+                        mark_on_final(events, provider, self.served_by.clone()),
+                    ));
                 }
                 Err(err) => log_switch("stt", self.engines[0].provider(), "the next", &err),
             }

@@ -14,9 +14,7 @@ use super::super::audio_in::{CallerFrame, FRAME_MS};
 use super::super::barge_in::CallerVoice;
 use super::super::error::TurnError;
 use super::super::messages::{AudioIn, SessionEvent};
-use super::super::observer::{
-    EndReason, EndpointSource, Speaker, TurnRecord, UnrecognisedSpeech,
-};
+use super::super::observer::{EndReason, EndpointSource, Speaker, TurnRecord, UnrecognisedSpeech};
 use super::super::stt::{SttFailed, SttFeed, TranscriptFinal, TranscriptPartial};
 use super::{AnswerTiming, CallSession, PendingUtterance, TurnState};
 
