@@ -17,6 +17,7 @@ use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use switchboard::media::{decode, resample};
 use switchboard_actors::audio::mulaw;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
 
 type Socket =
@@ -540,4 +541,104 @@ async fn metrics_can_require_a_token_or_be_turned_off() {
     }
     assert!(schemas["TurnBody"]["properties"]["interruption"].is_object());
     assert!(schemas["TurnBody"]["properties"]["toolExecutions"].is_object());
+}
+
+#[tokio::test]
+async fn a_turn_lists_the_tool_calls_it_made() {
+    let mock = vendor_mock::VendorMock::start();
+    let server = server_with(&mock, &[("SWITCHBOARD__FETCH__ALLOW", "[\"127.0.0.1\"]")]).await;
+    let key = server.key().to_string();
+    let tool_url = format!("{}/tools/order_status", mock.url);
+    new_agent(
+        &server,
+        &key,
+        json!({"id": "desk", "name": "Order desk", "llmProvider": "openai", "ttsProvider": "elevenlabs",
+               "systemPrompt": "You help customers with their orders.",
+               "metadata": {"tools": [{"name": "order_status", "description": "Look up an order",
+                   "url": tool_url, "timeoutMs": 2000,
+                   "parameters": {"type": "object", "properties": {"orderId": {"type": "string"}},
+                                  "required": ["orderId"]}}]}}),
+    )
+    .await;
+    let url = server
+        .url("/v1/agents/desk/session")
+        .replacen("http://", "ws://", 1);
+    let mut request = url.as_str().into_client_request().unwrap();
+    request
+        .headers_mut()
+        .insert("Authorization", format!("Bearer {key}").parse().unwrap());
+    let (mut socket, _) = tokio_tungstenite::connect_async(request)
+        .await
+        .expect("the direct socket opens");
+    socket
+        .send(Message::text(
+            json!({"type": "text", "text": "Where is my order?"}).to_string(),
+        ))
+        .await
+        .unwrap();
+    let mut session_id = String::new();
+    let mut tool_result = Value::Null;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        let Ok(Some(Ok(message))) =
+            tokio::time::timeout(Duration::from_secs(5), socket.next()).await
+        else {
+            break;
+        };
+        let Message::Text(text) = message else {
+            continue;
+        };
+        let event: Value = serde_json::from_str(&text).unwrap();
+        match event["type"].as_str().unwrap_or("") {
+            "session.started" => session_id = event["sessionId"].as_str().unwrap().to_string(),
+            "tool.result" => tool_result = event,
+            "agent.audio.end" => break,
+            _ => {}
+        }
+    }
+    assert_eq!(tool_result["name"], "order_status", "{tool_result}");
+    socket
+        .send(Message::text(json!({"type": "end"}).to_string()))
+        .await
+        .unwrap();
+    while let Ok(Some(Ok(message))) =
+        tokio::time::timeout(Duration::from_secs(5), socket.next()).await
+    {
+        if matches!(message, Message::Close(_)) {
+            break;
+        }
+    }
+
+    let mut detail = Value::Null;
+    for _ in 0..50 {
+        let (status, body) =
+            call(server.get(&format!("/v1/observability/sessions/{session_id}"), &key)).await;
+        assert_eq!(status, 200, "{body}");
+        if body["status"] != "active" {
+            detail = body;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let turns = detail["turns"].as_array().unwrap();
+    assert_eq!(turns[0]["speaker"], "user", "{detail}");
+    assert_eq!(turns[0]["endpoint"], "text");
+    assert!(
+        turns[0]["providers"]["stt"].is_null(),
+        "typed: no recogniser"
+    );
+    let answer = &turns[1];
+    assert_eq!(answer["providers"]["llm"], "openai", "{answer}");
+    let executions = answer["toolExecutions"].as_array().unwrap();
+    assert_eq!(executions.len(), 1, "{answer}");
+    let execution = &executions[0];
+    assert_eq!(execution["name"], "order_status");
+    assert_eq!(execution["id"], "call_1");
+    assert_eq!(execution["isError"], false);
+    assert!(execution["output"].as_str().unwrap().contains("shipped"));
+    let arguments: Value = serde_json::from_str(execution["arguments"].as_str().unwrap()).unwrap();
+    assert_eq!(arguments["orderId"], "ORD-7");
+    assert!(execution["durationMs"].as_i64().unwrap() >= 0);
+    assert_eq!(detail["metrics"]["toolExecutions"], 1);
+    assert!(answer["text"].as_str().unwrap().contains("The tool said"));
 }
