@@ -43,6 +43,17 @@ pub struct Config {
     pub provider_keys: ProviderKeysConfig,
     pub recordings: RecordingsConfig,
     pub sync: SyncConfig,
+    pub metrics: MetricsConfig,
+}
+
+/// The Prometheus scrape endpoint, `GET /metrics`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct MetricsConfig {
+    /// Serve it at all.
+    pub enabled: bool,
+    /// When set, scrapers must send `Authorization: Bearer <token>`; empty = open (the
+    /// metrics carry no developer's data; keep the port internal or set a token).
+    pub bearer_token: String,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -280,6 +280,7 @@ async fn start_direct(
     let observer = Arc::new(SessionRecorder::new(
         state.sessions.clone(),
         state.metering.clone(),
+        "direct",
     ));
     let handle = CallSession::start(config, engines, forwarder.recipient(), observer)
         .map_err(|e| ApiError::Internal(e.to_string()))?;

@@ -12,6 +12,7 @@ pub mod health;
 pub mod instances;
 pub mod keys;
 pub mod knowledge;
+pub mod metrics;
 pub mod observability;
 pub mod openai_audio;
 pub mod openapi;
@@ -80,6 +81,8 @@ pub fn configure(cfg: &mut web::ServiceConfig, max_json_bytes: usize) {
         .app_data(web::PathConfig::default().error_handler(|err, _| path_error(err).into()))
         .service(health::health)
         .service(openapi::openapi_json)
+        // Proven by metrics.bearer_token when one is set, not an API key.
+        .service(metrics::scrape)
         // Authenticated by its relay token, not an API key: outside the /v1 key check.
         .service(
             web::resource("/v1/sessions/twilio/stream")

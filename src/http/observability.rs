@@ -1,8 +1,11 @@
 //! `/v1/observability`: records of real-time sessions. Lists of session summaries (filtered by
-//! agent), and the detail of one session, by session id or by the telephony provider's call
-//! id: its turns with per-stage timings and the session's metrics.
+//! agent); the detail of one session, by session id or by the telephony provider's call id
+//! (turns with per-stage timings, latency breakdown, providers, tool calls and interruptions;
+//! errors; the session's metrics); its root-cause analysis; and interruption-quality
+//! aggregates over sessions.
 
 use actix_web::{get, web, HttpResponse};
+use chrono::DateTime;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -10,20 +13,31 @@ use super::auth::Developer;
 use super::pagination::{PageBody, PageQuery};
 use super::AppState;
 use crate::error::{ApiError, ErrorBody};
-use crate::registry::sessions::{GetSession, ListSessions, SessionLookup};
-use crate::store::sessions::{SessionRow, TurnRow};
+use crate::observability::analysis::{analyse, Issue};
+use crate::observability::interruptions::{aggregate, InterruptionQuality};
+use crate::registry::sessions::{
+    GetInterruptions, GetSession, ListSessions, SessionLookup, SessionTrace,
+};
+use crate::store::sessions::{SessionRow, SessionScope, EVENT_UNRECOGNISED_SPEECH};
 use crate::time::iso_opt;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.service(list_sessions)
+    // interruption-quality before {id}, which would take it as a session id.
+    cfg.service(interruption_quality)
+        .service(list_sessions)
         .service(get_session)
-        .service(get_call);
+        .service(session_root_cause)
+        .service(get_call)
+        .service(call_root_cause);
     super::other_methods(
         cfg,
         &[
             "/observability/sessions",
+            "/observability/sessions/interruption-quality",
             "/observability/sessions/{id}",
+            "/observability/sessions/{id}/root-cause",
             "/observability/calls/{call_id}",
+            "/observability/calls/{call_id}/root-cause",
         ],
     );
 }
@@ -77,6 +91,94 @@ pub struct TurnBody {
     pub latency_ms: Option<i64>,
     pub interrupted: bool,
     pub error: Option<String>,
+    /// Caller turns: how the end of the turn was decided: `vad` (silence), `stt` (the
+    /// recogniser's own endpoint) or `text` (typed).
+    pub endpoint: Option<String>,
+    /// Agent replies to the caller: where the latency went.
+    pub latency: Option<LatencyBody>,
+    /// The provider that served each stage of this turn (a fallback when the agent's own
+    /// failed); `null` where the stage did not run or nothing served.
+    pub providers: ProvidersBody,
+    /// Tool calls this agent turn made, in order.
+    pub tool_executions: Vec<ToolExecutionBody>,
+    /// Interrupted agent turns: how the interruption went.
+    pub interruption: Option<InterruptionBody>,
+}
+
+/// An agent reply's latency, end of caller speech → first agent audio, by stage (ms).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LatencyBody {
+    pub total_ms: i64,
+    /// Waiting for the end of the caller's turn (silence, or the recogniser's endpoint).
+    pub endpoint_ms: i64,
+    pub stt_ms: i64,
+    /// Model time to the first speakable sentence, over all rounds.
+    pub llm_ms: i64,
+    pub tool_ms: i64,
+    /// First sentence to its first audio.
+    pub tts_ms: i64,
+    /// The rest: the server's own overhead.
+    pub platform_ms: i64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ProvidersBody {
+    pub stt: Option<String>,
+    pub llm: Option<String>,
+    pub tts: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolExecutionBody {
+    /// The model's call id.
+    pub id: String,
+    pub name: String,
+    /// The arguments as the model wrote them (JSON text).
+    pub arguments: String,
+    /// What the tool answered (or the error handed to the model).
+    pub output: String,
+    pub is_error: bool,
+    pub duration_ms: i64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InterruptionBody {
+    /// Caller speech onset to the interruption decision, ms (0 when requested).
+    pub detection_latency_ms: i64,
+    /// Decision to the agent's audio cleared, ms (0 when requested).
+    pub stop_latency_ms: i64,
+    /// Agent words that played while the caller was already speaking.
+    pub bleed_through: String,
+    pub bleed_through_words: usize,
+    /// A client asked for it (`interrupt`, or a typed turn) rather than the caller's voice.
+    pub requested: bool,
+    /// No words were recognised in the interrupting speech.
+    pub false_barge_in: bool,
+}
+
+/// Something that went wrong: a failed turn, or the error that ended the session.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ErrorEntry {
+    /// The turn; `null` for the session's own end.
+    pub turn: Option<i32>,
+    /// `stt`, `llm`, `tool`, `tts`, `audio` or `session`.
+    pub stage: String,
+    pub code: String,
+    pub message: String,
+}
+
+/// Caller speech in which nothing was recognised.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UnrecognisedSpeechBody {
+    pub start_ms: i64,
+    pub end_ms: i64,
+    /// The agent turn it interrupted (a false barge-in), if it did.
+    pub interrupted_turn: Option<i32>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -102,11 +204,85 @@ pub struct SessionDetailBody {
     pub started_at: Option<String>,
     pub ended_at: Option<String>,
     pub turns: Vec<TurnBody>,
+    /// Failed turns and a fatal end, in order.
+    pub errors: Vec<ErrorEntry>,
+    pub unrecognised_speech: Vec<UnrecognisedSpeechBody>,
     pub metrics: MetricsBody,
 }
 
-fn detail(row: SessionRow, turns: Vec<TurnRow>) -> SessionDetailBody {
+/// The stage an error code belongs to.
+fn stage_of(code: &str) -> &'static str {
+    match code {
+        "stt_failed" | "stt_timeout" | "stt_unavailable" => "stt",
+        "llm_failed" | "llm_timeout" => "llm",
+        "tool_step_limit" => "tool",
+        "tts_failed" | "tts_timeout" => "tts",
+        "audio_out" | "audio" => "audio",
+        _ => "session",
+    }
+}
+
+/// `code: message` as the session records errors.
+fn split_error(error: &str) -> (String, String) {
+    match error.split_once(": ") {
+        Some((code, message)) if !code.contains(' ') => (code.to_string(), message.to_string()),
+        _ => ("error".to_string(), error.to_string()),
+    }
+}
+
+fn errors_of(trace: &SessionTrace) -> Vec<ErrorEntry> {
+    let mut errors: Vec<ErrorEntry> = trace
+        .turns
+        .iter()
+        .filter_map(|t| {
+            let (code, message) = split_error(t.error.as_deref()?);
+            Some(ErrorEntry {
+                turn: Some(t.turn_index),
+                stage: stage_of(&code).to_string(),
+                code,
+                message,
+            })
+        })
+        .collect();
+    if trace.session.status == crate::store::sessions::STATUS_FAILED {
+        if let Some(reason) = &trace.session.end_reason {
+            let (code, message) = split_error(reason);
+            errors.push(ErrorEntry {
+                turn: None,
+                stage: "session".to_string(),
+                code,
+                message,
+            });
+        }
+    }
+    errors
+}
+
+fn detail(trace: SessionTrace) -> SessionDetailBody {
+    let errors = errors_of(&trace);
+    let SessionTrace {
+        session: row,
+        turns,
+        tool_calls,
+        events,
+    } = trace;
+    let false_barge_ins: Vec<i32> = events
+        .iter()
+        .filter(|e| e.kind == EVENT_UNRECOGNISED_SPEECH)
+        .filter_map(|e| e.turn_index)
+        .collect();
+    let unrecognised_speech = events
+        .iter()
+        .filter(|e| e.kind == EVENT_UNRECOGNISED_SPEECH)
+        .map(|e| UnrecognisedSpeechBody {
+            start_ms: e.start_ms,
+            end_ms: e.end_ms,
+            interrupted_turn: e.turn_index,
+        })
+        .collect();
     SessionDetailBody {
+        errors,
+        unrecognised_speech,
         metrics: MetricsBody {
             total_duration_ms: row.total_duration_ms,
             avg_turn_latency_ms: row.avg_turn_latency_ms,
@@ -125,6 +301,44 @@ fn detail(row: SessionRow, turns: Vec<TurnRow>) -> SessionDetailBody {
         turns: turns
             .into_iter()
             .map(|t| TurnBody {
+                latency: t.latency_ms.map(|total_ms| LatencyBody {
+                    total_ms,
+                    endpoint_ms: t.endpoint_ms.unwrap_or(0),
+                    stt_ms: t.stt_ms,
+                    llm_ms: t.llm_ms,
+                    tool_ms: t.tool_ms.unwrap_or(0),
+                    tts_ms: t.tts_ms,
+                    platform_ms: t.platform_ms.unwrap_or(0),
+                }),
+                providers: ProvidersBody {
+                    stt: t.stt_provider.clone(),
+                    llm: t.llm_provider.clone(),
+                    tts: t.tts_provider.clone(),
+                },
+                tool_executions: tool_calls
+                    .iter()
+                    .filter(|c| c.turn_index == t.turn_index)
+                    .map(|c| ToolExecutionBody {
+                        id: c.call_id.clone(),
+                        name: c.name.clone(),
+                        arguments: c.arguments.clone(),
+                        output: c.output.clone(),
+                        is_error: c.is_error,
+                        duration_ms: c.duration_ms,
+                    })
+                    .collect(),
+                interruption: t.barge_in_requested.map(|requested| {
+                    let bleed_through = t.bleed_through.clone().unwrap_or_default();
+                    InterruptionBody {
+                        detection_latency_ms: t.barge_in_detection_ms.unwrap_or(0),
+                        stop_latency_ms: t.barge_in_stop_ms.unwrap_or(0),
+                        bleed_through_words: bleed_through.split_whitespace().count(),
+                        bleed_through,
+                        requested,
+                        false_barge_in: false_barge_ins.contains(&t.turn_index),
+                    }
+                }),
+                endpoint: t.endpoint,
                 index: t.turn_index,
                 speaker: t.speaker,
                 text: t.text,
@@ -183,14 +397,8 @@ async fn get_session(
     developer: Developer,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let (row, turns) = state
-        .sessions
-        .send(GetSession {
-            developer_id: developer.id().to_string(),
-            lookup: SessionLookup::Id(id.into_inner()),
-        })
-        .await??;
-    Ok(HttpResponse::Ok().json(detail(row, turns)))
+    let trace = trace_of(&state, &developer, SessionLookup::Id(id.into_inner())).await?;
+    Ok(HttpResponse::Ok().json(detail(trace)))
 }
 
 /// A phone session by the telephony provider's call id (Twilio's CallSid).
@@ -204,12 +412,130 @@ async fn get_call(
     developer: Developer,
     call_id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let (row, turns) = state
+    let lookup = SessionLookup::CallSid(call_id.into_inner());
+    let trace = trace_of(&state, &developer, lookup).await?;
+    Ok(HttpResponse::Ok().json(detail(trace)))
+}
+
+async fn trace_of(
+    state: &AppState,
+    developer: &Developer,
+    lookup: SessionLookup,
+) -> Result<SessionTrace, ApiError> {
+    state
         .sessions
         .send(GetSession {
             developer_id: developer.id().to_string(),
-            lookup: SessionLookup::CallSid(call_id.into_inner()),
+            lookup,
         })
+        .await?
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RootCauseBody {
+    pub session_id: String,
+    /// The telephony provider's call id, for phone sessions.
+    pub call_sid: Option<String>,
+    /// Findings, ordered by turn; empty when nothing went wrong.
+    pub issues: Vec<Issue>,
+}
+
+fn root_cause(trace: &SessionTrace) -> RootCauseBody {
+    RootCauseBody {
+        session_id: trace.session.id.clone(),
+        call_sid: trace.session.call_sid.clone(),
+        issues: analyse(trace),
+    }
+}
+
+/// Root-cause analysis of one session: rules over its trace (see the README for each rule
+/// and its threshold).
+#[utoipa::path(get, path = "/v1/observability/sessions/{sessionId}/root-cause", tag = "observability",
+    params(("sessionId" = String, Path, description = "Session id")),
+    responses((status = 200, body = RootCauseBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)),
+    security(("bearer" = [])))]
+#[get("/observability/sessions/{id}/root-cause")]
+async fn session_root_cause(
+    state: web::Data<AppState>,
+    developer: Developer,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let trace = trace_of(&state, &developer, SessionLookup::Id(id.into_inner())).await?;
+    Ok(HttpResponse::Ok().json(root_cause(&trace)))
+}
+
+/// Root-cause analysis of a phone call, by the telephony provider's call id.
+#[utoipa::path(get, path = "/v1/observability/calls/{callId}/root-cause", tag = "observability",
+    params(("callId" = String, Path, description = "The provider's call id")),
+    responses((status = 200, body = RootCauseBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)),
+    security(("bearer" = [])))]
+#[get("/observability/calls/{call_id}/root-cause")]
+async fn call_root_cause(
+    state: web::Data<AppState>,
+    developer: Developer,
+    call_id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let lookup = SessionLookup::CallSid(call_id.into_inner());
+    let trace = trace_of(&state, &developer, lookup).await?;
+    Ok(HttpResponse::Ok().json(root_cause(&trace)))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct InterruptionFilter {
+    /// Only this agent's sessions.
+    pub agent_id: Option<String>,
+    /// Sessions started at or after this time (ISO 8601 with a time zone).
+    pub from: Option<String>,
+    /// Sessions started before this time (ISO 8601 with a time zone).
+    pub to: Option<String>,
+}
+
+fn instant(param: &str, value: Option<&str>) -> Result<Option<i64>, ApiError> {
+    value
+        .map(|text| {
+            DateTime::parse_from_rfc3339(text.trim())
+                .map(|t| t.timestamp_millis())
+                .map_err(|_| {
+                    ApiError::invalid(
+                        param,
+                        format!("{param} must be an ISO 8601 time such as 2026-11-22T17:00:00Z"),
+                    )
+                })
+        })
+        .transpose()
+}
+
+/// Interruption quality over the caller's sessions (one agent's with `agentId`) started in
+/// `[from, to)`: detection and stop latency percentiles, bleed-through words, false barge-ins.
+#[utoipa::path(get, path = "/v1/observability/sessions/interruption-quality", tag = "observability",
+    params(InterruptionFilter),
+    responses((status = 200, body = InterruptionQuality), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody)),
+    security(("bearer" = [])))]
+#[get("/observability/sessions/interruption-quality")]
+async fn interruption_quality(
+    state: web::Data<AppState>,
+    developer: Developer,
+    filter: web::Query<InterruptionFilter>,
+) -> Result<HttpResponse, ApiError> {
+    let filter = filter.into_inner();
+    let from = instant("from", filter.from.as_deref())?;
+    let to = instant("to", filter.to.as_deref())?;
+    if let (Some(from), Some(to)) = (from, to) {
+        if from >= to {
+            return Err(ApiError::invalid("to", "to must be later than from"));
+        }
+    }
+    let data = state
+        .sessions
+        .send(GetInterruptions(SessionScope {
+            developer_id: developer.id().to_string(),
+            agent_id: filter.agent_id,
+            from,
+            to,
+        }))
         .await??;
-    Ok(HttpResponse::Ok().json(detail(row, turns)))
+    Ok(HttpResponse::Ok().json(aggregate(&data)))
 }

@@ -9,8 +9,8 @@ use utoipa::{Modify, OpenApi};
 
 use super::{
     agent_sync, agents, billing, chat, collections, direct, health, instances, keys, knowledge,
-    observability, openai_audio, phone_numbers, provider_keys, provision, recordings, sessions,
-    synthesize, transcribe, twilio_calls,
+    metrics, observability, openai_audio, phone_numbers, provider_keys, provision, recordings,
+    sessions, synthesize, transcribe, twilio_calls,
 };
 use crate::error::{ErrorBody, ErrorDetail};
 
@@ -53,6 +53,7 @@ answer `{data, nextCursor, hasMore}` in creation order."
     paths(
         health::health,
         openapi_json,
+        metrics::scrape,
         keys::create_key,
         keys::list_keys,
         keys::revoke_key,
@@ -85,6 +86,9 @@ answer `{data, nextCursor, hasMore}` in creation order."
         observability::list_sessions,
         observability::get_session,
         observability::get_call,
+        observability::session_root_cause,
+        observability::call_root_cause,
+        observability::interruption_quality,
         instances::create_instance,
         instances::list_instances,
         instances::get_instance,

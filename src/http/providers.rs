@@ -43,6 +43,13 @@ impl<E: ?Sized> Chosen<E> {
         (self.provider.clone(), self.key_source)
     }
 
+    /// The slot a fallback chain marks with the provider that served; `None` without one.
+    pub fn served_by(&self) -> Option<ServedBy> {
+        self.fallback
+            .as_ref()
+            .map(|(served_by, _)| served_by.clone())
+    }
+
     /// Whether credits are checked before the work: the agent's own provider runs on the
     /// platform's key (or is the embedded engine).
     pub fn metered_up_front(&self) -> bool {

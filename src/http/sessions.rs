@@ -22,6 +22,7 @@ use crate::conversation::prompt::{substitute, system_prompt};
 use crate::conversation::tools::{http_tools, AgentTools};
 use crate::error::{ApiError, ErrorBody};
 use crate::observability::recorder::SessionRecorder;
+use crate::observability::served;
 use crate::recording::{RecordingOf, RecordingTap, TapFormat, DIRECT_RATE, PHONE_RATE};
 use crate::registry::agents::GetAgent;
 use crate::registry::instances::{GetInstance, InstanceLookup};
@@ -269,6 +270,7 @@ pub async fn twilio_stream(
         observer: Arc::new(SessionRecorder::new(
             state.sessions.clone(),
             state.metering.clone(),
+            "twilio",
         )),
     };
     actix_web::rt::spawn(stream::run(context, socket, messages));
@@ -415,10 +417,15 @@ impl SessionFactory for AppSessionFactory {
                 llm: llm.metered_up_front(),
                 tts: tts.metered_up_front(),
             };
+            // Each stage's engine marks the provider that served it, for the turn records.
+            let streams_live = agent.stt_provider == "deepgram";
+            let (stt, stt_slot) = served::track_stt(stt, streams_live);
+            let (llm, llm_slot) = served::track_llm(llm);
+            let (tts, tts_slot) = served::track_tts(tts);
             let engines = SessionEngines {
-                stt: stt.engine,
-                llm: llm.engine,
-                tts: tts.engine,
+                stt,
+                llm,
+                tts,
                 tools: Arc::new(tools),
             };
             // The session's slot among the tier's concurrent sessions (already taken when
@@ -433,6 +440,14 @@ impl SessionFactory for AppSessionFactory {
                 .await
                 .map_err(|e| e.to_string())?
                 .map_err(|e| e.to_string())?;
+            served::register(
+                &claims.sid,
+                served::StageSlots {
+                    stt: stt_slot,
+                    llm: llm_slot,
+                    tts: tts_slot,
+                },
+            );
             Ok((profile, engines))
         })
     }

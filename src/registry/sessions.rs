@@ -7,7 +7,9 @@ use actix::prelude::*;
 
 use super::{cursor_position, Page, PageRequest};
 use crate::error::ApiError;
-use crate::store::sessions::{self, SessionEnd, SessionRow, TurnRow};
+use crate::store::sessions::{
+    self, EventRow, InterruptionRow, SessionEnd, SessionRow, SessionScope, ToolCallRow, TurnRow,
+};
 use crate::store::Db;
 use crate::time::now_ms;
 
@@ -75,6 +77,41 @@ impl Handler<RecordTurn> for SessionRegistry {
     }
 }
 
+/// Tool calls of one agent turn.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct RecordToolCalls(pub Vec<ToolCallRow>);
+
+impl Handler<RecordToolCalls> for SessionRegistry {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, msg: RecordToolCalls, _: &mut Context<Self>) -> Self::Result {
+        let db = self.db.clone();
+        Box::pin(async move {
+            if let Err(e) = sessions::add_tool_calls(&db, &msg.0).await {
+                tracing::error!("could not record a turn's tool calls: {e}");
+            }
+        })
+    }
+}
+
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct RecordEvent(pub EventRow);
+
+impl Handler<RecordEvent> for SessionRegistry {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, msg: RecordEvent, _: &mut Context<Self>) -> Self::Result {
+        let db = self.db.clone();
+        Box::pin(async move {
+            if let Err(e) = sessions::add_event(&db, &msg.0).await {
+                tracing::error!(session = %msg.0.session_id, "could not record a session event: {e}");
+            }
+        })
+    }
+}
+
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct EndSession {
@@ -95,9 +132,18 @@ impl Handler<EndSession> for SessionRegistry {
     }
 }
 
-/// A developer's session with its turns, by session id or Twilio call SID.
+/// A session's whole trace: the record, its turns, tool calls and events.
+#[derive(Debug, Clone)]
+pub struct SessionTrace {
+    pub session: SessionRow,
+    pub turns: Vec<TurnRow>,
+    pub tool_calls: Vec<ToolCallRow>,
+    pub events: Vec<EventRow>,
+}
+
+/// A developer's session with its trace, by session id or Twilio call SID.
 #[derive(Message)]
-#[rtype(result = "Result<(SessionRow, Vec<TurnRow>), ApiError>")]
+#[rtype(result = "Result<SessionTrace, ApiError>")]
 pub struct GetSession {
     pub developer_id: String,
     pub lookup: SessionLookup,
@@ -109,7 +155,7 @@ pub enum SessionLookup {
 }
 
 impl Handler<GetSession> for SessionRegistry {
-    type Result = ResponseFuture<Result<(SessionRow, Vec<TurnRow>), ApiError>>;
+    type Result = ResponseFuture<Result<SessionTrace, ApiError>>;
 
     fn handle(&mut self, msg: GetSession, _: &mut Context<Self>) -> Self::Result {
         let db = self.db.clone();
@@ -123,7 +169,44 @@ impl Handler<GetSession> for SessionRegistry {
                     .ok_or_else(|| ApiError::not_found("call", sid))?,
             };
             let turns = sessions::turns_of(&db, &row.id).await?;
-            Ok((row, turns))
+            let tool_calls = sessions::tool_calls_of(&db, &row.id).await?;
+            let events = sessions::events_of(&db, &row.id).await?;
+            Ok(SessionTrace {
+                session: row,
+                turns,
+                tool_calls,
+                events,
+            })
+        })
+    }
+}
+
+/// What the interruption aggregates are computed from.
+#[derive(Debug, Clone)]
+pub struct InterruptionData {
+    pub sessions: i64,
+    pub interruptions: Vec<InterruptionRow>,
+    /// (session, turn) of each false barge-in.
+    pub false_barge_ins: Vec<(String, i32)>,
+}
+
+/// The interruptions of a developer's sessions in a scope.
+#[derive(Message)]
+#[rtype(result = "Result<InterruptionData, ApiError>")]
+pub struct GetInterruptions(pub SessionScope);
+
+impl Handler<GetInterruptions> for SessionRegistry {
+    type Result = ResponseFuture<Result<InterruptionData, ApiError>>;
+
+    fn handle(&mut self, msg: GetInterruptions, _: &mut Context<Self>) -> Self::Result {
+        let db = self.db.clone();
+        Box::pin(async move {
+            let scope = msg.0;
+            Ok(InterruptionData {
+                sessions: sessions::count_in_scope(&db, &scope).await?,
+                interruptions: sessions::interruptions_in_scope(&db, &scope).await?,
+                false_barge_ins: sessions::false_barge_ins_in_scope(&db, &scope).await?,
+            })
         })
     }
 }

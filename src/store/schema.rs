@@ -155,6 +155,8 @@ diesel::allow_tables_to_appear_in_same_query!(
     provider_keys,
     sessions,
     session_turns,
+    session_tool_calls,
+    session_events,
     conversations,
     conversation_messages,
     transcription_jobs,
@@ -250,6 +252,42 @@ diesel::table! {
         latency_ms -> Nullable<BigInt>,
         interrupted -> Bool,
         error -> Nullable<Text>,
+        endpoint -> Nullable<Text>,
+        endpoint_ms -> Nullable<BigInt>,
+        tool_ms -> Nullable<BigInt>,
+        platform_ms -> Nullable<BigInt>,
+        stt_provider -> Nullable<Text>,
+        llm_provider -> Nullable<Text>,
+        tts_provider -> Nullable<Text>,
+        barge_in_detection_ms -> Nullable<BigInt>,
+        barge_in_stop_ms -> Nullable<BigInt>,
+        bleed_through -> Nullable<Text>,
+        barge_in_requested -> Nullable<Bool>,
+    }
+}
+
+diesel::table! {
+    session_tool_calls (seq) {
+        seq -> BigInt,
+        session_id -> Text,
+        turn_index -> Integer,
+        call_id -> Text,
+        name -> Text,
+        arguments -> Text,
+        output -> Text,
+        is_error -> Bool,
+        duration_ms -> BigInt,
+    }
+}
+
+diesel::table! {
+    session_events (seq) {
+        seq -> BigInt,
+        session_id -> Text,
+        kind -> Text,
+        turn_index -> Nullable<Integer>,
+        start_ms -> BigInt,
+        end_ms -> BigInt,
     }
 }
 

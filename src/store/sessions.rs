@@ -3,6 +3,7 @@
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
+use super::schema::{session_events as events, session_tool_calls as tool_calls};
 use super::schema::{session_turns as turns, sessions};
 use super::{Db, StoreResult};
 use crate::{db_run, db_tx};
@@ -11,6 +12,9 @@ pub const STATUS_PENDING: &str = "pending";
 pub const STATUS_ACTIVE: &str = "active";
 pub const STATUS_COMPLETED: &str = "completed";
 pub const STATUS_FAILED: &str = "failed";
+
+/// Event kind: caller speech in which the recogniser found no words.
+pub const EVENT_UNRECOGNISED_SPEECH: &str = "unrecognised_speech";
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
 #[diesel(table_name = sessions)]
@@ -54,6 +58,60 @@ pub struct TurnRow {
     pub latency_ms: Option<i64>,
     pub interrupted: bool,
     pub error: Option<String>,
+    /// Caller turns: how their end was decided (`vad`, `stt`, `text`).
+    pub endpoint: Option<String>,
+    /// Agent replies to the caller: the rest of the latency breakdown.
+    pub endpoint_ms: Option<i64>,
+    pub tool_ms: Option<i64>,
+    pub platform_ms: Option<i64>,
+    /// The provider that served each stage this turn ran (a fallback when the agent's own
+    /// failed); `None` where the stage did not run or nothing served.
+    pub stt_provider: Option<String>,
+    pub llm_provider: Option<String>,
+    pub tts_provider: Option<String>,
+    /// Interrupted agent turns: how the interruption went.
+    pub barge_in_detection_ms: Option<i64>,
+    pub barge_in_stop_ms: Option<i64>,
+    pub bleed_through: Option<String>,
+    pub barge_in_requested: Option<bool>,
+}
+
+/// A tool call an agent turn made.
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
+#[diesel(table_name = tool_calls)]
+pub struct ToolCallRow {
+    pub session_id: String,
+    pub turn_index: i32,
+    pub call_id: String,
+    pub name: String,
+    /// JSON text of the arguments, as the model wrote them.
+    pub arguments: String,
+    pub output: String,
+    pub is_error: bool,
+    pub duration_ms: i64,
+}
+
+/// Something a session noticed that is no turn (see [`EVENT_UNRECOGNISED_SPEECH`]).
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
+#[diesel(table_name = events)]
+pub struct EventRow {
+    pub session_id: String,
+    pub kind: String,
+    /// For unrecognised speech that interrupted the agent: the interrupted turn.
+    pub turn_index: Option<i32>,
+    pub start_ms: i64,
+    pub end_ms: i64,
+}
+
+/// One interruption of an agent turn, for aggregates over sessions.
+#[derive(Debug, Clone, PartialEq, Queryable)]
+pub struct InterruptionRow {
+    pub session_id: String,
+    pub turn_index: i32,
+    pub detection_ms: Option<i64>,
+    pub stop_ms: Option<i64>,
+    pub bleed_through: Option<String>,
+    pub requested: Option<bool>,
 }
 
 pub async fn insert(db: &Db, row: &SessionRow) -> StoreResult<()> {
@@ -103,6 +161,135 @@ pub async fn add_turn(db: &Db, row: &TurnRow) -> StoreResult<()> {
             .execute(conn)
             .await?;
         Ok(())
+    })
+}
+
+/// Tool calls of one agent turn, in one transaction.
+pub async fn add_tool_calls(db: &Db, rows: &[ToolCallRow]) -> StoreResult<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    db_tx!(db, |conn| {
+        for row in rows {
+            diesel::insert_into(tool_calls::table)
+                .values(row)
+                .execute(conn)
+                .await?;
+        }
+        Ok(())
+    })
+}
+
+pub async fn add_event(db: &Db, row: &EventRow) -> StoreResult<()> {
+    db_run!(db, |conn| {
+        diesel::insert_into(events::table)
+            .values(row)
+            .execute(conn)
+            .await?;
+        Ok(())
+    })
+}
+
+pub async fn tool_calls_of(db: &Db, session: &str) -> StoreResult<Vec<ToolCallRow>> {
+    db_run!(db, |conn| {
+        Ok(tool_calls::table
+            .filter(tool_calls::session_id.eq(session))
+            .order(tool_calls::seq.asc())
+            .select(ToolCallRow::as_select())
+            .load(conn)
+            .await?)
+    })
+}
+
+pub async fn events_of(db: &Db, session: &str) -> StoreResult<Vec<EventRow>> {
+    db_run!(db, |conn| {
+        Ok(events::table
+            .filter(events::session_id.eq(session))
+            .order(events::seq.asc())
+            .select(EventRow::as_select())
+            .load(conn)
+            .await?)
+    })
+}
+
+/// Which of a developer's sessions an aggregate covers: one agent's or all, started within
+/// `[from, to)` (epoch ms; open ends when `None`). Sessions never connected are left out.
+#[derive(Debug, Clone, Default)]
+pub struct SessionScope {
+    pub developer_id: String,
+    pub agent_id: Option<String>,
+    pub from: Option<i64>,
+    pub to: Option<i64>,
+}
+
+macro_rules! scoped_sessions {
+    ($scope:expr) => {{
+        let scope = $scope;
+        let mut query = sessions::table
+            .filter(sessions::developer_id.eq(scope.developer_id.clone()))
+            .filter(sessions::status.ne(STATUS_PENDING))
+            .into_boxed();
+        if let Some(agent) = &scope.agent_id {
+            query = query.filter(sessions::agent_id.eq(agent.clone()));
+        }
+        if let Some(from) = scope.from {
+            query = query.filter(sessions::started_at.ge(from));
+        }
+        if let Some(to) = scope.to {
+            query = query.filter(sessions::started_at.lt(to));
+        }
+        query
+    }};
+}
+
+/// How many sessions `scope` covers.
+pub async fn count_in_scope(db: &Db, scope: &SessionScope) -> StoreResult<i64> {
+    db_run!(db, |conn| {
+        Ok(scoped_sessions!(scope).count().get_result(conn).await?)
+    })
+}
+
+/// Every interrupted agent turn of the sessions in `scope`, with its interruption record.
+pub async fn interruptions_in_scope(
+    db: &Db,
+    scope: &SessionScope,
+) -> StoreResult<Vec<InterruptionRow>> {
+    db_run!(db, |conn| {
+        Ok(turns::table
+            .filter(turns::session_id.eq_any(scoped_sessions!(scope).select(sessions::id)))
+            .filter(turns::interrupted.eq(true))
+            .order(turns::seq.asc())
+            .select((
+                turns::session_id,
+                turns::turn_index,
+                turns::barge_in_detection_ms,
+                turns::barge_in_stop_ms,
+                turns::bleed_through,
+                turns::barge_in_requested,
+            ))
+            .load(conn)
+            .await?)
+    })
+}
+
+/// The (session, turn) pairs of false barge-ins (interrupting speech with no words) in
+/// `scope`.
+pub async fn false_barge_ins_in_scope(
+    db: &Db,
+    scope: &SessionScope,
+) -> StoreResult<Vec<(String, i32)>> {
+    db_run!(db, |conn| {
+        let rows: Vec<(String, Option<i32>)> = events::table
+            .filter(events::session_id.eq_any(scoped_sessions!(scope).select(sessions::id)))
+            .filter(events::kind.eq(EVENT_UNRECOGNISED_SPEECH))
+            .filter(events::turn_index.is_not_null())
+            .select((events::session_id, events::turn_index))
+            .load(conn)
+            .await?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|(session, turn)| turn.map(|t| (session, t)))
+            .collect())
     })
 }
 

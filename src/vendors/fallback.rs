@@ -86,6 +86,33 @@ pub fn check_fallbacks(metadata: &serde_json::Map<String, Value>) -> Result<(), 
     Ok(())
 }
 
+/// Forwards a live recognition's events, marking `provider` as serving at each final
+/// transcript. Dropping the returned stream drops the live one.
+fn mark_on_final(
+    mut events: EngineStream<SttEvent>,
+    provider: String,
+    served_by: ServedBy,
+) -> EngineStream<SttEvent> {
+    let (tx, rx) = mpsc::channel(16);
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = tx.closed() => return,
+                event = events.recv() => {
+                    let Some(event) = event else { return };
+                    if matches!(event, Ok(SttEvent::Final(_))) {
+                        mark(&served_by, &provider);
+                    }
+                    if tx.send(event).await.is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    });
+    rx
+}
+
 fn log_switch(stage: &str, from: &str, to: &str, reason: &EngineError) {
     tracing::warn!(stage, from, to, reason = %reason, "provider failed; falling back");
 }
@@ -231,7 +258,13 @@ impl SpeechToText for FallbackStt {
     ) -> Result<(mpsc::Sender<SttInput>, EngineStream<SttEvent>), EngineError> {
         if self.primary_streams_live {
             match self.engines[0].clone().stream(options.clone()) {
-                Ok(stream) => return Ok(stream),
+                Ok((input, events)) => {
+                    let provider = self.engines[0].provider().to_string();
+                    return Ok((
+                        input,
+                        mark_on_final(events, provider, self.served_by.clone()),
+                    ));
+                }
                 Err(err) => log_switch("stt", self.engines[0].provider(), "the next", &err),
             }
         }

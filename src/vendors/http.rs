@@ -139,7 +139,9 @@ impl Endpoint {
         }
     }
 
+    /// Every failed vendor call passes here: it is counted in the vendor-error metric.
     pub fn error(&self, kind: EngineErrorKind, message: impl std::fmt::Display) -> EngineError {
+        crate::observability::metrics::vendor_error(&self.vendor, error_kind(kind));
         EngineError::new(kind, format!("{}: {message}", self.vendor))
     }
 
@@ -268,6 +270,18 @@ pub fn playht_credentials(key: &str) -> (Option<&str>, &str) {
     match key.split_once(':') {
         Some((user, secret)) if !user.is_empty() => (Some(user), secret),
         _ => (None, key),
+    }
+}
+
+/// The metric label of an error kind.
+fn error_kind(kind: EngineErrorKind) -> &'static str {
+    match kind {
+        EngineErrorKind::InvalidInput => "invalid_input",
+        EngineErrorKind::Unavailable => "unavailable",
+        EngineErrorKind::Overloaded => "overloaded",
+        EngineErrorKind::Timeout => "timeout",
+        EngineErrorKind::Upstream => "upstream",
+        EngineErrorKind::Internal => "internal",
     }
 }
 

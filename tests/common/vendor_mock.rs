@@ -13,8 +13,8 @@
 //! body, `*-limited` 429, `*-down` 503, `*-slow` waits 3 s before answering, `*-cut` breaks
 //! the stream off after a few events, `*-long` streams 200 deltas 20 ms apart (and records
 //! when the client hung up); for speech, `*-long` streams 30 s of audio at real-time pace,
-//! counting the pieces sent and recording the key when the client hangs up. Anything else
-//! succeeds.
+//! counting the pieces sent and recording the key when the client hangs up; `*-empty`
+//! transcribes every clip as no words. Anything else succeeds.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -258,6 +258,12 @@ async fn handle(req: HttpRequest, body: Bytes, record: web::Data<Arc<Record>>) -
     }
     if path == "/v1/audio/speech" {
         return speech(24_000, false, &key, record.get_ref(), Wrap::Raw);
+    }
+    if path == "/v1/audio/transcriptions" && key.ends_with("-empty") {
+        return HttpResponse::Ok().json(json!({
+            "task": "transcribe", "language": "english", "duration": 1.0, "text": "",
+            "segments": [], "usage": {"type": "duration", "seconds": 1}
+        }));
     }
     if path == "/v1/audio/transcriptions" {
         return HttpResponse::Ok().json(json!({

@@ -67,7 +67,7 @@ pub use messages::{
 };
 pub use observer::{
     BargeInRecord, EndReason, EndpointSource, NoopObserver, SessionObserver, SessionStatus,
-    SessionSummary, Speaker, TurnLatency, TurnRecord,
+    SessionSummary, Speaker, TurnLatency, TurnRecord, UnrecognisedSpeech,
 };
 pub use playback::PlaybackLedger;
 pub use sentences::SentenceSplitter;

@@ -2,7 +2,7 @@
 //! failure), a [`SessionSummary`] at the end, and the [`SessionObserver`] trait through which
 //! both leave the session (the server's implementation writes them to the database).
 
-use crate::engine::ToolCall;
+use super::tools::ToolOutcome;
 
 /// Who spoke a turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -149,16 +149,41 @@ pub struct SessionSummary {
     pub reason: EndReason,
 }
 
+/// Caller speech that the recognizer turned into no words: the VAD heard speech, the
+/// transcript was empty, and no turn was recorded for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UnrecognisedSpeech {
+    /// Start of the speech, in ms since the session started.
+    pub start_ms: u64,
+    /// End of the speech, in ms since the session started.
+    pub end_ms: u64,
+    /// When this speech interrupted the agent (a barge-in), the index of the interrupted
+    /// agent turn: the interruption was a false one.
+    pub interrupted_turn: Option<u32>,
+}
+
 /// Receives a session's records. Calls are made on the session's own thread, so an
 /// implementation must return at once: hand the record to a queue or channel (the database
 /// writer does) and do the work elsewhere.
 pub trait SessionObserver: Send + Sync + 'static {
+    /// The session started (its actor is running); called once, first. The default ignores
+    /// it.
+    fn session_started(&self, session_id: &str) {
+        let _ = session_id;
+    }
+
     /// A turn finished (completed, interrupted or failed).
     fn turn_completed(&self, session_id: &str, turn: &TurnRecord);
 
-    /// A tool call finished (for audit); the default ignores it.
-    fn tool_executed(&self, session_id: &str, call: &ToolCall, output: &str, is_error: bool) {
-        let _ = (session_id, call, output, is_error);
+    /// A tool call finished (for audit); reported before the agent turn it belongs to. The
+    /// default ignores it.
+    fn tool_executed(&self, session_id: &str, outcome: &ToolOutcome) {
+        let _ = (session_id, outcome);
+    }
+
+    /// Caller speech was heard but nothing was recognised in it. The default ignores it.
+    fn speech_unrecognised(&self, session_id: &str, speech: &UnrecognisedSpeech) {
+        let _ = (session_id, speech);
     }
 
     /// The session ended; called exactly once, last.

@@ -14,7 +14,7 @@ use super::super::audio_in::{CallerFrame, FRAME_MS};
 use super::super::barge_in::CallerVoice;
 use super::super::error::TurnError;
 use super::super::messages::{AudioIn, SessionEvent};
-use super::super::observer::{EndReason, EndpointSource, Speaker, TurnRecord};
+use super::super::observer::{EndReason, EndpointSource, Speaker, TurnRecord, UnrecognisedSpeech};
 use super::super::stt::{SttFailed, SttFeed, TranscriptFinal, TranscriptPartial};
 use super::{AnswerTiming, CallSession, PendingUtterance, TurnState};
 
@@ -108,6 +108,8 @@ impl CallSession {
 
     /// A caller turn could not be transcribed: record it, apologise, go on.
     fn caller_turn_failed(&mut self, error: TurnError, ctx: &mut Context<Self>) {
+        // Whether the lost utterance held words is unknown: no false barge-in is claimed.
+        self.barge_in_turn = None;
         let now_ms = self.session_ms(Instant::now());
         let turn = TurnRecord {
             index: self.next_turn_index(),
@@ -252,7 +254,17 @@ impl Handler<TranscriptFinal> for CallSession {
             .saturating_duration_since(pending.speech_end_at)
             .as_millis() as u64;
         let text = msg.0.trim().to_owned();
-        if !text.is_empty() {
+        let interrupted_turn = self.barge_in_turn.take();
+        if text.is_empty() {
+            self.observer.speech_unrecognised(
+                &self.config.session_id,
+                &UnrecognisedSpeech {
+                    start_ms: pending.start_ms,
+                    end_ms: pending.end_ms,
+                    interrupted_turn,
+                },
+            );
+        } else {
             self.emit(SessionEvent::TranscriptFinal { text: text.clone() });
             let turn = TurnRecord {
                 index: self.next_turn_index(),

@@ -155,6 +155,9 @@ pub struct CallSession {
     next_utterance_seq: u64,
     /// A caller turn is in the history and not yet answered.
     awaiting_answer: bool,
+    /// The agent turn the caller's current utterance interrupted (a barge-in), until that
+    /// utterance's transcript arrives.
+    barge_in_turn: Option<u32>,
     answer_timing: Option<AnswerTiming>,
     last_audio_at: Instant,
     bad_frames: u64,
@@ -206,6 +209,7 @@ impl CallSession {
             pending: VecDeque::new(),
             next_utterance_seq: 1,
             awaiting_answer: false,
+            barge_in_turn: None,
             answer_timing: None,
             last_audio_at: now,
             bad_frames: 0,
@@ -317,6 +321,7 @@ impl Actor for CallSession {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
+        self.observer.session_started(&self.config.session_id);
         let me = ctx.address();
         let options = TranscribeOptions {
             language: self.config.agent.language.clone(),

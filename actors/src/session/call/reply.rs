@@ -519,12 +519,8 @@ impl Handler<ToolsFinished> for CallSession {
         reply.tools_pending.clear();
         for outcome in msg.outcomes {
             self.totals.tool_executions += 1;
-            self.observer.tool_executed(
-                &self.config.session_id,
-                &outcome.call,
-                &outcome.output,
-                outcome.is_error,
-            );
+            self.observer
+                .tool_executed(&self.config.session_id, &outcome);
             self.emit(SessionEvent::ToolResult {
                 call_id: outcome.call.id.clone(),
                 name: outcome.call.name.clone(),
@@ -658,6 +654,9 @@ impl Handler<BargeInDetected> for CallSession {
             return;
         }
         self.interrupt_reply(Some(msg), ctx);
+        // The interrupted turn was just recorded: if the speech that interrupted it yields no
+        // words, the interruption was a false one.
+        self.barge_in_turn = self.next_turn_index().checked_sub(1);
         // The interrupting speech is the start of the caller's next turn: put the tracker in
         // the speaking state from the onset and send the audio since then to the recognizer.
         self.tracker.reset();

@@ -1,0 +1,13 @@
+DROP TABLE session_events;
+DROP TABLE session_tool_calls;
+ALTER TABLE session_turns DROP COLUMN barge_in_requested;
+ALTER TABLE session_turns DROP COLUMN bleed_through;
+ALTER TABLE session_turns DROP COLUMN barge_in_stop_ms;
+ALTER TABLE session_turns DROP COLUMN barge_in_detection_ms;
+ALTER TABLE session_turns DROP COLUMN tts_provider;
+ALTER TABLE session_turns DROP COLUMN llm_provider;
+ALTER TABLE session_turns DROP COLUMN stt_provider;
+ALTER TABLE session_turns DROP COLUMN platform_ms;
+ALTER TABLE session_turns DROP COLUMN tool_ms;
+ALTER TABLE session_turns DROP COLUMN endpoint_ms;
+ALTER TABLE session_turns DROP COLUMN endpoint;

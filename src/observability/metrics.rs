@@ -1,0 +1,197 @@
+//! Prometheus metrics of the service, served at `GET /metrics` in the text exposition format.
+//! One registry per process: sessions report into it through the recorder, vendor adapters
+//! when they fail, and the inference worker pool's gauges are read at scrape time. No metric
+//! carries a developer, agent or session id, so a scrape shows no customer's data.
+
+use std::sync::LazyLock;
+
+use prometheus::{
+    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts,
+    Registry, TextEncoder,
+};
+
+use crate::engines::pool::PoolStats;
+
+/// Latency buckets in seconds: 10 ms to 10 s, dense around the 0.9 s / 1.5 s targets.
+const LATENCY_BUCKETS: &[f64] = &[
+    0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9, 1.2, 1.5, 2.0, 3.0, 5.0, 10.0,
+];
+
+/// Every metric the service exports.
+pub struct Metrics {
+    registry: Registry,
+    /// Live sessions by transport (`twilio`, `direct`).
+    pub sessions_active: IntGaugeVec,
+    /// Ended sessions by transport and status (`completed`, `failed`).
+    pub sessions_ended: IntCounterVec,
+    /// Recorded turns by speaker and outcome (`completed`, `interrupted`, `failed`).
+    pub turns: IntCounterVec,
+    /// Agent reply latency by stage (`endpoint`, `stt`, `llm`, `tool`, `tts`, `platform`) and
+    /// in total (`turn`: end of caller speech to first agent audio).
+    pub stage_latency: HistogramVec,
+    /// Barge-ins: caller onset to decision.
+    pub barge_in_detection: Histogram,
+    /// Barge-ins: decision to agent audio cleared.
+    pub barge_in_stop: Histogram,
+    /// Failed vendor calls by provider and kind (`timeout`, `upstream`, `invalid_input`, ...).
+    pub vendor_errors: IntCounterVec,
+    queue_depth: IntGauge,
+    queue_limit: IntGauge,
+    workers_busy: IntGauge,
+    workers: IntGauge,
+}
+
+fn counter(name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
+    IntCounterVec::new(Opts::new(name, help), labels).expect("a valid metric definition")
+}
+
+fn gauge(name: &str, help: &str) -> IntGauge {
+    IntGauge::new(name, help).expect("a valid metric definition")
+}
+
+fn seconds(name: &str, help: &str) -> HistogramOpts {
+    HistogramOpts::new(name, help).buckets(LATENCY_BUCKETS.to_vec())
+}
+
+impl Metrics {
+    fn new() -> Metrics {
+        let metrics = Metrics {
+            registry: Registry::new(),
+            sessions_active: IntGaugeVec::new(
+                Opts::new(
+                    "switchboard_sessions_active",
+                    "Real-time sessions running now.",
+                ),
+                &["transport"],
+            )
+            .expect("a valid metric definition"),
+            sessions_ended: counter(
+                "switchboard_sessions_ended_total",
+                "Real-time sessions ended.",
+                &["transport", "status"],
+            ),
+            turns: counter(
+                "switchboard_turns_total",
+                "Conversation turns recorded.",
+                &["speaker", "outcome"],
+            ),
+            stage_latency: HistogramVec::new(
+                seconds(
+                    "switchboard_stage_latency_seconds",
+                    "Agent reply latency by stage; stage=\"turn\" is the whole of it (end of caller speech to first agent audio).",
+                ),
+                &["stage"],
+            )
+            .expect("a valid metric definition"),
+            barge_in_detection: Histogram::with_opts(seconds(
+                "switchboard_barge_in_detection_seconds",
+                "Caller speech onset to the interruption decision.",
+            ))
+            .expect("a valid metric definition"),
+            barge_in_stop: Histogram::with_opts(seconds(
+                "switchboard_barge_in_stop_seconds",
+                "Interruption decision to the agent's audio cleared.",
+            ))
+            .expect("a valid metric definition"),
+            vendor_errors: counter(
+                "switchboard_vendor_errors_total",
+                "Failed calls to outside vendors.",
+                &["provider", "kind"],
+            ),
+            queue_depth: gauge(
+                "switchboard_engine_queue_depth",
+                "Inference jobs waiting for a worker of the embedded engines' pool.",
+            ),
+            queue_limit: gauge(
+                "switchboard_engine_queue_limit",
+                "Inference jobs that may wait before new ones are refused.",
+            ),
+            workers_busy: gauge(
+                "switchboard_engine_workers_busy",
+                "Inference workers running a job.",
+            ),
+            workers: gauge("switchboard_engine_workers", "Inference worker threads."),
+        };
+        let registry = &metrics.registry;
+        for collector in [
+            Box::new(metrics.sessions_active.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(metrics.sessions_ended.clone()),
+            Box::new(metrics.turns.clone()),
+            Box::new(metrics.stage_latency.clone()),
+            Box::new(metrics.barge_in_detection.clone()),
+            Box::new(metrics.barge_in_stop.clone()),
+            Box::new(metrics.vendor_errors.clone()),
+            Box::new(metrics.queue_depth.clone()),
+            Box::new(metrics.queue_limit.clone()),
+            Box::new(metrics.workers_busy.clone()),
+            Box::new(metrics.workers.clone()),
+        ] {
+            registry
+                .register(collector)
+                .expect("each metric is registered once");
+        }
+        // Every series shows from the first scrape, at zero.
+        for transport in ["twilio", "direct"] {
+            metrics.sessions_active.with_label_values(&[transport]);
+        }
+        for stage in ["endpoint", "stt", "llm", "tool", "tts", "platform", "turn"] {
+            metrics.stage_latency.with_label_values(&[stage]);
+        }
+        metrics
+    }
+
+    /// The text exposition of every metric, with the worker pool's gauges as they are now.
+    pub fn render(&self, pool: PoolStats) -> String {
+        self.queue_depth.set(pool.queued as i64);
+        self.queue_limit.set(pool.queue_limit as i64);
+        self.workers_busy.set(pool.busy as i64);
+        self.workers.set(pool.threads as i64);
+        let mut out = Vec::new();
+        if let Err(e) = TextEncoder::new().encode(&self.registry.gather(), &mut out) {
+            tracing::error!("could not encode the metrics: {e}");
+        }
+        String::from_utf8(out).unwrap_or_default()
+    }
+}
+
+static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
+
+/// The process's metrics.
+pub fn metrics() -> &'static Metrics {
+    &METRICS
+}
+
+/// Counts a failed vendor call.
+pub fn vendor_error(provider: &str, kind: &str) {
+    metrics()
+        .vendor_errors
+        .with_label_values(&[provider, kind])
+        .inc();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_every_family_with_the_pool_gauges() {
+        vendor_error("openai", "timeout");
+        metrics()
+            .stage_latency
+            .with_label_values(&["llm"])
+            .observe(0.4);
+        let text = metrics().render(PoolStats {
+            threads: 2,
+            busy: 1,
+            queued: 3,
+            queue_limit: 64,
+        });
+        assert!(text.contains("switchboard_engine_queue_depth 3"), "{text}");
+        assert!(text.contains("switchboard_engine_workers_busy 1"));
+        assert!(text.contains("switchboard_sessions_active{transport=\"twilio\"} 0"));
+        assert!(
+            text.contains("switchboard_vendor_errors_total{kind=\"timeout\",provider=\"openai\"}")
+        );
+        assert!(text.contains("switchboard_stage_latency_seconds_bucket{stage=\"llm\",le=\"0.5\"}"));
+    }
+}

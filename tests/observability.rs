@@ -1,0 +1,644 @@
+//! Traces and analysis of real phone calls over the Twilio Media Streams protocol, with the
+//! vendors played by the local stand-in (tests/common/vendor_mock.rs): a slow language model
+//! named as the root cause, a fallback that served, interruptions (recognised and false)
+//! aggregated by interruption quality, the Prometheus metrics, and isolation between
+//! developers.
+
+mod common;
+#[path = "common/vendor_mock.rs"]
+mod vendor_mock;
+
+use std::time::{Duration, Instant};
+
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine as _;
+use common::*;
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use switchboard::media::{decode, resample};
+use switchboard_actors::audio::mulaw;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::Message;
+
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+const STREAM_SID: &str = "MZ00000000000000000000000000000001";
+
+/// One spoken sentence (the right channel of the stereo fixture) as 8 kHz mu-law.
+fn caller_speech() -> Vec<u8> {
+    let audio = decode(&fixture("stereo_diarization.wav"), Some("wav")).unwrap();
+    let pcm = resample(&audio.channels[1], audio.sample_rate, 8_000);
+    pcm.iter()
+        .map(|s| mulaw::encode((s.clamp(-1.0, 1.0) * 32767.0) as i16))
+        .collect()
+}
+
+/// `ms` of mu-law silence.
+fn silence(ms: usize) -> Vec<u8> {
+    vec![0xFF; ms * 8]
+}
+
+/// A server whose vendors are the stand-in, with extra environment on top.
+async fn server_with(mock: &vendor_mock::VendorMock, extra: &[(&str, &str)]) -> Server {
+    let mut env = mock.env();
+    env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    Server::start_with(Storage::fresh().await, &env).await
+}
+
+async fn new_agent(server: &Server, key: &str, body: Value) {
+    let (status, created) = call(server.post("/v1/agents", key, body)).await;
+    assert_eq!(status, 201, "{created}");
+}
+
+/// Sets up a call for agent `phone`, answers (session id, stream URL, token).
+async fn setup_call(server: &Server, key: &str) -> (String, String, String) {
+    let (status, body) = call(server.post(
+        "/v1/sessions/twilio",
+        key,
+        json!({"agentId": "phone", "from": "+14155550100", "to": "+14155550199"}),
+    ))
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let twiml = body["twiml"].as_str().unwrap();
+    let token = twiml
+        .split("name=\"token\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("a token parameter")
+        .to_string();
+    (
+        body["sessionId"].as_str().unwrap().to_string(),
+        body["streamUrl"].as_str().unwrap().to_string(),
+        token,
+    )
+}
+
+async fn connect(url: &str, token: &str, call_sid: &str) -> Socket {
+    let (mut socket, _) = tokio_tungstenite::connect_async(url)
+        .await
+        .expect("the stream connects");
+    let start = json!({
+        "event": "start", "sequenceNumber": "1", "streamSid": STREAM_SID,
+        "start": {"accountSid": "AC00000000000000000000000000000001", "callSid": call_sid,
+                  "streamSid": STREAM_SID, "tracks": ["inbound"],
+                  "mediaFormat": {"encoding": "audio/x-mulaw", "sampleRate": 8000, "channels": 1},
+                  "customParameters": {"token": token}}
+    });
+    socket
+        .send(Message::text(
+            json!({"event": "connected", "protocol": "Call", "version": "1.0.0"}).to_string(),
+        ))
+        .await
+        .unwrap();
+    socket.send(Message::text(start.to_string())).await.unwrap();
+    socket
+}
+
+/// Plays Twilio for `for_how_long`: sends `caller` (then silence) in 20 ms frames at real-time
+/// pace, echoes marks, counts media and clears.
+async fn converse(socket: &mut Socket, caller: &[u8], for_how_long: Duration) -> (usize, usize) {
+    let started = Instant::now();
+    let (mut media, mut clears) = (0, 0);
+    let quiet = silence(20);
+    let mut frames = caller.chunks(160);
+    let mut tick = tokio::time::interval(Duration::from_millis(20));
+    let mut chunk = 1u64;
+    while started.elapsed() < for_how_long {
+        tokio::select! {
+            _ = tick.tick() => {
+                let frame = frames.next().unwrap_or(&quiet);
+                let message = json!({"event": "media", "streamSid": STREAM_SID,
+                    "media": {"track": "inbound", "chunk": chunk.to_string(),
+                              "timestamp": (chunk * 20).to_string(), "payload": BASE64.encode(frame)}});
+                chunk += 1;
+                if socket.send(Message::text(message.to_string())).await.is_err() {
+                    break;
+                }
+            }
+            message = socket.next() => {
+                let Some(Ok(Message::Text(text))) = message else { break };
+                let event: Value = serde_json::from_str(&text).unwrap();
+                match event["event"].as_str().unwrap_or("") {
+                    "media" => media += 1,
+                    "mark" => socket.send(Message::text(text.to_string())).await.unwrap(),
+                    "clear" => clears += 1,
+                    _ => {}
+                }
+            }
+        }
+    }
+    (media, clears)
+}
+
+/// Hangs up and waits for the session's record to be complete.
+async fn hang_up(server: &Server, key: &str, mut socket: Socket, session_id: &str) -> Value {
+    let stop = json!({"event": "stop", "streamSid": STREAM_SID, "stop": {}});
+    socket.send(Message::text(stop.to_string())).await.unwrap();
+    let _ = tokio::time::timeout(Duration::from_secs(10), async {
+        while let Some(message) = socket.next().await {
+            if matches!(message, Ok(Message::Close(_)) | Err(_)) {
+                break;
+            }
+        }
+    })
+    .await;
+    for _ in 0..100 {
+        let (status, body) =
+            call(server.get(&format!("/v1/observability/sessions/{session_id}"), key)).await;
+        assert_eq!(status, 200, "{body}");
+        if body["status"] != "active" {
+            // Turns are written as they finish: give the last ones a moment.
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let (_, body) =
+                call(server.get(&format!("/v1/observability/sessions/{session_id}"), key)).await;
+            return body;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the session did not end");
+}
+
+#[tokio::test]
+async fn a_slow_model_behind_a_failed_one_is_named_as_the_root_cause() {
+    let mock = vendor_mock::VendorMock::start();
+    // The agent's own model (anthropic) rejects the key; its fallback (openai) answers, but
+    // only after 3 s.
+    let server = server_with(
+        &mock,
+        &[
+            (
+                "SWITCHBOARD__VENDORS__ANTHROPIC__API_KEY",
+                "platform-anthropic-bad",
+            ),
+            (
+                "SWITCHBOARD__VENDORS__OPENAI__API_KEY",
+                "platform-openai-slow",
+            ),
+            ("SWITCHBOARD__VENDORS__OPENAI__TIMEOUT_MS", "10000"),
+        ],
+    )
+    .await;
+    let key = server.key().to_string();
+    new_agent(
+        &server,
+        &key,
+        json!({"id": "phone", "name": "Phone", "firstMessage": "Hello, thanks for calling.",
+               "sttProvider": "groq", "llmProvider": "anthropic", "ttsProvider": "elevenlabs",
+               "metadata": {"fallbacks": {"llm": ["openai"]}}}),
+    )
+    .await;
+    let (session_id, url, token) = setup_call(&server, &key).await;
+    let call_sid = "CA00000000000000000000000000000901";
+    let mut socket = connect(&url, &token, call_sid).await;
+    let mut audio = silence(2_500);
+    audio.extend(caller_speech());
+    let (media, _) = converse(&mut socket, &audio, Duration::from_secs(14)).await;
+    assert!(media > 50, "greeting and answer audio: {media} frames");
+    let detail = hang_up(&server, &key, socket, &session_id).await;
+
+    // The detail: the answer's latency breakdown and the providers that served.
+    let turns = detail["turns"].as_array().unwrap();
+    let user = turns
+        .iter()
+        .find(|t| t["speaker"] == "user")
+        .unwrap_or_else(|| panic!("a caller turn: {detail}"));
+    assert_eq!(user["text"], "What are your opening hours?");
+    assert_eq!(user["endpoint"], "vad");
+    assert_eq!(user["providers"]["stt"], "groq", "{user}");
+    let greeting = &turns[0];
+    assert_eq!(greeting["providers"]["tts"], "elevenlabs", "{greeting}");
+    assert!(greeting["providers"]["llm"].is_null(), "{greeting}");
+    let answer = turns
+        .iter()
+        .find(|t| t["speaker"] == "agent" && !t["latency"].is_null())
+        .unwrap_or_else(|| panic!("a measured answer: {detail}"));
+    assert_eq!(
+        answer["providers"]["llm"], "openai",
+        "the fallback served: {answer}"
+    );
+    assert_eq!(answer["providers"]["tts"], "elevenlabs");
+    let latency = &answer["latency"];
+    let llm_ms = latency["llmMs"].as_i64().unwrap();
+    assert!(llm_ms >= 3_000, "the slow model: {latency}");
+    let parts: i64 = [
+        "endpointMs",
+        "sttMs",
+        "llmMs",
+        "toolMs",
+        "ttsMs",
+        "platformMs",
+    ]
+    .iter()
+    .map(|f| latency[f].as_i64().unwrap())
+    .sum();
+    assert_eq!(parts, latency["totalMs"].as_i64().unwrap(), "{latency}");
+    assert_eq!(latency["totalMs"], answer["latencyMs"]);
+
+    // The root cause, by session and by call: the model's time dominated.
+    for path in [
+        format!("/v1/observability/sessions/{session_id}/root-cause"),
+        format!("/v1/observability/calls/{call_sid}/root-cause"),
+    ] {
+        let (status, analysis) = call(server.get(&path, &key)).await;
+        assert_eq!(status, 200, "{analysis}");
+        assert_eq!(analysis["sessionId"], session_id.as_str());
+        assert_eq!(analysis["callSid"], call_sid);
+        let issues = analysis["issues"].as_array().unwrap();
+        let slow = issues
+            .iter()
+            .find(|i| i["type"] == "high_latency")
+            .unwrap_or_else(|| panic!("a high_latency issue: {analysis}"));
+        assert_eq!(slow["turn"], answer["index"]);
+        let description = slow["description"].as_str().unwrap();
+        assert!(
+            description.contains("against a target of 1.5 s: LLM time to first sentence 3."),
+            "{description}"
+        );
+        assert!(
+            slow["recommendation"].as_str().unwrap().contains("openai"),
+            "{slow}"
+        );
+    }
+
+    // The metrics saw the call, the latency and the refused vendor.
+    let response = server
+        .http
+        .get(server.url("/metrics"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(response.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/plain"));
+    let text = response.text().await.unwrap();
+    for expected in [
+        "switchboard_sessions_active{transport=\"twilio\"} 0",
+        "switchboard_sessions_ended_total{status=\"completed\",transport=\"twilio\"} 1",
+        "switchboard_turns_total{outcome=\"completed\",speaker=\"user\"} 1",
+        "switchboard_vendor_errors_total{kind=\"upstream\",provider=\"anthropic\"}",
+        "switchboard_stage_latency_seconds_count{stage=\"llm\"} 1",
+        "switchboard_stage_latency_seconds_bucket{stage=\"llm\",le=\"2\"} 0",
+        "switchboard_engine_queue_depth 0",
+    ] {
+        assert!(text.contains(expected), "{expected} missing from:\n{text}");
+    }
+    assert!(!text.contains(&session_id), "no session ids in metrics");
+
+    // Another developer sees none of it.
+    let other = server.storage.create_key("dev_other");
+    for path in [
+        format!("/v1/observability/sessions/{session_id}"),
+        format!("/v1/observability/sessions/{session_id}/root-cause"),
+        format!("/v1/observability/calls/{call_sid}"),
+        format!("/v1/observability/calls/{call_sid}/root-cause"),
+    ] {
+        let (status, body) = call(server.get(&path, &other)).await;
+        assert_not_found(status, &body, &path);
+    }
+    let (status, body) =
+        call(server.get("/v1/observability/sessions/interruption-quality", &other)).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["sessions"], 0, "{body}");
+}
+
+/// A greeting of six sentences: six seconds of the stand-in's audio, long enough to talk over.
+const LONG_GREETING: &str = "Hello and welcome to the bakery. We are open every day. \
+    We bake fresh bread each morning. We also make cakes to order. \
+    Ask me about prices or opening hours. I am here to help you.";
+
+/// Calls agent `phone` and talks over its greeting after 1.5 s; answers the session's detail.
+async fn call_and_interrupt(server: &Server, key: &str, call_sid: &str) -> (String, Value) {
+    let (session_id, url, token) = setup_call(server, key).await;
+    let mut socket = connect(&url, &token, call_sid).await;
+    let mut audio = silence(1_500);
+    audio.extend(caller_speech());
+    let (_, clears) = converse(&mut socket, &audio, Duration::from_secs(9)).await;
+    assert!(clears >= 1, "the caller's speech cleared the agent's audio");
+    let detail = hang_up(server, key, socket, &session_id).await;
+    (session_id, detail)
+}
+
+#[tokio::test]
+async fn interruptions_are_measured_and_false_ones_found() {
+    let mock = vendor_mock::VendorMock::start();
+    let server = server_with(&mock, &[]).await;
+    let key = server.key().to_string();
+    new_agent(
+        &server,
+        &key,
+        json!({"id": "phone", "name": "Phone", "firstMessage": LONG_GREETING,
+               "sttProvider": "groq", "llmProvider": "openai", "ttsProvider": "elevenlabs"}),
+    )
+    .await;
+    let before = time_now();
+
+    // A real barge-in: the interrupting speech is recognised and answered.
+    let (first, detail) =
+        call_and_interrupt(&server, &key, "CA00000000000000000000000000000911").await;
+    let greeting = &detail["turns"][0];
+    assert_eq!(greeting["interrupted"], true, "{detail}");
+    let interruption = &greeting["interruption"];
+    assert_eq!(interruption["requested"], false, "{interruption}");
+    assert_eq!(interruption["falseBargeIn"], false, "{interruption}");
+    let detection = interruption["detectionLatencyMs"].as_i64().unwrap();
+    assert!((150..=600).contains(&detection), "{interruption}");
+    assert!(
+        interruption["stopLatencyMs"].as_i64().unwrap() < 200,
+        "{interruption}"
+    );
+    assert_eq!(
+        interruption["bleedThroughWords"].as_u64().unwrap() as usize,
+        interruption["bleedThrough"]
+            .as_str()
+            .unwrap()
+            .split_whitespace()
+            .count()
+    );
+    // What the agent said is cut to what was heard, before the whole greeting.
+    let heard = greeting["text"].as_str().unwrap();
+    assert!(heard.len() < LONG_GREETING.len(), "{heard}");
+    assert!(
+        detail["turns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["speaker"] == "user" && t["text"] == "What are your opening hours?"),
+        "{detail}"
+    );
+
+    // A false one: the developer's own recogniser key hears no words in anything.
+    let (status, stored) = call(server.post(
+        "/v1/provider-keys",
+        &key,
+        json!({"provider": "groq", "apiKey": "mine-empty"}),
+    ))
+    .await;
+    assert_eq!(status, 201, "{stored}");
+    let (second, detail) =
+        call_and_interrupt(&server, &key, "CA00000000000000000000000000000912").await;
+    let greeting = &detail["turns"][0];
+    assert_eq!(greeting["interruption"]["falseBargeIn"], true, "{detail}");
+    let unrecognised = detail["unrecognisedSpeech"].as_array().unwrap();
+    assert_eq!(unrecognised[0]["interruptedTurn"], 0, "{detail}");
+    assert!(
+        detail["turns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["speaker"] != "user"),
+        "no caller turn was recognised: {detail}"
+    );
+    let (status, analysis) = call(server.get(
+        &format!("/v1/observability/sessions/{second}/root-cause"),
+        &key,
+    ))
+    .await;
+    assert_eq!(status, 200);
+    let issues = analysis["issues"].as_array().unwrap();
+    assert!(
+        issues
+            .iter()
+            .any(|i| i["type"] == "false_barge_in" && i["turn"] == 0),
+        "{analysis}"
+    );
+    let (_, analysis) = call(server.get(
+        &format!("/v1/observability/sessions/{first}/root-cause"),
+        &key,
+    ))
+    .await;
+    assert!(
+        analysis["issues"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|i| i["type"] != "false_barge_in"),
+        "{analysis}"
+    );
+
+    // The aggregate over both calls, and filters that leave them out.
+    let (status, quality) = call(server.get(
+        &format!("/v1/observability/sessions/interruption-quality?agentId=phone&from={before}"),
+        &key,
+    ))
+    .await;
+    assert_eq!(status, 200, "{quality}");
+    assert_eq!(quality["sessions"], 2, "{quality}");
+    assert_eq!(quality["interruptions"], 2, "{quality}");
+    assert_eq!(quality["falseBargeIns"], 1, "{quality}");
+    assert_eq!(quality["falseBargeInRate"], 0.5, "{quality}");
+    let p50 = quality["detectionLatencyP50Ms"].as_f64().unwrap();
+    let p95 = quality["detectionLatencyP95Ms"].as_f64().unwrap();
+    assert!((150.0..=600.0).contains(&p50) && p95 >= p50, "{quality}");
+    assert!(quality["stopLatencyP95Ms"].as_f64().unwrap() < 200.0);
+    assert!(quality["bleedThroughWordsMean"].is_number(), "{quality}");
+
+    for query in [
+        "agentId=nobody".to_string(),
+        format!("to={before}"),
+        "from=2999-01-01T00:00:00Z".to_string(),
+    ] {
+        let (status, quality) = call(server.get(
+            &format!("/v1/observability/sessions/interruption-quality?{query}"),
+            &key,
+        ))
+        .await;
+        assert_eq!(status, 200, "{quality}");
+        assert_eq!(quality["sessions"], 0, "{query}: {quality}");
+        assert_eq!(quality["interruptions"], 0, "{query}: {quality}");
+        assert!(quality["detectionLatencyP50Ms"].is_null(), "{quality}");
+        assert!(quality["falseBargeInRate"].is_null(), "{quality}");
+    }
+    for (query, param) in [
+        ("from=yesterday", "from"),
+        ("to=2026-13-01T00:00:00Z", "to"),
+        ("from=2026-11-02T00:00:00Z&to=2026-11-01T00:00:00Z", "to"),
+    ] {
+        let (status, error) = call(server.get(
+            &format!("/v1/observability/sessions/interruption-quality?{query}"),
+            &key,
+        ))
+        .await;
+        assert_invalid(status, &error, param, query);
+    }
+    let (status, error) = call(server.get(
+        "/v1/observability/sessions/interruption-quality?colour=blue",
+        &key,
+    ))
+    .await;
+    assert_eq!(status, 400, "{error}");
+}
+
+/// Now as an ISO 8601 time.
+fn time_now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+#[tokio::test]
+async fn metrics_can_require_a_token_or_be_turned_off() {
+    let server = Server::start_with(
+        Storage::fresh().await,
+        &[("SWITCHBOARD__METRICS__BEARER_TOKEN", "scrape-secret")],
+    )
+    .await;
+    let key = server.key().to_string();
+    let url = server.url("/metrics");
+    let (status, error) = call(server.http.get(&url)).await;
+    assert_eq!(status, 401, "{error}");
+    assert_eq!(error_code(&error), "unauthorized");
+    // An API key is not the metrics token.
+    let (status, _) = call(server.get("/metrics", &key)).await;
+    assert_eq!(status, 401);
+    let response = server
+        .http
+        .get(&url)
+        .header("Authorization", "Bearer scrape-secret")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let text = response.text().await.unwrap();
+    assert!(
+        text.contains("# TYPE switchboard_stage_latency_seconds histogram"),
+        "{text}"
+    );
+    assert!(text.contains("switchboard_engine_queue_limit 64"), "{text}");
+
+    let off = Server::start_with(
+        Storage::fresh().await,
+        &[("SWITCHBOARD__METRICS__ENABLED", "false")],
+    )
+    .await;
+    let (status, error) = call(off.http.get(off.url("/metrics"))).await;
+    assert_not_found(status, &error, "metrics turned off");
+
+    // The OpenAPI document describes the new routes.
+    let (status, doc) = call(server.http.get(server.url("/openapi.json"))).await;
+    assert_eq!(status, 200);
+    for path in [
+        "/metrics",
+        "/v1/observability/sessions/{sessionId}/root-cause",
+        "/v1/observability/calls/{callId}/root-cause",
+        "/v1/observability/sessions/interruption-quality",
+    ] {
+        assert!(doc["paths"][path]["get"].is_object(), "{path} in OpenAPI");
+    }
+    let schemas = &doc["components"]["schemas"];
+    for field in [
+        "interruptions",
+        "detectionLatencyP50Ms",
+        "stopLatencyP95Ms",
+        "bleedThroughWordsMean",
+        "falseBargeInRate",
+    ] {
+        assert!(
+            schemas["InterruptionQuality"]["properties"][field].is_object(),
+            "{field}"
+        );
+    }
+    assert!(schemas["TurnBody"]["properties"]["interruption"].is_object());
+    assert!(schemas["TurnBody"]["properties"]["toolExecutions"].is_object());
+}
+
+#[tokio::test]
+async fn a_turn_lists_the_tool_calls_it_made() {
+    let mock = vendor_mock::VendorMock::start();
+    let server = server_with(&mock, &[("SWITCHBOARD__FETCH__ALLOW", "[\"127.0.0.1\"]")]).await;
+    let key = server.key().to_string();
+    let tool_url = format!("{}/tools/order_status", mock.url);
+    new_agent(
+        &server,
+        &key,
+        json!({"id": "desk", "name": "Order desk", "llmProvider": "openai", "ttsProvider": "elevenlabs",
+               "systemPrompt": "You help customers with their orders.",
+               "metadata": {"tools": [{"name": "order_status", "description": "Look up an order",
+                   "url": tool_url, "timeoutMs": 2000,
+                   "parameters": {"type": "object", "properties": {"orderId": {"type": "string"}},
+                                  "required": ["orderId"]}}]}}),
+    )
+    .await;
+    let url = server
+        .url("/v1/agents/desk/session")
+        .replacen("http://", "ws://", 1);
+    let mut request = url.as_str().into_client_request().unwrap();
+    request
+        .headers_mut()
+        .insert("Authorization", format!("Bearer {key}").parse().unwrap());
+    let (mut socket, _) = tokio_tungstenite::connect_async(request)
+        .await
+        .expect("the direct socket opens");
+    socket
+        .send(Message::text(
+            json!({"type": "text", "text": "Where is my order?"}).to_string(),
+        ))
+        .await
+        .unwrap();
+    let mut session_id = String::new();
+    let mut tool_result = Value::Null;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        let Ok(Some(Ok(message))) =
+            tokio::time::timeout(Duration::from_secs(5), socket.next()).await
+        else {
+            break;
+        };
+        let Message::Text(text) = message else {
+            continue;
+        };
+        let event: Value = serde_json::from_str(&text).unwrap();
+        match event["type"].as_str().unwrap_or("") {
+            "session.started" => session_id = event["sessionId"].as_str().unwrap().to_string(),
+            "tool.result" => tool_result = event,
+            "agent.audio.end" => break,
+            _ => {}
+        }
+    }
+    assert_eq!(tool_result["name"], "order_status", "{tool_result}");
+    socket
+        .send(Message::text(json!({"type": "end"}).to_string()))
+        .await
+        .unwrap();
+    while let Ok(Some(Ok(message))) =
+        tokio::time::timeout(Duration::from_secs(5), socket.next()).await
+    {
+        if matches!(message, Message::Close(_)) {
+            break;
+        }
+    }
+
+    let mut detail = Value::Null;
+    for _ in 0..50 {
+        let (status, body) =
+            call(server.get(&format!("/v1/observability/sessions/{session_id}"), &key)).await;
+        assert_eq!(status, 200, "{body}");
+        if body["status"] != "active" {
+            detail = body;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let turns = detail["turns"].as_array().unwrap();
+    assert_eq!(turns[0]["speaker"], "user", "{detail}");
+    assert_eq!(turns[0]["endpoint"], "text");
+    assert!(
+        turns[0]["providers"]["stt"].is_null(),
+        "typed: no recogniser"
+    );
+    let answer = &turns[1];
+    assert_eq!(answer["providers"]["llm"], "openai", "{answer}");
+    let executions = answer["toolExecutions"].as_array().unwrap();
+    assert_eq!(executions.len(), 1, "{answer}");
+    let execution = &executions[0];
+    assert_eq!(execution["name"], "order_status");
+    assert_eq!(execution["id"], "call_1");
+    assert_eq!(execution["isError"], false);
+    assert!(execution["output"].as_str().unwrap().contains("shipped"));
+    let arguments: Value = serde_json::from_str(execution["arguments"].as_str().unwrap()).unwrap();
+    assert_eq!(arguments["orderId"], "ORD-7");
+    assert!(execution["durationMs"].as_i64().unwrap() >= 0);
+    assert_eq!(detail["metrics"]["toolExecutions"], 1);
+    assert!(answer["text"].as_str().unwrap().contains("The tool said"));
+}
