@@ -268,7 +268,7 @@ fn advance(
             Phase::Listening {
                 spoke_until: now,
                 answered_at: None,
-                barge_in: script.barge_in_every > 0 && *turns % script.barge_in_every == 0,
+                barge_in: script.barge_in_every > 0 && turns.is_multiple_of(script.barge_in_every),
             }
         }
         speaking @ Phase::Speaking { .. } => speaking,
