@@ -107,9 +107,9 @@ mod tests {
         let url = "https://mycompany.com/myapp.php?foo=1&bar=2";
         let body = params(&[
             ("CallSid", "CA1234567890ABCDE"),
-            ("Caller", "+12349013030"),
+            ("Caller", "+14158675309"),
             ("Digits", "1234"),
-            ("From", "+12349013030"),
+            ("From", "+14158675309"),
             ("To", "+18005551212"),
         ]);
         let signature = sign("12345", url, &body);
