@@ -334,11 +334,13 @@ async fn agent_temperature_is_0_to_2_and_max_tokens_1_to_16384() {
 async fn agent_providers_must_be_known_vendor_ids() {
     let server = Server::start().await;
     let key = server.key();
+    // The spec's twelve speech vendors besides `default`, and Inworld beyond them.
     assert_eq!(
         TTS_PROVIDERS.len(),
-        13,
-        "default plus twelve speech vendors"
+        14,
+        "default plus twelve speech vendors and inworld"
     );
+    assert!(TTS_PROVIDERS.contains(&"inworld"));
     let agent = create_ok(&server, key, json!({"id": "p", "name": "n"})).await;
     for (field, known) in [
         ("ttsProvider", TTS_PROVIDERS),
