@@ -65,11 +65,11 @@ impl Handler<ClaimSession> for SessionRegistry {
 pub struct RecordTurn(pub TurnRow);
 
 impl Handler<RecordTurn> for SessionRegistry {
-    type Result = ResponseFuture<()>;
+    type Result = AtomicResponse<Self, ()>;
 
     fn handle(&mut self, msg: RecordTurn, _: &mut Context<Self>) -> Self::Result {
         let db = self.db.clone();
-        Box::pin(async move {
+        in_order(async move {
             if let Err(e) = sessions::add_turn(&db, &msg.0).await {
                 tracing::error!(session = %msg.0.session_id, "could not record a turn: {e}");
             }
@@ -83,11 +83,11 @@ impl Handler<RecordTurn> for SessionRegistry {
 pub struct RecordToolCalls(pub Vec<ToolCallRow>);
 
 impl Handler<RecordToolCalls> for SessionRegistry {
-    type Result = ResponseFuture<()>;
+    type Result = AtomicResponse<Self, ()>;
 
     fn handle(&mut self, msg: RecordToolCalls, _: &mut Context<Self>) -> Self::Result {
         let db = self.db.clone();
-        Box::pin(async move {
+        in_order(async move {
             if let Err(e) = sessions::add_tool_calls(&db, &msg.0).await {
                 tracing::error!("could not record a turn's tool calls: {e}");
             }
@@ -100,11 +100,11 @@ impl Handler<RecordToolCalls> for SessionRegistry {
 pub struct RecordEvent(pub EventRow);
 
 impl Handler<RecordEvent> for SessionRegistry {
-    type Result = ResponseFuture<()>;
+    type Result = AtomicResponse<Self, ()>;
 
     fn handle(&mut self, msg: RecordEvent, _: &mut Context<Self>) -> Self::Result {
         let db = self.db.clone();
-        Box::pin(async move {
+        in_order(async move {
             if let Err(e) = sessions::add_event(&db, &msg.0).await {
                 tracing::error!(session = %msg.0.session_id, "could not record a session event: {e}");
             }
@@ -120,11 +120,11 @@ pub struct EndSession {
 }
 
 impl Handler<EndSession> for SessionRegistry {
-    type Result = ResponseFuture<()>;
+    type Result = AtomicResponse<Self, ()>;
 
     fn handle(&mut self, msg: EndSession, _: &mut Context<Self>) -> Self::Result {
         let db = self.db.clone();
-        Box::pin(async move {
+        in_order(async move {
             if let Err(e) = sessions::finish(&db, &msg.session_id, &msg.end).await {
                 tracing::error!(session = %msg.session_id, "could not record a session's end: {e}");
             }
@@ -234,4 +234,15 @@ impl Handler<ListSessions> for SessionRegistry {
             Ok(Page::from_rows(rows, msg.page.limit, |row| &row.id))
         })
     }
+}
+
+/// A write that holds the registry's mailbox until it is done, so a session's records land in
+/// the order it sent them: its turns and tool calls before its end (a reader that sees the
+/// session ended sees all of its turns). Writes are a few milliseconds each.
+fn in_order(
+    write: impl std::future::Future<Output = ()> + 'static,
+) -> AtomicResponse<SessionRegistry, ()> {
+    AtomicResponse::new(Box::pin(actix::fut::wrap_future::<_, SessionRegistry>(
+        write,
+    )))
 }
