@@ -44,6 +44,25 @@ pub struct Config {
     pub recordings: RecordingsConfig,
     pub sync: SyncConfig,
     pub metrics: MetricsConfig,
+    pub otlp: OtlpConfig,
+}
+
+/// OpenTelemetry export of session traces (`observability::otlp`).
+#[derive(Debug, Clone, Deserialize)]
+pub struct OtlpConfig {
+    /// The collector's OTLP/HTTP traces URL (`http://collector:4318/v1/traces`); empty = off.
+    pub endpoint: String,
+    /// Extra request headers, e.g. a vendor's API key.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// `service.name` of the exported resource.
+    pub service_name: String,
+    /// One export request's time limit.
+    pub timeout_ms: u64,
+    /// Spans waiting for export; beyond this new spans are dropped (and counted in the log).
+    pub queue_spans: usize,
+    /// Longest a span waits before its batch is sent.
+    pub batch_delay_ms: u64,
 }
 
 /// The Prometheus scrape endpoint, `GET /metrics`.

@@ -15,6 +15,7 @@ use crate::config::Config;
 use crate::engines::Engines;
 use crate::fetch::Fetcher;
 use crate::http::{self, AppState};
+use crate::observability::otlp::TraceExport;
 use crate::recording::{RecordingStorage, Recordings};
 use crate::registry::keys::{create_key, FlushLastUsed};
 use crate::registry::metering::FlushUsage;
@@ -101,6 +102,9 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     )
     .start();
 
+    let traces = TraceExport::start(&config.otlp, tokio::runtime::Handle::current())
+        .map_err(anyhow::Error::msg)?;
+
     let state = web::Data::new(AppState {
         config: config.clone(),
         db,
@@ -122,6 +126,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         recording_storage,
         twilio,
         agent_sync: crate::vendors::agent_sync::AgentSync::from_config(&config.sync),
+        traces: traces.clone(),
     });
     let max_json = config.server.max_json_bytes;
     let mut server = HttpServer::new(move || {
@@ -146,6 +151,10 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     tracing::info!("stopping: writing back usage and key activity");
     let _ = metering.send(FlushUsage).await;
     let _ = keys.send(FlushLastUsed).await;
+    if let Some(traces) = traces {
+        // The processor's flush blocks until the collector answers (or times out).
+        let _ = tokio::task::spawn_blocking(move || traces.shutdown()).await;
+    }
     Ok(())
 }
 

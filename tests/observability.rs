@@ -1,10 +1,13 @@
 //! Traces and analysis of real phone calls over the Twilio Media Streams protocol, with the
 //! vendors played by the local stand-in (tests/common/vendor_mock.rs): a slow language model
 //! named as the root cause, a fallback that served, interruptions (recognised and false)
-//! aggregated by interruption quality, the Prometheus metrics, and isolation between
+//! aggregated by interruption quality, the Prometheus metrics, session traces exported to an
+//! OpenTelemetry collector (tests/common/otlp_collector.rs), and isolation between
 //! developers.
 
 mod common;
+#[path = "common/otlp_collector.rs"]
+mod otlp_collector;
 #[path = "common/vendor_mock.rs"]
 mod vendor_mock;
 
@@ -14,6 +17,8 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
 use common::*;
 use futures_util::{SinkExt, StreamExt};
+use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
+use opentelemetry_proto::tonic::trace::v1::Span;
 use serde_json::{json, Value};
 use switchboard::media::{decode, resample};
 use switchboard_actors::audio::mulaw;
@@ -641,4 +646,248 @@ async fn a_turn_lists_the_tool_calls_it_made() {
     assert!(execution["durationMs"].as_i64().unwrap() >= 0);
     assert_eq!(detail["metrics"]["toolExecutions"], 1);
     assert!(answer["text"].as_str().unwrap().contains("The tool said"));
+}
+
+/// String attributes of an exported span, by key.
+fn attribute(span: &Span, key: &str) -> Option<AnyValue> {
+    span.attributes
+        .iter()
+        .find(|kv| kv.key == key)
+        .and_then(|kv| kv.value.clone())
+        .and_then(|v| v.value)
+}
+
+fn int_attribute(span: &Span, key: &str) -> i64 {
+    match attribute(span, key) {
+        Some(AnyValue::IntValue(v)) => v,
+        other => panic!(
+            "{key} is not an integer attribute of {}: {other:?}",
+            span.name
+        ),
+    }
+}
+
+fn str_attribute(span: &Span, key: &str) -> String {
+    match attribute(span, key) {
+        Some(AnyValue::StringValue(v)) => v,
+        other => panic!(
+            "{key} is not a string attribute of {}: {other:?}",
+            span.name
+        ),
+    }
+}
+
+#[tokio::test]
+async fn session_traces_reach_an_opentelemetry_collector() {
+    let mock = vendor_mock::VendorMock::start();
+    let collector = otlp_collector::Collector::start();
+    let server = server_with(
+        &mock,
+        &[
+            ("SWITCHBOARD__OTLP__ENDPOINT", collector.endpoint.as_str()),
+            ("SWITCHBOARD__OTLP__BATCH_DELAY_MS", "100"),
+            (
+                "SWITCHBOARD__OTLP__HEADERS__AUTHORIZATION",
+                "Bearer collector-secret",
+            ),
+        ],
+    )
+    .await;
+    let key = server.key().to_string();
+    new_agent(
+        &server,
+        &key,
+        json!({"id": "phone", "name": "Phone", "firstMessage": "Hello, thanks for calling.",
+               "sttProvider": "groq", "llmProvider": "openai", "ttsProvider": "elevenlabs"}),
+    )
+    .await;
+    let (session_id, url, token) = setup_call(&server, &key).await;
+    let mut socket = connect(&url, &token, "CA00000000000000000000000000000951").await;
+    let mut audio = silence(2_500);
+    audio.extend(caller_speech());
+    let (media, _) = converse(&mut socket, &audio, Duration::from_secs(10)).await;
+    assert!(media > 50, "greeting and answer audio: {media} frames");
+    let detail = hang_up(&server, &key, socket, &session_id).await;
+
+    // Every span of the session, once the root has arrived.
+    let hex = session_id.trim_start_matches("ses_");
+    let trace_id: Vec<u8> = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+        .collect();
+    assert_eq!(trace_id.len(), 16, "{session_id}");
+    let mut spans: Vec<Span> = Vec::new();
+    let mut exports = Vec::new();
+    for _ in 0..100 {
+        exports = collector.exports();
+        spans = exports
+            .iter()
+            .flat_map(|e| e.request.resource_spans.iter())
+            .flat_map(|r| r.scope_spans.iter())
+            .flat_map(|s| s.spans.iter().cloned())
+            .collect();
+        if spans.iter().any(|s| s.name == "session") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(!exports.is_empty(), "nothing reached the collector");
+    for export in &exports {
+        assert_eq!(export.content_type, "application/x-protobuf");
+        assert_eq!(export.authorization, "Bearer collector-secret");
+        let resource = export.request.resource_spans[0].resource.as_ref().unwrap();
+        let service = resource
+            .attributes
+            .iter()
+            .find(|kv| kv.key == "service.name")
+            .and_then(|kv| kv.value.clone())
+            .and_then(|v| v.value);
+        assert_eq!(
+            service,
+            Some(AnyValue::StringValue("switchboard".into())),
+            "{resource:?}"
+        );
+    }
+    assert!(
+        spans.iter().all(|s| s.trace_id == trace_id),
+        "one trace, named by the session id"
+    );
+
+    let root = spans
+        .iter()
+        .find(|s| s.name == "session")
+        .expect("the session span");
+    assert!(root.parent_span_id.is_empty(), "the root has no parent");
+    assert_eq!(str_attribute(root, "session.id"), session_id);
+    assert_eq!(str_attribute(root, "session.transport"), "twilio");
+    assert_eq!(str_attribute(root, "session.status"), "completed");
+    let recorded_turns = detail["turns"].as_array().unwrap();
+    assert_eq!(
+        int_attribute(root, "session.turns"),
+        recorded_turns.len() as i64
+    );
+
+    let turns: Vec<&Span> = spans.iter().filter(|s| s.name == "turn").collect();
+    assert_eq!(turns.len(), recorded_turns.len(), "a span per turn");
+    for turn in &turns {
+        assert_eq!(
+            turn.parent_span_id, root.span_id,
+            "turns hang off the session"
+        );
+        assert!(turn.start_time_unix_nano >= root.start_time_unix_nano);
+        assert!(turn.end_time_unix_nano <= root.end_time_unix_nano + 50_000_000);
+    }
+    let user = turns
+        .iter()
+        .find(|t| str_attribute(t, "turn.speaker") == "user")
+        .expect("a caller turn span");
+    assert_eq!(str_attribute(user, "stt.provider"), "groq");
+    assert_eq!(str_attribute(user, "turn.endpoint"), "vad");
+
+    // The answer: its stages laid end to end inside it, adding up to its latency.
+    let recorded = recorded_turns
+        .iter()
+        .find(|t| t["speaker"] == "agent" && !t["latency"].is_null())
+        .unwrap_or_else(|| panic!("an answered turn: {detail}"));
+    let answer = turns
+        .iter()
+        .find(|t| attribute(t, "turn.latency_ms").is_some())
+        .expect("an answer span with its latency");
+    let latency_ms = int_attribute(answer, "turn.latency_ms");
+    assert_eq!(
+        latency_ms,
+        recorded["latency"]["totalMs"].as_i64().unwrap(),
+        "{recorded}"
+    );
+    let mut stages: Vec<&Span> = spans
+        .iter()
+        .filter(|s| s.parent_span_id == answer.span_id)
+        .collect();
+    stages.sort_by_key(|s| s.start_time_unix_nano);
+    let names: Vec<&str> = stages.iter().map(|s| s.name.as_str()).collect();
+    for stage in ["stt", "llm", "tts"] {
+        assert!(names.contains(&stage), "{stage} in {names:?}");
+    }
+    let llm = stages.iter().find(|s| s.name == "llm").unwrap();
+    assert_eq!(str_attribute(llm, "stage.provider"), "openai");
+    let tts = stages.iter().find(|s| s.name == "tts").unwrap();
+    assert_eq!(str_attribute(tts, "stage.provider"), "elevenlabs");
+    let mut at = answer.start_time_unix_nano;
+    let mut total_ms = 0;
+    for stage in &stages {
+        assert_eq!(stage.start_time_unix_nano, at, "{names:?} end to end");
+        let ms = int_attribute(stage, "stage.duration_ms");
+        assert_eq!(
+            stage.end_time_unix_nano - stage.start_time_unix_nano,
+            ms as u64 * 1_000_000
+        );
+        at = stage.end_time_unix_nano;
+        total_ms += ms;
+    }
+    assert_eq!(total_ms, latency_ms, "the stages add up to the latency");
+    assert!(at <= answer.end_time_unix_nano);
+
+    // What was said never leaves in a span.
+    let said = recorded_turns
+        .iter()
+        .filter_map(|t| t["text"].as_str())
+        .filter(|t| !t.is_empty())
+        .collect::<Vec<_>>();
+    assert!(!said.is_empty());
+    for span in &spans {
+        for kv in &span.attributes {
+            if let Some(AnyValue::StringValue(value)) = kv.value.clone().and_then(|v| v.value) {
+                assert!(
+                    !said.iter().any(|text| value.contains(text)),
+                    "{} carries a transcript in {}",
+                    span.name,
+                    kv.key
+                );
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_collector_that_is_down_changes_nothing_for_the_call() {
+    let mock = vendor_mock::VendorMock::start();
+    // A port nobody listens on.
+    let dead = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}/v1/traces", listener.local_addr().unwrap())
+    };
+    let server = server_with(
+        &mock,
+        &[
+            ("SWITCHBOARD__OTLP__ENDPOINT", dead.as_str()),
+            ("SWITCHBOARD__OTLP__BATCH_DELAY_MS", "50"),
+            ("SWITCHBOARD__OTLP__TIMEOUT_MS", "200"),
+        ],
+    )
+    .await;
+    let key = server.key().to_string();
+    new_agent(
+        &server,
+        &key,
+        json!({"id": "phone", "name": "Phone", "firstMessage": "Hello, thanks for calling.",
+               "sttProvider": "groq", "llmProvider": "openai", "ttsProvider": "elevenlabs"}),
+    )
+    .await;
+    let (session_id, url, token) = setup_call(&server, &key).await;
+    let mut socket = connect(&url, &token, "CA00000000000000000000000000000952").await;
+    let mut audio = silence(2_500);
+    audio.extend(caller_speech());
+    let (media, _) = converse(&mut socket, &audio, Duration::from_secs(10)).await;
+    assert!(media > 50, "greeting and answer audio: {media} frames");
+    let detail = hang_up(&server, &key, socket, &session_id).await;
+    assert_eq!(detail["status"], "completed", "{detail}");
+    let turns = detail["turns"].as_array().unwrap();
+    assert!(
+        turns
+            .iter()
+            .any(|t| t["speaker"] == "agent" && !t["latency"].is_null()),
+        "the caller was answered: {detail}"
+    );
+    let (status, _) = call(server.get("/health", &key)).await;
+    assert_eq!(status, 200);
 }

@@ -72,6 +72,8 @@ pub struct AppState {
     pub twilio: Option<crate::telephony::rest::TwilioClient>,
     /// The platform agents are synced to; `None` when `[sync]` is not configured.
     pub agent_sync: Option<crate::vendors::agent_sync::AgentSync>,
+    /// Session traces to an OpenTelemetry collector; `None` when `[otlp]` has no endpoint.
+    pub traces: Option<std::sync::Arc<crate::observability::otlp::TraceExport>>,
 }
 
 /// Registers every route and the extractor error mappings.

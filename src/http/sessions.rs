@@ -270,6 +270,7 @@ pub async fn twilio_stream(
         observer: Arc::new(SessionRecorder::new(
             state.sessions.clone(),
             state.metering.clone(),
+            state.traces.clone(),
             "twilio",
         )),
     };
@@ -316,7 +317,7 @@ impl SessionFactory for AppSessionFactory {
                     metadata["recordCalls"].as_bool().unwrap_or(true),
                     PHONE_RATE,
                 ),
-                TapFormat::Pcm16(_) => (
+                TapFormat::Pcm16(_) | TapFormat::Opus(_) => (
                     metadata["recordDirectSessions"].as_bool().unwrap_or(false),
                     DIRECT_RATE,
                 ),

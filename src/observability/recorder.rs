@@ -6,7 +6,7 @@
 //! tokens), updates the Prometheus metrics, and opens a `tracing` span per turn with a child
 //! span per stage. The session's end frees its slot.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use actix::Addr;
 use switchboard_actors::session::tools::ToolOutcome;
@@ -16,6 +16,7 @@ use switchboard_actors::session::{
 };
 
 use super::metrics::metrics;
+use super::otlp::{SessionTrace, TraceExport};
 use super::served;
 use crate::billing::Usage;
 use crate::registry::metering::{ChargeSession, CloseSession, Metering};
@@ -35,12 +36,16 @@ pub struct SessionRecorder {
     transport: &'static str,
     /// Tool calls of the agent turn in progress, written with it.
     tools: Mutex<Vec<ToolOutcome>>,
+    /// The OpenTelemetry exporter, when one is configured, and this session's trace in it.
+    traces: Option<Arc<TraceExport>>,
+    trace: Mutex<Option<SessionTrace>>,
 }
 
 impl SessionRecorder {
     pub fn new(
         registry: Addr<SessionRegistry>,
         metering: Addr<Metering>,
+        traces: Option<Arc<TraceExport>>,
         transport: &'static str,
     ) -> Self {
         Self {
@@ -48,6 +53,17 @@ impl SessionRecorder {
             metering,
             transport,
             tools: Mutex::new(Vec::new()),
+            traces,
+            trace: Mutex::new(None),
+        }
+    }
+
+    /// Runs `f` on the session's trace, when traces are exported.
+    fn with_trace(&self, f: impl FnOnce(&SessionTrace)) {
+        if let Ok(trace) = self.trace.lock() {
+            if let Some(trace) = trace.as_ref() {
+                f(trace);
+            }
         }
     }
 
@@ -184,6 +200,11 @@ impl SessionObserver for SessionRecorder {
             .sessions_active
             .with_label_values(&[self.transport])
             .inc();
+        if let Some(traces) = &self.traces {
+            if let Ok(mut trace) = self.trace.lock() {
+                *trace = Some(traces.session(session_id, self.transport));
+            }
+        }
         tracing::info!(session_id, transport = self.transport, "session started");
     }
 
@@ -228,6 +249,15 @@ impl SessionObserver for SessionRecorder {
         }
         let providers = served_stages(session_id, turn.speaker);
         observe_turn(session_id, self.transport, turn, &providers);
+        let calls = if turn.speaker == Speaker::Agent {
+            self.tools
+                .lock()
+                .map(|mut tools| std::mem::take(&mut *tools))
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        self.with_trace(|trace| trace.turn(turn, &providers, &calls));
         let [stt_provider, llm_provider, tts_provider] = providers;
         let barge_in = turn.barge_in.as_ref();
         self.registry.do_send(RecordTurn(TurnRow {
@@ -262,29 +292,22 @@ impl SessionObserver for SessionRecorder {
             bleed_through: barge_in.map(|b| b.bleed_through.clone()),
             barge_in_requested: barge_in.map(|b| b.requested),
         }));
-        if turn.speaker == Speaker::Agent {
-            let calls = self
-                .tools
-                .lock()
-                .map(|mut tools| std::mem::take(&mut *tools))
-                .unwrap_or_default();
-            if !calls.is_empty() {
-                self.registry.do_send(RecordToolCalls(
-                    calls
-                        .into_iter()
-                        .map(|c| ToolCallRow {
-                            session_id: session_id.to_string(),
-                            turn_index: turn.index as i32,
-                            call_id: c.call.id,
-                            name: c.call.name,
-                            arguments: c.call.arguments,
-                            output: c.output,
-                            is_error: c.is_error,
-                            duration_ms: c.duration_ms as i64,
-                        })
-                        .collect(),
-                ));
-            }
+        if !calls.is_empty() {
+            self.registry.do_send(RecordToolCalls(
+                calls
+                    .into_iter()
+                    .map(|c| ToolCallRow {
+                        session_id: session_id.to_string(),
+                        turn_index: turn.index as i32,
+                        call_id: c.call.id,
+                        name: c.call.name,
+                        arguments: c.call.arguments,
+                        output: c.output,
+                        is_error: c.is_error,
+                        duration_ms: c.duration_ms as i64,
+                    })
+                    .collect(),
+            ));
         }
     }
 
@@ -307,6 +330,8 @@ impl SessionObserver for SessionRecorder {
             duration_ms = summary.total_duration_ms,
             "session ended"
         );
+        let reason = end_reason(&summary.reason);
+        self.with_trace(|trace| trace.end(summary, status, &reason));
         self.metering.do_send(CloseSession {
             session_id: session_id.to_string(),
         });
@@ -317,7 +342,7 @@ impl SessionObserver for SessionRecorder {
                 tool_executions: summary.tool_executions as i32,
                 total_duration_ms: summary.total_duration_ms as i64,
                 avg_turn_latency_ms: summary.avg_turn_latency_ms as i64,
-                end_reason: Some(end_reason(&summary.reason)),
+                end_reason: Some(reason),
                 ended_at: Some(now_ms()),
             },
         });

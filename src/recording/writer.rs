@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use switchboard_actors::audio::mulaw;
+use switchboard_actors::audio::{mulaw, OpusDecoder, SampleRate};
 
 use super::timeline::Timeline;
 
@@ -26,6 +26,8 @@ pub enum TapFormat {
     Mulaw8k,
     /// 16-bit little-endian PCM at this rate (the direct socket).
     Pcm16(u32),
+    /// One Opus packet per frame, decoded at this rate (the direct socket with Opus).
+    Opus(SampleRate),
 }
 
 impl TapFormat {
@@ -33,16 +35,42 @@ impl TapFormat {
         match self {
             TapFormat::Mulaw8k => 8_000,
             TapFormat::Pcm16(rate) => rate,
+            TapFormat::Opus(rate) => rate.hz(),
         }
     }
+}
 
-    fn decode(self, bytes: &[u8]) -> Vec<i16> {
+/// Turns one channel's frames into samples: Opus keeps decoder state across a channel's packets.
+enum ChannelDecoder {
+    Mulaw,
+    Pcm16,
+    Opus(Box<OpusDecoder>),
+}
+
+impl ChannelDecoder {
+    fn new(format: TapFormat) -> Result<Self, String> {
+        Ok(match format {
+            TapFormat::Mulaw8k => ChannelDecoder::Mulaw,
+            TapFormat::Pcm16(_) => ChannelDecoder::Pcm16,
+            TapFormat::Opus(rate) => ChannelDecoder::Opus(Box::new(
+                OpusDecoder::new(rate).map_err(|e| format!("cannot start an Opus decoder: {e}"))?,
+            )),
+        })
+    }
+
+    /// The frame's samples; a packet that does not decode counts as nothing (the session
+    /// itself reports bad caller audio).
+    fn decode(&mut self, bytes: &[u8]) -> Vec<i16> {
         match self {
-            TapFormat::Mulaw8k => bytes.iter().map(|&b| mulaw::decode(b)).collect(),
-            TapFormat::Pcm16(_) => bytes
+            ChannelDecoder::Mulaw => bytes.iter().map(|&b| mulaw::decode(b)).collect(),
+            ChannelDecoder::Pcm16 => bytes
                 .chunks_exact(2)
                 .map(|p| i16::from_le_bytes([p[0], p[1]]))
                 .collect(),
+            ChannelDecoder::Opus(decoder) => decoder
+                .decode(bytes)
+                .map(<[i16]>::to_vec)
+                .unwrap_or_default(),
         }
     }
 }
@@ -157,6 +185,8 @@ fn write(
     let mut wav = hound::WavWriter::new(BufWriter::with_capacity(64 * 1024, file), spec)
         .map_err(|e| format!("cannot start the WAV file: {e}"))?;
     let mut timeline = Timeline::new(rate);
+    let mut caller_decoder = ChannelDecoder::new(format)?;
+    let mut agent_decoder = ChannelDecoder::new(format)?;
     let mut caller_resampler = Linear::new(format.rate(), rate);
     let mut agent_resampler = Linear::new(format.rate(), rate);
     let position = |at: Duration| (at.as_micros() as u64) * rate as u64 / 1_000_000;
@@ -173,13 +203,13 @@ fn write(
         let now = match rx.recv_timeout(Duration::from_millis(250)) {
             Ok(TapEvent::Caller(audio, at)) => {
                 scratch.clear();
-                caller_resampler.process(&format.decode(&audio), &mut scratch);
+                caller_resampler.process(&caller_decoder.decode(&audio), &mut scratch);
                 timeline.caller(&scratch, position(at));
                 position(at)
             }
             Ok(TapEvent::Agent(audio, at)) => {
                 scratch.clear();
-                agent_resampler.process(&format.decode(&audio), &mut scratch);
+                agent_resampler.process(&agent_decoder.decode(&audio), &mut scratch);
                 timeline.agent(&scratch, position(at));
                 position(at)
             }
