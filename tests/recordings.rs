@@ -1,6 +1,7 @@
 //! Call recordings from real calls over the Twilio media-stream socket: a two-channel WAV
 //! (caller left, agent right) whose length is the call's and whose channels line up in time,
-//! served with byte ranges to its owner only, deleted after its retention.
+//! served with byte ranges to its owner only, deleted after its retention; and the same
+//! through an S3-compatible store (a local S3 server, moto's, from the test virtualenv).
 //! The call's engines are the local vendor stand-in (fast and deterministic: its voice is a
 //! 440 Hz tone of one second per sentence); the caller's audio is recorded speech.
 
@@ -423,4 +424,167 @@ async fn recordings_expire_after_their_retention_and_agents_may_opt_out() {
     }
     assert!(gone, "the recording expired");
     assert!(walk(&dir).is_empty(), "and its file is deleted");
+}
+
+/// A local S3 (moto's server, from the test virtualenv that scripts/test prepares), stopped
+/// when dropped.
+struct LocalS3 {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Drop for LocalS3 {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn local_s3() -> LocalS3 {
+    let python = std::env::var("SWITCHBOARD_TEST_PYTHON").unwrap_or_else(|_| "python3".into());
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = std::process::Command::new(&python)
+        .args([
+            "-m",
+            "moto.server",
+            "-H",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!("cannot run {python} -m moto.server ({e}); run scripts/test, which installs it")
+        });
+    let s3 = LocalS3 {
+        child,
+        url: format!("http://127.0.0.1:{port}"),
+    };
+    let client = reqwest::Client::new();
+    for _ in 0..300 {
+        if client.get(&s3.url).send().await.is_ok() {
+            return s3;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the local S3 server did not start (is moto installed for {python}?)");
+}
+
+#[tokio::test]
+async fn recordings_go_to_an_s3_store_and_are_served_from_it() {
+    let s3 = local_s3().await;
+    let http = reqwest::Client::new();
+    let bucket = format!("{}/call-recordings", s3.url);
+    let created = http.put(&bucket).send().await.unwrap();
+    assert!(created.status().is_success(), "{:?}", created.text().await);
+
+    let mock = vendor_mock::VendorMock::start();
+    let server = server_with_vendors(
+        &mock,
+        &[
+            ("SWITCHBOARD__RECORDINGS__STORE", "s3"),
+            ("SWITCHBOARD__RECORDINGS__S3__BUCKET", "call-recordings"),
+            ("SWITCHBOARD__RECORDINGS__S3__ENDPOINT", s3.url.as_str()),
+            ("SWITCHBOARD__RECORDINGS__S3__ALLOW_HTTP", "true"),
+            ("SWITCHBOARD__RECORDINGS__S3__ACCESS_KEY_ID", "test-key"),
+            (
+                "SWITCHBOARD__RECORDINGS__S3__SECRET_ACCESS_KEY",
+                "test-secret",
+            ),
+            ("SWITCHBOARD__RECORDINGS__S3__PREFIX", "calls/"),
+        ],
+    )
+    .await;
+    let key = server.key().to_string();
+    new_agent(&server, &key, "recorded", json!({})).await;
+    let call_sid = "CA00000000000000000000000000000301";
+    let clock = Instant::now();
+    let (_, mut socket) = start_call(&server, &key, "recorded", call_sid).await;
+    converse(&mut socket, &caller_speech(), Duration::from_secs(6), clock)
+        .await
+        .expect("the greeting plays");
+    hang_up(&mut socket, call_sid).await;
+
+    let response = finished_recording(&server, &key, call_sid).await;
+    assert_eq!(response.status(), 200);
+    let wav = response.bytes().await.unwrap().to_vec();
+    let reader = hound::WavReader::new(std::io::Cursor::new(&wav)).unwrap();
+    assert_eq!(
+        (reader.spec().channels, reader.spec().sample_rate),
+        (2, 8_000)
+    );
+    let seconds = reader.duration() as f64 / 8_000.0;
+    assert!(seconds > 5.0, "{seconds} s of a six-second call");
+
+    // The object is in the bucket, under the prefix, whole.
+    let listing = http
+        .get(format!("{bucket}?list-type=2"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let object_key = listing
+        .split("<Key>")
+        .nth(1)
+        .and_then(|rest| rest.split("</Key>").next())
+        .unwrap_or_else(|| panic!("no object in the bucket: {listing}"));
+    assert!(object_key.starts_with("calls/"), "{object_key}");
+    assert_eq!(listing.matches("<Key>").count(), 1, "{listing}");
+    // Read back through the S3 API itself (boto3, signed like any S3 client).
+    let python = std::env::var("SWITCHBOARD_TEST_PYTHON").unwrap_or_else(|_| "python3".into());
+    let read_back = std::process::Command::new(python)
+        .args([
+            "-c",
+            "import boto3, hashlib, sys\n\
+             s3 = boto3.client('s3', endpoint_url=sys.argv[1], region_name='us-east-1',\n\
+                 aws_access_key_id='test-key', aws_secret_access_key='test-secret')\n\
+             body = s3.get_object(Bucket='call-recordings', Key=sys.argv[2])['Body'].read()\n\
+             print(len(body), hashlib.sha256(body).hexdigest())",
+            &s3.url,
+            object_key,
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        read_back.status.success(),
+        "{}",
+        String::from_utf8_lossy(&read_back.stderr)
+    );
+    use sha2::Digest as _;
+    let expected = format!("{} {:x}", wav.len(), sha2::Sha256::digest(&wav));
+    assert_eq!(
+        String::from_utf8_lossy(&read_back.stdout).trim(),
+        expected,
+        "served as stored"
+    );
+
+    // Byte ranges come from the store too.
+    let range = server
+        .get(&format!("/v1/recordings/{call_sid}"), &key)
+        .header("Range", "bytes=44-1043")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(range.status(), 206);
+    assert_eq!(
+        range.headers()["content-range"],
+        format!("bytes 44-1043/{}", wav.len()).as_str()
+    );
+    assert_eq!(
+        range.bytes().await.unwrap().to_vec(),
+        wav[44..1044].to_vec()
+    );
+
+    // Another developer gets nothing.
+    let stranger = server.storage.create_key("dev_stranger");
+    let (status, body) = call(server.get(&format!("/v1/recordings/{call_sid}"), &stranger)).await;
+    assert_not_found(status, &body, "a stranger's recording");
 }
