@@ -175,3 +175,245 @@ async fn the_socket_needs_a_key_or_a_token_for_that_agent() {
     .await;
     assert_eq!(events.last().unwrap()["type"], "session.started");
 }
+
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// Opens the socket with an API key and extra query parameters.
+async fn open(server: &Server, key: &str, agent: &str, query: &str) -> Socket {
+    let url = server
+        .url(&format!("/v1/agents/{agent}/session?{query}"))
+        .replacen("http://", "ws://", 1);
+    let mut request = url.as_str().into_client_request().unwrap();
+    request
+        .headers_mut()
+        .insert("Authorization", format!("Bearer {key}").parse().unwrap());
+    let (socket, _) = tokio_tungstenite::connect_async(request)
+        .await
+        .expect("the direct socket opens");
+    socket
+}
+
+/// The JFK fixture as 16-bit samples at `rate`.
+fn jfk_at(rate: u32) -> Vec<i16> {
+    let audio = switchboard::media::decode(&fixture("jfk.flac"), Some("flac")).unwrap();
+    let pcm = switchboard::media::resample(&audio.channels[0], audio.sample_rate, rate);
+    pcm.iter()
+        .map(|s| (s.clamp(-1.0, 1.0) * 32767.0) as i16)
+        .collect()
+}
+
+#[tokio::test]
+async fn an_opus_session_hears_speech_and_answers_in_opus() {
+    use switchboard_actors::audio::{OpusDecoder, OpusEncoder, SampleRate};
+
+    let server = Server::start().await;
+    let key = server.key().to_string();
+    new_agent(&server, &key).await;
+    let mut socket = open(&server, &key, "widget", "encoding=opus&sampleRate=48000").await;
+
+    // The caller: JFK's sentence, then silence, as 20 ms Opus packets at real-time pace.
+    let mut encoder = OpusEncoder::new(SampleRate::Hz48000).unwrap();
+    let frame = encoder.frame_len();
+    let mut speech = jfk_at(48_000);
+    speech.resize(speech.len().div_ceil(frame) * frame + 48_000 * 2, 0);
+    let packets: Vec<Vec<u8>> = speech
+        .chunks_exact(frame)
+        .map(|f| encoder.encode(f).unwrap().to_vec())
+        .collect();
+
+    let mut decoder = OpusDecoder::new(SampleRate::Hz48000).unwrap();
+    let mut agent_samples: Vec<i16> = Vec::new();
+    let mut undecodable = 0;
+    let mut events: Vec<Value> = Vec::new();
+    let mut packets = packets.into_iter();
+    let mut tick = tokio::time::interval(Duration::from_millis(20));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut answered = false;
+    let mut finals = String::new();
+    while Instant::now() < deadline && !answered {
+        tokio::select! {
+            _ = tick.tick() => {
+                if let Some(packet) = packets.next() {
+                    socket.send(Message::binary(packet)).await.unwrap();
+                }
+            }
+            message = socket.next() => {
+                match message {
+                    Some(Ok(Message::Binary(packet))) => match decoder.decode(&packet) {
+                        Ok(pcm) => {
+                            assert_eq!(pcm.len(), 960, "20 ms packets at 48 kHz");
+                            agent_samples.extend_from_slice(pcm);
+                        }
+                        Err(_) => undecodable += 1,
+                    },
+                    Some(Ok(Message::Text(text))) => {
+                        let event: Value = serde_json::from_str(&text).unwrap();
+                        if event["type"] == "transcript.final" {
+                            finals.push_str(event["text"].as_str().unwrap_or(""));
+                            finals.push(' ');
+                        }
+                        // An answer after the whole sentence was heard has finished playing.
+                        answered = event["type"] == "turn.metrics"
+                            && event["speaker"] == "agent"
+                            && !event["latencyMs"].is_null()
+                            && finals.to_lowercase().contains("country");
+                        events.push(event);
+                    }
+                    _ => break,
+                }
+            }
+        }
+    }
+    assert_eq!(undecodable, 0, "every packet the server sent decodes");
+    // The speech has long pauses, so it arrives as several caller turns; each short piece is
+    // recognised on its own (a lone "ask not" may come back as "as not").
+    let text = events
+        .iter()
+        .filter(|e| e["type"] == "transcript.final")
+        .filter_map(|e| e["text"].as_str())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let reference = "And so my fellow Americans, ask not what your country can do for you, \
+                     ask what you can do for your country.";
+    let wer = word_error_rate(reference, &text);
+    assert!(wer <= 0.15, "WER {wer:.2}: {text}");
+    assert!(answered, "the agent answered the caller: {events:?}");
+    assert!(
+        !events.iter().any(|e| e["type"] == "error"),
+        "no error: {events:?}"
+    );
+    // The greeting and the answer, as audible speech.
+    assert!(
+        agent_samples.len() > 48_000,
+        "{} samples of agent audio",
+        agent_samples.len()
+    );
+    let rms = (agent_samples
+        .iter()
+        .map(|&s| (s as f64).powi(2))
+        .sum::<f64>()
+        / agent_samples.len() as f64)
+        .sqrt();
+    assert!(rms > 300.0, "agent audio RMS {rms}");
+
+    // A packet that is not Opus is reported once and the session goes on.
+    socket.send(Message::binary(vec![0xFFu8; 3])).await.unwrap();
+    socket
+        .send(Message::text(
+            json!({"type": "text", "text": "Thanks."}).to_string(),
+        ))
+        .await
+        .unwrap();
+    let (events, audio) = read_until(&mut socket, Duration::from_secs(30), |e| {
+        e["type"] == "agent.audio.end"
+    })
+    .await;
+    let errors: Vec<&Value> = events.iter().filter(|e| e["type"] == "error").collect();
+    assert_eq!(errors.len(), 1, "{events:?}");
+    assert_eq!(errors[0]["code"], "bad_audio");
+    assert!(audio > 0, "still answering after a bad packet");
+}
+
+#[tokio::test]
+async fn a_client_interrupt_clears_the_agent_and_marks_are_answered() {
+    let server = Server::start().await;
+    let key = server.key().to_string();
+    let long = "Thank you for calling the city library. Our opening hours are nine to five on \
+                weekdays and ten to two on Saturdays, and the reading room stays open late.";
+    let (status, body) = call(server.post(
+        "/v1/agents",
+        &key,
+        json!({"id": "talker", "name": "Talker", "firstMessage": long, "maxTokens": 30}),
+    ))
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let mut socket = open(&server, &key, "talker", "acks=marks").await;
+
+    // Marks arrive with the greeting's sentences; the client answers each as it "plays".
+    let mut marks = 0;
+    let mut audio_before = 0;
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(20) && marks == 0 {
+        let Ok(Some(Ok(message))) =
+            tokio::time::timeout(Duration::from_secs(20), socket.next()).await
+        else {
+            break;
+        };
+        match message {
+            Message::Binary(bytes) => audio_before += bytes.len(),
+            Message::Text(text) => {
+                let event: Value = serde_json::from_str(&text).unwrap();
+                if event["type"] == "audio.mark" {
+                    marks += 1;
+                    let name = event["name"].as_str().unwrap();
+                    assert!(!name.is_empty());
+                    socket
+                        .send(Message::text(
+                            json!({"type": "mark", "name": name}).to_string(),
+                        ))
+                        .await
+                        .unwrap();
+                }
+            }
+            _ => {}
+        }
+    }
+    assert!(marks >= 1, "an audio.mark after the first sentence");
+    assert!(
+        audio_before > 16_000,
+        "{audio_before} bytes before the mark"
+    );
+
+    // The client stops the agent mid-greeting.
+    socket
+        .send(Message::text(json!({"type": "interrupt"}).to_string()))
+        .await
+        .unwrap();
+    let (events, _) = read_until(&mut socket, Duration::from_secs(10), |e| {
+        e["type"] == "turn.metrics"
+    })
+    .await;
+    let position = |kind: &str| events.iter().position(|e| e["type"] == kind);
+    let clear = position("audio.clear").unwrap_or_else(|| panic!("audio.clear: {events:?}"));
+    let end = position("agent.audio.end").unwrap_or_else(|| panic!("audio end: {events:?}"));
+    assert!(clear < end, "{events:?}");
+    assert_eq!(events[end]["interrupted"], true);
+    let metrics = events.last().unwrap();
+    assert_eq!(metrics["speaker"], "agent");
+    assert_eq!(metrics["interrupted"], true, "{metrics}");
+    // The turn keeps only what was played: the first sentence, not the whole greeting.
+    let kept = metrics["text"].as_str().unwrap();
+    assert!(kept.starts_with("Thank you for calling"), "{kept}");
+    assert!(!kept.contains("reading room"), "{kept}");
+
+    // Nothing more of the greeting arrives after the clear.
+    let (_, audio_after) = read_until(&mut socket, Duration::from_secs(2), |_| false).await;
+    assert_eq!(audio_after, 0, "audio after the interrupt");
+    socket
+        .send(Message::text(json!({"type": "end"}).to_string()))
+        .await
+        .unwrap();
+    let (events, _) = read_until(&mut socket, Duration::from_secs(10), |e| {
+        e["type"] == "session.ended"
+    })
+    .await;
+    assert_eq!(events.last().unwrap()["type"], "session.ended");
+}
+
+#[tokio::test]
+async fn unknown_audio_options_are_refused_before_the_upgrade() {
+    let server = Server::start().await;
+    let key = server.key().to_string();
+    new_agent(&server, &key).await;
+    for (query, param) in [
+        ("encoding=mp3", "encoding"),
+        ("encoding=OPUS", "encoding"),
+        ("sampleRate=44100", "sampleRate"),
+        ("acks=sometimes", "acks"),
+    ] {
+        let (status, body) =
+            call(server.get(&format!("/v1/agents/widget/session?{query}"), &key)).await;
+        assert_invalid(status, &body, param, query);
+    }
+}

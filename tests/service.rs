@@ -94,6 +94,7 @@ async fn the_openapi_document_describes_every_route() {
             &["get", "put", "delete"],
         ),
         ("/v1/agents/{id}/session-token", &["post"]),
+        ("/v1/agents/{id}/session", &["get"]),
         ("/v1/synthesize", &["post"]),
         ("/v1/transcribe", &["post"]),
         ("/v1/transcribe/async", &["post"]),

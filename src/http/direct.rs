@@ -2,8 +2,9 @@
 //! clients, and `POST /v1/agents/{id}/session-token`, which mints the short-lived token a
 //! browser presents instead of an API key (`?token=`).
 //!
-//! Wire format: JSON text frames for control and events, binary frames for audio (PCM16
-//! little-endian mono at `?sampleRate=` 8000, 16000 (default), 24000 or 48000 Hz, both ways).
+//! Wire format: JSON text frames for control and events, binary frames for audio, both ways,
+//! at `?sampleRate=` 8000, 16000 (default), 24000 or 48000 Hz: PCM16 little-endian mono
+//! (`?encoding=pcm16`, the default) or one 20 ms Opus packet per message (`?encoding=opus`).
 //! Client messages: binary audio; `{"type": "text", "text": ...}`; `{"type": "interrupt"}`;
 //! `{"type": "mark", "name": ...}` (with `?acks=marks`: the audio before that mark has
 //! played); `{"type": "end"}`. Server events: `{"type": "<event name>", ...}` for
@@ -20,8 +21,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use switchboard_actors::audio::SampleRate;
 use switchboard_actors::session::{
-    AudioIn, CallSession, Hangup, Interrupt, PlaybackAcks, PlaybackMark, SessionConfig,
-    SessionEvent, SessionOutput, TextIn, TransportClosed,
+    AudioFormat, AudioIn, CallSession, Hangup, Interrupt, PlaybackAcks, PlaybackMark,
+    SessionConfig, SessionEvent, SessionOutput, TextIn, TransportClosed,
 };
 use tokio::sync::mpsc;
 use utoipa::ToSchema;
@@ -35,8 +36,8 @@ use crate::registry::agents::GetAgent;
 use crate::registry::keys::{hash_key, CheckKey, KeyCheck};
 use crate::registry::metering::{Admit, CloseSession, OpenSession, SessionMetering};
 use crate::registry::new_id;
-use crate::registry::sessions::CreateSession;
-use crate::store::sessions::{SessionRow, STATUS_ACTIVE};
+use crate::registry::sessions::{CreateSession, EndSession};
+use crate::store::sessions::{SessionEnd, SessionRow, STATUS_ACTIVE, STATUS_FAILED};
 use crate::telephony::token::RelayClaims;
 use crate::time::{self, iso};
 
@@ -106,6 +107,71 @@ pub struct DirectQuery {
     token: Option<String>,
     sample_rate: Option<u32>,
     acks: Option<String>,
+    encoding: Option<String>,
+}
+
+/// How the client wants the socket's audio: its rate, its encoding, its playback acks.
+#[derive(Debug, Clone, Copy)]
+struct SocketAudio {
+    rate: SampleRate,
+    /// One Opus packet of 20 ms per binary message, both ways; else PCM16 little-endian.
+    opus: bool,
+    acks: PlaybackAcks,
+}
+
+impl SocketAudio {
+    /// Reads `sampleRate`, `encoding` and `acks`, each with its documented default.
+    fn from_query(query: &DirectQuery) -> Result<Self, ApiError> {
+        let rate = match query.sample_rate.unwrap_or(16_000) {
+            8_000 => SampleRate::Hz8000,
+            16_000 => SampleRate::Hz16000,
+            24_000 => SampleRate::Hz24000,
+            48_000 => SampleRate::Hz48000,
+            other => {
+                return Err(ApiError::invalid(
+                    "sampleRate",
+                    format!("sampleRate {other} is not one of 8000, 16000, 24000, 48000"),
+                ))
+            }
+        };
+        let opus = match query.encoding.as_deref().unwrap_or("pcm16") {
+            "pcm16" => false,
+            "opus" => true,
+            other => {
+                return Err(ApiError::invalid(
+                    "encoding",
+                    format!("encoding '{other}' is not one of: pcm16, opus"),
+                ))
+            }
+        };
+        let acks = match query.acks.as_deref().unwrap_or("clock") {
+            "clock" => PlaybackAcks::Clock,
+            "marks" => PlaybackAcks::Marks,
+            other => {
+                return Err(ApiError::invalid(
+                    "acks",
+                    format!("acks '{other}' is not one of: clock, marks"),
+                ))
+            }
+        };
+        Ok(SocketAudio { rate, opus, acks })
+    }
+
+    fn format(self) -> AudioFormat {
+        if self.opus {
+            AudioFormat::Opus { rate: self.rate }
+        } else {
+            AudioFormat::Pcm16 { rate: self.rate }
+        }
+    }
+
+    fn tap(self) -> TapFormat {
+        if self.opus {
+            TapFormat::Opus(self.rate)
+        } else {
+            TapFormat::Pcm16(self.rate.hz())
+        }
+    }
 }
 
 /// Forwards session output to the socket writer in order.
@@ -129,6 +195,21 @@ impl Handler<SessionOutput> for Forwarder {
 
 /// `GET /v1/agents/{id}/session`: authenticated by `Authorization: Bearer <API key>` or by a
 /// session token in `?token=`.
+#[utoipa::path(get, path = "/v1/agents/{id}/session", tag = "sessions",
+    description = "Opens a real-time session with the agent as a WebSocket (101 Switching \
+Protocols). Text frames carry JSON control messages and events; binary frames carry audio both \
+ways: PCM16 little-endian mono (`encoding=pcm16`) or one 20 ms Opus packet per frame \
+(`encoding=opus`), at `sampleRate`. The message and event types are listed in the README.",
+    params(
+        ("id" = String, Path, description = "Agent id"),
+        ("token" = Option<String>, Query, description = "A session token from POST /v1/agents/{id}/session-token, instead of an API key"),
+        ("sampleRate" = Option<u32>, Query, description = "8000, 16000 (default), 24000 or 48000"),
+        ("encoding" = Option<String>, Query, description = "pcm16 (default) or opus (one 20 ms packet per binary frame, both ways)"),
+        ("acks" = Option<String>, Query, description = "clock (default) or marks (the client answers each audio.mark when the audio before it has played)")),
+    responses((status = 101, description = "Switched to the WebSocket protocol"),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 402, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 429, body = ErrorBody), (status = 503, body = ErrorBody)),
+    security(("bearer" = []), ()))]
 pub async fn direct_session(
     state: web::Data<AppState>,
     req: HttpRequest,
@@ -138,28 +219,7 @@ pub async fn direct_session(
 ) -> Result<HttpResponse, ApiError> {
     let agent_id = path.into_inner();
     let query = query.into_inner();
-    let rate = match query.sample_rate.unwrap_or(16_000) {
-        8_000 => SampleRate::Hz8000,
-        16_000 => SampleRate::Hz16000,
-        24_000 => SampleRate::Hz24000,
-        48_000 => SampleRate::Hz48000,
-        other => {
-            return Err(ApiError::invalid(
-                "sampleRate",
-                format!("sampleRate {other} is not one of 8000, 16000, 24000, 48000"),
-            ))
-        }
-    };
-    let acks = match query.acks.as_deref().unwrap_or("clock") {
-        "clock" => PlaybackAcks::Clock,
-        "marks" => PlaybackAcks::Marks,
-        other => {
-            return Err(ApiError::invalid(
-                "acks",
-                format!("acks '{other}' is not one of: clock, marks"),
-            ))
-        }
-    };
+    let audio = SocketAudio::from_query(&query)?;
     let (developer_id, rate_key) =
         authenticate(&state, &req, query.token.as_deref(), &agent_id).await?;
     // A socket counts once against the rate limit, at connect.
@@ -205,20 +265,32 @@ pub async fn direct_session(
         &agent,
         &session_id,
         &developer_id,
-        rate,
-        acks,
+        audio,
     )
     .await;
-    if started.is_err() {
+    if let Err(error) = &started {
+        // Nothing of the session may outlive it: its tier slot, its provider slots, and a
+        // record that would read as active for ever.
         state.metering.do_send(CloseSession {
             session_id: session_id.clone(),
+        });
+        crate::observability::served::forget(&session_id);
+        state.sessions.do_send(EndSession {
+            session_id: session_id.clone(),
+            end: SessionEnd {
+                status: STATUS_FAILED.into(),
+                tool_executions: 0,
+                total_duration_ms: 0,
+                avg_turn_latency_ms: 0,
+                end_reason: Some(format!("start_failed: {error}")),
+                ended_at: Some(time::now_ms()),
+            },
         });
     }
     started
 }
 
 /// Records the session, builds its engines and starts it on the upgraded socket.
-#[allow(clippy::too_many_arguments)]
 async fn start_direct(
     state: &web::Data<AppState>,
     req: &HttpRequest,
@@ -226,8 +298,7 @@ async fn start_direct(
     agent: &crate::store::agents::AgentRow,
     session_id: &str,
     developer_id: &str,
-    rate: SampleRate,
-    acks: PlaybackAcks,
+    audio: SocketAudio,
 ) -> Result<HttpResponse, ApiError> {
     let (session_id, developer_id) = (session_id.to_string(), developer_id.to_string());
     let now = time::now_ms();
@@ -268,11 +339,11 @@ async fn start_direct(
         .build(claims.clone())
         .await
         .map_err(ApiError::Unavailable)?;
-    let tap = factory
-        .recording(&claims, None, TapFormat::Pcm16(rate.hz()))
-        .await;
-    let mut config = SessionConfig::direct(session_id.clone(), profile, rate);
-    config.pacing.acks = acks;
+    let tap = factory.recording(&claims, None, audio.tap()).await;
+    let mut config = SessionConfig::direct(session_id.clone(), profile, audio.rate);
+    config.input = audio.format();
+    config.output = audio.format();
+    config.pacing.acks = audio.acks;
     let (response, socket, messages) =
         actix_ws::handle(req, body).map_err(|e| ApiError::bad_request(e.to_string()))?;
     let (tx, rx) = mpsc::unbounded_channel();
@@ -280,6 +351,7 @@ async fn start_direct(
     let observer = Arc::new(SessionRecorder::new(
         state.sessions.clone(),
         state.metering.clone(),
+        state.traces.clone(),
         "direct",
     ));
     let handle = CallSession::start(config, engines, forwarder.recipient(), observer)

@@ -83,6 +83,7 @@ answer `{data, nextCursor, hasMore}` in creation order."
         recordings::get_recording,
         agent_sync::sync_agent,
         direct::session_token,
+        direct::direct_session,
         observability::list_sessions,
         observability::get_session,
         observability::get_call,
