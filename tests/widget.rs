@@ -33,10 +33,7 @@ fn browser_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/browser")
 }
 
-fn header<'a>(
-    response: &'a reqwest::Response,
-    name: impl reqwest::header::AsHeaderName,
-) -> &'a str {
+fn header(response: &reqwest::Response, name: impl reqwest::header::AsHeaderName) -> &str {
     response
         .headers()
         .get(name)
@@ -440,7 +437,12 @@ async fn a_caller_talks_to_an_agent_through_the_widget_in_a_real_browser() {
         "{result}"
     );
     assert!(
-        result["replySamplesPlayed"].as_f64().unwrap() > 1_600.0,
+        result["replySamplesPlayed"].as_f64().unwrap() > 0.0,
+        "{result}"
+    );
+    // Typing over an answer cut it after some of it had played.
+    assert!(
+        result["cutSamplesPlayed"].as_f64().unwrap() > 0.0,
         "{result}"
     );
     assert!(
@@ -451,7 +453,10 @@ async fn a_caller_talks_to_an_agent_through_the_widget_in_a_real_browser() {
         result["shownPlayed"].as_f64().unwrap() > 0.0,
         "the page shows it: {result}"
     );
-    assert!(result["replyLatencyMs"].as_f64().is_some(), "{result}");
+    assert!(
+        !result["latenciesShown"].as_array().unwrap().is_empty(),
+        "{result}"
+    );
     assert!(
         result["callerFramesSent"].as_u64().unwrap() > 500,
         "{result}"
@@ -475,16 +480,23 @@ async fn a_caller_talks_to_an_agent_through_the_widget_in_a_real_browser() {
     let (status, detail) =
         call(server.get(&format!("/v1/observability/sessions/{id}"), &key)).await;
     assert_eq!(status, 200);
-    let turns = detail["turns"].as_array().unwrap();
-    assert!(
-        turns.iter().any(|t| t["speaker"] == "user"
-            && t["text"]
-                .as_str()
-                .unwrap()
-                .to_lowercase()
-                .contains("ask not what your country")),
-        "{detail}"
-    );
+    // The caller's side as the server recorded it (split at the speaker's pauses or not).
+    let said: String = detail["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["speaker"] == "user")
+        .map(|t| t["text"].as_str().unwrap_or("").to_lowercase())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let said: String = said
+        .chars()
+        .map(|c| if c.is_ascii_alphabetic() { c } else { ' ' })
+        .collect::<String>()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(said.contains(PHRASE), "{said}");
     let leaked: Vec<String> = server
         .log()
         .lines()

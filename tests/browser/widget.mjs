@@ -180,21 +180,38 @@ async function main() {
     throw new Error(`the transcript is not on screen: ${JSON.stringify(found.rows)}`);
   }
 
-  // Type over the answer while it plays: the server interrupts it with audio.clear, and the
-  // page must stop playing it at once and mark it interrupted.
-  await page.locator('switchboard-voice .typed input').fill('Sorry to interrupt. When are you open?');
-  await page.locator('switchboard-voice .typed input').press('Enter');
-  await page.waitForFunction(
-    (id) => window.clearsSeen.some((c) => String(c.responseId) === id),
-    found.reply.responseId,
-    { timeout: 15_000 },
-  );
-  // The typed turn's own answer plays to its end.
-  await page.waitForFunction(
+  // Ask for a long answer by typing, then type over it while it plays: the server interrupts
+  // it with audio.clear, and the page must stop playing it at once and mark it interrupted.
+  const typed = page.locator('switchboard-voice .typed input');
+  await typed.fill('Please tell me a long story about a lighthouse keeper and the sea.');
+  await typed.press('Enter');
+  const playingHandle = await page.waitForFunction(
     () => {
       const entries = document.getElementById('voice').transcript;
+      const asked = entries.findIndex((e) => e.speaker === 'user' && e.text.startsWith('Please tell me a long story'));
+      if (asked < 0) return null;
+      const answer = entries.slice(asked + 1).find((e) => e.speaker === 'agent' && !e.final && e.samplesPlayed > 0);
+      return answer ? answer.responseId : null;
+    },
+    null,
+    { timeout: 30_000, polling: 20 },
+  );
+  const playingId = await playingHandle.jsonValue();
+  await typed.fill('Sorry to interrupt. When are you open?');
+  await typed.press('Enter');
+  await page.waitForFunction((id) => window.clearsSeen.some((c) => String(c.responseId) === id), playingId, {
+    timeout: 15_000,
+  });
+  // The typed turn's own answer plays to its end, and answers to the caller's speech show
+  // their latency.
+  await page.waitForFunction(
+    () => {
+      const voice = document.getElementById('voice');
+      const entries = voice.transcript;
       const typed = entries.findIndex((e) => e.speaker === 'user' && e.text.startsWith('Sorry to interrupt'));
-      return typed >= 0 && entries.slice(typed + 1).some((e) => e.speaker === 'agent' && e.final && e.samplesPlayed > 0);
+      const answered = typed >= 0 && entries.slice(typed + 1).some((e) => e.speaker === 'agent' && e.final && e.samplesPlayed > 0);
+      const latency = [...voice.shadowRoot.querySelectorAll('.turn.agent .turn-latency')].some((n) => n.textContent !== '');
+      return answered && latency;
     },
     null,
     { timeout: 40_000, polling: 100 },
@@ -221,7 +238,7 @@ async function main() {
       );
     }
   }
-  const cut = snapshot.transcript.find((e) => e.responseId === found.reply.responseId);
+  const cut = snapshot.transcript.find((e) => e.responseId === String(playingId));
   if (!cut?.interrupted) throw new Error(`the interrupted reply is not marked so: ${JSON.stringify(cut)}`);
 
   if (artifacts) await page.screenshot({ path: join(artifacts, 'widget.png'), fullPage: true });
@@ -236,14 +253,15 @@ async function main() {
   const leaks = [...requestUrls, snapshot.href, ...consoleLines].filter((text) => text.includes(key));
   if (leaks.length > 0) throw new Error(`the API key appeared in: ${leaks.join(' | ')}`);
 
-  const cutClear = snapshot.clears.find((c) => String(c.responseId) === found.reply.responseId);
+  const cutClear = snapshot.clears.find((c) => String(c.responseId) === String(playingId));
   console.log(
     'RESULT ' +
       JSON.stringify({
         caller: found.caller,
         reply: found.reply.text,
-        replySamplesPlayed: cut.samplesPlayed,
-        replyLatencyMs: cut.latencyMs ?? null,
+        replySamplesPlayed: found.reply.samplesPlayed,
+        cutReply: cut.heard ?? '',
+        cutSamplesPlayed: cut.samplesPlayed,
         latenciesShown: snapshot.latencies.filter((t) => t !== ''),
         agentSamplesPlayed: snapshot.stats.agentSamplesPlayed,
         shownPlayed: snapshot.shownPlayed,
