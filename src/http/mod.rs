@@ -29,6 +29,7 @@ pub mod transcribe;
 pub mod twilio_calls;
 pub mod upload;
 pub mod validate;
+pub mod widget;
 
 use actix::Addr;
 use actix_web::error::{PathError, QueryPayloadError};
@@ -98,6 +99,8 @@ pub fn configure(cfg: &mut web::ServiceConfig, max_json_bytes: usize) {
         .service(
             web::resource("/v1/agents/{id}/session").route(web::get().to(direct::direct_session)),
         )
+        // The browser widget's public files.
+        .configure(widget::routes)
         .service(
             web::scope("/v1")
                 .wrap(from_fn(auth::require_api_key))

@@ -10,7 +10,7 @@ use utoipa::{Modify, OpenApi};
 use super::{
     agent_sync, agents, billing, chat, collections, direct, health, instances, keys, knowledge,
     metrics, observability, openai_audio, phone_numbers, provider_keys, provision, recordings,
-    sessions, synthesize, transcribe, twilio_calls,
+    sessions, synthesize, transcribe, twilio_calls, widget,
 };
 use crate::error::{ErrorBody, ErrorDetail};
 
@@ -115,6 +115,8 @@ answer `{data, nextCursor, hasMore}` in creation order."
         billing::checkout,
         billing::portal,
         billing::webhook,
+        widget::demo,
+        widget::asset,
     ),
     components(schemas(ErrorBody, ErrorDetail)),
     modifiers(&BearerAuth),
