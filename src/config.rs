@@ -105,9 +105,25 @@ pub struct AuthConfig {
 pub struct RegistryConfig {
     pub cache_capacity: usize,
     pub shared_cache_ttl_ms: u64,
+    /// Live chunks from which a collection is searched through an HNSW graph.
+    pub search_graph_min_chunks: usize,
+    /// Threads building and extending search graphs; 0 = half the cores (at least one).
+    pub search_graph_threads: usize,
 }
 
 impl RegistryConfig {
+    /// Threads for search-graph builds: as configured, or half the cores (at least one), so
+    /// a build never takes every core live calls need.
+    pub fn graph_threads(&self) -> usize {
+        match self.search_graph_threads {
+            0 => std::thread::available_parallelism()
+                .map(|n| n.get() / 2)
+                .unwrap_or(1)
+                .max(1),
+            threads => threads,
+        }
+    }
+
     /// How long a cached row may be served on this backend.
     pub fn cache_ttl(&self, backend: crate::store::Backend) -> Option<std::time::Duration> {
         match backend {
@@ -402,6 +418,11 @@ impl Config {
         if self.auth.key_prefix.is_empty() {
             return Err(invalid("auth.key_prefix must not be empty"));
         }
+        if self.registry.search_graph_min_chunks == 0 {
+            return Err(invalid(
+                "registry.search_graph_min_chunks must be at least 1",
+            ));
+        }
         Ok(())
     }
 
@@ -441,5 +462,16 @@ mod tests {
         assert_eq!(config.server.bind.to_string(), "127.0.0.1:8080");
         assert_eq!(config.auth.key_prefix, "sb_live_");
         assert!(config.database_url().ends_with("switchboard.db"));
+    }
+
+    #[test]
+    fn search_graphs_start_at_100k_chunks_on_half_the_cores() {
+        let mut registry = Config::load(None).expect("defaults load").registry;
+        assert_eq!(registry.search_graph_min_chunks, 100_000);
+        assert_eq!(registry.search_graph_threads, 0);
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert_eq!(registry.graph_threads(), (cores / 2).max(1));
+        registry.search_graph_threads = 3;
+        assert_eq!(registry.graph_threads(), 3);
     }
 }

@@ -442,3 +442,115 @@ async fn provisioning_is_all_or_nothing() {
         collections_before
     );
 }
+
+/// Log text without its terminal colour codes.
+fn plain(log: &str) -> String {
+    let mut out = String::with_capacity(log.len());
+    let mut in_escape = false;
+    for c in log.chars() {
+        match (in_escape, c) {
+            (false, '\u{1b}') => in_escape = true,
+            (false, c) => out.push(c),
+            (true, 'm') => in_escape = false,
+            (true, _) => {}
+        }
+    }
+    out
+}
+
+/// Waits until the server log holds `count` lines saying a search graph was taken into
+/// service (built or extended in the background).
+async fn graph_updates(server: &Server, count: usize) {
+    for _ in 0..300 {
+        let done = plain(&server.log())
+            .lines()
+            .filter(|l| l.contains("search graph updated") && l.contains("installed=true"))
+            .count();
+        if done >= count {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("no search graph update; log: {}", server.log());
+}
+
+#[tokio::test]
+async fn a_collection_searched_through_its_graph_stays_current_through_ingest_and_delete() {
+    // A graph from 8 chunks, so a small collection goes the way a large one does.
+    let server = Server::start_with(
+        Storage::fresh().await,
+        &[
+            ("SWITCHBOARD__REGISTRY__SEARCH_GRAPH_MIN_CHUNKS", "8"),
+            // The graph jobs report at info level.
+            ("SWITCHBOARD_LOG", "info"),
+        ],
+    )
+    .await;
+    let key = server.key().to_string();
+    let collection = new_collection(&server, &key).await;
+    let small = |content: &str| json!({"content": content, "chunkSize": 120, "chunkOverlap": 0});
+    let (status, faq) = ingest(&server, &key, &collection, small(FAQ)).await;
+    assert_eq!(status, 201, "{faq}");
+    let (status, other) = ingest(&server, &key, &collection, small(DISTRACTORS)).await;
+    assert_eq!(status, 201, "{other}");
+    let chunks = faq["chunksCreated"].as_i64().unwrap() + other["chunksCreated"].as_i64().unwrap();
+    assert!(chunks >= 8, "{chunks} chunks");
+    // The first search loads the index; its graph is then built in the background.
+    let (_, found) = search(
+        &server,
+        &key,
+        &collection,
+        json!({"query": "when do you open on saturday"}),
+    )
+    .await;
+    assert!(top_content(&found).contains("Saturdays"), "{found}");
+    graph_updates(&server, 1).await;
+    for (question, answer) in [
+        ("can I get my money back", "refund"),
+        ("how long does delivery take", "shipping"),
+        ("which ocean is the biggest", "Pacific"),
+    ] {
+        let (_, found) = search(&server, &key, &collection, json!({"query": question})).await;
+        assert!(top_content(&found).contains(answer), "{question}: {found}");
+    }
+
+    // A new document is found at once, and again once the graph holds it.
+    let news = "Gift cards can be bought in any store and online, in amounts from ten to five \
+                hundred dollars, and they never expire.";
+    let (_, added) = ingest(&server, &key, &collection, small(news)).await;
+    let added_id = added["documentId"].as_str().unwrap().to_string();
+    let gift = json!({"query": "do gift cards expire", "limit": 3});
+    let (_, found) = search(&server, &key, &collection, gift.clone()).await;
+    assert_eq!(
+        found["results"][0]["documentId"],
+        added_id.as_str(),
+        "{found}"
+    );
+    graph_updates(&server, 2).await;
+    let (_, found) = search(&server, &key, &collection, gift.clone()).await;
+    assert_eq!(
+        found["results"][0]["documentId"],
+        added_id.as_str(),
+        "{found}"
+    );
+
+    // A deleted document leaves the results at once, though the graph still holds it; the
+    // others still fill the limit.
+    let response = server
+        .delete(
+            &format!("/v1/collections/{collection}/documents/{added_id}"),
+            &key,
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 204);
+    let all = json!({"query": "do gift cards expire", "limit": 5, "threshold": 0});
+    let (_, found) = search(&server, &key, &collection, all).await;
+    let results = found["results"].as_array().unwrap();
+    assert_eq!(results.len(), 5, "{found}");
+    assert!(
+        results.iter().all(|h| h["documentId"] != added_id.as_str()),
+        "{found}"
+    );
+}

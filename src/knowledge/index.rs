@@ -3,11 +3,24 @@
 //! fast enough up to about 100k chunks of 384 dimensions). Built from storage on first use;
 //! updated in place on ingest and delete.
 //!
-//! Past [`ANN_MIN_CHUNKS`] chunks an HNSW graph (the `instant-distance` crate) answers
-//! instead, behind the same `search`. The graph is built off the request path
-//! ([`VectorIndex::ann_job`], [`AnnJob::build`]) over a snapshot; a change to the index makes
-//! it stale, and until its replacement is installed exact search answers, so results are
-//! never missing a chunk that was ingested, nor showing one that was deleted.
+//! From [`ANN_MIN_CHUNKS`] live chunks an HNSW graph (the `hnsw_rs` crate) answers instead,
+//! behind the same [`VectorIndex::search`]. The graph is kept current without rebuilding it:
+//!
+//! - **Ingest** appends to the array at once; slots not yet in the graph (its uncovered
+//!   tail) are searched exactly next to the graph, and a background job inserts them into
+//!   the graph ([`VectorIndex::graph_job`], [`GraphJob::run`], [`VectorIndex::finish_graph`]).
+//! - **Delete** marks the document's slots as tombstones: searches skip them at once, and
+//!   the graph search asks for more neighbours than `limit` (in proportion to the tombstones,
+//!   doubling until `limit` live hits are found) so results stay `limit` long.
+//! - When tombstones pass [`REBUILD_TOMBSTONE_FRACTION`] of the slots, a background job
+//!   builds a new graph over the live chunks only (in parallel, on the caller's thread pool)
+//!   and installs it with the slots renumbered; changes made during the build carry over.
+//!   The first graph of a collection that grows past the threshold is built the same way,
+//!   and exact search answers until it is ready.
+//!
+//! So a search never misses a chunk just ingested nor returns one just deleted, whatever a
+//! background job is doing. Jobs run one at a time per index and never hold its lock while
+//! they compute.
 //!
 //! Scores: embeddings are L2-normalised, so the dot product is the cosine similarity `c` in
 //! [-1, 1]; the API reports `score = (c + 1) / 2` in [0, 1]. A `threshold` of 0.7 therefore
@@ -15,15 +28,24 @@
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 use std::sync::Arc;
 
-use instant_distance::{Builder, HnswMap, Point, Search};
+use hnsw_rs::anndists::dist::Distance;
+use hnsw_rs::hnsw::Hnsw;
 
-/// Collections with at least this many chunks are searched through an HNSW graph.
+/// Collections with at least this many live chunks are searched through an HNSW graph.
 pub const ANN_MIN_CHUNKS: usize = 100_000;
-/// Candidates the graph search keeps (the API's largest `limit` is 100).
-const ANN_EF_SEARCH: usize = 128;
-const ANN_EF_CONSTRUCTION: usize = 100;
+/// A graph is rebuilt over the live chunks once this fraction of its index's slots are
+/// tombstones (deleted chunks still in the graph). Below it, searches skip them.
+pub const REBUILD_TOMBSTONE_FRACTION: f64 = 0.2;
+/// Neighbours kept per node and layer (twice as many on the bottom layer).
+const GRAPH_CONNECTIONS: usize = 24;
+/// Candidates examined when a node is inserted.
+const GRAPH_EF_CONSTRUCTION: usize = 160;
+/// Candidates a search keeps (the API's largest `limit` is 100).
+pub const GRAPH_EF_SEARCH: usize = 160;
+const GRAPH_MAX_LAYERS: usize = 16;
 
 /// Where a vector came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,75 +62,199 @@ pub struct Hit {
     pub score: f32,
 }
 
-#[derive(Debug, Clone, Default)]
-pub struct VectorIndex {
-    dimensions: usize,
-    refs: Vec<ChunkRef>,
-    vectors: Vec<f32>,
-    /// Bumped by every change; a graph serves only the version it was built over.
-    version: u64,
-    ann: Option<Arc<AnnGraph>>,
-    ann_building: bool,
-    ann_min_chunks: usize,
-}
+/// Cosine distance between unit vectors, `1 - dot`, never negative (the graph requires it;
+/// rounding can push the dot product of a vector with itself just past 1).
+#[derive(Debug, Clone, Copy, Default)]
+struct CosineDistance;
 
-/// An embedding as the graph sees it; distance is 1 - cosine similarity.
-#[derive(Clone)]
-struct Embedding(Arc<[f32]>);
-
-impl Point for Embedding {
-    fn distance(&self, other: &Self) -> f32 {
-        1.0 - dot(&self.0, &other.0)
+impl Distance<f32> for CosineDistance {
+    fn eval(&self, a: &[f32], b: &[f32]) -> f32 {
+        (1.0 - dot(a, b)).max(0.0)
     }
 }
 
-/// An HNSW graph over one version of an index; values are positions in it.
-pub struct AnnGraph {
-    map: HnswMap<Embedding, u32>,
-    version: u64,
+/// An HNSW graph whose point ids are slots of the index it belongs to.
+pub struct Graph {
+    hnsw: Hnsw<'static, f32, CosineDistance>,
 }
 
-impl std::fmt::Debug for AnnGraph {
+impl std::fmt::Debug for Graph {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AnnGraph")
-            .field("points", &self.map.values.len())
-            .field("version", &self.version)
+        f.debug_struct("Graph")
+            .field("points", &self.hnsw.get_nb_point())
             .finish()
     }
 }
 
-/// What building a graph needs: a snapshot of the vectors and their version.
-pub struct AnnJob {
-    dimensions: usize,
-    vectors: Vec<f32>,
-    version: u64,
-}
-
-impl AnnJob {
-    /// Builds the graph (seconds to minutes of CPU for a large collection: run it off the
-    /// request path, on one thread).
-    pub fn build(self) -> AnnGraph {
-        let points: Vec<Embedding> = self
-            .vectors
-            .chunks_exact(self.dimensions.max(1))
-            .map(|v| Embedding(Arc::from(v)))
-            .collect();
-        let values: Vec<u32> = (0..points.len() as u32).collect();
-        let map = Builder::default()
-            .ef_construction(ANN_EF_CONSTRUCTION)
-            .ef_search(ANN_EF_SEARCH)
-            .seed(0x5EED)
-            .build(points, values);
-        AnnGraph {
-            map,
-            version: self.version,
+impl Graph {
+    fn new(capacity: usize) -> Self {
+        Self {
+            hnsw: Hnsw::new(
+                GRAPH_CONNECTIONS,
+                capacity.max(1),
+                GRAPH_MAX_LAYERS,
+                GRAPH_EF_CONSTRUCTION,
+                CosineDistance,
+            ),
         }
     }
+
+    /// Inserts `(vector, slot)` pairs, in parallel on the current rayon pool.
+    fn insert(&self, vectors: &[f32], dimensions: usize, first_slot: usize) {
+        let points: Vec<(&[f32], usize)> = vectors
+            .chunks_exact(dimensions)
+            .enumerate()
+            .map(|(offset, v)| (v, first_slot + offset))
+            .collect();
+        self.hnsw.parallel_insert_slice(&points);
+    }
+}
+
+/// A graph taken out of service; dropping a large one takes a while, so the caller drops it
+/// after letting go of the index's lock (or [`VectorIndex`]'s own drop hands it to a thread).
+#[must_use = "drop it outside the index's lock"]
+pub struct RetiredGraph(#[allow(dead_code)] Arc<Graph>);
+
+/// Background work on an index's graph, taken with [`VectorIndex::graph_job`].
+pub struct GraphJob {
+    dimensions: usize,
+    layout: u64,
+    kind: JobKind,
+}
+
+enum JobKind {
+    /// A new graph over the live slots below `base`, renumbered densely.
+    Build {
+        base: usize,
+        kept: Vec<usize>,
+        refs: Vec<ChunkRef>,
+        vectors: Vec<f32>,
+    },
+    /// Inserts slots `from..upto` into the current graph.
+    Extend {
+        graph: Arc<Graph>,
+        from: usize,
+        upto: usize,
+        vectors: Vec<f32>,
+    },
+}
+
+/// A finished [`GraphJob`], for [`VectorIndex::finish_graph`].
+pub struct GraphDone {
+    layout: u64,
+    kind: DoneKind,
+}
+
+enum DoneKind {
+    Built {
+        graph: Graph,
+        base: usize,
+        kept: Vec<usize>,
+        refs: Vec<ChunkRef>,
+        vectors: Vec<f32>,
+    },
+    Extended {
+        graph: Arc<Graph>,
+        upto: usize,
+    },
+}
+
+impl GraphJob {
+    /// Whether this job builds a whole new graph (rather than adding to the current one).
+    pub fn is_build(&self) -> bool {
+        matches!(self.kind, JobKind::Build { .. })
+    }
+
+    /// Chunks the job inserts into a graph.
+    pub fn points(&self) -> usize {
+        match &self.kind {
+            JobKind::Build { kept, .. } => kept.len(),
+            JobKind::Extend { from, upto, .. } => upto - from,
+        }
+    }
+
+    /// Does the work: CPU-heavy for a build (minutes for 100k chunks on one thread), so run
+    /// it off the request path, inside the rayon pool whose threads it may use.
+    pub fn run(self) -> GraphDone {
+        let dimensions = self.dimensions.max(1);
+        let kind = match self.kind {
+            JobKind::Build {
+                base,
+                kept,
+                refs,
+                vectors,
+            } => {
+                let graph = Graph::new(kept.len());
+                graph.insert(&vectors, dimensions, 0);
+                DoneKind::Built {
+                    graph,
+                    base,
+                    kept,
+                    refs,
+                    vectors,
+                }
+            }
+            JobKind::Extend {
+                graph,
+                from,
+                upto,
+                vectors,
+            } => {
+                graph.insert(&vectors, dimensions, from);
+                DoneKind::Extended { graph, upto }
+            }
+        };
+        GraphDone {
+            layout: self.layout,
+            kind,
+        }
+    }
+}
+
+/// What [`VectorIndex::finish_graph`] did.
+pub struct Finished {
+    /// Whether the job's result was taken into service.
+    pub installed: bool,
+    /// The graph it replaced, to drop outside the lock.
+    pub retired: Option<RetiredGraph>,
 }
 
 /// Maps cosine similarity into the API's 0-1 score.
 pub fn score_of(cosine: f32) -> f32 {
     ((cosine + 1.0) / 2.0).clamp(0.0, 1.0)
+}
+
+#[derive(Debug)]
+pub struct VectorIndex {
+    dimensions: usize,
+    /// By slot; a slot keeps its number until the slots are compacted (`layout` changes).
+    refs: Vec<ChunkRef>,
+    vectors: Vec<f32>,
+    /// Tombstones, by slot: deleted chunks that a graph may still hold.
+    deleted: Vec<bool>,
+    tombstones: usize,
+    graph: Option<Arc<Graph>>,
+    /// Slots `0..graph_covers` are in the graph; later ones are searched exactly.
+    graph_covers: usize,
+    /// Bumped whenever slots are renumbered; a job over another numbering is refused.
+    layout: u64,
+    /// One graph job at a time.
+    job_running: AtomicBool,
+    ann_min_chunks: usize,
+}
+
+impl Drop for VectorIndex {
+    fn drop(&mut self) {
+        // Tearing a large graph down takes a while: not on the thread that let go of it
+        // (an actor's, when the cache evicts a collection).
+        if let Some(graph) = self.graph.take() {
+            if graph.hnsw.get_nb_point() >= 10_000 {
+                let _ = std::thread::Builder::new()
+                    .name("search-graph-drop".into())
+                    .spawn(move || drop(graph));
+            }
+        }
+    }
 }
 
 impl VectorIndex {
@@ -117,65 +263,53 @@ impl VectorIndex {
             dimensions,
             refs: Vec::new(),
             vectors: Vec::new(),
-            version: 0,
-            ann: None,
-            ann_building: false,
+            deleted: Vec::new(),
+            tombstones: 0,
+            graph: None,
+            graph_covers: 0,
+            layout: 0,
+            job_running: AtomicBool::new(false),
             ann_min_chunks: ANN_MIN_CHUNKS,
         }
     }
 
-    /// The size from which the graph answers (tests and benchmarks use smaller ones).
+    /// The number of live chunks from which the graph answers (tests, benchmarks and
+    /// operators use other sizes).
     pub fn with_ann_threshold(mut self, min_chunks: usize) -> Self {
         self.ann_min_chunks = min_chunks.max(1);
         self
     }
 
-    /// Whether a graph build is due (cheap: no copying).
-    pub fn wants_ann(&self) -> bool {
-        let current = self.ann.as_ref().is_some_and(|a| a.version == self.version);
-        self.len() >= self.ann_min_chunks && !current && !self.ann_building
-    }
-
-    /// A graph build to start, when the index is large enough, has no current graph and none
-    /// is being built. Marks one as being built.
-    pub fn ann_job(&mut self) -> Option<AnnJob> {
-        if !self.wants_ann() {
-            return None;
-        }
-        self.ann_building = true;
-        Some(AnnJob {
-            dimensions: self.dimensions,
-            vectors: self.vectors.clone(),
-            version: self.version,
-        })
-    }
-
-    /// Installs a built graph; answers false when the index changed meanwhile (the graph is
-    /// dropped and the caller may build again).
-    pub fn install_ann(&mut self, graph: AnnGraph) -> bool {
-        self.ann_building = false;
-        if graph.version != self.version {
-            return false;
-        }
-        self.ann = Some(Arc::new(graph));
-        true
-    }
-
-    /// Whether searches are answered by the graph right now.
-    pub fn uses_ann(&self) -> bool {
-        self.ann.as_ref().is_some_and(|a| a.version == self.version)
-    }
-
+    /// Live chunks.
     pub fn len(&self) -> usize {
-        self.refs.len()
+        self.refs.len() - self.tombstones
     }
 
     pub fn is_empty(&self) -> bool {
-        self.refs.is_empty()
+        self.len() == 0
     }
 
     pub fn dimensions(&self) -> usize {
         self.dimensions
+    }
+
+    /// Deleted chunks still holding a slot (until the next compaction).
+    pub fn tombstones(&self) -> usize {
+        self.tombstones
+    }
+
+    /// Whether searches go through a graph right now (for the chunks it covers).
+    pub fn uses_ann(&self) -> bool {
+        self.graph.is_some()
+    }
+
+    /// Chunks the graph covers (the rest are searched exactly).
+    pub fn graph_covers(&self) -> usize {
+        if self.graph.is_some() {
+            self.graph_covers
+        } else {
+            0
+        }
     }
 
     /// Adds a vector; one of another dimension is ignored (it cannot be compared).
@@ -185,26 +319,205 @@ impl VectorIndex {
         }
         self.refs.push(chunk);
         self.vectors.extend_from_slice(vector);
-        self.version += 1;
+        self.deleted.push(false);
     }
 
-    /// Removes every vector of a document.
+    /// Removes every vector of a document: at once from searches. The slots are compacted
+    /// right away when no graph refers to them, else left as tombstones.
     pub fn remove_document(&mut self, document_id: &str) {
-        let dims = self.dimensions;
-        let before = self.refs.len();
-        let mut kept_refs = Vec::with_capacity(self.refs.len());
-        let mut kept_vectors = Vec::with_capacity(self.vectors.len());
-        for (index, chunk) in self.refs.drain(..).enumerate() {
-            if chunk.document_id != document_id {
-                kept_vectors.extend_from_slice(&self.vectors[index * dims..(index + 1) * dims]);
-                kept_refs.push(chunk);
+        let mut removed = 0;
+        for (slot, chunk) in self.refs.iter().enumerate() {
+            if !self.deleted[slot] && chunk.document_id == document_id {
+                self.deleted[slot] = true;
+                removed += 1;
             }
         }
-        if kept_refs.len() != before {
-            self.version += 1;
+        self.tombstones += removed;
+        if removed > 0 && self.graph.is_none() && !self.job_running.load(AtomicOrdering::Acquire) {
+            self.compact();
         }
-        self.refs = kept_refs;
+    }
+
+    /// Drops the tombstones' slots, renumbering the rest (only with no graph and no job).
+    fn compact(&mut self) {
+        let dims = self.dimensions;
+        let mut slot = 0;
+        let deleted = std::mem::take(&mut self.deleted);
+        self.refs.retain(|_| {
+            let keep = !deleted[slot];
+            slot += 1;
+            keep
+        });
+        let mut kept_vectors = Vec::with_capacity(self.refs.len() * dims);
+        for (slot, vector) in self.vectors.chunks_exact(dims.max(1)).enumerate() {
+            if !deleted[slot] {
+                kept_vectors.extend_from_slice(vector);
+            }
+        }
         self.vectors = kept_vectors;
+        self.deleted = vec![false; self.refs.len()];
+        self.tombstones = 0;
+        self.layout += 1;
+    }
+
+    fn tombstone_fraction(&self) -> f64 {
+        if self.refs.is_empty() {
+            0.0
+        } else {
+            self.tombstones as f64 / self.refs.len() as f64
+        }
+    }
+
+    /// Whether the graph is worth keeping: past the threshold, with some slack below it so
+    /// a collection hovering around the threshold does not build and drop graphs in turn.
+    fn wants_graph(&self) -> bool {
+        let live = self.len();
+        match self.graph {
+            None => live >= self.ann_min_chunks,
+            Some(_) => live >= self.ann_min_chunks / 2,
+        }
+    }
+
+    /// Whether graph work is due (cheap: no copying): a first build, a rebuild past the
+    /// tombstone fraction, an extension with new slots, or retiring a graph no longer wanted.
+    pub fn graph_work_due(&self) -> bool {
+        if self.job_running.load(AtomicOrdering::Acquire) {
+            return false;
+        }
+        match &self.graph {
+            None => self.wants_graph(),
+            Some(_) => {
+                !self.wants_graph()
+                    || self.tombstone_fraction() > REBUILD_TOMBSTONE_FRACTION
+                    || self.graph_covers < self.refs.len()
+            }
+        }
+    }
+
+    /// Takes the graph out of service when the collection shrank well below the threshold
+    /// (exact search answers from then on), compacting the slots. Cheap.
+    pub fn retire_unwanted_graph(&mut self) -> Option<RetiredGraph> {
+        if self.graph.is_none()
+            || self.wants_graph()
+            || self.job_running.load(AtomicOrdering::Acquire)
+        {
+            return None;
+        }
+        let graph = self.graph.take().map(RetiredGraph);
+        self.graph_covers = 0;
+        if self.tombstones > 0 {
+            self.compact();
+        }
+        graph
+    }
+
+    /// Takes the graph work that is due, if any and if no job is running: a build (first
+    /// graph, or a rebuild past the tombstone fraction) or an extension with the slots added
+    /// since. Copies what the job needs (under a read lock: searches go on), so the job runs
+    /// without the index.
+    pub fn graph_job(&self) -> Option<GraphJob> {
+        if !self.wants_graph() {
+            return None;
+        }
+        let extend = match &self.graph {
+            None => false,
+            Some(_) if self.tombstone_fraction() > REBUILD_TOMBSTONE_FRACTION => false,
+            Some(_) if self.graph_covers < self.refs.len() => true,
+            Some(_) => return None,
+        };
+        if self
+            .job_running
+            .compare_exchange(false, true, AtomicOrdering::AcqRel, AtomicOrdering::Acquire)
+            .is_err()
+        {
+            return None;
+        }
+        let dims = self.dimensions;
+        let kind = match (&self.graph, extend) {
+            (Some(graph), true) => {
+                let (from, upto) = (self.graph_covers, self.refs.len());
+                JobKind::Extend {
+                    graph: graph.clone(),
+                    from,
+                    upto,
+                    vectors: self.vectors[from * dims..upto * dims].to_vec(),
+                }
+            }
+            _ => {
+                let base = self.refs.len();
+                let kept: Vec<usize> = (0..base).filter(|&slot| !self.deleted[slot]).collect();
+                let mut vectors = Vec::with_capacity(kept.len() * dims);
+                for &slot in &kept {
+                    vectors.extend_from_slice(&self.vectors[slot * dims..(slot + 1) * dims]);
+                }
+                JobKind::Build {
+                    base,
+                    refs: kept.iter().map(|&slot| self.refs[slot].clone()).collect(),
+                    kept,
+                    vectors,
+                }
+            }
+        };
+        Some(GraphJob {
+            dimensions: dims,
+            layout: self.layout,
+            kind,
+        })
+    }
+
+    /// Lets the next job start after one that could not finish.
+    pub fn abandon_graph_job(&self) {
+        self.job_running.store(false, AtomicOrdering::Release);
+    }
+
+    /// Takes a finished job's result into service, carrying over the changes made while it
+    /// ran. Refused (and the next job may start) if the slots were renumbered meanwhile.
+    pub fn finish_graph(&mut self, done: GraphDone) -> Finished {
+        self.job_running.store(false, AtomicOrdering::Release);
+        if done.layout != self.layout {
+            return Finished {
+                installed: false,
+                retired: None,
+            };
+        }
+        match done.kind {
+            DoneKind::Extended { graph, upto } => {
+                let current = self.graph.as_ref().is_some_and(|g| Arc::ptr_eq(g, &graph));
+                if current && upto <= self.refs.len() {
+                    self.graph_covers = self.graph_covers.max(upto);
+                }
+                Finished {
+                    installed: current,
+                    retired: None,
+                }
+            }
+            DoneKind::Built {
+                graph,
+                base,
+                kept,
+                mut refs,
+                mut vectors,
+            } => {
+                let dims = self.dimensions;
+                // Chunks deleted during the build stay deleted; chunks added during it
+                // follow the graph's slots, to be inserted by the next job.
+                let mut deleted: Vec<bool> = kept.iter().map(|&slot| self.deleted[slot]).collect();
+                refs.extend(self.refs.drain(base..));
+                vectors.extend_from_slice(&self.vectors[base * dims..]);
+                deleted.extend_from_slice(&self.deleted[base..]);
+                self.tombstones = deleted.iter().filter(|d| **d).count();
+                self.graph_covers = kept.len();
+                self.refs = refs;
+                self.vectors = vectors;
+                self.deleted = deleted;
+                self.layout += 1;
+                let retired = self.graph.replace(Arc::new(graph)).map(RetiredGraph);
+                Finished {
+                    installed: true,
+                    retired,
+                }
+            }
+        }
     }
 
     /// The `limit` best chunks with a score of at least `threshold`, best first.
@@ -212,22 +525,86 @@ impl VectorIndex {
         if query.len() != self.dimensions || limit == 0 || self.dimensions == 0 {
             return Vec::new();
         }
-        if let Some(ann) = self.ann.as_ref().filter(|a| a.version == self.version) {
-            let mut search = Search::default();
-            return ann
-                .map
-                .search(&Embedding(Arc::from(query)), &mut search)
-                .map(|item| (score_of(1.0 - item.distance), *item.value as usize))
-                .filter(|(score, _)| *score >= threshold)
-                .take(limit)
-                .map(|(score, index)| Hit {
-                    chunk: self.refs[index].clone(),
-                    score,
+        let mut best = match &self.graph {
+            Some(graph) => {
+                let covers = self.graph_covers.min(self.refs.len());
+                let mut best = self.graph_search(graph, covers, query, limit, threshold);
+                best.extend(self.exact(query, covers..self.refs.len(), limit, threshold));
+                best
+            }
+            None => self.exact(query, 0..self.refs.len(), limit, threshold),
+        };
+        best.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.index.cmp(&b.index)));
+        best.truncate(limit);
+        best.into_iter()
+            .map(|c| Hit {
+                chunk: self.refs[c.index].clone(),
+                score: c.score,
+            })
+            .collect()
+    }
+
+    /// The best live slots below `covers` through the graph, asking it for more neighbours
+    /// than `limit` to make up for tombstones, and again for twice as many while tombstones
+    /// (or slots past `covers`) leave fewer than `limit` hits it could have answered.
+    fn graph_search(
+        &self,
+        graph: &Graph,
+        covers: usize,
+        query: &[f32],
+        limit: usize,
+        threshold: f32,
+    ) -> Vec<Candidate> {
+        let fraction = self.tombstone_fraction().min(0.9);
+        let mut want = limit + (limit as f64 * fraction / (1.0 - fraction)).ceil() as usize + 2;
+        loop {
+            let ef = GRAPH_EF_SEARCH.max(want);
+            let found = graph.hnsw.search(query, want, ef);
+            let exhausted = found.len() < want;
+            let mut below_threshold = false;
+            let hits: Vec<Candidate> = found
+                .iter()
+                .filter_map(|n| {
+                    let score = score_of(1.0 - n.distance);
+                    if score < threshold {
+                        below_threshold = true;
+                        return None;
+                    }
+                    let live = n.d_id < covers && !self.deleted[n.d_id];
+                    live.then_some(Candidate {
+                        score,
+                        index: n.d_id,
+                    })
                 })
                 .collect();
+            if hits.len() >= limit || exhausted || below_threshold {
+                return hits;
+            }
+            if want >= covers {
+                // Almost everything is a tombstone: compare them all.
+                return self.exact(query, 0..covers, limit, threshold);
+            }
+            want *= 2;
         }
+    }
+
+    /// The `limit` best live slots of `range` at or above `threshold`, exactly.
+    fn exact(
+        &self,
+        query: &[f32],
+        range: std::ops::Range<usize>,
+        limit: usize,
+        threshold: f32,
+    ) -> Vec<Candidate> {
+        let dims = self.dimensions;
         let mut best: BinaryHeap<Candidate> = BinaryHeap::with_capacity(limit + 1);
-        for (index, vector) in self.vectors.chunks_exact(self.dimensions).enumerate() {
+        let start = range.start;
+        let vectors = &self.vectors[range.start * dims..range.end * dims];
+        for (offset, vector) in vectors.chunks_exact(dims).enumerate() {
+            let index = start + offset;
+            if self.deleted[index] {
+                continue;
+            }
             let score = score_of(dot(query, vector));
             if score < threshold {
                 continue;
@@ -239,14 +616,7 @@ impl VectorIndex {
                 best.push(Candidate { score, index });
             }
         }
-        let mut hits: Vec<Candidate> = best.into_vec();
-        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.index.cmp(&b.index)));
-        hits.into_iter()
-            .map(|c| Hit {
-                chunk: self.refs[c.index].clone(),
-                score: c.score,
-            })
-            .collect()
+        best.into_vec()
     }
 }
 
@@ -291,6 +661,8 @@ impl Ord for Candidate {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand::SeedableRng;
+    use std::sync::RwLock;
 
     fn unit(values: &[f32]) -> Vec<f32> {
         let norm = values.iter().map(|v| v * v).sum::<f32>().sqrt();
@@ -302,6 +674,64 @@ mod tests {
             document_id: doc.into(),
             chunk_index: index,
         }
+    }
+
+    fn random_unit(rng: &mut impl rand::Rng, dims: usize) -> Vec<f32> {
+        let v: Vec<f32> = (0..dims).map(|_| rng.random_range(-1.0..1.0)).collect();
+        unit(&v)
+    }
+
+    /// Runs every due graph job to the end, as the registry does in the background.
+    fn settle(index: &mut VectorIndex) {
+        drop(index.retire_unwanted_graph());
+        while let Some(job) = index.graph_job() {
+            let finished = index.finish_graph(job.run());
+            assert!(finished.installed);
+            drop(finished.retired);
+        }
+        assert!(!index.graph_work_due());
+    }
+
+    /// 64-dimensional random chunks, ten per document `d<n>`.
+    fn random_index(rng: &mut impl rand::Rng, size: usize, threshold: usize) -> VectorIndex {
+        let mut index = VectorIndex::new(64).with_ann_threshold(threshold);
+        for i in 0..size {
+            index.add(
+                chunk(&format!("d{}", i / 10), (i % 10) as i32),
+                &random_unit(rng, 64),
+            );
+        }
+        index
+    }
+
+    /// Recall@10 of `index` against exact search over the same live chunks.
+    fn recall(index: &VectorIndex, exact: &VectorIndex, queries: &[Vec<f32>]) -> f64 {
+        let mut found = 0;
+        for query in queries {
+            let approx = index.search(query, 10, 0.0);
+            assert!(approx.windows(2).all(|w| w[0].score >= w[1].score));
+            found += exact
+                .search(query, 10, 0.0)
+                .iter()
+                .filter(|t| approx.iter().any(|a| a.chunk == t.chunk))
+                .count();
+        }
+        found as f64 / (queries.len() * 10) as f64
+    }
+
+    /// The same chunks without a graph.
+    fn exact_copy(index: &VectorIndex) -> VectorIndex {
+        let mut copy = VectorIndex::new(index.dimensions);
+        for (slot, chunk) in index.refs.iter().enumerate() {
+            if !index.deleted[slot] {
+                let dims = index.dimensions;
+                copy.add(
+                    chunk.clone(),
+                    &index.vectors[slot * dims..(slot + 1) * dims],
+                );
+            }
+        }
+        copy
     }
 
     #[test]
@@ -341,6 +771,8 @@ mod tests {
         );
         index.remove_document("even");
         assert_eq!(index.len(), 50);
+        // Without a graph the slots are compacted at once.
+        assert_eq!(index.tombstones(), 0);
         let hits = index.search(&[1.0, 0.0], 3, 0.0);
         assert_eq!(
             hits.iter().map(|h| h.chunk.chunk_index).collect::<Vec<_>>(),
@@ -348,55 +780,210 @@ mod tests {
         );
     }
 
-    fn random_unit(rng: &mut impl rand::Rng, dims: usize) -> Vec<f32> {
-        let v: Vec<f32> = (0..dims).map(|_| rng.random_range(-1.0..1.0)).collect();
-        unit(&v)
-    }
-
     #[test]
     fn the_graph_finds_what_exact_search_finds_and_steps_aside_when_stale() {
-        use rand::SeedableRng;
         let mut rng = rand::rngs::StdRng::seed_from_u64(3);
-        let dims = 64;
-        let mut index = VectorIndex::new(dims).with_ann_threshold(2_000);
-        for i in 0..3_000 {
-            index.add(
-                chunk(&format!("d{}", i / 10), i % 10),
-                &random_unit(&mut rng, dims),
-            );
-        }
-        let queries: Vec<Vec<f32>> = (0..50).map(|_| random_unit(&mut rng, dims)).collect();
-        let exact: Vec<Vec<Hit>> = queries.iter().map(|q| index.search(q, 10, 0.0)).collect();
+        let mut index = random_index(&mut rng, 3_000, 2_000);
+        let queries: Vec<Vec<f32>> = (0..50).map(|_| random_unit(&mut rng, 64)).collect();
+        let exact = exact_copy(&index);
 
-        let job = index.ann_job().expect("large enough for a graph");
-        assert!(index.ann_job().is_none(), "one build at a time");
-        assert!(index.install_ann(job.build()));
-        assert!(index.uses_ann());
-        let mut found = 0;
-        for (query, truth) in queries.iter().zip(&exact) {
-            let approx = index.search(query, 10, 0.0);
-            assert!(approx.windows(2).all(|w| w[0].score >= w[1].score));
-            found += truth
-                .iter()
-                .filter(|t| approx.iter().any(|a| a.chunk == t.chunk))
-                .count();
-        }
-        let recall = found as f64 / (queries.len() * 10) as f64;
+        assert!(index.graph_work_due());
+        let job = index.graph_job().expect("large enough for a graph");
+        assert!(job.is_build() && job.points() == 3_000);
+        assert!(index.graph_job().is_none(), "one job at a time");
+        assert!(
+            !index.uses_ann(),
+            "exact search answers until the graph is ready"
+        );
+        assert!(index.finish_graph(job.run()).installed);
+        assert!(index.uses_ann() && index.graph_covers() == 3_000);
+        let recall = recall(&index, &exact, &queries);
         assert!(recall >= 0.95, "recall@10 {recall}");
 
-        // A change makes the graph stale: exact search answers, and sees the change at once.
+        // A chunk added is found at once, before the graph holds it.
         let newcomer = queries[0].clone();
         index.add(chunk("new", 0), &newcomer);
-        assert!(!index.uses_ann());
+        assert_eq!(index.graph_covers(), 3_000);
         assert_eq!(index.search(&newcomer, 1, 0.0)[0].chunk, chunk("new", 0));
-        // A graph built before the change is refused.
-        let job = index.ann_job().expect("stale, so a rebuild is due");
+        // A chunk deleted is gone at once, though the graph still holds it.
         index.remove_document("new");
-        assert!(!index.install_ann(job.build()));
+        index.remove_document("d0");
         assert!(index
             .search(&newcomer, 10, 0.0)
             .iter()
-            .all(|h| h.chunk.document_id != "new"));
+            .all(|h| h.chunk.document_id != "new" && h.chunk.document_id != "d0"));
+        assert_eq!(index.len(), 2_990);
+    }
+
+    #[test]
+    fn chunks_added_then_deleted_are_kept_current_without_a_rebuild() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+        let mut index = random_index(&mut rng, 3_000, 2_000);
+        settle(&mut index);
+        let first_layout = index.layout;
+
+        // 500 more chunks: searched exactly until a job inserts them into the graph.
+        let added: Vec<Vec<f32>> = (0..500).map(|_| random_unit(&mut rng, 64)).collect();
+        for (i, vector) in added.iter().enumerate() {
+            index.add(chunk(&format!("late{}", i / 10), (i % 10) as i32), vector);
+        }
+        for (i, vector) in added.iter().enumerate().step_by(50) {
+            let hit = &index.search(vector, 1, 0.0)[0];
+            assert_eq!(
+                hit.chunk,
+                chunk(&format!("late{}", i / 10), (i % 10) as i32)
+            );
+        }
+        let job = index.graph_job().expect("new slots to insert");
+        assert!(!job.is_build() && job.points() == 500);
+        assert!(index.finish_graph(job.run()).installed);
+        assert_eq!(index.graph_covers(), 3_500);
+        assert_eq!(index.layout, first_layout, "no rebuild, no renumbering");
+        // Now through the graph.
+        for (i, vector) in added.iter().enumerate().step_by(50) {
+            let hit = &index.search(vector, 1, 0.0)[0];
+            assert_eq!(
+                hit.chunk,
+                chunk(&format!("late{}", i / 10), (i % 10) as i32)
+            );
+            assert!(hit.score > 0.999);
+        }
+
+        // Deleting 9% leaves tombstones, not a rebuild.
+        for doc in (0..300).step_by(10) {
+            index.remove_document(&format!("d{doc}"));
+        }
+        index.remove_document("late3");
+        assert_eq!(index.tombstones(), 310);
+        assert_eq!(index.len(), 3_190);
+        assert!(!index.graph_work_due());
+        let queries: Vec<Vec<f32>> = (0..50).map(|_| random_unit(&mut rng, 64)).collect();
+        let recall = recall(&index, &exact_copy(&index), &queries);
+        assert!(recall >= 0.95, "recall@10 with tombstones {recall}");
+        assert!(index
+            .search(&added[35], 10, 0.0)
+            .iter()
+            .all(|h| h.chunk.document_id != "late3"));
+    }
+
+    #[test]
+    fn tombstones_never_show_results_stay_full_and_past_the_fraction_the_graph_is_rebuilt() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+        let mut index = random_index(&mut rng, 3_000, 1_000);
+        settle(&mut index);
+        // Delete documents near one query, so the graph's nearest neighbours are mostly
+        // tombstones: results must still be `limit` long, all live.
+        let query = random_unit(&mut rng, 64);
+        let near: Vec<String> = index
+            .search(&query, 60, 0.0)
+            .into_iter()
+            .map(|h| h.chunk.document_id)
+            .collect();
+        for doc in &near {
+            index.remove_document(doc);
+        }
+        let deleted = index.tombstones();
+        assert!(deleted >= 60 && (deleted as f64) < 0.2 * 3_000.0);
+        for limit in [1, 10, 100] {
+            let hits = index.search(&query, limit, 0.0);
+            assert_eq!(hits.len(), limit);
+            assert!(hits.iter().all(|h| !near.contains(&h.chunk.document_id)));
+            let truth = exact_copy(&index).search(&query, limit, 0.0);
+            let overlap = truth
+                .iter()
+                .filter(|t| hits.iter().any(|h| h.chunk == t.chunk))
+                .count();
+            assert!(overlap as f64 >= 0.9 * limit as f64, "{overlap} of {limit}");
+        }
+
+        // Past a fifth of the slots, a rebuild over the live chunks is due.
+        let mut doc = 0;
+        while index.tombstone_fraction() <= REBUILD_TOMBSTONE_FRACTION {
+            index.remove_document(&format!("d{doc}"));
+            doc += 1;
+        }
+        let live = index.len();
+        let job = index.graph_job().expect("a rebuild");
+        assert!(job.is_build() && job.points() == live);
+        assert!(index.finish_graph(job.run()).installed);
+        assert_eq!(
+            (index.tombstones(), index.len(), index.refs.len()),
+            (0, live, live)
+        );
+        let queries: Vec<Vec<f32>> = (0..50).map(|_| random_unit(&mut rng, 64)).collect();
+        let recall = recall(&index, &exact_copy(&index), &queries);
+        assert!(recall >= 0.95, "recall@10 after the rebuild {recall}");
+
+        // Shrunk well below the threshold, the graph is retired and exact search answers.
+        for doc in 0..300 {
+            index.remove_document(&format!("d{doc}"));
+        }
+        assert!(index.len() < 500 && index.graph_work_due());
+        assert!(index.retire_unwanted_graph().is_some());
+        assert!(!index.uses_ann() && index.tombstones() == 0);
+        assert!(index.is_empty() || !index.search(&query, 1, 0.0).is_empty());
+    }
+
+    #[test]
+    fn searches_during_a_background_build_answer_correctly_and_changes_carry_over() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(8);
+        let index = Arc::new(RwLock::new(random_index(&mut rng, 4_000, 2_000)));
+        let job = index.read().unwrap().graph_job().expect("a first build");
+        let builder = std::thread::spawn(move || job.run());
+
+        // While it builds: add, delete and search, each answered exactly and at once.
+        let added: Vec<Vec<f32>> = (0..100).map(|_| random_unit(&mut rng, 64)).collect();
+        let mut checked = 0;
+        for (i, vector) in added.iter().enumerate() {
+            let mut guard = index.write().unwrap();
+            guard.add(chunk("during", i as i32), vector);
+            if i % 10 == 0 {
+                guard.remove_document(&format!("d{}", i / 10));
+            }
+            drop(guard);
+            let guard = index.read().unwrap();
+            assert!(!guard.uses_ann());
+            let hits = guard.search(vector, 10, 0.0);
+            assert_eq!(hits[0].chunk, chunk("during", i as i32));
+            assert_eq!(hits.len(), 10);
+            let gone = format!("d{}", i / 10 * 10 / 10);
+            assert!(i % 10 != 0 || hits.iter().all(|h| h.chunk.document_id != gone));
+            checked += 1;
+        }
+        assert_eq!(checked, 100);
+        assert!(
+            index.read().unwrap().graph_job().is_none(),
+            "one job at a time"
+        );
+
+        let done = builder.join().unwrap();
+        let mut guard = index.write().unwrap();
+        assert!(guard.finish_graph(done).installed);
+        assert!(guard.uses_ann());
+        // Built over the 4,000 chunks it copied; the 100 added since wait for an extension,
+        // and the 100 deleted since are tombstones.
+        assert_eq!(guard.graph_covers(), 4_000);
+        assert_eq!(guard.tombstones(), 100);
+        assert_eq!(guard.len(), 4_000);
+        for (i, vector) in added.iter().enumerate() {
+            assert_eq!(
+                guard.search(vector, 1, 0.0)[0].chunk,
+                chunk("during", i as i32)
+            );
+        }
+        settle(&mut guard);
+        assert_eq!(guard.graph_covers(), 4_100);
+        for (i, vector) in added.iter().enumerate() {
+            let hits = guard.search(vector, 10, 0.0);
+            assert_eq!(hits[0].chunk, chunk("during", i as i32));
+            assert!(hits.iter().all(|h| {
+                let doc = &h.chunk.document_id;
+                !(0..10).any(|d| doc == &format!("d{d}"))
+            }));
+        }
+        let queries: Vec<Vec<f32>> = (0..50).map(|_| random_unit(&mut rng, 64)).collect();
+        let recall = recall(&guard, &exact_copy(&guard), &queries);
+        assert!(recall >= 0.95, "recall@10 {recall}");
     }
 
     #[test]
@@ -405,5 +992,12 @@ mod tests {
         index.add(chunk("a", 0), &[1.0, 0.0]);
         assert!(index.is_empty());
         assert!(index.search(&[1.0, 0.0], 3, 0.0).is_empty());
+    }
+
+    #[test]
+    fn the_distance_is_never_negative() {
+        let v = unit(&[0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3]);
+        assert!(CosineDistance.eval(&v, &v) >= 0.0);
+        assert_eq!(CosineDistance.eval(&[f32::NAN], &[1.0]), 0.0);
     }
 }

@@ -1,7 +1,9 @@
 //! `KnowledgeIndex`: one in-memory vector index per collection, built from storage on first
 //! use, kept in an LRU of collections, and updated in place on ingest and document delete.
 //! Searches run on the blocking pool under a read lock, so the actor only hands out indexes
-//! and never computes. On PostgreSQL with several nodes a cached index is rebuilt after 30 ×
+//! and never computes. A large collection's HNSW graph is built, extended and rebuilt on the
+//! blocking pool too, on a small rayon pool of `registry.search_graph_threads` threads
+//! (see `knowledge::index`); exact search answers for whatever the graph does not hold yet. On PostgreSQL with several nodes a cached index is rebuilt after 30 ×
 //! `registry.shared_cache_ttl_ms` (30 s by default), so documents ingested or deleted on
 //! another node show in this node's searches within that time.
 
@@ -25,15 +27,35 @@ pub struct KnowledgeIndex {
     db: Db,
     dimensions: usize,
     cache: RegistryCache<String, SharedIndex>,
+    graph_min_chunks: usize,
+    /// Where graph jobs compute; `None` if its threads could not be started (exact search
+    /// then answers for every collection).
+    graph_pool: Option<Arc<rayon::ThreadPool>>,
 }
 
 impl KnowledgeIndex {
     pub fn new(db: Db, dimensions: usize, config: &RegistryConfig) -> Self {
         let ttl = config.cache_ttl(db.backend()).map(|t| t * 30);
+        let graph_pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(config.graph_threads())
+            .thread_name(|i| format!("search-graph-{i}"))
+            .build()
+            .map(Arc::new)
+            .map_err(|err| tracing::warn!("cannot start the search-graph builders: {err}"))
+            .ok();
         Self {
             db,
             dimensions,
             cache: RegistryCache::new(CACHED_COLLECTIONS, ttl),
+            graph_min_chunks: config.search_graph_min_chunks,
+            graph_pool,
+        }
+    }
+
+    /// Starts the graph work due on an index, if any (see [`maintain_graph`]).
+    fn maintain(&self, index: &SharedIndex) {
+        if let Some(pool) = &self.graph_pool {
+            maintain_graph(index, pool);
         }
     }
 }
@@ -58,13 +80,15 @@ impl Handler<IndexOf> for KnowledgeIndex {
         }
         let db = self.db.clone();
         let dimensions = self.dimensions;
+        let graph_min_chunks = self.graph_min_chunks;
         let generation = self.cache.generation();
         let collection = msg.collection_id;
         Box::pin(
             async move {
                 let rows = documents::vectors(&db, &collection).await?;
                 let index = tokio::task::spawn_blocking(move || {
-                    let mut index = VectorIndex::new(dimensions);
+                    let mut index =
+                        VectorIndex::new(dimensions).with_ann_threshold(graph_min_chunks);
                     for (document_id, chunk_index, bytes) in rows {
                         let vector = documents::floats_of(&bytes);
                         index.add(
@@ -85,7 +109,7 @@ impl Handler<IndexOf> for KnowledgeIndex {
             .map(move |result, registry, _| {
                 let (collection, index) = result?;
                 registry.cache.fill(generation, collection, index.clone());
-                refresh_graph(&index);
+                registry.maintain(&index);
                 Ok(index)
             }),
         )
@@ -155,55 +179,60 @@ impl KnowledgeIndex {
         if poisoned {
             self.cache.invalidate(collection);
         } else {
-            refresh_graph(&index);
+            self.maintain(&index);
         }
     }
 }
 
-/// Starts building a large collection's HNSW graph when it has none for its current contents
-/// (see `knowledge::index`): on a blocking thread, inside a one-thread pool so the build never
-/// takes the cores live calls need. A build that finishes after the index changed is thrown
-/// away and started again over the new contents; exact search answers meanwhile.
-fn refresh_graph(index: &SharedIndex) {
-    if !index.read().is_ok_and(|index| index.wants_ann()) {
+/// Runs the graph work due on an index (a first build, an extension with new chunks, a
+/// rebuild past the tombstone fraction, retiring a graph no longer wanted) on the blocking
+/// pool, one job after another until none is due. The job computes on `pool` without the
+/// index's lock; the lock is taken only to copy its input (read) and to install its result
+/// (write, brief). Searches meanwhile are answered exactly for what the graph lacks.
+fn maintain_graph(index: &SharedIndex, pool: &Arc<rayon::ThreadPool>) {
+    if !index.read().is_ok_and(|index| index.graph_work_due()) {
         return;
     }
     let index = index.clone();
-    // Even the snapshot (a copy of every vector) is taken off the actor's thread.
-    tokio::task::spawn_blocking(move || {
-        let job = match index.write() {
-            Ok(mut index) => index.ann_job(),
-            Err(_) => None,
+    let pool = pool.clone();
+    tokio::task::spawn_blocking(move || loop {
+        let retired = match index.write() {
+            Ok(mut index) => index.retire_unwanted_graph(),
+            Err(_) => return,
         };
-        let Some(mut job) = job else {
+        drop(retired);
+        let job = match index.read() {
+            Ok(index) => index.graph_job(),
+            Err(_) => return,
+        };
+        let Some(job) = job else {
             return;
         };
-        let pool = match rayon::ThreadPoolBuilder::new().num_threads(1).build() {
-            Ok(pool) => pool,
-            Err(err) => {
-                tracing::warn!("cannot start the search-graph builder: {err}");
-                return;
+        let (build, points) = (job.is_build(), job.points());
+        let started = std::time::Instant::now();
+        let outcome =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pool.install(|| job.run())));
+        let Ok(done) = outcome else {
+            // Exact search goes on answering for what the graph lacks; the next change
+            // tries again.
+            tracing::error!("a search-graph job panicked");
+            if let Ok(index) = index.read() {
+                index.abandon_graph_job();
             }
+            return;
         };
-        loop {
-            let started = std::time::Instant::now();
-            let graph = pool.install(|| job.build());
-            let Ok(mut guard) = index.write() else {
-                return;
-            };
-            if guard.install_ann(graph) {
-                tracing::info!(
-                    chunks = guard.len(),
-                    seconds = started.elapsed().as_secs_f32(),
-                    "search graph built"
-                );
-                return;
-            }
-            match guard.ann_job() {
-                Some(next) => job = next,
-                None => return,
-            }
-        }
+        let finished = match index.write() {
+            Ok(mut index) => index.finish_graph(done),
+            Err(_) => return,
+        };
+        drop(finished.retired);
+        tracing::info!(
+            build,
+            points,
+            installed = finished.installed,
+            seconds = started.elapsed().as_secs_f32(),
+            "search graph updated"
+        );
     });
 }
 
@@ -245,7 +274,7 @@ impl Handler<DeleteDocument> for KnowledgeIndex {
                                 Err(_) => false,
                             };
                             if removed {
-                                refresh_graph(&shared);
+                                registry.maintain(&shared);
                             }
                             removed
                         });
