@@ -456,7 +456,8 @@ export class VoiceSession extends EventTarget {
     entry.final = true;
     entry.interrupted = Boolean(event.interrupted);
     entry.error = event.error ?? null;
-    if (typeof event.text === 'string' && event.text !== '') entry.heard = event.text;
+    // What was actually played (empty when the answer was cut before its first word).
+    if (typeof event.text === 'string') entry.heard = event.text;
     if (entry.text === '' && typeof event.text === 'string') entry.text = event.text;
     if (typeof event.latencyMs === 'number') {
       entry.latencyMs = event.latencyMs;

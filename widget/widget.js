@@ -240,7 +240,7 @@ export class SwitchboardVoice extends HTMLElement {
     row.classList.toggle('interrupted', Boolean(entry.interrupted));
     row.classList.toggle('failed', Boolean(entry.error));
     // An interrupted answer shows what the caller actually heard.
-    const shown = entry.interrupted && entry.heard ? `${entry.heard} …` : entry.text;
+    const shown = entry.interrupted && typeof entry.heard === 'string' ? `${entry.heard} …`.trim() : entry.text;
     row.querySelector('.text').textContent = shown;
     row.querySelector('.turn-latency').textContent =
       typeof entry.latencyMs === 'number' ? `${entry.latencyMs} ms` : '';
