@@ -72,6 +72,8 @@ pub struct AppState {
     pub twilio: Option<crate::telephony::rest::TwilioClient>,
     /// The platform agents are synced to; `None` when `[sync]` is not configured.
     pub agent_sync: Option<crate::vendors::agent_sync::AgentSync>,
+    /// This node's live sessions, and whether it drains before stopping.
+    pub drain: std::sync::Arc<crate::cluster::Drain>,
 }
 
 /// Registers every route and the extractor error mappings.

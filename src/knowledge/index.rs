@@ -188,6 +188,13 @@ impl VectorIndex {
         self.version += 1;
     }
 
+    /// Whether any vector of the document is in the index.
+    pub fn contains_document(&self, document_id: &str) -> bool {
+        self.refs
+            .iter()
+            .any(|chunk| chunk.document_id == document_id)
+    }
+
     /// Removes every vector of a document.
     pub fn remove_document(&mut self, document_id: &str) {
         let dims = self.dimensions;
