@@ -83,11 +83,17 @@ pub struct ServerConfig {
     pub models_dir: PathBuf,
     pub workers: usize,
     pub max_json_bytes: usize,
+    /// On SIGTERM/SIGINT: how long live real-time sessions may run on before they are ended
+    /// (new ones are refused meanwhile).
+    pub drain_timeout_seconds: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct DatabaseConfig {
     pub url: String,
+    /// PostgreSQL only: where the change listener connects (LISTEN needs a session of its
+    /// own, so not a transaction-pooling proxy); empty = `url`.
+    pub listen_url: String,
     pub pool_size: usize,
     pub sqlite_busy_timeout_ms: u64,
 }

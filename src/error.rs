@@ -68,6 +68,10 @@ pub enum ApiError {
     Upstream(String),
     #[error("{0}")]
     Unavailable(String),
+    /// The server is shutting down and admits no new real-time session (sent with
+    /// Retry-After; another node behind the load balancer takes it).
+    #[error("{0}")]
+    Draining(String),
     /// An embedded engine's model or library is not installed or failed to load.
     #[error("{0}")]
     EngineUnavailable(String),
@@ -120,6 +124,7 @@ impl ApiError {
             ApiError::UnsupportedMediaType(_) => "unsupported_media_type",
             ApiError::Upstream(_) => "upstream_error",
             ApiError::Unavailable(_) | ApiError::Overloaded(_) => "unavailable",
+            ApiError::Draining(_) => "draining",
             ApiError::EngineUnavailable(_) => "engine_unavailable",
             ApiError::ProviderNotConfigured(_) => "provider_not_configured",
             ApiError::Internal(_) => "internal_error",
@@ -170,9 +175,10 @@ impl ResponseError for ApiError {
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Upstream(_) => StatusCode::BAD_GATEWAY,
-            ApiError::Unavailable(_) | ApiError::EngineUnavailable(_) | ApiError::Overloaded(_) => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
+            ApiError::Unavailable(_)
+            | ApiError::EngineUnavailable(_)
+            | ApiError::Overloaded(_)
+            | ApiError::Draining(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::ProviderNotConfigured(_) => StatusCode::BAD_REQUEST,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -191,7 +197,7 @@ impl ResponseError for ApiError {
         if let ApiError::Unauthorized(_) = self {
             response.insert_header(("WWW-Authenticate", "Bearer"));
         }
-        if let ApiError::Overloaded(_) = self {
+        if let ApiError::Overloaded(_) | ApiError::Draining(_) = self {
             response.insert_header(("Retry-After", "1"));
         }
         if let ApiError::RateLimited {

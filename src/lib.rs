@@ -5,6 +5,7 @@
 
 pub mod billing;
 pub mod cli;
+pub mod cluster;
 pub mod config;
 pub mod conversation;
 pub mod engines;

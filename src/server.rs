@@ -1,8 +1,11 @@
 //! Start-up and shutdown of the service: storage, the first developer's key, the registry
-//! actors, the HTTP server, and a final flush of what is still in memory.
+//! actors, the change listener (PostgreSQL), the HTTP server; and the graceful stop on
+//! SIGTERM/SIGINT: drain (see [`crate::cluster::drain`]), then a final flush of what is still
+//! in memory.
 
 use std::io::Write;
 use std::sync::Arc;
+use std::time::Duration;
 
 use actix::Actor;
 use actix_web::middleware::from_fn;
@@ -11,6 +14,8 @@ use anyhow::Context as _;
 
 use crate::billing::period::SystemClock;
 use crate::billing::stripe::StripeClient;
+use crate::cluster::feed::{self, Subscribers};
+use crate::cluster::{Drain, FeedState};
 use crate::config::Config;
 use crate::engines::Engines;
 use crate::fetch::Fetcher;
@@ -19,11 +24,12 @@ use crate::observability::otlp::TraceExport;
 use crate::recording::{RecordingStorage, Recordings};
 use crate::registry::keys::{create_key, FlushLastUsed};
 use crate::registry::metering::FlushUsage;
+use crate::registry::sessions::Settle;
 use crate::registry::{
     AgentRegistry, CollectionRegistry, ConversationRegistry, JobRegistry, KeyRegistry,
     KnowledgeIndex, Metering, SessionRegistry, TelephonyRegistry,
 };
-use crate::store::{developers, Db};
+use crate::store::{developers, Backend, Db};
 use crate::telephony::rest::TwilioClient;
 use crate::telephony::token::TokenSigner;
 
@@ -45,9 +51,17 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     .context("cannot open the database")?;
     bootstrap_first_key(&db, &config).await?;
 
-    let keys = KeyRegistry::new(db.clone(), config.auth.clone()).start();
-    let agents = AgentRegistry::new(db.clone(), &config.registry).start();
-    let collections = CollectionRegistry::new(db.clone(), &config.registry, agents.clone()).start();
+    // On PostgreSQL the caches follow the other nodes' changes (SQLite: one server).
+    let feed_state = FeedState::default();
+    let keys = KeyRegistry::new(db.clone(), config.auth.clone())
+        .following(feed_state.clone())
+        .start();
+    let agents = AgentRegistry::new(db.clone(), &config.registry)
+        .following(feed_state.clone())
+        .start();
+    let collections = CollectionRegistry::new(db.clone(), &config.registry, agents.clone())
+        .following(feed_state.clone())
+        .start();
     let clock = Arc::new(SystemClock {
         offset_ms: config.metering.clock_offset_seconds.saturating_mul(1000),
     });
@@ -71,10 +85,12 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         config.recordings.clone(),
     )
     .start();
+    let drain = Drain::new();
     let recordings = Recordings::new(
         config.recordings.clone(),
         recording_storage.clone(),
         telephony.clone(),
+        drain.clone(),
     );
     let twilio = if config.telephony.twilio.configured() {
         Some(
@@ -86,7 +102,23 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     };
     let signer = TokenSigner::new(relay_secret(&config)?);
     let knowledge =
-        KnowledgeIndex::new(db.clone(), engines.embedder.dimensions(), &config.registry).start();
+        KnowledgeIndex::new(db.clone(), engines.embedder.dimensions(), &config.registry)
+            .following(feed_state.clone())
+            .start();
+    let listener = (db.backend() == Backend::Postgres).then(|| {
+        let listen_url = match config.database.listen_url.trim() {
+            "" => url.clone(),
+            own => own.to_string(),
+        };
+        let subscribers = Subscribers(vec![
+            keys.clone().recipient(),
+            agents.clone().recipient(),
+            collections.clone().recipient(),
+            knowledge.clone().recipient(),
+            metering.clone().recipient(),
+        ]);
+        feed::start(&listen_url, subscribers, feed_state.clone())
+    });
     let fetcher = Fetcher::new(&config.fetch).context("cannot build the HTTP client")?;
     let vendors = crate::vendors::Vendors::new(&config, db.clone())
         .context("cannot set up the vendor adapters")?;
@@ -115,7 +147,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         jobs,
         knowledge,
         conversations,
-        sessions,
+        sessions: sessions.clone(),
         signer,
         engines,
         fetcher,
@@ -127,6 +159,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         twilio,
         agent_sync: crate::vendors::agent_sync::AgentSync::from_config(&config.sync),
         traces: traces.clone(),
+        drain: drain.clone(),
     });
     let max_json = config.server.max_json_bytes;
     let mut server = HttpServer::new(move || {
@@ -135,7 +168,9 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
             .configure(|cfg| http::configure(cfg, max_json))
             .wrap(from_fn(http::request_id::assign))
     })
-    .shutdown_timeout(10);
+    // Signals are ours: a stop drains live calls first (see `stop_gracefully`).
+    .disable_signals()
+    .shutdown_timeout(HTTP_SHUTDOWN_SECONDS);
     if config.server.workers > 0 {
         server = server.workers(config.server.workers);
     }
@@ -146,8 +181,32 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         println!("switchboard listening on http://{addr}");
     }
     std::io::stdout().flush()?;
-    server.run().await?;
+    let server = server.run();
+    let handle = server.handle();
+    let mut running = actix_web::rt::spawn(server);
+    let mut signals = StopSignals::new()?;
+    tokio::select! {
+        result = &mut running => {
+            // The server ended by itself (it failed): nothing to drain.
+            result??;
+        }
+        signal = signals.next() => {
+            tracing::info!("{signal}: stopping gracefully");
+            stop_gracefully(
+                &drain,
+                &sessions,
+                Duration::from_secs(config.server.drain_timeout_seconds),
+                &mut signals,
+            )
+            .await;
+            handle.stop(true).await;
+            running.await??;
+        }
+    }
 
+    if let Some(listener) = listener {
+        listener.abort();
+    }
     tracing::info!("stopping: writing back usage and key activity");
     let _ = metering.send(FlushUsage).await;
     let _ = keys.send(FlushLastUsed).await;
@@ -155,7 +214,85 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         // The processor's flush blocks until the collector answers (or times out).
         let _ = tokio::task::spawn_blocking(move || traces.shutdown()).await;
     }
+    tracing::info!("stopped");
     Ok(())
+}
+
+/// How long in-flight HTTP requests may take to finish once the drain is over.
+const HTTP_SHUTDOWN_SECONDS: u64 = 10;
+/// How long sessions ended by the server may take to record their end and close.
+const END_SESSIONS_WITHIN: Duration = Duration::from_secs(5);
+/// How long finished recordings may take to be completed in storage.
+const RECORDINGS_WITHIN: Duration = Duration::from_secs(30);
+/// How long the session records already sent may take to be written.
+const RECORDS_WITHIN: Duration = Duration::from_secs(10);
+
+/// SIGTERM and SIGINT (Ctrl-C), as one stream.
+struct StopSignals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+}
+
+impl StopSignals {
+    fn new() -> anyhow::Result<StopSignals> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(StopSignals {
+            term: signal(SignalKind::terminate()).context("cannot watch for SIGTERM")?,
+            int: signal(SignalKind::interrupt()).context("cannot watch for SIGINT")?,
+        })
+    }
+
+    /// The next stop signal's name.
+    async fn next(&mut self) -> &'static str {
+        tokio::select! {
+            _ = self.term.recv() => "SIGTERM",
+            _ = self.int.recv() => "SIGINT",
+        }
+    }
+}
+
+/// Drains the node: new sessions are refused from now on, live ones run until they end or
+/// `drain_timeout` passes (or a second signal comes); the rest are then ended cleanly. Returns
+/// once every session's record and recording is complete (each wait bounded).
+async fn stop_gracefully(
+    drain: &Arc<Drain>,
+    sessions: &actix::Addr<crate::registry::SessionRegistry>,
+    drain_timeout: Duration,
+    signals: &mut StopSignals,
+) {
+    drain.begin();
+    let live = drain.live_sessions();
+    if live > 0 {
+        tracing::info!(
+            live,
+            seconds = drain_timeout.as_secs(),
+            "waiting for live sessions to end"
+        );
+        tokio::select! {
+            _ = drain.sessions_ended(drain_timeout) => {}
+            signal = signals.next() => tracing::info!("{signal} again: ending live sessions now"),
+        }
+    }
+    let remaining = drain.end_sessions();
+    if remaining > 0 {
+        tracing::info!(remaining, "ending the sessions still live");
+        if !drain.sessions_ended(END_SESSIONS_WITHIN).await {
+            tracing::warn!(
+                live = drain.live_sessions(),
+                "sessions did not end in time; closing them with the server"
+            );
+        }
+    }
+    if !drain.recordings_finished(RECORDINGS_WITHIN).await {
+        tracing::warn!("recordings were still being completed at shutdown");
+    }
+    if tokio::time::timeout(RECORDS_WITHIN, sessions.send(Settle))
+        .await
+        .is_err()
+    {
+        tracing::warn!("session records were still being written at shutdown");
+    }
+    tracing::info!("drained");
 }
 
 /// On an empty database, creates the bootstrap developer and prints its first key, once.

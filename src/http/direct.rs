@@ -29,6 +29,7 @@ use utoipa::ToSchema;
 
 use super::auth::Developer;
 use super::AppState;
+use crate::cluster::drain::SessionSlot;
 use crate::error::{ApiError, ErrorBody};
 use crate::observability::recorder::SessionRecorder;
 use crate::recording::{RecordingTap, TapFormat};
@@ -217,6 +218,8 @@ pub async fn direct_session(
     query: web::Query<DirectQuery>,
     body: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
+    // A stopping node takes no new session (a load balancer retries it on another node).
+    state.drain.refuse_if_draining()?;
     let agent_id = path.into_inner();
     let query = query.into_inner();
     let audio = SocketAudio::from_query(&query)?;
@@ -248,6 +251,8 @@ pub async fn direct_session(
         })
         .await??;
     let session_id = new_id("ses");
+    // The session's place among this node's live ones (refused once the node drains).
+    let slot = state.drain.admit(&session_id)?;
     // Refused here, before the socket opens, when the tier's concurrent sessions are all in
     // use or the credits are spent; the slot is freed when the session ends.
     state
@@ -266,6 +271,7 @@ pub async fn direct_session(
         &session_id,
         &developer_id,
         audio,
+        slot,
     )
     .await;
     if let Err(error) = &started {
@@ -299,6 +305,7 @@ async fn start_direct(
     session_id: &str,
     developer_id: &str,
     audio: SocketAudio,
+    slot: SessionSlot,
 ) -> Result<HttpResponse, ApiError> {
     let (session_id, developer_id) = (session_id.to_string(), developer_id.to_string());
     let now = time::now_ms();
@@ -356,7 +363,8 @@ async fn start_direct(
     ));
     let handle = CallSession::start(config, engines, forwarder.recipient(), observer)
         .map_err(|e| ApiError::Internal(e.to_string()))?;
-    actix_web::rt::spawn(pump(handle, socket, messages, rx, tap));
+    slot.attach(handle.addr());
+    actix_web::rt::spawn(pump(handle, socket, messages, rx, tap, slot));
     Ok(response)
 }
 
@@ -410,6 +418,7 @@ async fn pump(
     mut messages: actix_ws::MessageStream,
     mut outputs: mpsc::UnboundedReceiver<SessionOutput>,
     tap: Option<RecordingTap>,
+    slot: SessionSlot,
 ) {
     let session = handle.addr().clone();
     let mut writer = socket.clone();
@@ -490,12 +499,19 @@ async fn pump(
     }
     drop(handle);
     drop(tap);
-    let _ = socket
-        .close(Some(CloseReason {
+    let reason = if slot.ended_by_server() {
+        CloseReason {
+            code: CloseCode::Away,
+            description: Some("the server is shutting down".into()),
+        }
+    } else {
+        CloseReason {
             code: CloseCode::Normal,
             description: Some("the session ended".into()),
-        }))
-        .await;
+        }
+    };
+    let _ = socket.close(Some(reason)).await;
+    drop(slot);
 }
 
 /// A session event as the direct socket sends it.

@@ -75,6 +75,8 @@ pub struct AppState {
     pub agent_sync: Option<crate::vendors::agent_sync::AgentSync>,
     /// Session traces to an OpenTelemetry collector; `None` when `[otlp]` has no endpoint.
     pub traces: Option<std::sync::Arc<crate::observability::otlp::TraceExport>>,
+    /// This node's live sessions, and whether it drains before stopping.
+    pub drain: std::sync::Arc<crate::cluster::Drain>,
 }
 
 /// Registers every route and the extractor error mappings.

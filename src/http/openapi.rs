@@ -46,7 +46,10 @@ Errors are `{\"error\": {\"code\", \"message\", \"param\", \"requestId\"}}` with
 or session_limit_exceeded (the tier's concurrent real-time sessions are all live), \
 500 internal_error, 502 upstream_error, 503 unavailable (retry later; \
 sent with Retry-After when the inference queue is full), engine_unavailable (a model is not \
-installed: run `scripts/fetch-models`) or billing_not_configured.\n\n\
+installed: run `scripts/fetch-models`), billing_not_configured, or draining (the node is \
+stopping: the real-time sockets `GET /v1/agents/{id}/session` and \
+`GET /v1/sessions/twilio/stream` are refused before their upgrade, with Retry-After; \
+`GET /health` then answers 503 `{\"status\": \"draining\"}`).\n\n\
 Lists take `limit` (1-100, default 20) and `cursor` (the id after which to continue) and \
 answer `{data, nextCursor, hasMore}` in creation order."
     ),

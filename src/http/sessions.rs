@@ -256,14 +256,18 @@ fn prefers_xml(req: &HttpRequest) -> bool {
     xml > 0.0 && xml > quality(&["application/json"])
 }
 
-/// `GET /v1/sessions/twilio/stream`: the media stream WebSocket.
+/// `GET /v1/sessions/twilio/stream`: the media stream WebSocket (503 `draining`, before the
+/// upgrade, while the node stops).
 pub async fn twilio_stream(
     state: web::Data<AppState>,
     req: HttpRequest,
     body: web::Payload,
 ) -> Result<HttpResponse, actix_web::Error> {
+    // A stopping node takes no new call (a load balancer retries it on another node).
+    state.drain.refuse_if_draining()?;
     let (response, socket, messages) = actix_ws::handle(&req, body)?;
     let context = StreamContext {
+        drain: state.drain.clone(),
         signer: state.signer.clone(),
         sessions: state.sessions.clone(),
         factory: app_session_factory(state.clone()),

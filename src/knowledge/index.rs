@@ -322,6 +322,14 @@ impl VectorIndex {
         self.deleted.push(false);
     }
 
+    /// Whether any live (not deleted) vector of the document is in the index.
+    pub fn contains_document(&self, document_id: &str) -> bool {
+        self.refs
+            .iter()
+            .zip(&self.deleted)
+            .any(|(chunk, deleted)| !deleted && chunk.document_id == document_id)
+    }
+
     /// Removes every vector of a document: at once from searches. The slots are compacted
     /// right away when no graph refers to them, else left as tombstones.
     pub fn remove_document(&mut self, document_id: &str) {

@@ -35,6 +35,14 @@ pub struct Metrics {
     pub barge_in_stop: Histogram,
     /// Failed vendor calls by provider and kind (`timeout`, `upstream`, `invalid_input`, ...).
     pub vendor_errors: IntCounterVec,
+    /// PostgreSQL only: 1 while this node listens for other nodes' changes, 0 while it falls
+    /// back to polling and short cache lifetimes.
+    pub change_listener_up: IntGauge,
+    /// Change notifications received from the database, by kind (`key`, `agent`,
+    /// `collection`, `documents`, `developer`).
+    pub change_notifications: IntCounterVec,
+    /// 1 while the node drains before stopping (new sessions refused).
+    pub draining: IntGauge,
     queue_depth: IntGauge,
     queue_limit: IntGauge,
     workers_busy: IntGauge,
@@ -98,6 +106,19 @@ impl Metrics {
                 "Failed calls to outside vendors.",
                 &["provider", "kind"],
             ),
+            change_listener_up: gauge(
+                "switchboard_change_listener_up",
+                "1 while this node listens for other nodes' changes (PostgreSQL LISTEN/NOTIFY).",
+            ),
+            change_notifications: counter(
+                "switchboard_change_notifications_total",
+                "Change notifications received from the database.",
+                &["kind"],
+            ),
+            draining: gauge(
+                "switchboard_draining",
+                "1 while the node drains before stopping: new real-time sessions are refused.",
+            ),
             queue_depth: gauge(
                 "switchboard_engine_queue_depth",
                 "Inference jobs waiting for a worker of the embedded engines' pool.",
@@ -121,6 +142,9 @@ impl Metrics {
             Box::new(metrics.barge_in_detection.clone()),
             Box::new(metrics.barge_in_stop.clone()),
             Box::new(metrics.vendor_errors.clone()),
+            Box::new(metrics.change_listener_up.clone()),
+            Box::new(metrics.change_notifications.clone()),
+            Box::new(metrics.draining.clone()),
             Box::new(metrics.queue_depth.clone()),
             Box::new(metrics.queue_limit.clone()),
             Box::new(metrics.workers_busy.clone()),

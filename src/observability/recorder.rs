@@ -81,13 +81,15 @@ fn estimated_tokens(text: &str) -> u64 {
     (text.chars().count() as u64).div_ceil(4)
 }
 
-/// A session's end reason as stored: `hangup`, `transport_closed`, `idle_timeout`, or the
+/// A session's end reason as stored: `hangup`, `transport_closed`, `idle_timeout`,
+/// `shutdown` (the server stopped after its drain time), or the
 /// fatal error's code and message.
 pub fn end_reason(reason: &EndReason) -> String {
     match reason {
         EndReason::Hangup => "hangup".into(),
         EndReason::TransportClosed => "transport_closed".into(),
         EndReason::IdleTimeout => "idle_timeout".into(),
+        EndReason::Shutdown => "shutdown".into(),
         EndReason::Fatal { code, message } => format!("{code}: {message}"),
     }
 }

@@ -9,11 +9,14 @@ pub mod storage;
 pub mod timeline;
 pub mod writer;
 
+use std::sync::Arc;
+
 use actix::Addr;
 
 pub use storage::RecordingStorage;
 pub use writer::{RecordingTap, TapFormat};
 
+use crate::cluster::drain::Drain;
 use crate::config::RecordingsConfig;
 use crate::registry::new_id;
 use crate::registry::telephony::{RecordingFinished, StartRecording, TelephonyRegistry};
@@ -31,6 +34,8 @@ pub struct Recordings {
     config: RecordingsConfig,
     storage: RecordingStorage,
     registry: Addr<TelephonyRegistry>,
+    /// Counts recordings until their record is complete, so a stopping server waits for them.
+    drain: Arc<Drain>,
 }
 
 /// What a recording is of.
@@ -48,11 +53,13 @@ impl Recordings {
         config: RecordingsConfig,
         storage: RecordingStorage,
         registry: Addr<TelephonyRegistry>,
+        drain: Arc<Drain>,
     ) -> Recordings {
         Recordings {
             config,
             storage,
             registry,
+            drain,
         }
     }
 
@@ -83,8 +90,9 @@ impl Recordings {
         };
         self.registry.do_send(StartRecording(row.clone()));
         let registry = self.registry.clone();
+        let hold = self.drain.recording();
         let done = Box::new(move |result| {
-            registry.do_send(RecordingFinished { row, result });
+            registry.do_send(RecordingFinished { row, result, hold });
         });
         match writer::start(
             id,

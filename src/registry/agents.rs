@@ -1,10 +1,12 @@
 //! `AgentRegistry`: the developers' stored voice agents. Reads are answered from an LRU cache
-//! keyed by (developer, agent id); writes go to storage first, then refresh the cache.
+//! keyed by (developer, agent id); writes go to storage first, then refresh the cache. Other
+//! nodes' changes arrive as [`Changed`] notifications (PostgreSQL).
 
 use actix::prelude::*;
 
 use super::cache::RegistryCache;
 use super::{cursor_position, Page, PageRequest};
+use crate::cluster::{Change, Changed, FeedState};
 use crate::config::RegistryConfig;
 use crate::error::ApiError;
 use crate::store::agents::{self, AgentChanges, AgentRow};
@@ -23,6 +25,25 @@ impl AgentRegistry {
         AgentRegistry {
             cache: RegistryCache::new(config.cache_capacity, config.cache_ttl(db.backend())),
             db,
+        }
+    }
+
+    /// Drops cached agents as other nodes change them; expiry applies only while the feed
+    /// is down.
+    pub fn following(mut self, feed: FeedState) -> Self {
+        self.cache = self.cache.following(feed);
+        self
+    }
+}
+
+impl Handler<Changed> for AgentRegistry {
+    type Result = ();
+
+    fn handle(&mut self, msg: Changed, _: &mut Context<Self>) {
+        match msg.0 {
+            Change::Agent { developer, id } => self.cache.invalidate(&(developer, id)),
+            Change::Everything => self.cache.clear(),
+            _ => {}
         }
     }
 }

@@ -1,6 +1,8 @@
 //! The registries' LRU cache: bounded, optionally time-limited (for several nodes sharing one
 //! database), and generation-checked so a slow storage read cannot re-insert an entry that was
-//! invalidated while it was in flight.
+//! invalidated while it was in flight. A cache that follows the change feed keeps entries past
+//! their time limit while the feed is live (changes then arrive as notifications), and lets
+//! them expire while it is down.
 
 use std::hash::Hash;
 use std::num::NonZeroUsize;
@@ -8,10 +10,13 @@ use std::time::{Duration, Instant};
 
 use lru::LruCache;
 
+use crate::cluster::FeedState;
+
 pub struct RegistryCache<K: Hash + Eq, V> {
     entries: LruCache<K, (V, Instant)>,
     ttl: Option<Duration>,
     generation: u64,
+    feed: Option<FeedState>,
 }
 
 impl<K: Hash + Eq + Clone, V: Clone> RegistryCache<K, V> {
@@ -22,12 +27,20 @@ impl<K: Hash + Eq + Clone, V: Clone> RegistryCache<K, V> {
             entries: LruCache::new(capacity),
             ttl,
             generation: 0,
+            feed: None,
         }
     }
 
+    /// Keeps entries past the time limit while `feed` is live.
+    pub fn following(mut self, feed: FeedState) -> Self {
+        self.feed = Some(feed);
+        self
+    }
+
     pub fn get(&mut self, key: &K) -> Option<V> {
+        let live = self.feed.as_ref().is_some_and(FeedState::is_live);
         let (value, stored) = self.entries.get(key)?;
-        if self.ttl.is_some_and(|ttl| stored.elapsed() > ttl) {
+        if !live && self.ttl.is_some_and(|ttl| stored.elapsed() > ttl) {
             self.entries.pop(key);
             return None;
         }
@@ -54,6 +67,12 @@ impl<K: Hash + Eq + Clone, V: Clone> RegistryCache<K, V> {
     pub fn invalidate(&mut self, key: &K) {
         self.generation += 1;
         self.entries.pop(key);
+    }
+
+    /// Drops every entry.
+    pub fn clear(&mut self) {
+        self.generation += 1;
+        self.entries.clear();
     }
 
     /// Drops every entry the predicate selects.

@@ -1,12 +1,14 @@
 //! `CollectionRegistry`: the developers' knowledge collections. Deleting a collection removes
 //! its documents and chunks in one transaction and tells the agent registry, whose cached
-//! agents may point at it.
+//! agents may point at it. Other nodes' changes arrive as [`Changed`] notifications
+//! (PostgreSQL).
 
 use actix::prelude::*;
 
 use super::agents::{AgentRegistry, CollectionDeleted};
 use super::cache::RegistryCache;
 use super::{cursor_position, Page, PageRequest};
+use crate::cluster::{Change, Changed, FeedState};
 use crate::config::RegistryConfig;
 use crate::error::ApiError;
 use crate::store::collections::{self, CollectionRow};
@@ -27,6 +29,25 @@ impl CollectionRegistry {
             cache: RegistryCache::new(config.cache_capacity, config.cache_ttl(db.backend())),
             db,
             agents,
+        }
+    }
+
+    /// Drops cached collections as other nodes change them; expiry applies only while the
+    /// feed is down.
+    pub fn following(mut self, feed: FeedState) -> Self {
+        self.cache = self.cache.following(feed);
+        self
+    }
+}
+
+impl Handler<Changed> for CollectionRegistry {
+    type Result = ();
+
+    fn handle(&mut self, msg: Changed, _: &mut Context<Self>) {
+        match msg.0 {
+            Change::Collection { developer, id } => self.cache.invalidate(&(developer, id)),
+            Change::Everything => self.cache.clear(),
+            _ => {}
         }
     }
 }

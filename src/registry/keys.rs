@@ -1,8 +1,9 @@
 //! `KeyRegistry`: API keys — creation, listing, rotation, revocation — and the per-request
 //! key lookup, answered from an LRU cache keyed by the key's SHA-256 hash. Revocations made
-//! here take effect at once; revocations made by another process or node (the CLI, a second
-//! server on the same PostgreSQL) are picked up by polling storage every
-//! `auth.revocation_poll_ms`. Last-used times are batched and written every
+//! here take effect at once. Revocations made by another process or node reach it on
+//! PostgreSQL as change notifications ([`crate::cluster::feed`]); on SQLite (the CLI beside the
+//! server), and on PostgreSQL while the change listener is down, they are picked up by polling
+//! storage every `auth.revocation_poll_ms`. Last-used times are batched and written every
 //! `auth.last_used_flush_ms`.
 
 use std::collections::HashMap;
@@ -14,6 +15,7 @@ use sha2::{Digest, Sha256};
 
 use super::cache::RegistryCache;
 use super::{cursor_position, new_id, Page, PageRequest};
+use crate::cluster::{Change, Changed, FeedState};
 use crate::config::AuthConfig;
 use crate::error::ApiError;
 use crate::store::keys::{self, KeyRow, NewKey};
@@ -149,6 +151,8 @@ pub struct KeyRegistry {
     flushing: bool,
     polled_until: i64,
     polling: bool,
+    /// PostgreSQL: the change feed; polling runs only while it is down.
+    feed: Option<FeedState>,
 }
 
 impl KeyRegistry {
@@ -161,11 +165,24 @@ impl KeyRegistry {
             flushing: false,
             polled_until: time::now_ms(),
             polling: false,
+            feed: None,
         }
+    }
+
+    /// Takes revocations from the change feed, and polls only while it is down.
+    pub fn following(mut self, feed: FeedState) -> Self {
+        self.feed = Some(feed);
+        self
     }
 
     fn poll_revocations(&mut self, ctx: &mut Context<Self>) {
         if self.polling {
+            return;
+        }
+        if let Some(feed) = self.feed.as_ref().filter(|feed| feed.is_live()) {
+            // Every revocation up to here arrived as a notification. Should the listener
+            // fail unnoticed, the first poll after looks back to its last sign of life.
+            self.polled_until = feed.confirmed_at();
             return;
         }
         self.polling = true;
@@ -246,6 +263,18 @@ impl Actor for KeyRegistry {
     fn stopping(&mut self, ctx: &mut Context<Self>) -> Running {
         self.flush_last_used(ctx);
         Running::Stop
+    }
+}
+
+impl Handler<Changed> for KeyRegistry {
+    type Result = ();
+
+    fn handle(&mut self, msg: Changed, _: &mut Context<Self>) {
+        match msg.0 {
+            Change::Key { hash } => self.cache.invalidate(&hash),
+            Change::Everything => self.cache.clear(),
+            _ => {}
+        }
     }
 }
 

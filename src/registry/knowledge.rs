@@ -3,15 +3,18 @@
 //! Searches run on the blocking pool under a read lock, so the actor only hands out indexes
 //! and never computes. A large collection's HNSW graph is built, extended and rebuilt on the
 //! blocking pool too, on a small rayon pool of `registry.search_graph_threads` threads
-//! (see `knowledge::index`); exact search answers for whatever the graph does not hold yet. On PostgreSQL with several nodes a cached index is rebuilt after 30 ×
-//! `registry.shared_cache_ttl_ms` (30 s by default), so documents ingested or deleted on
-//! another node show in this node's searches within that time.
+//! (see `knowledge::index`); exact search answers for whatever the graph does not hold yet.
+//! On PostgreSQL with several nodes, documents ingested or deleted on another node arrive as
+//! change notifications and are added to or removed from a loaded index at once (only that
+//! document's vectors are read); while the change listener is down, a cached index is
+//! instead rebuilt after 30 × `registry.shared_cache_ttl_ms` (30 s by default).
 
 use std::sync::{Arc, RwLock};
 
 use actix::prelude::*;
 
 use super::cache::RegistryCache;
+use crate::cluster::{Change, Changed, FeedState};
 use crate::config::RegistryConfig;
 use crate::error::ApiError;
 use crate::knowledge::index::{ChunkRef, VectorIndex};
@@ -31,6 +34,9 @@ pub struct KnowledgeIndex {
     /// Where graph jobs compute; `None` if its threads could not be started (exact search
     /// then answers for every collection).
     graph_pool: Option<Arc<rayon::ThreadPool>>,
+    /// Counts document removals: a document read from storage for another node's ingest is
+    /// not added when a removal happened while it was read.
+    removals: u64,
 }
 
 impl KnowledgeIndex {
@@ -49,6 +55,7 @@ impl KnowledgeIndex {
             cache: RegistryCache::new(CACHED_COLLECTIONS, ttl),
             graph_min_chunks: config.search_graph_min_chunks,
             graph_pool,
+            removals: 0,
         }
     }
 
@@ -56,6 +63,93 @@ impl KnowledgeIndex {
     fn maintain(&self, index: &SharedIndex) {
         if let Some(pool) = &self.graph_pool {
             maintain_graph(index, pool);
+        }
+    }
+
+    /// Applies other nodes' ingests and deletes as they are announced; a rebuild after the
+    /// time limit happens only while the feed is down.
+    pub fn following(mut self, feed: FeedState) -> Self {
+        self.cache = self.cache.following(feed);
+        self
+    }
+
+    /// Removes a document's vectors from a loaded index (an index that cannot be changed is
+    /// dropped, to be rebuilt from storage).
+    fn remove_from_index(&mut self, collection: &str, document: &str) {
+        self.removals += 1;
+        let Some(shared) = self.cache.get(&collection.to_string()) else {
+            // A build in flight may have read the document: drop it.
+            self.cache.invalidate(&collection.to_string());
+            return;
+        };
+        let removed = match shared.write() {
+            Ok(mut index) => Some(
+                index.contains_document(document) && {
+                    index.remove_document(document);
+                    true
+                },
+            ),
+            Err(_) => None,
+        };
+        match removed {
+            Some(true) => self.maintain(&shared),
+            Some(false) => {}
+            None => self.cache.invalidate(&collection.to_string()),
+        }
+    }
+}
+
+impl Handler<Changed> for KnowledgeIndex {
+    type Result = ();
+
+    fn handle(&mut self, msg: Changed, ctx: &mut Context<Self>) {
+        match msg.0 {
+            Change::Documents {
+                collection,
+                document,
+                removed: true,
+            } => self.remove_from_index(&collection, &document),
+            Change::Documents {
+                collection,
+                document,
+                removed: false,
+            } => {
+                if self.cache.get(&collection).is_none() {
+                    // Not loaded here (a build in flight may predate the document).
+                    self.cache.invalidate(&collection);
+                    return;
+                }
+                let db = self.db.clone();
+                let removals = self.removals;
+                async move {
+                    let rows = documents::document_vectors(&db, &collection, &document).await;
+                    (collection, document, rows)
+                }
+                .into_actor(self)
+                .map(move |(collection, document, rows), registry, _| {
+                    let rows = match rows {
+                        Ok(rows) if registry.removals == removals => rows,
+                        Ok(_) => {
+                            registry.cache.invalidate(&collection);
+                            return;
+                        }
+                        Err(e) => {
+                            tracing::warn!("cannot read an ingested document's vectors: {e}");
+                            registry.cache.invalidate(&collection);
+                            return;
+                        }
+                    };
+                    let (chunks, vectors): (Vec<i32>, Vec<Vec<f32>>) = rows
+                        .into_iter()
+                        .map(|(index, bytes)| (index, documents::floats_of(&bytes)))
+                        .unzip();
+                    registry.add_document(&collection, &document, &chunks, &vectors);
+                })
+                .spawn(ctx);
+            }
+            Change::Collection { id, .. } => self.cache.invalidate(&id),
+            Change::Everything => self.cache.clear(),
+            _ => {}
         }
     }
 }
@@ -155,19 +249,36 @@ impl KnowledgeIndex {
         chunks: Vec<ChunkRow>,
         vectors: Vec<Vec<f32>>,
     ) {
-        let collection = &document.collection_id;
-        let Some(index) = self.cache.get(collection) else {
+        let indices: Vec<i32> = chunks.iter().map(|chunk| chunk.chunk_index).collect();
+        self.add_document(&document.collection_id, &document.id, &indices, &vectors);
+    }
+
+    /// Puts a document's vectors into the collection's loaded index, unless they are there
+    /// already (this node's own ingest and the notification of it both arrive; an index built
+    /// after the ingest holds it before its notification comes).
+    fn add_document(
+        &mut self,
+        collection: &str,
+        document: &str,
+        chunks: &[i32],
+        vectors: &[Vec<f32>],
+    ) {
+        let collection = collection.to_string();
+        let Some(index) = self.cache.get(&collection) else {
             // A build in flight may have read storage before this document: drop it.
-            self.cache.invalidate(collection);
+            self.cache.invalidate(&collection);
             return;
         };
         let poisoned = match index.write() {
             Ok(mut index) => {
-                for (chunk, vector) in chunks.iter().zip(&vectors) {
+                if index.contains_document(document) {
+                    return;
+                }
+                for (chunk_index, vector) in chunks.iter().zip(vectors) {
                     index.add(
                         ChunkRef {
-                            document_id: document.id.clone(),
-                            chunk_index: chunk.chunk_index,
+                            document_id: document.to_string(),
+                            chunk_index: *chunk_index,
                         },
                         vector,
                     );
@@ -177,7 +288,7 @@ impl KnowledgeIndex {
             Err(_) => true,
         };
         if poisoned {
-            self.cache.invalidate(collection);
+            self.cache.invalidate(&collection);
         } else {
             self.maintain(&index);
         }
@@ -262,25 +373,7 @@ impl Handler<DeleteDocument> for KnowledgeIndex {
             .map(|result, registry, _| {
                 let (deleted, msg) = result?;
                 if deleted {
-                    let removed = registry
-                        .cache
-                        .get(&msg.collection_id)
-                        .is_some_and(|shared| {
-                            let removed = match shared.write() {
-                                Ok(mut index) => {
-                                    index.remove_document(&msg.document_id);
-                                    true
-                                }
-                                Err(_) => false,
-                            };
-                            if removed {
-                                registry.maintain(&shared);
-                            }
-                            removed
-                        });
-                    if !removed {
-                        registry.cache.invalidate(&msg.collection_id);
-                    }
+                    registry.remove_from_index(&msg.collection_id, &msg.document_id);
                 }
                 Ok(deleted)
             }),

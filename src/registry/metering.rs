@@ -436,6 +436,18 @@ impl Actor for Metering {
     }
 }
 
+/// A subscription changed elsewhere (another node, the CLI, a webhook): the standing is read
+/// afresh by the next request.
+impl Handler<crate::cluster::Changed> for Metering {
+    type Result = ();
+
+    fn handle(&mut self, msg: crate::cluster::Changed, _: &mut Context<Self>) {
+        if let crate::cluster::Change::Developer { id } = msg.0 {
+            self.standings.remove(&id);
+        }
+    }
+}
+
 /// Admits one authenticated request of API key `key_id`: the rate limit of the key under
 /// the developer's tier, then (when admitted) the request is counted.
 #[derive(Message)]
@@ -727,6 +739,20 @@ impl Handler<FlushUsage> for Metering {
     type Result = ResponseActFuture<Self, ()>;
 
     fn handle(&mut self, _: FlushUsage, _: &mut Context<Self>) -> Self::Result {
-        self.flush()
+        self.flush_after_any_in_flight()
+    }
+}
+
+impl Metering {
+    /// A flush that first lets a periodic one in flight finish (whose batch left memory
+    /// already), so what was charged up to now is in storage when it completes.
+    fn flush_after_any_in_flight(&mut self) -> ResponseActFuture<Self, ()> {
+        if !self.flushing {
+            return self.flush();
+        }
+        Box::pin(
+            fut::wrap_future::<_, Self>(tokio::time::sleep(Duration::from_millis(5)))
+                .then(|_, metering, _| metering.flush_after_any_in_flight()),
+        )
     }
 }

@@ -132,6 +132,20 @@ impl Handler<EndSession> for SessionRegistry {
     }
 }
 
+/// Answers once every record write sent before it is done (writes run one after another, in
+/// the order they were sent): a stopping server waits on it.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Settle;
+
+impl Handler<Settle> for SessionRegistry {
+    type Result = AtomicResponse<Self, ()>;
+
+    fn handle(&mut self, _: Settle, _: &mut Context<Self>) -> Self::Result {
+        in_order(async {})
+    }
+}
+
 /// A session's whole trace: the record, its turns, tool calls and events.
 #[derive(Debug, Clone)]
 pub struct SessionTrace {

@@ -379,6 +379,8 @@ impl Handler<StartRecording> for TelephonyRegistry {
 pub struct RecordingFinished {
     pub row: RecordingRow,
     pub result: Result<Written, String>,
+    /// Released once the record is complete (a stopping server waits for it).
+    pub hold: crate::cluster::drain::RecordingHold,
 }
 
 impl Handler<RecordingFinished> for TelephonyRegistry {
@@ -387,6 +389,7 @@ impl Handler<RecordingFinished> for TelephonyRegistry {
     fn handle(&mut self, msg: RecordingFinished, _: &mut Context<Self>) -> Self::Result {
         let (db, storage) = (self.db.clone(), self.storage.clone());
         Box::pin(async move {
+            let _hold = msg.hold;
             let row = msg.row;
             let end = match msg.result {
                 Ok(written) => {

@@ -159,6 +159,28 @@ pub async fn vectors(db: &Db, collection: &str) -> StoreResult<Vec<(String, i32,
     })
 }
 
+/// One document's embedded chunks as (chunk index, embedding bytes), in storage order: what
+/// a node adds to its index when another node ingested the document.
+pub async fn document_vectors(
+    db: &Db,
+    collection: &str,
+    document: &str,
+) -> StoreResult<Vec<(i32, Vec<u8>)>> {
+    db_run!(db, |conn| {
+        let rows: Vec<(i32, Option<Vec<u8>>)> = chunks::table
+            .filter(chunks::collection_id.eq(collection))
+            .filter(chunks::document_id.eq(document))
+            .order(chunks::seq.asc())
+            .select((chunks::chunk_index, chunks::embedding))
+            .load(conn)
+            .await?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|(index, embedding)| embedding.map(|e| (index, e)))
+            .collect())
+    })
+}
+
 /// The text and metadata of the chunks that search found, as (document id, chunk index,
 /// content, metadata JSON). May include neighbours with the same ids and indices in other
 /// combinations; callers match exact pairs.

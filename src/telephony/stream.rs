@@ -26,6 +26,7 @@ use switchboard_actors::session::{
 use tokio::sync::mpsc;
 
 use super::token::{RelayClaims, TokenSigner};
+use crate::cluster::drain::Drain;
 use crate::recording::{RecordingTap, TapFormat};
 use crate::registry::sessions::{ClaimSession, SessionRegistry};
 use crate::time::now_ms;
@@ -59,6 +60,8 @@ pub struct StreamContext {
     pub sessions: Addr<SessionRegistry>,
     pub factory: Arc<dyn SessionFactory>,
     pub observer: Arc<dyn SessionObserver>,
+    /// The node's live sessions (a stream is refused once the node drains).
+    pub drain: Arc<Drain>,
 }
 
 /// Forwards the session's output into the socket writer's queue, keeping its order.
@@ -143,6 +146,16 @@ pub async fn run(context: StreamContext, socket: WsSession, mut messages: Messag
             return;
         }
     };
+    // Admitted before the token is spent: a stream refused by a draining node leaves its
+    // session pending.
+    let slot = match context.drain.admit(&claims.sid) {
+        Ok(slot) => slot,
+        Err(_) => {
+            tracing::warn!(session = %claims.sid, "media stream refused: the server is shutting down");
+            close(socket, CloseCode::Away, "the server is shutting down").await;
+            return;
+        }
+    };
     let claimed = context
         .sessions
         .send(ClaimSession {
@@ -186,6 +199,7 @@ pub async fn run(context: StreamContext, socket: WsSession, mut messages: Messag
         }
     };
     let session = handle.addr().clone();
+    slot.attach(&session);
 
     loop {
         tokio::select! {
@@ -284,7 +298,16 @@ pub async fn run(context: StreamContext, socket: WsSession, mut messages: Messag
             }
         }
     }
-    close(writer_socket, CloseCode::Normal, "the call ended").await;
+    if slot.ended_by_server() {
+        close(
+            writer_socket,
+            CloseCode::Away,
+            "the server is shutting down",
+        )
+        .await;
+    } else {
+        close(writer_socket, CloseCode::Normal, "the call ended").await;
+    }
 }
 
 async fn close(socket: WsSession, code: CloseCode, description: &str) {

@@ -209,6 +209,57 @@ impl Server {
         format!("{}{}", self.base, path)
     }
 
+    /// The server process's id (for signals).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits up to `within` for the process to exit by itself; answers its status.
+    pub fn wait_exit(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        let started = std::time::Instant::now();
+        while started.elapsed() < within {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
+    /// Hands back the store of a server whose process has exited.
+    pub fn into_storage(mut self) -> Storage {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        std::mem::replace(
+            &mut self.storage,
+            Storage {
+                data_dir: tempfile::tempdir().expect("temp dir"),
+                database_url: None,
+            },
+        )
+    }
+
+    /// One sample of `/metrics` (0 when the series is absent), e.g.
+    /// `switchboard_change_listener_up` or `name{label="value"}`.
+    pub async fn metric(&self, series: &str) -> f64 {
+        let text = self
+            .http
+            .get(self.url("/metrics"))
+            .send()
+            .await
+            .expect("metrics answer")
+            .text()
+            .await
+            .expect("metrics text");
+        text.lines()
+            .filter(|line| !line.starts_with('#'))
+            .find_map(|line| {
+                let (name, value) = line.rsplit_once(' ')?;
+                (name == series).then(|| value.parse().ok()).flatten()
+            })
+            .unwrap_or(0.0)
+    }
+
     /// The bootstrap developer's key.
     pub fn key(&self) -> &str {
         self.bootstrap_key

@@ -1,5 +1,6 @@
 //! The transport boundary: messages a transport sends a session ([`AudioIn`], [`TextIn`],
-//! [`Dtmf`], [`PlaybackMark`], [`Interrupt`], [`Hangup`], [`TransportClosed`]) and what the
+//! [`Dtmf`], [`PlaybackMark`], [`Interrupt`], [`Hangup`], [`TransportClosed`],
+//! [`ServerShutdown`]) and what the
 //! session sends back ([`SessionOutput`], with [`SessionEvent`]s for the client).
 //!
 //! Audio crosses the boundary already in the configured wire format (raw bytes, no base64, no
@@ -54,6 +55,12 @@ pub struct Hangup;
 #[derive(Debug, Clone, Copy, Message)]
 #[rtype(result = "()")]
 pub struct TransportClosed;
+
+/// The server is stopping and its drain time is over: the session ends cleanly (summary
+/// reported, `session.ended` sent) with [`EndReason::Shutdown`](super::EndReason::Shutdown).
+#[derive(Debug, Clone, Copy, Message)]
+#[rtype(result = "()")]
+pub struct ServerShutdown;
 
 /// What a session sends its transport.
 #[derive(Debug, Clone, Message)]

@@ -62,8 +62,8 @@ pub use error::{SessionError, TurnError};
 pub use liveness::LiveCounter;
 pub use llm::LlmStream;
 pub use messages::{
-    AudioIn, Dtmf, Hangup, Interrupt, PlaybackMark, SessionEvent, SessionOutput, TextIn,
-    TransportClosed,
+    AudioIn, Dtmf, Hangup, Interrupt, PlaybackMark, ServerShutdown, SessionEvent, SessionOutput,
+    TextIn, TransportClosed,
 };
 pub use observer::{
     BargeInRecord, EndReason, EndpointSource, NoopObserver, SessionObserver, SessionStatus,

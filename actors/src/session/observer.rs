@@ -103,7 +103,7 @@ pub struct TurnRecord {
 /// How a session ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SessionStatus {
-    /// Hangup, transport close or idle timeout.
+    /// Hangup, transport close, idle timeout or server shutdown.
     Completed,
     /// A fatal error ended the call.
     Failed,
@@ -119,6 +119,9 @@ pub enum EndReason {
     TransportClosed,
     /// No caller audio for the configured idle time.
     IdleTimeout,
+    /// The server stopped while the session was still live
+    /// ([`ServerShutdown`](super::ServerShutdown)).
+    Shutdown,
     /// An unrecoverable error, with its code and message.
     Fatal {
         /// Machine-readable code.

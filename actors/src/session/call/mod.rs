@@ -29,7 +29,7 @@ use super::config::SessionConfig;
 use super::error::SessionError;
 use super::liveness::{LiveCounter, LiveGuard};
 use super::messages::{
-    Dtmf, Hangup, Interrupt, SessionEvent, SessionOutput, TextIn, TransportClosed,
+    Dtmf, Hangup, Interrupt, ServerShutdown, SessionEvent, SessionOutput, TextIn, TransportClosed,
 };
 use super::observer::{EndReason, SessionObserver, SessionStatus, SessionSummary, TurnRecord};
 use super::stt::{Shutdown, SttStream};
@@ -429,6 +429,14 @@ impl Handler<Hangup> for CallSession {
 
     fn handle(&mut self, _: Hangup, ctx: &mut Self::Context) {
         self.end(EndReason::Hangup, ctx);
+    }
+}
+
+impl Handler<ServerShutdown> for CallSession {
+    type Result = ();
+
+    fn handle(&mut self, _: ServerShutdown, ctx: &mut Self::Context) {
+        self.end(EndReason::Shutdown, ctx);
     }
 }
 

@@ -1,0 +1,12 @@
+DROP TRIGGER developers_announce ON developers;
+DROP TRIGGER documents_announce ON documents;
+DROP TRIGGER collections_announce ON collections;
+DROP TRIGGER agents_announce ON agents;
+DROP TRIGGER api_keys_announce_delete ON api_keys;
+DROP TRIGGER api_keys_announce_update ON api_keys;
+DROP FUNCTION switchboard_developer_changed();
+DROP FUNCTION switchboard_document_changed();
+DROP FUNCTION switchboard_collection_changed();
+DROP FUNCTION switchboard_agent_changed();
+DROP FUNCTION switchboard_key_changed();
+DROP FUNCTION switchboard_announce(json);
