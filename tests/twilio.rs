@@ -264,7 +264,7 @@ async fn forged_expired_and_reused_tokens_get_no_audio() {
     // The real token works once.
     let mut first = connect(&url, &token, "CA3").await;
     let heard = converse(&mut first, None, Duration::from_secs(3)).await;
-    assert!(heard.media_frames > 0);
+    assert!(heard.media_frames > 0, "{}", server.log());
     let mut second = connect(&url, &token, "CA4").await;
     assert!(closed_without_audio(&mut second).await, "a reused token");
 }
