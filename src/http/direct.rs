@@ -263,17 +263,12 @@ pub async fn direct_session(
             metered: SessionMetering::ALL,
         })
         .await??;
-    let started = start_direct(
-        &state,
-        &req,
-        body,
-        &agent,
-        &session_id,
-        &developer_id,
-        audio,
+    let admitted = Admitted {
+        session_id: session_id.clone(),
+        developer_id: developer_id.clone(),
         slot,
-    )
-    .await;
+    };
+    let started = start_direct(&state, &req, body, &agent, admitted, audio).await;
     if let Err(error) = &started {
         // Nothing of the session may outlive it: its tier slot, its provider slots, and a
         // record that would read as active for ever.
@@ -296,18 +291,27 @@ pub async fn direct_session(
     started
 }
 
+/// A session let in: its id, its developer, and its place among the node's live sessions.
+struct Admitted {
+    session_id: String,
+    developer_id: String,
+    slot: SessionSlot,
+}
+
 /// Records the session, builds its engines and starts it on the upgraded socket.
 async fn start_direct(
     state: &web::Data<AppState>,
     req: &HttpRequest,
     body: web::Payload,
     agent: &crate::store::agents::AgentRow,
-    session_id: &str,
-    developer_id: &str,
+    admitted: Admitted,
     audio: SocketAudio,
-    slot: SessionSlot,
 ) -> Result<HttpResponse, ApiError> {
-    let (session_id, developer_id) = (session_id.to_string(), developer_id.to_string());
+    let Admitted {
+        session_id,
+        developer_id,
+        slot,
+    } = admitted;
     let now = time::now_ms();
     state
         .sessions

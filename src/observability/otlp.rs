@@ -322,7 +322,8 @@ impl SessionTrace {
         ];
         let mut at = start_ms;
         for (name, ms, provider) in stages {
-            if ms == 0 && !(name == "tool" && !tools.is_empty()) {
+            // A stage that took no time is left out, but for a tool stage with its calls.
+            if ms == 0 && (name != "tool" || tools.is_empty()) {
                 continue;
             }
             let mut stage = Span::new(name, turn_id, self.at(at), self.at(at + ms));
