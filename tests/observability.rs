@@ -677,6 +677,27 @@ fn str_attribute(span: &Span, key: &str) -> String {
     }
 }
 
+/// One answered phone call on vendor engines (groq, openai, elevenlabs): the caller speaks a
+/// sentence, is answered and hangs up. Answers the session id and its finished record.
+async fn answered_call(server: &Server, call_sid: &str) -> (String, Value) {
+    let key = server.key().to_string();
+    new_agent(
+        server,
+        &key,
+        json!({"id": "phone", "name": "Phone", "firstMessage": "Hello, thanks for calling.",
+               "sttProvider": "groq", "llmProvider": "openai", "ttsProvider": "elevenlabs"}),
+    )
+    .await;
+    let (session_id, url, token) = setup_call(server, &key).await;
+    let mut socket = connect(&url, &token, call_sid).await;
+    let mut audio = silence(2_500);
+    audio.extend(caller_speech());
+    let (media, _) = converse(&mut socket, &audio, Duration::from_secs(10)).await;
+    assert!(media > 50, "greeting and answer audio: {media} frames");
+    let detail = hang_up(server, &key, socket, &session_id).await;
+    (session_id, detail)
+}
+
 #[tokio::test]
 async fn session_traces_reach_an_opentelemetry_collector() {
     let mock = vendor_mock::VendorMock::start();
@@ -693,21 +714,7 @@ async fn session_traces_reach_an_opentelemetry_collector() {
         ],
     )
     .await;
-    let key = server.key().to_string();
-    new_agent(
-        &server,
-        &key,
-        json!({"id": "phone", "name": "Phone", "firstMessage": "Hello, thanks for calling.",
-               "sttProvider": "groq", "llmProvider": "openai", "ttsProvider": "elevenlabs"}),
-    )
-    .await;
-    let (session_id, url, token) = setup_call(&server, &key).await;
-    let mut socket = connect(&url, &token, "CA00000000000000000000000000000951").await;
-    let mut audio = silence(2_500);
-    audio.extend(caller_speech());
-    let (media, _) = converse(&mut socket, &audio, Duration::from_secs(10)).await;
-    assert!(media > 50, "greeting and answer audio: {media} frames");
-    let detail = hang_up(&server, &key, socket, &session_id).await;
+    let (session_id, detail) = answered_call(&server, "CA00000000000000000000000000000951").await;
 
     // Every span of the session, once the root has arrived.
     let hex = session_id.trim_start_matches("ses_");
@@ -865,21 +872,8 @@ async fn a_collector_that_is_down_changes_nothing_for_the_call() {
         ],
     )
     .await;
+    let (_, detail) = answered_call(&server, "CA00000000000000000000000000000952").await;
     let key = server.key().to_string();
-    new_agent(
-        &server,
-        &key,
-        json!({"id": "phone", "name": "Phone", "firstMessage": "Hello, thanks for calling.",
-               "sttProvider": "groq", "llmProvider": "openai", "ttsProvider": "elevenlabs"}),
-    )
-    .await;
-    let (session_id, url, token) = setup_call(&server, &key).await;
-    let mut socket = connect(&url, &token, "CA00000000000000000000000000000952").await;
-    let mut audio = silence(2_500);
-    audio.extend(caller_speech());
-    let (media, _) = converse(&mut socket, &audio, Duration::from_secs(10)).await;
-    assert!(media > 50, "greeting and answer audio: {media} frames");
-    let detail = hang_up(&server, &key, socket, &session_id).await;
     assert_eq!(detail["status"], "completed", "{detail}");
     let turns = detail["turns"].as_array().unwrap();
     assert!(
