@@ -99,10 +99,35 @@ struct Heard {
     first_media: Option<Duration>,
 }
 
+/// Longest wait for the agent's first audio in [`listen_from_first_audio`]: synthesis on a
+/// machine busy with other work can take seconds.
+const FIRST_AUDIO_LIMIT: Duration = Duration::from_secs(30);
+
 /// Reads the stream for `for_how_long`, echoing marks, and optionally sending caller audio
 /// paced at real time (then silence).
 async fn converse(socket: &mut Socket, caller: Option<&[u8]>, for_how_long: Duration) -> Heard {
+    converse_until(socket, caller, for_how_long, false).await
+}
+
+/// Listens (sending silence, echoing marks) for `window` from the agent's first audio, which
+/// may take up to [`FIRST_AUDIO_LIMIT`] to come: how fast it comes is the session benchmark's
+/// business, these tests check what is said.
+async fn listen_from_first_audio(socket: &mut Socket, window: Duration) -> Heard {
+    converse_until(socket, None, window, true).await
+}
+
+async fn converse_until(
+    socket: &mut Socket,
+    caller: Option<&[u8]>,
+    for_how_long: Duration,
+    from_first_audio: bool,
+) -> Heard {
     let started = Instant::now();
+    let window_start = |heard: &Heard| match (from_first_audio, heard.first_media) {
+        (false, _) => Duration::ZERO,
+        (true, Some(first)) => first,
+        (true, None) => FIRST_AUDIO_LIMIT.saturating_sub(for_how_long),
+    };
     let mut heard = Heard::default();
     let silence = vec![0xFFu8; 160];
     let mut frames = caller
@@ -111,7 +136,7 @@ async fn converse(socket: &mut Socket, caller: Option<&[u8]>, for_how_long: Dura
         .into_iter();
     let mut tick = tokio::time::interval(Duration::from_millis(20));
     let mut chunk = 1u64;
-    while started.elapsed() < for_how_long {
+    while started.elapsed() < window_start(&heard) + for_how_long {
         tokio::select! {
             _ = tick.tick() => {
                 let frame = frames.next().unwrap_or(&silence);
@@ -156,7 +181,7 @@ async fn a_phone_call_greets_listens_answers_and_is_recorded() {
     let mut socket = connect(&url, &token, "CA00000000000000000000000000000042").await;
 
     // The greeting arrives first, with marks after its sentences.
-    let greeting = converse(&mut socket, None, Duration::from_secs(4)).await;
+    let greeting = listen_from_first_audio(&mut socket, Duration::from_secs(4)).await;
     assert!(
         greeting.media_frames >= 50,
         "greeting frames: {}",
@@ -212,7 +237,13 @@ async fn a_phone_call_greets_listens_answers_and_is_recorded() {
         .find(|t| t["speaker"] == "user")
         .expect("a caller turn");
     let wer = word_error_rate(RIGHT, user["text"].as_str().unwrap());
-    assert!(wer <= 0.25, "caller turn heard as {:?}", user["text"]);
+    // An empty text with an `error` is a recognition that missed its deadline (a saturated
+    // machine): the detail says which.
+    assert!(
+        wer <= 0.25,
+        "caller turn heard as {:?}: {detail}",
+        user["text"]
+    );
     assert!(
         turns.iter().filter(|t| t["speaker"] == "agent").count() >= 2,
         "{detail}"
@@ -263,7 +294,7 @@ async fn forged_expired_and_reused_tokens_get_no_audio() {
 
     // The real token works once.
     let mut first = connect(&url, &token, "CA3").await;
-    let heard = converse(&mut first, None, Duration::from_secs(3)).await;
+    let heard = listen_from_first_audio(&mut first, Duration::from_secs(1)).await;
     assert!(heard.media_frames > 0, "{}", server.log());
     let mut second = connect(&url, &token, "CA4").await;
     assert!(closed_without_audio(&mut second).await, "a reused token");
@@ -285,7 +316,7 @@ async fn malformed_messages_are_skipped_and_the_call_goes_on() {
     ] {
         socket.send(Message::text(junk)).await.unwrap();
     }
-    let heard = converse(&mut socket, None, Duration::from_secs(4)).await;
+    let heard = listen_from_first_audio(&mut socket, Duration::from_secs(4)).await;
     assert!(
         heard.media_frames >= 50,
         "the greeting still plays: {}",
@@ -355,12 +386,25 @@ async fn a_phone_call_runs_on_vendor_engines_when_the_agent_names_them() {
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let server = Server::start_with(Storage::fresh().await, &env).await;
     let key = server.key().to_string();
+    // The agent knows the shop's hours: what the caller asks is looked up before the model.
+    let (status, collection) =
+        call(server.post("/v1/collections", &key, json!({"name": "Shop facts"}))).await;
+    assert_eq!(status, 201, "{collection}");
+    let collection = collection["id"].as_str().unwrap().to_string();
+    let (status, ingested) = call(server.post(
+        &format!("/v1/collections/{collection}/ingest"),
+        &key,
+        json!({"content": "Our opening hours: the shop is open from nine in the morning until six \
+                           in the evening, Monday to Saturday, and closed on Sundays."}),
+    ))
+    .await;
+    assert_eq!(status, 201, "{ingested}");
     let (status, body) = call(server.post(
         "/v1/agents",
         &key,
         json!({"id": "phone", "name": "Vendor phone agent", "firstMessage": "Hello, thanks for calling.",
                "sttProvider": "openai", "llmProvider": "openai", "ttsProvider": "openai",
-               "systemPrompt": "You are a phone agent."}),
+               "systemPrompt": "You are a phone agent.", "collectionId": collection}),
     ))
     .await;
     assert_eq!(status, 201, "{body}");
@@ -381,6 +425,16 @@ async fn a_phone_call_runs_on_vendor_engines_when_the_agent_names_them() {
         "answer frames: {}",
         answer.media_frames
     );
+    // A key press is a caller turn of its own, answered like words (Twilio's `dtmf` event).
+    let dtmf = json!({"event": "dtmf", "streamSid": "MZ00000000000000000000000000000001",
+                      "sequenceNumber": "900", "dtmf": {"track": "inbound_track", "digit": "5"}});
+    socket.send(Message::text(dtmf.to_string())).await.unwrap();
+    let after_key = converse(&mut socket, None, Duration::from_secs(5)).await;
+    assert!(
+        after_key.media_frames >= 40,
+        "frames answering the key press: {}",
+        after_key.media_frames
+    );
     let stop = json!({"event": "stop", "sequenceNumber": "9999", "streamSid": "MZ00000000000000000000000000000001",
                       "stop": {"accountSid": "AC00000000000000000000000000000001", "callSid": "CA00000000000000000000000000000077"}});
     socket.send(Message::text(stop.to_string())).await.unwrap();
@@ -396,6 +450,21 @@ async fn a_phone_call_runs_on_vendor_engines_when_the_agent_names_them() {
             .contains("What are your opening hours?")
     });
     assert!(asked, "the model was not given the caller's words");
+    let informed = chats.iter().any(|c| {
+        c.body["messages"][0]["role"] == "system"
+            && c.body["messages"][0]["content"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("open from nine in the morning until six")
+    });
+    assert!(
+        informed,
+        "the knowledge was not in the model's prompt: {:?}",
+        chats
+            .iter()
+            .map(|c| &c.body["messages"][0])
+            .collect::<Vec<_>>()
+    );
     assert!(mock.seen_at("/audio/speech").len() >= 2);
 
     let mut detail = Value::Null;
@@ -415,6 +484,23 @@ async fn a_phone_call_runs_on_vendor_engines_when_the_agent_names_them() {
             .any(|t| t["speaker"] == "user" && t["text"] == "What are your opening hours?"),
         "{detail}"
     );
+    let key_turn = turns
+        .iter()
+        .position(|t| t["speaker"] == "user" && t["text"] == "DTMF 5")
+        .unwrap_or_else(|| panic!("no key-press turn: {detail}"));
+    assert!(
+        turns[key_turn + 1..]
+            .iter()
+            .any(|t| t["speaker"] == "agent"),
+        "the key press was not answered: {detail}"
+    );
+    let pressed = chats.iter().any(|c| {
+        c.body["messages"]
+            .as_array()
+            .and_then(|m| m.last())
+            .is_some_and(|m| m["role"] == "user" && m["content"] == "DTMF 5")
+    });
+    assert!(pressed, "the model was not told of the key press");
     assert!(
         turns.iter().any(|t| t["speaker"] == "agent"
             && t["text"]

@@ -335,3 +335,11 @@ pub trait ToolExecutor: Send + Sync + 'static {
     /// Runs one tool call and returns the text handed back to the model.
     fn execute(&self, call: ToolCall) -> EngineFuture<String>;
 }
+
+/// Knowledge looked up before the model answers a caller, for models that cannot search on
+/// their own (and to spare the others a tool round).
+pub trait KnowledgeRetriever: Send + Sync + 'static {
+    /// The system-prompt section with what the knowledge base holds about `query` (the
+    /// caller's latest words, then their previous turn), or `None` when nothing matches.
+    fn retrieve(&self, query: String) -> EngineFuture<Option<String>>;
+}

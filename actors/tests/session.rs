@@ -543,3 +543,52 @@ async fn a_hundred_concurrent_sessions() {
         assert_eq!(h.engines.active_streams(), 0);
     }
 }
+
+/// Knowledge found for the caller's words goes into the model's system prompt; a lookup that
+/// misses its deadline leaves the prompt as it was and the answer still comes.
+#[actix::test]
+async fn knowledge_is_looked_up_before_the_model_answers() {
+    tokio::time::pause();
+    for (delay, expect_knowledge) in [
+        (Duration::from_millis(20), true),
+        (Duration::from_secs(5), false),
+    ] {
+        let mut engines = Scripted::new(
+            &["What are your opening hours?"],
+            vec![LlmTurn::Say("We open at nine.".into())],
+        );
+        let facts = "\n\nFacts:\n- The shop opens at nine and closes at six.";
+        engines.knowledge = Some(ScriptedKnowledge::new(Some(facts), delay));
+        let mut h = Harness::start(config(""), engines);
+        let (first, _) = caller_utterances_mulaw();
+        h.speak(&first, 160).await;
+        h.speak(&mulaw_silence(800), 160).await;
+        h.wait_for(
+            "answer audio",
+            Duration::from_secs(10),
+            is_event("agent.audio.start"),
+        )
+        .await;
+        let queries = h
+            .engines
+            .knowledge
+            .as_ref()
+            .expect("set")
+            .queries
+            .lock()
+            .unwrap()
+            .clone();
+        assert_eq!(queries, vec!["What are your opening hours?".to_string()]);
+        let requests = h.engines.llm.requests.lock().expect("not poisoned").clone();
+        assert_eq!(requests.len(), 1);
+        let system = &requests[0].messages[0];
+        assert_eq!(system.role, Role::System);
+        assert_eq!(
+            system.content.contains("opens at nine and closes at six"),
+            expect_knowledge,
+            "lookup delay {delay:?}: system prompt {:?}",
+            system.content
+        );
+        hang_up_and_check_all_stopped(&mut h).await;
+    }
+}

@@ -1,8 +1,9 @@
 //! Conversations with an agent over REST (`POST /v1/agents/{id}/chat`), and the parts voice
 //! sessions share with them: the system prompt with instance variables and retrieved
-//! knowledge ([`prompt`]), the agent's tools ([`tools`]), and the tool-calling turn loop
-//! ([`turn`]).
+//! knowledge ([`prompt`], [`retrieval`]), the agent's tools ([`tools`]), and the tool-calling
+//! turn loop ([`turn`]).
 
 pub mod prompt;
+pub mod retrieval;
 pub mod tools;
 pub mod turn;

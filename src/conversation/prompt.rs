@@ -57,6 +57,15 @@ pub fn system_prompt(
         prompt.push_str("\n\nAbout this caller: ");
         prompt.push_str(&substitute(context.trim(), variables));
     }
+    if let Some(section) = knowledge_section(knowledge) {
+        prompt.push_str(&section);
+    }
+    prompt
+}
+
+/// The part of a system prompt that hands the model the retrieved knowledge, best hits first
+/// within [`KNOWLEDGE_BUDGET_CHARS`]; `None` when no hit fits.
+pub fn knowledge_section(knowledge: &[KnowledgeHit]) -> Option<String> {
     let mut budget = KNOWLEDGE_BUDGET_CHARS;
     let mut facts = Vec::new();
     for hit in knowledge {
@@ -67,17 +76,18 @@ pub fn system_prompt(
         budget -= length;
         facts.push(hit.content.trim());
     }
-    if !facts.is_empty() {
-        prompt.push_str(
-            "\n\nUse the following facts from the knowledge base to answer. If they do not \
-             cover the question, say you do not know.",
-        );
-        for fact in facts {
-            prompt.push_str("\n- ");
-            prompt.push_str(fact);
-        }
+    if facts.is_empty() {
+        return None;
     }
-    prompt
+    let mut section = String::from(
+        "\n\nUse the following facts from the knowledge base to answer. If they do not cover \
+         the question, say you do not know.",
+    );
+    for fact in facts {
+        section.push_str("\n- ");
+        section.push_str(fact);
+    }
+    Some(section)
 }
 
 #[cfg(test)]

@@ -17,10 +17,11 @@ use super::providers::{self, Caller};
 use super::{validate, AppState};
 use crate::billing::{meter, Usage};
 use crate::conversation::prompt::system_prompt;
+use crate::conversation::retrieval;
 use crate::conversation::tools::{http_tools, AgentTools};
 use crate::conversation::turn::{run_turn, ToolCallRecord, TurnSettings};
 use crate::error::{ApiError, ErrorBody};
-use crate::knowledge::search::{search_collection, KnowledgeHit};
+use crate::knowledge::search::KnowledgeHit;
 use crate::registry::agents::GetAgent;
 use crate::registry::conversations::{LoadConversation, SaveTurn};
 use crate::registry::instances::{GetInstance, InstanceLookup};
@@ -32,9 +33,6 @@ use crate::time;
 const MAX_MESSAGE_CHARS: usize = 10_000;
 /// Answer length when the agent sets no maxTokens.
 const DEFAULT_MAX_TOKENS: u32 = 256;
-/// Chunks retrieved into the prompt before the model runs.
-const RETRIEVED_CHUNKS: usize = 4;
-const RETRIEVAL_THRESHOLD: f32 = 0.6;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(chat);
@@ -206,18 +204,13 @@ async fn chat(
                 .iter()
                 .rev()
                 .find(|m| m.role == "user")
-                .map(|m| m.content.clone());
-            let query = match previous {
-                Some(previous) => format!("{message}\n{previous}"),
-                None => message.clone(),
-            };
-            search_collection(
+                .map(|m| m.content.as_str());
+            retrieval::retrieve(
                 state.engines.embedder.as_ref(),
                 &state.knowledge,
                 collection,
-                query.chars().take(2000).collect(),
-                RETRIEVED_CHUNKS,
-                RETRIEVAL_THRESHOLD,
+                &message,
+                previous,
             )
             .await?
         }

@@ -11,6 +11,7 @@ use actix_web::http::header::ACCEPT;
 use actix_web::{post, web, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use switchboard_actors::engine::KnowledgeRetriever;
 use switchboard_actors::session::{AgentProfile, SessionEngines};
 use utoipa::ToSchema;
 
@@ -19,6 +20,7 @@ use super::body::ApiJson;
 use super::providers::{self, Caller};
 use super::{validate, AppState};
 use crate::conversation::prompt::{substitute, system_prompt};
+use crate::conversation::retrieval::CollectionKnowledge;
 use crate::conversation::tools::{http_tools, AgentTools};
 use crate::error::{ApiError, ErrorBody};
 use crate::observability::recorder::SessionRecorder;
@@ -432,6 +434,13 @@ impl SessionFactory for AppSessionFactory {
                 llm,
                 tts,
                 tools: Arc::new(tools),
+                knowledge: agent.collection_id.clone().map(|collection_id| {
+                    Arc::new(CollectionKnowledge {
+                        embedder: state.engines.embedder.clone(),
+                        knowledge: state.knowledge.clone(),
+                        collection_id,
+                    }) as Arc<dyn KnowledgeRetriever>
+                }),
             };
             // The session's slot among the tier's concurrent sessions (already taken when
             // the direct socket opened), and its per-turn metering.

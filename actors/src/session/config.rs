@@ -184,6 +184,9 @@ pub struct StageTimeouts {
     pub tts: Duration,
     /// One tool call.
     pub tool: Duration,
+    /// Knowledge retrieval before the model. Missing it does not fail the turn: the model
+    /// answers without the knowledge rather than keep the caller waiting.
+    pub retrieval: Duration,
 }
 
 impl Default for StageTimeouts {
@@ -193,6 +196,7 @@ impl Default for StageTimeouts {
             llm: Duration::from_secs(15),
             tts: Duration::from_secs(10),
             tool: Duration::from_secs(10),
+            retrieval: Duration::from_millis(500),
         }
     }
 }

@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use switchboard_actors::engine::{
-    ChatRequest, EngineError, EngineFuture, EngineStream, FinishReason, LanguageModel, LlmEvent,
-    SpeechChunk, SpeechRequest, SpeechToText, TextToSpeech, ToolCall, ToolExecutor,
-    TranscribeOptions, Transcript,
+    ChatRequest, EngineError, EngineFuture, EngineStream, FinishReason, KnowledgeRetriever,
+    LanguageModel, LlmEvent, SpeechChunk, SpeechRequest, SpeechToText, TextToSpeech, ToolCall,
+    ToolExecutor, TranscribeOptions, Transcript,
 };
 use tokio::sync::mpsc;
 
@@ -240,13 +240,42 @@ impl ToolExecutor for ScriptedTools {
     }
 }
 
-/// The four scripted engines of one session.
+/// Knowledge: answers every lookup with a fixed section after a delay, recording the queries.
+pub struct ScriptedKnowledge {
+    pub section: Option<String>,
+    pub delay: Duration,
+    pub queries: Mutex<Vec<String>>,
+}
+
+impl ScriptedKnowledge {
+    pub fn new(section: Option<&str>, delay: Duration) -> Arc<Self> {
+        Arc::new(Self {
+            section: section.map(str::to_string),
+            delay,
+            queries: Mutex::new(Vec::new()),
+        })
+    }
+}
+
+impl KnowledgeRetriever for ScriptedKnowledge {
+    fn retrieve(&self, query: String) -> EngineFuture<Option<String>> {
+        self.queries.lock().expect("not poisoned").push(query);
+        let (section, delay) = (self.section.clone(), self.delay);
+        Box::pin(async move {
+            pause(delay).await;
+            Ok(section)
+        })
+    }
+}
+
+/// The scripted engines of one session (no knowledge unless a test gives some).
 #[derive(Clone)]
 pub struct Scripted {
     pub stt: Arc<ScriptedStt>,
     pub llm: Arc<ScriptedLlm>,
     pub tts: Arc<ScriptedTts>,
     pub tools: Arc<ScriptedTools>,
+    pub knowledge: Option<Arc<ScriptedKnowledge>>,
 }
 
 impl Scripted {
@@ -283,6 +312,7 @@ impl Scripted {
                 delay: Duration::from_millis(30),
                 calls: Mutex::new(Vec::new()),
             }),
+            knowledge: None,
         }
     }
 

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
+use switchboard_actors::engine::KnowledgeRetriever;
 use switchboard_actors::session::{
     AudioIn, CallSession, SessionConfig, SessionEngines, SessionHandle, SessionObserver,
     SessionOutput, SessionSummary, TurnRecord,
@@ -73,6 +74,10 @@ impl Harness {
                 llm: engines.llm.clone(),
                 tts: engines.tts.clone(),
                 tools: engines.tools.clone(),
+                knowledge: engines
+                    .knowledge
+                    .clone()
+                    .map(|k| k as Arc<dyn KnowledgeRetriever>),
             },
             fake.clone().recipient(),
             observer.clone(),

@@ -19,7 +19,8 @@ use tokio::time::Instant;
 
 use crate::audio::{SpeechTracker, SpeechTrackerConfig};
 use crate::engine::{
-    ChatMessage, LanguageModel, SpeechToText, TextToSpeech, ToolExecutor, TranscribeOptions,
+    ChatMessage, KnowledgeRetriever, LanguageModel, SpeechToText, TextToSpeech, ToolExecutor,
+    TranscribeOptions,
 };
 
 use super::audio_in::CallerAudio;
@@ -49,6 +50,9 @@ pub struct SessionEngines {
     pub tts: Arc<dyn TextToSpeech>,
     /// Tool execution.
     pub tools: Arc<dyn ToolExecutor>,
+    /// The agent's knowledge, looked up for each answer before the model runs; `None` for an
+    /// agent without a collection.
+    pub knowledge: Option<Arc<dyn KnowledgeRetriever>>,
 }
 
 /// Where the conversation stands.

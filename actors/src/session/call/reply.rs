@@ -3,12 +3,13 @@
 //! children's messages, tracks what was played, and ends them: completed, interrupted by the
 //! caller (barge-in) or failed.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
 use tokio::time::Instant;
 
-use crate::engine::{ChatMessage, ChatRequest, Role, ToolCall};
+use crate::engine::{ChatMessage, ChatRequest, KnowledgeRetriever, Role, ToolCall};
 
 use super::super::barge_in::{ArmBargeIn, BargeInDetected, DisarmBargeIn};
 use super::super::error::TurnError;
@@ -56,6 +57,9 @@ pub(super) struct Reply {
     tool_ms: u64,
     tools_started: Option<Instant>,
     tools_pending: Vec<ToolCall>,
+    /// What the knowledge base said about the caller's words, added to the system prompt of
+    /// every model round of this reply.
+    knowledge: Option<String>,
     first_sentence_at: Option<Instant>,
     first_audio_at: Option<Instant>,
     latency: Option<TurnLatency>,
@@ -82,6 +86,9 @@ impl Reply {
         }
     }
 }
+
+/// Most characters of the caller's words used as a knowledge query.
+const RETRIEVAL_QUERY_CHARS: usize = 2_000;
 
 fn ms_between(from: Instant, to: Instant) -> u64 {
     to.saturating_duration_since(from).as_millis() as u64
@@ -148,6 +155,7 @@ impl CallSession {
             tool_ms: 0,
             tools_started: None,
             tools_pending: Vec::new(),
+            knowledge: None,
             first_sentence_at: None,
             first_audio_at: None,
             latency: None,
@@ -185,15 +193,82 @@ impl CallSession {
             return;
         };
         reply.timing = self.answer_timing.take();
+        let response_id = reply.id;
         self.reply = Some(reply);
         self.state = TurnState::Thinking;
-        self.start_llm_round(ctx);
+        match (self.engines.knowledge.clone(), self.retrieval_query()) {
+            (Some(knowledge), Some(query)) => {
+                self.retrieve_then_answer(response_id, knowledge, query, ctx)
+            }
+            _ => self.start_llm_round(ctx),
+        }
+    }
+
+    /// What to look up for the answer: the caller's latest turn, then the one before it (a
+    /// follow-up question often names its subject only there).
+    fn retrieval_query(&self) -> Option<String> {
+        let mut turns = self
+            .history
+            .iter()
+            .rev()
+            .filter(|m| m.role == Role::User)
+            .map(|m| m.content.trim())
+            .filter(|c| !c.is_empty());
+        let latest = turns.next()?;
+        let query = match turns.next() {
+            Some(previous) => format!("{latest}\n{previous}"),
+            None => latest.to_string(),
+        };
+        Some(query.chars().take(RETRIEVAL_QUERY_CHARS).collect())
+    }
+
+    /// Looks `query` up, then starts the model with what was found. A lookup that fails or
+    /// misses its deadline is logged and the model answers without it. The time counts as
+    /// the turn's tool time.
+    fn retrieve_then_answer(
+        &mut self,
+        response_id: u64,
+        knowledge: Arc<dyn KnowledgeRetriever>,
+        query: String,
+        ctx: &mut Context<Self>,
+    ) {
+        let deadline = self.config.timeouts.retrieval;
+        let started = Instant::now();
+        let lookup = async move { tokio::time::timeout(deadline, knowledge.retrieve(query)).await };
+        ctx.spawn(lookup.into_actor(self).map(move |found, session, ctx| {
+            let session_id = session.config.session_id.clone();
+            // The caller may have spoken again meanwhile: that reply is gone.
+            let Some(reply) = session.current_reply(response_id) else {
+                return;
+            };
+            reply.tool_ms += ms_between(started, Instant::now());
+            reply.knowledge = match found {
+                Ok(Ok(section)) => section,
+                Ok(Err(error)) => {
+                    tracing::warn!(session = %session_id, %error, "knowledge retrieval failed");
+                    None
+                }
+                Err(_) => {
+                    tracing::warn!(
+                        session = %session_id,
+                        deadline_ms = deadline.as_millis() as u64,
+                        "knowledge retrieval missed its deadline"
+                    );
+                    None
+                }
+            };
+            session.start_llm_round(ctx);
+        }));
     }
 
     fn start_llm_round(&mut self, ctx: &mut Context<Self>) {
         let agent = &self.config.agent;
+        let mut system = agent.system_prompt.clone();
+        if let Some(knowledge) = self.reply.as_ref().and_then(|r| r.knowledge.as_deref()) {
+            system.push_str(knowledge);
+        }
         let mut messages = Vec::with_capacity(self.history.len() + 1);
-        messages.push(ChatMessage::new(Role::System, agent.system_prompt.clone()));
+        messages.push(ChatMessage::new(Role::System, system));
         messages.extend(self.history.iter().cloned());
         let request = ChatRequest {
             model: agent.model.clone(),

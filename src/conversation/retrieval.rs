@@ -1,0 +1,66 @@
+//! Knowledge retrieval before the model answers: the chunks of the agent's collection closest
+//! to the user's words, as a system-prompt section. Chat turns call [`retrieve`] directly;
+//! voice sessions get a [`CollectionKnowledge`] among their engines, which the session calls
+//! after each caller turn (with its own deadline) before the model starts.
+
+use std::sync::Arc;
+
+use actix::Addr;
+use switchboard_actors::engine::{EngineError, EngineFuture, KnowledgeRetriever};
+
+use crate::engines::embeddings::Embedder;
+use crate::error::ApiError;
+use crate::knowledge::search::{search_collection, KnowledgeHit};
+use crate::registry::knowledge::KnowledgeIndex;
+
+/// Chunks retrieved into the prompt before the model runs.
+pub const RETRIEVED_CHUNKS: usize = 4;
+/// Least score a chunk needs to be retrieved.
+pub const RETRIEVAL_THRESHOLD: f32 = 0.6;
+/// Most characters of the user's words used as the query.
+const QUERY_CHARS: usize = 2_000;
+
+/// The best chunks of `collection_id` for `latest` (and the user's `previous` message, which
+/// often names what a follow-up question is about).
+pub async fn retrieve(
+    embedder: &dyn Embedder,
+    knowledge: &Addr<KnowledgeIndex>,
+    collection_id: &str,
+    latest: &str,
+    previous: Option<&str>,
+) -> Result<Vec<KnowledgeHit>, ApiError> {
+    let query = match previous {
+        Some(previous) => format!("{latest}\n{previous}"),
+        None => latest.to_string(),
+    };
+    search_collection(
+        embedder,
+        knowledge,
+        collection_id,
+        query.chars().take(QUERY_CHARS).collect(),
+        RETRIEVED_CHUNKS,
+        RETRIEVAL_THRESHOLD,
+    )
+    .await
+}
+
+/// One agent's collection, searched for a voice session.
+pub struct CollectionKnowledge {
+    pub embedder: Arc<dyn Embedder>,
+    pub knowledge: Addr<KnowledgeIndex>,
+    pub collection_id: String,
+}
+
+impl KnowledgeRetriever for CollectionKnowledge {
+    fn retrieve(&self, query: String) -> EngineFuture<Option<String>> {
+        let (embedder, knowledge) = (self.embedder.clone(), self.knowledge.clone());
+        let collection_id = self.collection_id.clone();
+        Box::pin(async move {
+            // The session has already joined the caller's latest and previous turns.
+            let hits = retrieve(embedder.as_ref(), &knowledge, &collection_id, &query, None)
+                .await
+                .map_err(|e| EngineError::internal(e.to_string()))?;
+            Ok(super::prompt::knowledge_section(&hits))
+        })
+    }
+}
