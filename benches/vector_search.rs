@@ -6,8 +6,13 @@
 //! 500 queries, the cost of inserting chunks into the built graph one by one, and search with
 //! 10% of the chunks deleted (tombstones).
 //!
-//! Vectors are uniformly random on the sphere: the hardest case for a graph (real embeddings
-//! cluster, which helps it).
+//! Vectors are uniformly random on the sphere by default: the hardest case for a graph, where
+//! every chunk is about as far from a query as every other. `DATA=clustered` draws them around
+//! 2,000 centres (queries too): close neighbours exist, then a flat plateau of the rest.
+//! `DATA=graded` draws them from 50 topics of 40 subtopics each, so similarity falls off in
+//! steps (same subtopic, same topic, other), closer to how sentence embeddings spread.
+//! The graph is then searched keeping 16 to 160 candidates (`ef`), each with its recall and
+//! latency, to pick the default.
 
 use std::time::{Duration, Instant};
 
@@ -16,6 +21,8 @@ use rand::{Rng, SeedableRng};
 use switchboard::knowledge::index::{ChunkRef, VectorIndex};
 
 const DIMENSIONS: usize = 384;
+/// The graph search's candidates in production (`registry.search_graph_ef`'s default).
+const SEARCH_EF: usize = switchboard::knowledge::index::GRAPH_EF_SEARCH;
 
 fn unit_vector(rng: &mut impl Rng) -> Vec<f32> {
     let v: Vec<f32> = (0..DIMENSIONS)
@@ -23,6 +30,59 @@ fn unit_vector(rng: &mut impl Rng) -> Vec<f32> {
         .collect();
     let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
     v.into_iter().map(|x| x / norm).collect()
+}
+
+/// The vectors to index and to query with, as `DATA` asks (see the module's note): each is
+/// the sum of one vector from every level, weighted, plus noise, normalised.
+struct Dataset {
+    /// Per level: its weight and its directions (a subtopic level is picked within its topic).
+    levels: Vec<(f32, Vec<Vec<f32>>)>,
+    noise: f32,
+}
+
+impl Dataset {
+    fn from_env(rng: &mut impl Rng) -> Self {
+        let mut directions = |n: usize| (0..n).map(|_| unit_vector(rng)).collect::<Vec<_>>();
+        match std::env::var("DATA").as_deref() {
+            Ok("clustered") => Dataset {
+                levels: vec![(1.0, directions(2_000))],
+                noise: 1.0,
+            },
+            Ok("graded") => Dataset {
+                levels: vec![(1.0, directions(50)), (0.8, directions(50 * 40))],
+                noise: 0.7,
+            },
+            _ => Dataset {
+                levels: Vec::new(),
+                noise: 1.0,
+            },
+        }
+    }
+
+    fn draw(&self, rng: &mut impl Rng) -> Vec<f32> {
+        let mut v: Vec<f32> = unit_vector(rng)
+            .into_iter()
+            .map(|x| x * self.noise)
+            .collect();
+        // Each level picks among the children of the previous level's pick (subtopics are
+        // numbered within their topic: topic t owns t*40..t*40+40).
+        let mut parent: Option<(usize, usize)> = None;
+        for (weight, directions) in &self.levels {
+            let pick = match parent {
+                None => rng.random_range(0..directions.len()),
+                Some((index, count)) => {
+                    let children = directions.len() / count;
+                    index * children + rng.random_range(0..children)
+                }
+            };
+            for (x, d) in v.iter_mut().zip(&directions[pick]) {
+                *x += weight * d;
+            }
+            parent = Some((pick, directions.len()));
+        }
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        v.into_iter().map(|x| x / norm).collect()
+    }
 }
 
 fn chunk(i: usize) -> ChunkRef {
@@ -88,10 +148,11 @@ fn search(c: &mut Criterion) {
         .and_then(|t| t.parse().ok())
         .unwrap_or(1);
     let mut rng = rand::rngs::StdRng::seed_from_u64(7);
-    let queries: Vec<Vec<f32>> = (0..2_000).map(|_| unit_vector(&mut rng)).collect();
+    let data = Dataset::from_env(&mut rng);
+    let queries: Vec<Vec<f32>> = (0..2_000).map(|_| data.draw(&mut rng)).collect();
     let mut group = c.benchmark_group("vector_search");
     for size in [10_000usize, 100_000] {
-        let vectors: Vec<Vec<f32>> = (0..size).map(|_| unit_vector(&mut rng)).collect();
+        let vectors: Vec<Vec<f32>> = (0..size).map(|_| data.draw(&mut rng)).collect();
         let exact = filled(&vectors, usize::MAX);
         let (p50, p99) = percentiles(&exact, &queries);
         eprintln!("exact over {size} chunks: p50 {p50:.2} ms, p99 {p99:.2} ms");
@@ -106,12 +167,17 @@ fn search(c: &mut Criterion) {
         let seconds = settle(&mut graphed, threads);
         assert!(graphed.uses_ann() && graphed.graph_covers() == size);
         eprintln!("graph over {size} chunks built in {seconds:.1} s on {threads} thread(s)");
-        eprintln!(
-            "recall@10 against exact: {:.3}",
-            recall(&graphed, &exact, &queries[..500])
-        );
+        for ef in [16, 24, 32, 48, 64, 96, 160] {
+            graphed.set_search_ef(ef);
+            let (p50, p99) = percentiles(&graphed, &queries);
+            eprintln!(
+                "graph over {size} chunks, ef {ef}: p50 {p50:.3} ms, p99 {p99:.3} ms, recall@10 {:.3}",
+                recall(&graphed, &exact, &queries[..500])
+            );
+        }
+        graphed.set_search_ef(SEARCH_EF);
         let (p50, p99) = percentiles(&graphed, &queries);
-        eprintln!("graph over {size} chunks: p50 {p50:.3} ms, p99 {p99:.3} ms");
+        eprintln!("graph over {size} chunks, ef {SEARCH_EF} (the default): p50 {p50:.3} ms, p99 {p99:.3} ms");
         group.bench_with_input(
             BenchmarkId::new("hnsw_top10", size),
             &graphed,
@@ -119,7 +185,7 @@ fn search(c: &mut Criterion) {
         );
 
         // Incremental inserts: 1,000 more chunks, one at a time on one thread.
-        let extra: Vec<Vec<f32>> = (0..1_000).map(|_| unit_vector(&mut rng)).collect();
+        let extra: Vec<Vec<f32>> = (0..1_000).map(|_| data.draw(&mut rng)).collect();
         for (i, v) in extra.iter().enumerate() {
             graphed.add(chunk(size + i), v);
         }

@@ -115,6 +115,8 @@ pub struct RegistryConfig {
     pub search_graph_min_chunks: usize,
     /// Threads building and extending search graphs; 0 = half the cores (at least one).
     pub search_graph_threads: usize,
+    /// Candidates a graph search keeps: higher finds more of the true best chunks, slower.
+    pub search_graph_ef: usize,
 }
 
 impl RegistryConfig {
@@ -424,6 +426,9 @@ impl Config {
         if self.auth.key_prefix.is_empty() {
             return Err(invalid("auth.key_prefix must not be empty"));
         }
+        if self.registry.search_graph_ef == 0 {
+            return Err(invalid("registry.search_graph_ef must be at least 1"));
+        }
         if self.registry.search_graph_min_chunks == 0 {
             return Err(invalid(
                 "registry.search_graph_min_chunks must be at least 1",
@@ -475,6 +480,10 @@ mod tests {
         let mut registry = Config::load(None).expect("defaults load").registry;
         assert_eq!(registry.search_graph_min_chunks, 100_000);
         assert_eq!(registry.search_graph_threads, 0);
+        assert_eq!(
+            registry.search_graph_ef,
+            crate::knowledge::index::GRAPH_EF_SEARCH
+        );
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         assert_eq!(registry.graph_threads(), (cores / 2).max(1));
         registry.search_graph_threads = 3;

@@ -3,15 +3,15 @@
 //! fast enough up to about 100k chunks of 384 dimensions). Built from storage on first use;
 //! updated in place on ingest and delete.
 //!
-//! From [`ANN_MIN_CHUNKS`] live chunks an HNSW graph (the `hnsw_rs` crate) answers instead,
+//! From [`ANN_MIN_CHUNKS`] live chunks an HNSW graph ([`super::graph`]) answers instead,
 //! behind the same [`VectorIndex::search`]. The graph is kept current without rebuilding it:
 //!
 //! - **Ingest** appends to the array at once; slots not yet in the graph (its uncovered
 //!   tail) are searched exactly next to the graph, and a background job inserts them into
 //!   the graph ([`VectorIndex::graph_job`], [`GraphJob::run`], [`VectorIndex::finish_graph`]).
-//! - **Delete** marks the document's slots as tombstones: searches skip them at once, and
-//!   the graph search asks for more neighbours than `limit` (in proportion to the tombstones,
-//!   doubling until `limit` live hits are found) so results stay `limit` long.
+//! - **Delete** marks the document's slots as tombstones: searches skip them at once (the
+//!   graph's walk filters them out while still passing through them), so results stay
+//!   `limit` long.
 //! - When tombstones pass [`REBUILD_TOMBSTONE_FRACTION`] of the slots, a background job
 //!   builds a new graph over the live chunks only (in parallel, on the caller's thread pool)
 //!   and installs it with the slots renumbered; changes made during the build carry over.
@@ -31,21 +31,14 @@ use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 use std::sync::Arc;
 
-use hnsw_rs::anndists::dist::Distance;
-use hnsw_rs::hnsw::Hnsw;
+use super::graph::{DoneKind, Graph, JobKind};
+pub use super::graph::{Finished, GraphDone, GraphJob, RetiredGraph, GRAPH_EF_SEARCH};
 
 /// Collections with at least this many live chunks are searched through an HNSW graph.
 pub const ANN_MIN_CHUNKS: usize = 100_000;
 /// A graph is rebuilt over the live chunks once this fraction of its index's slots are
 /// tombstones (deleted chunks still in the graph). Below it, searches skip them.
 pub const REBUILD_TOMBSTONE_FRACTION: f64 = 0.2;
-/// Neighbours kept per node and layer (twice as many on the bottom layer).
-const GRAPH_CONNECTIONS: usize = 24;
-/// Candidates examined when a node is inserted.
-const GRAPH_EF_CONSTRUCTION: usize = 160;
-/// Candidates a search keeps (the API's largest `limit` is 100).
-pub const GRAPH_EF_SEARCH: usize = 160;
-const GRAPH_MAX_LAYERS: usize = 16;
 
 /// Where a vector came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,163 +53,6 @@ pub struct Hit {
     pub chunk: ChunkRef,
     /// (cosine + 1) / 2.
     pub score: f32,
-}
-
-/// Cosine distance between unit vectors, `1 - dot`, never negative (the graph requires it;
-/// rounding can push the dot product of a vector with itself just past 1).
-#[derive(Debug, Clone, Copy, Default)]
-struct CosineDistance;
-
-impl Distance<f32> for CosineDistance {
-    fn eval(&self, a: &[f32], b: &[f32]) -> f32 {
-        (1.0 - dot(a, b)).max(0.0)
-    }
-}
-
-/// An HNSW graph whose point ids are slots of the index it belongs to.
-pub struct Graph {
-    hnsw: Hnsw<'static, f32, CosineDistance>,
-}
-
-impl std::fmt::Debug for Graph {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Graph")
-            .field("points", &self.hnsw.get_nb_point())
-            .finish()
-    }
-}
-
-impl Graph {
-    fn new(capacity: usize) -> Self {
-        Self {
-            hnsw: Hnsw::new(
-                GRAPH_CONNECTIONS,
-                capacity.max(1),
-                GRAPH_MAX_LAYERS,
-                GRAPH_EF_CONSTRUCTION,
-                CosineDistance,
-            ),
-        }
-    }
-
-    /// Inserts `(vector, slot)` pairs, in parallel on the current rayon pool.
-    fn insert(&self, vectors: &[f32], dimensions: usize, first_slot: usize) {
-        let points: Vec<(&[f32], usize)> = vectors
-            .chunks_exact(dimensions)
-            .enumerate()
-            .map(|(offset, v)| (v, first_slot + offset))
-            .collect();
-        self.hnsw.parallel_insert_slice(&points);
-    }
-}
-
-/// A graph taken out of service; dropping a large one takes a while, so the caller drops it
-/// after letting go of the index's lock (or [`VectorIndex`]'s own drop hands it to a thread).
-#[must_use = "drop it outside the index's lock"]
-pub struct RetiredGraph(#[allow(dead_code)] Arc<Graph>);
-
-/// Background work on an index's graph, taken with [`VectorIndex::graph_job`].
-pub struct GraphJob {
-    dimensions: usize,
-    layout: u64,
-    kind: JobKind,
-}
-
-enum JobKind {
-    /// A new graph over the live slots below `base`, renumbered densely.
-    Build {
-        base: usize,
-        kept: Vec<usize>,
-        refs: Vec<ChunkRef>,
-        vectors: Vec<f32>,
-    },
-    /// Inserts slots `from..upto` into the current graph.
-    Extend {
-        graph: Arc<Graph>,
-        from: usize,
-        upto: usize,
-        vectors: Vec<f32>,
-    },
-}
-
-/// A finished [`GraphJob`], for [`VectorIndex::finish_graph`].
-pub struct GraphDone {
-    layout: u64,
-    kind: DoneKind,
-}
-
-enum DoneKind {
-    Built {
-        graph: Graph,
-        base: usize,
-        kept: Vec<usize>,
-        refs: Vec<ChunkRef>,
-        vectors: Vec<f32>,
-    },
-    Extended {
-        graph: Arc<Graph>,
-        upto: usize,
-    },
-}
-
-impl GraphJob {
-    /// Whether this job builds a whole new graph (rather than adding to the current one).
-    pub fn is_build(&self) -> bool {
-        matches!(self.kind, JobKind::Build { .. })
-    }
-
-    /// Chunks the job inserts into a graph.
-    pub fn points(&self) -> usize {
-        match &self.kind {
-            JobKind::Build { kept, .. } => kept.len(),
-            JobKind::Extend { from, upto, .. } => upto - from,
-        }
-    }
-
-    /// Does the work: CPU-heavy for a build (minutes for 100k chunks on one thread), so run
-    /// it off the request path, inside the rayon pool whose threads it may use.
-    pub fn run(self) -> GraphDone {
-        let dimensions = self.dimensions.max(1);
-        let kind = match self.kind {
-            JobKind::Build {
-                base,
-                kept,
-                refs,
-                vectors,
-            } => {
-                let graph = Graph::new(kept.len());
-                graph.insert(&vectors, dimensions, 0);
-                DoneKind::Built {
-                    graph,
-                    base,
-                    kept,
-                    refs,
-                    vectors,
-                }
-            }
-            JobKind::Extend {
-                graph,
-                from,
-                upto,
-                vectors,
-            } => {
-                graph.insert(&vectors, dimensions, from);
-                DoneKind::Extended { graph, upto }
-            }
-        };
-        GraphDone {
-            layout: self.layout,
-            kind,
-        }
-    }
-}
-
-/// What [`VectorIndex::finish_graph`] did.
-pub struct Finished {
-    /// Whether the job's result was taken into service.
-    pub installed: bool,
-    /// The graph it replaced, to drop outside the lock.
-    pub retired: Option<RetiredGraph>,
 }
 
 /// Maps cosine similarity into the API's 0-1 score.
@@ -241,6 +77,8 @@ pub struct VectorIndex {
     /// One graph job at a time.
     job_running: AtomicBool,
     ann_min_chunks: usize,
+    /// Candidates a graph search keeps (at least the search's `limit`).
+    search_ef: usize,
 }
 
 impl Drop for VectorIndex {
@@ -248,7 +86,7 @@ impl Drop for VectorIndex {
         // Tearing a large graph down takes a while: not on the thread that let go of it
         // (an actor's, when the cache evicts a collection).
         if let Some(graph) = self.graph.take() {
-            if graph.hnsw.get_nb_point() >= 10_000 {
+            if graph.points() >= 10_000 {
                 let _ = std::thread::Builder::new()
                     .name("search-graph-drop".into())
                     .spawn(move || drop(graph));
@@ -270,7 +108,14 @@ impl VectorIndex {
             layout: 0,
             job_running: AtomicBool::new(false),
             ann_min_chunks: ANN_MIN_CHUNKS,
+            search_ef: GRAPH_EF_SEARCH,
         }
+    }
+
+    /// Candidates a graph search keeps: more finds more of the true nearest chunks (recall)
+    /// and costs time. A search always keeps at least its `limit`.
+    pub fn set_search_ef(&mut self, ef: usize) {
+        self.search_ef = ef.max(1);
     }
 
     /// The number of live chunks from which the graph answers (tests, benchmarks and
@@ -552,9 +397,11 @@ impl VectorIndex {
             .collect()
     }
 
-    /// The best live slots below `covers` through the graph, asking it for more neighbours
-    /// than `limit` to make up for tombstones, and again for twice as many while tombstones
-    /// (or slots past `covers`) leave fewer than `limit` hits it could have answered.
+    /// The best live slots below `covers` through the graph. Tombstones are filtered out
+    /// inside the graph's search: it still walks through them, so
+    /// deletions clustered around a query do not hide the live chunks behind them. Should the
+    /// walk still find fewer than `limit` live chunks, it is repeated keeping twice the
+    /// candidates, and past `covers` candidates every slot is compared exactly.
     fn graph_search(
         &self,
         graph: &Graph,
@@ -563,36 +410,40 @@ impl VectorIndex {
         limit: usize,
         threshold: f32,
     ) -> Vec<Candidate> {
-        let fraction = self.tombstone_fraction().min(0.9);
-        let mut want = limit + (limit as f64 * fraction / (1.0 - fraction)).ceil() as usize + 2;
+        let live = |slot: &usize| *slot < covers && !self.deleted[*slot];
+        // Without tombstones, filtering in the walk is not worth its cost; slots a running
+        // job is adding past `covers` (searched exactly beside) are dropped afterwards.
+        let keep: Option<&dyn Fn(&usize) -> bool> = (self.tombstones > 0).then_some(&live);
+        // At most this many live chunks can be found (fewer if tombstones lie past `covers`).
+        let findable = limit.min(covers.saturating_sub(self.tombstones).max(1));
+        let mut ef = self.search_ef.max(limit);
         loop {
-            let ef = GRAPH_EF_SEARCH.max(want);
-            let found = graph.hnsw.search(query, want, ef);
-            let exhausted = found.len() < want;
             let mut below_threshold = false;
-            let hits: Vec<Candidate> = found
+            let hits: Vec<Candidate> = graph
+                .nearest(query, limit, ef, keep)
                 .iter()
                 .filter_map(|n| {
+                    if n.d_id >= covers {
+                        return None;
+                    }
                     let score = score_of(1.0 - n.distance);
                     if score < threshold {
                         below_threshold = true;
                         return None;
                     }
-                    let live = n.d_id < covers && !self.deleted[n.d_id];
-                    live.then_some(Candidate {
+                    Some(Candidate {
                         score,
                         index: n.d_id,
                     })
                 })
                 .collect();
-            if hits.len() >= limit || exhausted || below_threshold {
+            if hits.len() >= findable || below_threshold {
                 return hits;
             }
-            if want >= covers {
-                // Almost everything is a tombstone: compare them all.
+            if ef >= covers {
                 return self.exact(query, 0..covers, limit, threshold);
             }
-            want *= 2;
+            ef *= 2;
         }
     }
 
@@ -629,7 +480,7 @@ impl VectorIndex {
 }
 
 /// Dot product in eight independent lanes, which the compiler turns into SIMD.
-fn dot(a: &[f32], b: &[f32]) -> f32 {
+pub(super) fn dot(a: &[f32], b: &[f32]) -> f32 {
     let mut lanes = [0.0f32; 8];
     let (a_chunks, b_chunks) = (a.chunks_exact(8), b.chunks_exact(8));
     let (a_rest, b_rest) = (a_chunks.remainder(), b_chunks.remainder());
@@ -1000,12 +851,5 @@ mod tests {
         index.add(chunk("a", 0), &[1.0, 0.0]);
         assert!(index.is_empty());
         assert!(index.search(&[1.0, 0.0], 3, 0.0).is_empty());
-    }
-
-    #[test]
-    fn the_distance_is_never_negative() {
-        let v = unit(&[0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3]);
-        assert!(CosineDistance.eval(&v, &v) >= 0.0);
-        assert_eq!(CosineDistance.eval(&[f32::NAN], &[1.0]), 0.0);
     }
 }

@@ -1,8 +1,9 @@
 //! Knowledge collections: chunking documents, readable text from web pages, and the vector
-//! index searched for retrieval. The index registry that caches one index per collection is
+//! index searched for retrieval (exact, or through an HNSW graph for large collections). The index registry that caches one index per collection is
 //! `registry::knowledge`; documents and chunks are stored by `store::documents`.
 
 pub mod chunking;
+pub mod graph;
 pub mod html;
 pub mod index;
 pub mod search;

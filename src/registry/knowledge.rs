@@ -31,6 +31,7 @@ pub struct KnowledgeIndex {
     dimensions: usize,
     cache: RegistryCache<String, SharedIndex>,
     graph_min_chunks: usize,
+    graph_search_ef: usize,
     /// Where graph jobs compute; `None` if its threads could not be started (exact search
     /// then answers for every collection).
     graph_pool: Option<Arc<rayon::ThreadPool>>,
@@ -54,6 +55,7 @@ impl KnowledgeIndex {
             dimensions,
             cache: RegistryCache::new(CACHED_COLLECTIONS, ttl),
             graph_min_chunks: config.search_graph_min_chunks,
+            graph_search_ef: config.search_graph_ef,
             graph_pool,
             removals: 0,
         }
@@ -175,6 +177,7 @@ impl Handler<IndexOf> for KnowledgeIndex {
         let db = self.db.clone();
         let dimensions = self.dimensions;
         let graph_min_chunks = self.graph_min_chunks;
+        let graph_search_ef = self.graph_search_ef;
         let generation = self.cache.generation();
         let collection = msg.collection_id;
         Box::pin(
@@ -183,6 +186,7 @@ impl Handler<IndexOf> for KnowledgeIndex {
                 let index = tokio::task::spawn_blocking(move || {
                     let mut index =
                         VectorIndex::new(dimensions).with_ann_threshold(graph_min_chunks);
+                    index.set_search_ef(graph_search_ef);
                     for (document_id, chunk_index, bytes) in rows {
                         let vector = documents::floats_of(&bytes);
                         index.add(
