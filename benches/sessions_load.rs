@@ -8,9 +8,12 @@
 //! cargo bench --bench sessions_load -- --sessions 1000 --ramp-up 60 --duration 180
 //! cargo bench --bench sessions_load -- --sessions 1 --duration 60      # the one-call baseline
 //! cargo bench --bench sessions_load -- --transport direct --sessions 500
+//! cargo bench --bench sessions_load -- --sessions 20 --ramp-up 40 --duration 4 --tts default
 //! ```
 //! Options: `--sessions N` (1000), `--ramp-up S` (60), `--duration S` (180, per session),
-//! `--transport twilio|direct`, `--latency-ms MS` (vendor latency, 0), `--barge-in-every N` (3).
+//! `--transport twilio|direct`, `--latency-ms MS` (vendor latency, 0), `--barge-in-every N` (3),
+//! `--tts PROVIDER` (the agent's voice: `deepgram`, the stand-in, by default; `default` is the
+//! embedded voice, whose first-response latency is the greeting's time to first audio).
 
 #[path = "support/fixed_vendors.rs"]
 mod fixed_vendors;
@@ -36,6 +39,7 @@ struct Options {
     transport: Transport,
     latency_ms: u64,
     barge_in_every: u32,
+    tts: String,
 }
 
 impl Options {
@@ -47,6 +51,7 @@ impl Options {
             transport: Transport::Twilio,
             latency_ms: 0,
             barge_in_every: 3,
+            tts: "deepgram".into(),
         };
         let mut args = std::env::args().skip(1);
         while let Some(flag) = args.next() {
@@ -57,6 +62,7 @@ impl Options {
                 "--duration" => o.duration = value()?.parse()?,
                 "--latency-ms" => o.latency_ms = value()?.parse()?,
                 "--barge-in-every" => o.barge_in_every = value()?.parse()?,
+                "--tts" => o.tts = value()?,
                 "--transport" => {
                     o.transport = match value()?.as_str() {
                         "twilio" => Transport::Twilio,
@@ -233,7 +239,7 @@ fn main() -> anyhow::Result<()> {
     runtime.block_on(async {
         let agent = json!({"id": "bench", "name": "Bench agent", "firstMessage": "Hello, how can I help?",
             "systemPrompt": "You are a phone agent.", "sttProvider": "openai", "llmProvider": "openai",
-            "ttsProvider": "deepgram"});
+            "ttsProvider": o.tts});
         let response = reqwest::Client::new()
             .post(format!("{}/v1/agents", server.base))
             .bearer_auth(&key)
