@@ -336,40 +336,49 @@ async fn another_developer_gets_404_for_every_verb_on_every_owned_route() {
             "B: {method} {template} leaks A's data: {text}"
         );
     }
-    // References to A's resources inside B's own requests are just as unknown.
+    // References to A's resources inside B's own requests are as unknown as ids that exist
+    // nowhere: the same refusal (status, code and field) as for a made-up id, never success
+    // and never 403.
     let (status, b_agent) = call(server.post("/v1/agents", &b, json!({"name": "B's agent"}))).await;
     assert_eq!(status, 201, "{b_agent}");
     let b_agent = b_agent["id"].as_str().unwrap().to_string();
-    for (case, path, body) in [
+    let made_up = "zz_does_not_exist";
+    for (case, path, body, field) in [
         (
             "B continues A's conversation",
             format!("/v1/agents/{b_agent}/chat"),
             json!({"message": "What did I say?", "conversationId": owned.conversation}),
+            "conversationId",
         ),
         (
             "B uses A's instance",
             format!("/v1/agents/{b_agent}/chat"),
             json!({"message": "Who am I?", "instanceId": owned.instance}),
+            "instanceId",
         ),
         (
             "B attaches A's collection",
             format!("/v1/agents/{b_agent}"),
             json!({"collectionId": owned.collection}),
+            "collectionId",
         ),
         (
             "B routes a number to A's agent",
             "/v1/phone-numbers".to_string(),
             json!({"phoneNumber": "+15550000200", "agentId": owned.agent}),
+            "agentId",
         ),
         (
             "B calls out with A's agent",
             "/v1/sessions/twilio/outbound".to_string(),
             json!({"agentId": owned.agent, "to": "+15550000003", "from": "+15550000100"}),
+            "agentId",
         ),
         (
             "B sets up a phone session with A's agent",
             "/v1/sessions/twilio".to_string(),
             json!({"agentId": owned.agent, "from": "+15550000004", "to": "+15550000100"}),
+            "agentId",
         ),
     ] {
         let method = if path.ends_with(&b_agent) {
@@ -377,8 +386,19 @@ async fn another_developer_gets_404_for_every_verb_on_every_owned_route() {
         } else {
             Method::POST
         };
-        let (status, answer) = call(server.request(method, &path, &b).json(&body)).await;
-        assert_not_found(status, &answer, case);
+        let (status, answer) = call(server.request(method.clone(), &path, &b).json(&body)).await;
+        let mut unknown = body.clone();
+        unknown[field] = json!(made_up);
+        let (expected, refusal) = call(server.request(method, &path, &b).json(&unknown)).await;
+        assert!(
+            status == 400 || status == 404,
+            "{case} → {status} {answer}"
+        );
+        assert_eq!(
+            (status, error_code(&answer), &answer["error"]["param"]),
+            (expected, error_code(&refusal), &refusal["error"]["param"]),
+            "{case}: A's id is told apart from a made-up one: {answer} / {refusal}"
+        );
     }
     // B's own vendor key routes name B's keys only: A's stored key is not B's to use or drop.
     for (method, path) in [
