@@ -100,12 +100,7 @@ pub fn is_public(ip: IpAddr) -> bool {
             }
             let segments = v6.segments();
             let embedded = |high: u16, low: u16| {
-                std::net::Ipv4Addr::new(
-                    (high >> 8) as u8,
-                    high as u8,
-                    (low >> 8) as u8,
-                    low as u8,
-                )
+                std::net::Ipv4Addr::new((high >> 8) as u8, high as u8, (low >> 8) as u8, low as u8)
             };
             // Addresses that carry an IPv4 address a gateway forwards to: NAT64's well-known
             // prefix 64:ff9b::/96 (the last 32 bits) and 6to4's 2002::/16 (the next 32 bits).

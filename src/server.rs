@@ -361,7 +361,10 @@ fn keep_private(path: &std::path::Path) -> anyhow::Result<()> {
         if mode & 0o077 != 0 {
             std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
                 .with_context(|| format!("cannot restrict {}", path.display()))?;
-            tracing::warn!("{} was readable by others; it is now owner-only", path.display());
+            tracing::warn!(
+                "{} was readable by others; it is now owner-only",
+                path.display()
+            );
         }
     }
     Ok(())

@@ -17,9 +17,9 @@ mod vendor_mock;
 use std::path::Path;
 use std::process::Command;
 
+use common::*;
 use twilio_mock::TwilioMock;
 use vendor_mock::VendorMock;
-use common::*;
 
 /// Operations whose valid requests run the embedded speech or language engines: CPU-heavy, so
 /// the bounded run gives each a few examples (their invalid requests are refused before any
@@ -102,7 +102,10 @@ async fn the_server_conforms_to_its_openapi_document() {
         [
             ("SWITCHBOARD__BILLING__STRIPE__BASE_URL", platforms.as_str()),
             ("SWITCHBOARD__BILLING__STRIPE__SECRET_KEY", STRIPE_SECRET),
-            ("SWITCHBOARD__BILLING__STRIPE__WEBHOOK_SECRET", "whsec_conformance"),
+            (
+                "SWITCHBOARD__BILLING__STRIPE__WEBHOOK_SECRET",
+                "whsec_conformance",
+            ),
             ("SWITCHBOARD__TIERS__PRO__PRICE_ID", "price_pro"),
             ("SWITCHBOARD__TIERS__SCALE__PRICE_ID", "price_scale"),
             ("SWITCHBOARD__SYNC__PROVIDER", "elevenlabs"),

@@ -113,12 +113,8 @@ fn in_flight(
 async fn an_ingest_cut_by_a_crash_leaves_no_half_written_document() {
     let server = Server::start().await;
     let key = server.key().to_string();
-    let (status, collection) = call(server.post(
-        "/v1/collections",
-        &key,
-        json!({"name": "Warehouse"}),
-    ))
-    .await;
+    let (status, collection) =
+        call(server.post("/v1/collections", &key, json!({"name": "Warehouse"}))).await;
     assert_eq!(status, 201, "{collection}");
     let collection = collection["id"].as_str().unwrap().to_string();
     // A whole document first: it must survive the crash untouched.
@@ -205,7 +201,10 @@ async fn a_provision_cut_by_a_crash_leaves_no_agent_without_its_collection() {
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert!(!provision.is_finished(), "the provision is still running");
     let storage = kill_hard(server);
-    assert!(provision.await.unwrap().is_err(), "the cut provision got no answer");
+    assert!(
+        provision.await.unwrap().is_err(),
+        "the cut provision got no answer"
+    );
 
     let server = Server::start_on(storage).await;
     let db = open_db(&server.storage);
@@ -294,7 +293,11 @@ async fn key_rotations_cut_by_a_crash_leave_exactly_one_valid_key() {
     tokio::time::sleep(Duration::from_millis(700)).await;
     let storage = kill_hard(server);
     let answered = rotations.await.unwrap();
-    assert!(answered.len() > 3, "rotations ran before the crash: {}", answered.len());
+    assert!(
+        answered.len() > 3,
+        "rotations ran before the crash: {}",
+        answered.len()
+    );
 
     let server = Server::start_on(storage).await;
     // The admin key was never rotated; of the chain, exactly one key is still valid.
@@ -313,7 +316,11 @@ async fn key_rotations_cut_by_a_crash_leave_exactly_one_valid_key() {
     }
     .await
     .unwrap();
-    assert_eq!(valid.len(), 2, "the admin key and one of the chain: {valid:?}");
+    assert_eq!(
+        valid.len(),
+        2,
+        "the admin key and one of the chain: {valid:?}"
+    );
     let (status, _) = call(server.get("/v1/usage", &admin)).await;
     assert_eq!(status, 200, "the admin key works");
     let mut working = Vec::new();
@@ -356,7 +363,10 @@ async fn a_transcription_job_cut_by_a_crash_ends_after_the_restart() {
     assert_eq!(status, 202, "{accepted}");
     let id = accepted["id"].as_str().unwrap().to_string();
     let (_, job) = call(server.get(&format!("/v1/transcribe/{id}"), &key)).await;
-    assert_eq!(job["status"], "processing", "killed while processing: {job}");
+    assert_eq!(
+        job["status"], "processing",
+        "killed while processing: {job}"
+    );
     let storage = kill_hard(server);
 
     let server = Server::start_on(storage).await;
@@ -413,7 +423,10 @@ async fn a_live_session_cut_by_a_crash_is_failed_with_a_reason_after_the_restart
         if let Ok(text) = frame.to_text() {
             let event: Value = serde_json::from_str(text).unwrap_or(Value::Null);
             if event["type"] == "session.started" {
-                break event["sessionId"].as_str().expect("a session id").to_string();
+                break event["sessionId"]
+                    .as_str()
+                    .expect("a session id")
+                    .to_string();
             }
         }
     };

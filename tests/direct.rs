@@ -434,7 +434,10 @@ async fn a_session_token_opens_one_session_only() {
         e["type"] == "session.started"
     })
     .await;
-    let session = events.last().unwrap()["sessionId"].as_str().unwrap().to_string();
+    let session = events.last().unwrap()["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
 
     // The same token again — while the first socket is open, and after it has ended — is
     // refused with 401 before any upgrade, and the first session is untouched.
@@ -443,8 +446,7 @@ async fn a_session_token_opens_one_session_only() {
             Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
                 assert_eq!(response.status().as_u16(), 401, "{moment}");
                 let body: Value =
-                    serde_json::from_slice(response.body().as_deref().unwrap_or_default())
-                        .unwrap();
+                    serde_json::from_slice(response.body().as_deref().unwrap_or_default()).unwrap();
                 assert_eq!(body["error"]["code"], "unauthorized", "{moment}: {body}");
             }
             Err(other) => panic!("{moment}: expected a 401 refusal, got {other}"),

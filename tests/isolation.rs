@@ -18,8 +18,8 @@ use reqwest::Method;
 use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
-use twilio_mock::TwilioMock;
 use common::*;
+use twilio_mock::TwilioMock;
 
 /// Paths with a parameter that name nothing a developer owns, and why.
 const NOT_OWNED: &[(&str, &str)] = &[
@@ -59,15 +59,27 @@ struct Owned {
 impl Owned {
     fn fill(&self, template: &str) -> String {
         template
-            .replace("{id}/instances/{instanceId}", &format!("{}/instances/{}", self.agent, self.instance))
+            .replace(
+                "{id}/instances/{instanceId}",
+                &format!("{}/instances/{}", self.agent, self.instance),
+            )
             .replace("/agents/{id}", &format!("/agents/{}", self.agent))
             .replace(
                 "/collections/{id}/documents/{documentId}",
-                &format!("/collections/{}/documents/{}", self.collection, self.document),
+                &format!(
+                    "/collections/{}/documents/{}",
+                    self.collection, self.document
+                ),
             )
-            .replace("/collections/{id}", &format!("/collections/{}", self.collection))
+            .replace(
+                "/collections/{id}",
+                &format!("/collections/{}", self.collection),
+            )
             .replace("/keys/{id}", &format!("/keys/{}", self.key_id))
-            .replace("/phone-numbers/{id}", &format!("/phone-numbers/{}", self.number))
+            .replace(
+                "/phone-numbers/{id}",
+                &format!("/phone-numbers/{}", self.number),
+            )
             .replace("{sessionId}", &self.session)
             .replace("{callId}", &self.session)
             .replace("{taskId}", &self.task)
@@ -82,19 +94,39 @@ fn attempts() -> Vec<(Method, &'static str, Option<Value>)> {
         (Method::GET, "/v1/agents/{id}", None),
         (Method::PUT, "/v1/agents/{id}", Some(agent_fields)),
         (Method::DELETE, "/v1/agents/{id}", None),
-        (Method::POST, "/v1/agents/{id}/chat", Some(json!({"message": "Hello"}))),
-        (Method::POST, "/v1/agents/{id}/speak", Some(json!({"text": "Hello"}))),
+        (
+            Method::POST,
+            "/v1/agents/{id}/chat",
+            Some(json!({"message": "Hello"})),
+        ),
+        (
+            Method::POST,
+            "/v1/agents/{id}/speak",
+            Some(json!({"text": "Hello"})),
+        ),
         (Method::POST, "/v1/agents/{id}/sync", Some(json!({}))),
-        (Method::POST, "/v1/agents/{id}/session-token", Some(json!({}))),
+        (
+            Method::POST,
+            "/v1/agents/{id}/session-token",
+            Some(json!({})),
+        ),
         (Method::GET, "/v1/agents/{id}/instances", None),
-        (Method::POST, "/v1/agents/{id}/instances", Some(json!({"name": "Mine"}))),
+        (
+            Method::POST,
+            "/v1/agents/{id}/instances",
+            Some(json!({"name": "Mine"})),
+        ),
         (Method::GET, "/v1/agents/{id}/instances/{instanceId}", None),
         (
             Method::PUT,
             "/v1/agents/{id}/instances/{instanceId}",
             Some(json!({"name": "Mine"})),
         ),
-        (Method::DELETE, "/v1/agents/{id}/instances/{instanceId}", None),
+        (
+            Method::DELETE,
+            "/v1/agents/{id}/instances/{instanceId}",
+            None,
+        ),
         (Method::GET, "/v1/collections/{id}", None),
         (Method::DELETE, "/v1/collections/{id}", None),
         (
@@ -107,7 +139,11 @@ fn attempts() -> Vec<(Method, &'static str, Option<Value>)> {
             "/v1/collections/{id}/search",
             Some(json!({"query": "returns", "threshold": 0.0})),
         ),
-        (Method::DELETE, "/v1/collections/{id}/documents/{documentId}", None),
+        (
+            Method::DELETE,
+            "/v1/collections/{id}/documents/{documentId}",
+            None,
+        ),
         (Method::DELETE, "/v1/keys/{id}", None),
         (Method::POST, "/v1/keys/{id}/rotate", Some(json!({}))),
         (Method::GET, "/v1/phone-numbers/{id}", None),
@@ -118,9 +154,17 @@ fn attempts() -> Vec<(Method, &'static str, Option<Value>)> {
         ),
         (Method::DELETE, "/v1/phone-numbers/{id}", None),
         (Method::GET, "/v1/observability/sessions/{sessionId}", None),
-        (Method::GET, "/v1/observability/sessions/{sessionId}/root-cause", None),
+        (
+            Method::GET,
+            "/v1/observability/sessions/{sessionId}/root-cause",
+            None,
+        ),
         (Method::GET, "/v1/observability/calls/{callId}", None),
-        (Method::GET, "/v1/observability/calls/{callId}/root-cause", None),
+        (
+            Method::GET,
+            "/v1/observability/calls/{callId}/root-cause",
+            None,
+        ),
         (Method::GET, "/v1/recordings/{callId}", None),
         (Method::GET, "/v1/sessions/twilio/tasks/{taskId}", None),
         (Method::GET, "/v1/transcribe/{jobId}", None),
@@ -177,7 +221,10 @@ async fn provision_a(server: &Server, key: &str) -> Owned {
     .await;
     assert_eq!(status, 201, "{provisioned}");
     let agent = provisioned["agent"]["id"].as_str().unwrap().to_string();
-    let collection = provisioned["collection"]["id"].as_str().unwrap().to_string();
+    let collection = provisioned["collection"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let document = provisioned["ingestResults"][0]["documentId"]
         .as_str()
         .unwrap()
@@ -308,9 +355,9 @@ async fn another_developer_gets_404_for_every_verb_on_every_owned_route() {
             continue;
         }
         for method in operations.as_object().unwrap().keys() {
-            let covered = attempts().iter().any(|(m, p, _)| {
-                p == path && m.as_str().eq_ignore_ascii_case(method)
-            });
+            let covered = attempts()
+                .iter()
+                .any(|(m, p, _)| p == path && m.as_str().eq_ignore_ascii_case(method));
             if !covered {
                 missing.push(format!("{} {path}", method.to_uppercase()));
             }
@@ -390,10 +437,7 @@ async fn another_developer_gets_404_for_every_verb_on_every_owned_route() {
         let mut unknown = body.clone();
         unknown[field] = json!(made_up);
         let (expected, refusal) = call(server.request(method, &path, &b).json(&unknown)).await;
-        assert!(
-            status == 400 || status == 404,
-            "{case} → {status} {answer}"
-        );
+        assert!(status == 400 || status == 404, "{case} → {status} {answer}");
         assert_eq!(
             (status, error_code(&answer), &answer["error"]["param"]),
             (expected, error_code(&refusal), &refusal["error"]["param"]),
@@ -418,7 +462,11 @@ async fn another_developer_gets_404_for_every_verb_on_every_owned_route() {
         .insert("Authorization", format!("Bearer {b}").parse().unwrap());
     match tokio_tungstenite::connect_async(request).await {
         Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
-            assert_eq!(response.status().as_u16(), 404, "B opens A's agent's socket")
+            assert_eq!(
+                response.status().as_u16(),
+                404,
+                "B opens A's agent's socket"
+            )
         }
         other => panic!("B opened a session with A's agent: {:?}", other.map(|_| ())),
     }
@@ -444,13 +492,24 @@ async fn another_developer_gets_404_for_every_verb_on_every_owned_route() {
     }
     let (status, stored) = call(server.get("/v1/provider-keys", &b)).await;
     assert_eq!(status, 200, "{stored}");
-    assert_eq!(stored["data"], json!([]), "B sees A's provider keys: {stored}");
-    let (status, quality) = call(server.get("/v1/observability/sessions/interruption-quality", &b)).await;
+    assert_eq!(
+        stored["data"],
+        json!([]),
+        "B sees A's provider keys: {stored}"
+    );
+    let (status, quality) =
+        call(server.get("/v1/observability/sessions/interruption-quality", &b)).await;
     assert_eq!(status, 200, "{quality}");
-    assert_eq!(quality["sessions"], 0, "B's aggregates count A's sessions: {quality}");
+    assert_eq!(
+        quality["sessions"], 0,
+        "B's aggregates count A's sessions: {quality}"
+    );
     let (status, usage) = call(server.get("/v1/usage", &b)).await;
     assert_eq!(status, 200, "{usage}");
-    assert_eq!(usage["breakdown"]["rag"], 0.0, "B is charged for A's work: {usage}");
+    assert_eq!(
+        usage["breakdown"]["rag"], 0.0,
+        "B is charged for A's work: {usage}"
+    );
 
     // A's resources are as they were.
     let after = snapshot(&server, &a, &owned).await;

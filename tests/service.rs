@@ -370,7 +370,8 @@ async fn the_secrets_a_server_generates_are_readable_by_its_owner_only() {
     let server = server.restart().await;
     let mode = std::fs::metadata(&path).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o600, "after a restart: {:o}", mode & 0o777);
-    let (status, _) = call(server.get("/v1/usage", server.storage.create_key("dev_local").as_str())).await;
+    let (status, _) =
+        call(server.get("/v1/usage", server.storage.create_key("dev_local").as_str())).await;
     assert_eq!(status, 200);
 }
 
@@ -395,7 +396,11 @@ async fn the_openapi_document_lists_the_errors_every_route_can_answer() {
         .send()
         .await
         .unwrap();
-    assert_eq!(response.status().as_u16(), 415, "a form body on a JSON route");
+    assert_eq!(
+        response.status().as_u16(),
+        415,
+        "a form body on a JSON route"
+    );
     assert!(documented("/v1/synthesize", "post", 415));
     let (status, _) = call(server.http.get(server.url("/v1/audio/models"))).await;
     assert_eq!(status, 401, "the OpenAI-compatible routes need a key too");
@@ -466,8 +471,8 @@ async fn a_chat_answer_matches_the_schema_the_document_gives_it() {
         "a chat answer's usage is its tokens, not the account's usage: {usage}"
     );
     let account = resolve(
-        &document["paths"]["/v1/usage"]["get"]["responses"]["200"]["content"]
-            ["application/json"]["schema"],
+        &document["paths"]["/v1/usage"]["get"]["responses"]["200"]["content"]["application/json"]
+            ["schema"],
     );
     assert!(account["properties"]["credits"].is_object(), "{account}");
 }

@@ -310,8 +310,7 @@ pub struct SessionEnd {
 }
 
 /// Why a session or recording that a crash cut short was ended when its node came back.
-pub const ABANDONED_REASON: &str =
-    "node_restarted: the server stopped before the session ended";
+pub const ABANDONED_REASON: &str = "node_restarted: the server stopped before the session ended";
 
 /// At a node's start: its sessions still `active` ran on its previous process, which is gone,
 /// so nothing will ever end them. They become `failed` with [`ABANDONED_REASON`]; sessions of
