@@ -98,7 +98,20 @@ pub fn is_public(ip: IpAddr) -> bool {
             if let Some(v4) = v6.to_ipv4_mapped() {
                 return is_public(IpAddr::V4(v4));
             }
-            let first = v6.segments()[0];
+            let segments = v6.segments();
+            let embedded = |high: u16, low: u16| {
+                std::net::Ipv4Addr::new((high >> 8) as u8, high as u8, (low >> 8) as u8, low as u8)
+            };
+            // Addresses that carry an IPv4 address a gateway forwards to: NAT64's well-known
+            // prefix 64:ff9b::/96 (the last 32 bits) and 6to4's 2002::/16 (the next 32 bits).
+            // They are as public as the IPv4 address inside.
+            if segments[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+                return is_public(IpAddr::V4(embedded(segments[6], segments[7])));
+            }
+            if segments[0] == 0x2002 {
+                return is_public(IpAddr::V4(embedded(segments[1], segments[2])));
+            }
+            let first = segments[0];
             !(v6.is_loopback()
                 || v6.is_unspecified()
                 || v6.is_multicast()
@@ -355,10 +368,21 @@ mod tests {
             "::ffff:127.0.0.1",
             "::ffff:169.254.169.254",
             "255.255.255.255",
+            // NAT64 and 6to4 addresses carrying the metadata service or loopback.
+            "64:ff9b::a9fe:a9fe",
+            "64:ff9b::7f00:1",
+            "2002:a9fe:a9fe::1",
+            "2002:0a00:0001::1",
         ] {
             assert!(!is_public(ip.parse().unwrap()), "{ip} passed as public");
         }
-        for ip in ["8.8.8.8", "1.1.1.1", "2606:4700::1111"] {
+        for ip in [
+            "8.8.8.8",
+            "1.1.1.1",
+            "2606:4700::1111",
+            "64:ff9b::808:808",
+            "2002:808:808::1",
+        ] {
             assert!(is_public(ip.parse().unwrap()), "{ip} refused");
         }
     }

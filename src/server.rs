@@ -76,13 +76,16 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     .start();
     let engines = Engines::start(&config);
     let conversations = ConversationRegistry::new(db.clone()).start();
-    let sessions = SessionRegistry::new(db.clone()).start();
+    let node_id = node_id(&config.server.data_dir)?;
+    end_abandoned_work(&db, &node_id).await?;
+    let sessions = SessionRegistry::new(db.clone(), node_id.clone()).start();
     let recording_storage = RecordingStorage::new(&config.recordings, &config.server.data_dir)
         .context("cannot set up the recording store")?;
     let telephony = TelephonyRegistry::new(
         db.clone(),
         recording_storage.clone(),
         config.recordings.clone(),
+        node_id.clone(),
     )
     .start();
     let drain = Drain::new();
@@ -122,7 +125,6 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     let fetcher = Fetcher::new(&config.fetch).context("cannot build the HTTP client")?;
     let vendors = crate::vendors::Vendors::new(&config, db.clone())
         .context("cannot set up the vendor adapters")?;
-    let node_id = node_id(&config.server.data_dir)?;
     let jobs = JobRegistry::new(
         db.clone(),
         engines.clone(),
@@ -312,6 +314,29 @@ async fn bootstrap_first_key(db: &Db, config: &Config) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Ends what this node's previous process was doing when it died (a crash or `kill -9`
+/// gives it no chance to): its live sessions and the recordings it was writing become
+/// `failed`, since nothing can resume a call. Runs before this process serves anything, so
+/// none of its own sessions can be mistaken for abandoned ones. Work of other nodes sharing
+/// the database is left to them. (Its unfinished transcription jobs are resumed instead, by
+/// `JobRegistry`.)
+async fn end_abandoned_work(db: &Db, node: &str) -> anyhow::Result<()> {
+    let now = crate::time::now_ms();
+    let sessions = crate::store::sessions::fail_abandoned(db, node, now)
+        .await
+        .context("cannot end the sessions a previous run left active")?;
+    let recordings = crate::store::telephony::fail_abandoned_recordings(db, node, now)
+        .await
+        .context("cannot end the recordings a previous run left unfinished")?;
+    if sessions + recordings > 0 {
+        tracing::warn!(
+            "the previous run stopped without ending its work: {sessions} sessions and \
+             {recordings} recordings are now failed"
+        );
+    }
+    Ok(())
+}
+
 /// This server's stable identity, kept in the data dir: jobs it accepted are resumed by it
 /// after a restart, and only by it.
 fn node_id(data_dir: &std::path::Path) -> anyhow::Result<String> {
@@ -327,6 +352,24 @@ fn node_id(data_dir: &std::path::Path) -> anyhow::Result<String> {
     Ok(id)
 }
 
+/// Takes group and other permissions off a secret an earlier version wrote world-readable.
+fn keep_private(path: &std::path::Path) -> anyhow::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(path)?.permissions().mode();
+        if mode & 0o077 != 0 {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+                .with_context(|| format!("cannot restrict {}", path.display()))?;
+            tracing::warn!(
+                "{} was readable by others; it is now owner-only",
+                path.display()
+            );
+        }
+    }
+    Ok(())
+}
+
 /// The relay-token secret: configured, or generated once into the data dir.
 fn relay_secret(config: &Config) -> anyhow::Result<String> {
     let configured = config.telephony.relay_secret.trim();
@@ -337,10 +380,14 @@ fn relay_secret(config: &Config) -> anyhow::Result<String> {
     if let Ok(existing) = std::fs::read_to_string(&path) {
         let existing = existing.trim();
         if !existing.is_empty() {
+            keep_private(&path)?;
             return Ok(existing.to_string());
         }
     }
+    // Whoever reads this file can sign relay and session tokens: owner-only, like the
+    // provider-key master key.
     let secret = TokenSigner::generate_secret();
-    std::fs::write(&path, &secret).with_context(|| format!("cannot write {}", path.display()))?;
+    crate::vendors::sealing::write_private(&path, secret.as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(secret)
 }

@@ -417,3 +417,68 @@ async fn unknown_audio_options_are_refused_before_the_upgrade() {
         assert_invalid(status, &body, param, query);
     }
 }
+
+#[tokio::test]
+async fn a_session_token_opens_one_session_only() {
+    let server = Server::start().await;
+    let key = server.key().to_string();
+    new_agent(&server, &key).await;
+    let (status, minted) =
+        call(server.post("/v1/agents/widget/session-token", &key, json!({}))).await;
+    assert_eq!(status, 200, "{minted}");
+    let url = minted["url"].as_str().unwrap().to_string();
+    let (mut first, _) = tokio_tungstenite::connect_async(url.as_str())
+        .await
+        .expect("the token opens its session");
+    let (events, _) = read_until(&mut first, Duration::from_secs(10), |e| {
+        e["type"] == "session.started"
+    })
+    .await;
+    let session = events.last().unwrap()["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    // The same token again — while the first socket is open, and after it has ended — is
+    // refused with 401 before any upgrade, and the first session is untouched.
+    for moment in ["while the first is open", "after the first ended"] {
+        match tokio_tungstenite::connect_async(url.as_str()).await {
+            Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
+                assert_eq!(response.status().as_u16(), 401, "{moment}");
+                let body: Value =
+                    serde_json::from_slice(response.body().as_deref().unwrap_or_default()).unwrap();
+                assert_eq!(body["error"]["code"], "unauthorized", "{moment}: {body}");
+            }
+            Err(other) => panic!("{moment}: expected a 401 refusal, got {other}"),
+            Ok(_) => panic!("{moment}: a used session token opened a second session"),
+        }
+        if moment == "while the first is open" {
+            first
+                .send(Message::text(json!({"type": "end"}).to_string()))
+                .await
+                .unwrap();
+            read_until(&mut first, Duration::from_secs(10), |e| {
+                e["type"] == "session.ended"
+            })
+            .await;
+        }
+    }
+    let (status, sessions) =
+        call(server.get("/v1/observability/sessions?agentId=widget", &key)).await;
+    assert_eq!(status, 200, "{sessions}");
+    let data = sessions["data"].as_array().unwrap();
+    assert_eq!(data.len(), 1, "one session for one token: {sessions}");
+    assert_eq!(data[0]["id"], session.as_str());
+    assert_eq!(data[0]["status"], "completed", "{sessions}");
+
+    // A fresh token opens a fresh session.
+    let (_, again) = call(server.post("/v1/agents/widget/session-token", &key, json!({}))).await;
+    let (mut second, _) = tokio_tungstenite::connect_async(again["url"].as_str().unwrap())
+        .await
+        .expect("a new token opens a new session");
+    let (events, _) = read_until(&mut second, Duration::from_secs(10), |e| {
+        e["type"] == "session.started"
+    })
+    .await;
+    assert_ne!(events.last().unwrap()["sessionId"], session.as_str());
+}

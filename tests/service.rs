@@ -342,3 +342,137 @@ async fn configuration_comes_from_a_file_and_the_environment() {
     );
     let _ = Value::Null;
 }
+
+#[tokio::test]
+async fn the_secrets_a_server_generates_are_readable_by_its_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let server = Server::start().await;
+    // The relay secret signs phone-stream and browser session tokens; the master key opens
+    // stored vendor keys (created on the first one stored).
+    let (status, stored) = call(server.post(
+        "/v1/provider-keys",
+        server.key(),
+        json!({"provider": "openai", "apiKey": "sk-owner-only"}),
+    ))
+    .await;
+    assert!(status == 200 || status == 201, "{stored}");
+    let data = server.storage.data_dir.path().to_path_buf();
+    for name in ["relay-secret", "provider-keys.key"] {
+        let mode = std::fs::metadata(data.join(name))
+            .unwrap_or_else(|e| panic!("{name}: {e}"))
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "{name} is {:o}", mode & 0o777);
+    }
+    // A secret an earlier version left world-readable is restricted at the next start.
+    let path = data.join("relay-secret");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let server = server.restart().await;
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "after a restart: {:o}", mode & 0o777);
+    let (status, _) =
+        call(server.get("/v1/usage", server.storage.create_key("dev_local").as_str())).await;
+    assert_eq!(status, 200);
+}
+
+#[tokio::test]
+async fn the_openapi_document_lists_the_errors_every_route_can_answer() {
+    let server = Server::start().await;
+    let key = server.key().to_string();
+    let (status, document) = call(server.http.get(server.url("/openapi.json"))).await;
+    assert_eq!(status, 200);
+    let documented = |path: &str, method: &str, status: u16| {
+        document["paths"][path][method]["responses"]
+            .get(status.to_string())
+            .is_some()
+    };
+    // Answers a client really gets, each of which the document must list for its operation.
+    let (status, _) = call(server.get("/v1/agents/nobody/instances?limit=0", &key)).await;
+    assert_eq!(status, 400, "an out-of-range page size");
+    assert!(documented("/v1/agents/{id}/instances", "get", 400));
+    let response = server
+        .request(reqwest::Method::POST, "/v1/synthesize", &key)
+        .body("text=hello")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        response.status().as_u16(),
+        415,
+        "a form body on a JSON route"
+    );
+    assert!(documented("/v1/synthesize", "post", 415));
+    let (status, _) = call(server.http.get(server.url("/v1/audio/models"))).await;
+    assert_eq!(status, 401, "the OpenAI-compatible routes need a key too");
+    assert!(documented("/v1/audio/models", "get", 401));
+
+    // And in general: every API-key route lists 401 and 429, every route with a query lists
+    // 400, every route with a JSON or multipart body lists 400, 413 and 415.
+    let keyless = [
+        "/v1/billing/webhook",
+        "/v1/sessions/twilio/inbound",
+        "/v1/sessions/twilio/task/{taskId}/connect",
+        "/v1/sessions/twilio/task/{taskId}/status",
+    ];
+    let mut missing = Vec::new();
+    for (path, operations) in document["paths"].as_object().unwrap() {
+        for (method, operation) in operations.as_object().unwrap() {
+            let mut expected = Vec::new();
+            if path.starts_with("/v1/") && !keyless.contains(&path.as_str()) {
+                expected.extend(["401", "429"]);
+            }
+            let has_query = operation["parameters"]
+                .as_array()
+                .is_some_and(|ps| ps.iter().any(|p| p["in"] == "query"));
+            let has_body = operation["requestBody"]["content"]
+                .as_object()
+                .is_some_and(|c| {
+                    c.keys().any(|t| {
+                        t.starts_with("application/json") || t.starts_with("multipart/form-data")
+                    })
+                });
+            if has_query || has_body {
+                expected.push("400");
+            }
+            if has_body {
+                expected.extend(["413", "415"]);
+            }
+            for status in expected {
+                if operation["responses"].get(status).is_none() {
+                    missing.push(format!("{} {path} {status}", method.to_uppercase()));
+                }
+            }
+        }
+    }
+    assert!(missing.is_empty(), "undocumented answers: {missing:?}");
+}
+
+#[tokio::test]
+async fn a_chat_answer_matches_the_schema_the_document_gives_it() {
+    let server = Server::start().await;
+    let (_, document) = call(server.http.get(server.url("/openapi.json"))).await;
+    let schemas = &document["components"]["schemas"];
+    let resolve = |schema: &Value| -> Value {
+        match schema["$ref"].as_str() {
+            Some(reference) => {
+                schemas[reference.trim_start_matches("#/components/schemas/")].clone()
+            }
+            None => schema.clone(),
+        }
+    };
+    let chat = resolve(
+        &document["paths"]["/v1/agents/{id}/chat"]["post"]["responses"]["200"]["content"]
+            ["application/json"]["schema"],
+    );
+    let usage = resolve(&chat["properties"]["usage"]);
+    assert!(
+        usage["properties"]["inputTokens"].is_object()
+            && usage["properties"]["outputTokens"].is_object(),
+        "a chat answer's usage is its tokens, not the account's usage: {usage}"
+    );
+    let account = resolve(
+        &document["paths"]["/v1/usage"]["get"]["responses"]["200"]["content"]["application/json"]
+            ["schema"],
+    );
+    assert!(account["properties"]["credits"].is_object(), "{account}");
+}

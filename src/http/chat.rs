@@ -62,16 +62,18 @@ pub struct ChatResponseBody {
     /// 0 for a conversation's first turn.
     pub turn_index: i32,
     pub tool_calls: Vec<ToolCallRecord>,
-    pub usage: UsageBody,
+    pub usage: TokenUsageBody,
     /// The instance that personalised this turn, if any.
     pub instance_id: Option<String>,
     /// True when the agent ended the conversation (it then takes no more turns).
     pub ended: bool,
 }
 
+/// Tokens one chat turn used. (Named apart from `GET /v1/usage`'s `UsageBody`: the OpenAPI
+/// document keys schemas by name, and one name for both made chat answers fail their schema.)
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct UsageBody {
+pub struct TokenUsageBody {
     pub input_tokens: u32,
     pub output_tokens: u32,
 }
@@ -292,7 +294,7 @@ async fn chat(
         conversation_id: conversation.id,
         turn_index,
         tool_calls: outcome.tool_calls,
-        usage: UsageBody {
+        usage: TokenUsageBody {
             input_tokens: outcome.input_tokens,
             output_tokens: outcome.output_tokens,
         },

@@ -37,7 +37,7 @@ use crate::registry::agents::GetAgent;
 use crate::registry::keys::{hash_key, CheckKey, KeyCheck};
 use crate::registry::metering::{Admit, CloseSession, OpenSession, SessionMetering};
 use crate::registry::new_id;
-use crate::registry::sessions::{CreateSession, EndSession};
+use crate::registry::sessions::{ClaimTokenSession, CreateSession, EndSession};
 use crate::store::sessions::{SessionEnd, SessionRow, STATUS_ACTIVE, STATUS_FAILED};
 use crate::telephony::token::RelayClaims;
 use crate::time::{self, iso};
@@ -223,7 +223,7 @@ pub async fn direct_session(
     let agent_id = path.into_inner();
     let query = query.into_inner();
     let audio = SocketAudio::from_query(&query)?;
-    let (developer_id, rate_key) =
+    let (developer_id, rate_key, token_session) =
         authenticate(&state, &req, query.token.as_deref(), &agent_id).await?;
     // A socket counts once against the rate limit, at connect.
     let admission = state
@@ -250,7 +250,25 @@ pub async fn direct_session(
             agent_id: agent_id.clone(),
         })
         .await??;
-    let session_id = new_id("ses");
+    // A session token is good for one session: the one it names, claimed here once.
+    let session_id = match token_session {
+        Some((session_id, expires_at)) => {
+            let claimed = state
+                .sessions
+                .send(ClaimTokenSession {
+                    session_id: session_id.clone(),
+                    expires_at,
+                })
+                .await??;
+            if !claimed {
+                return Err(ApiError::Unauthorized(
+                    "session token refused: it was already used; mint a new one".into(),
+                ));
+            }
+            session_id
+        }
+        None => new_id("ses"),
+    };
     // The session's place among this node's live ones (refused once the node drains).
     let slot = state.drain.admit(&session_id)?;
     // Refused here, before the socket opens, when the tier's concurrent sessions are all in
@@ -276,6 +294,13 @@ pub async fn direct_session(
             session_id: session_id.clone(),
         });
         crate::observability::served::forget(&session_id);
+        // A conflict on the record: another node opened this token's session first; that
+        // record is not this socket's to end.
+        if matches!(error, ApiError::Conflict(_)) {
+            return Err(ApiError::Unauthorized(
+                "session token refused: it was already used; mint a new one".into(),
+            ));
+        }
         state.sessions.do_send(EndSession {
             session_id: session_id.clone(),
             end: SessionEnd {
@@ -373,12 +398,14 @@ async fn start_direct(
 }
 
 /// The API key in the Authorization header, or a session token for this agent.
+/// Who opens the socket: (developer, rate-limit key, and for a session token the session it
+/// names with the token's expiry).
 async fn authenticate(
     state: &AppState,
     req: &HttpRequest,
     token: Option<&str>,
     agent_id: &str,
-) -> Result<(String, String), ApiError> {
+) -> Result<(String, String, Option<(String, i64)>), ApiError> {
     if let Some(token) = token {
         let claims = state
             .signer
@@ -390,7 +417,7 @@ async fn authenticate(
             ));
         }
         let rate_key = format!("session-token:{}", claims.dev);
-        return Ok((claims.dev, rate_key));
+        return Ok((claims.dev, rate_key, Some((claims.sid, claims.exp))));
     }
     let raw = req
         .headers()
@@ -410,7 +437,7 @@ async fn authenticate(
         })
         .await??
     {
-        KeyCheck::Valid(principal) => Ok((principal.developer_id, principal.key_id)),
+        KeyCheck::Valid(principal) => Ok((principal.developer_id, principal.key_id, None)),
         _ => Err(ApiError::Unauthorized("invalid API key".into())),
     }
 }

@@ -122,9 +122,87 @@ answer `{data, nextCursor, hasMore}` in creation order."
         widget::asset,
     ),
     components(schemas(ErrorBody, ErrorDetail)),
-    modifiers(&BearerAuth),
+    modifiers(&BearerAuth, &CommonResponses),
 )]
 pub struct ApiDoc;
+
+/// Routes under `/v1` proven by something other than an API key (see `http::configure`).
+const NOT_KEYED: &[&str] = &[
+    "/v1/billing/webhook",
+    "/v1/sessions/twilio/inbound",
+    "/v1/sessions/twilio/task/{taskId}/connect",
+    "/v1/sessions/twilio/task/{taskId}/status",
+    "/v1/sessions/twilio/stream",
+];
+
+/// The answers every operation of a kind can give, written once instead of on each handler:
+/// every API-key route can answer 401 (no, unknown, revoked or expired key) and 429 (its key's
+/// rate limit); every JSON or multipart body can be malformed (400), too large (413) or of
+/// another content type (415). The OpenAI-compatible routes answer these in OpenAI's error
+/// shape, the others in `ErrorBody`.
+struct CommonResponses;
+
+impl Modify for CommonResponses {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
+        for (path, item) in openapi.paths.paths.iter_mut() {
+            let keyed = path.starts_with("/v1/") && !NOT_KEYED.contains(&path.as_str());
+            let openai = path.starts_with("/v1/audio/");
+            let error = |description: &str| {
+                let response = ResponseBuilder::new().description(description);
+                let response = if openai {
+                    response
+                } else {
+                    response.content(
+                        "application/json",
+                        ContentBuilder::new()
+                            .schema(Some(Ref::from_schema_name("ErrorBody")))
+                            .build(),
+                    )
+                };
+                RefOr::T(response.build())
+            };
+            for operation in [
+                item.get.as_mut(),
+                item.post.as_mut(),
+                item.put.as_mut(),
+                item.delete.as_mut(),
+            ]
+            .into_iter()
+            .flatten()
+            {
+                let mut common = Vec::new();
+                if keyed {
+                    common.push(("401", "Missing, unknown, revoked or expired API key"));
+                    common.push(("429", "This API key's rate limit (with Retry-After)"));
+                }
+                let has_body = operation.request_body.as_ref().is_some_and(|body| {
+                    body.content.keys().any(|t| {
+                        t.starts_with("application/json") || t.starts_with("multipart/form-data")
+                    })
+                });
+                let has_query = operation.parameters.iter().flatten().any(|parameter| {
+                    parameter.parameter_in == utoipa::openapi::path::ParameterIn::Query
+                });
+                if has_body || has_query {
+                    common.push(("400", "Malformed body, query or field"));
+                }
+                if has_body {
+                    common.push(("413", "Body larger than the route accepts"));
+                    common.push(("415", "Body of another content type"));
+                }
+                for (status, description) in common {
+                    if !operation.responses.responses.contains_key(status) {
+                        operation
+                            .responses
+                            .responses
+                            .insert(status.to_string(), error(description));
+                    }
+                }
+            }
+        }
+    }
+}
 
 struct BearerAuth;
 

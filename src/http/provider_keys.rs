@@ -46,7 +46,7 @@ pub struct StoreProviderKey {
 #[serde(rename_all = "camelCase")]
 pub struct ProviderKeyBody {
     pub provider: String,
-    /// The key's last four characters.
+    /// The key's last four characters (never more than a third of a short key).
     pub key_hint: String,
     pub created_at: String,
     /// When a verify call last succeeded; null until then (and after the key is replaced).
@@ -127,10 +127,7 @@ async fn store_key(
             "apiKey must not contain spaces or control characters",
         ));
     }
-    let hint: String = {
-        let chars: Vec<char> = api_key.chars().collect();
-        chars[chars.len().saturating_sub(4)..].iter().collect()
-    };
+    let hint = key_hint(api_key);
     let row = ProviderKeyRow {
         developer_id: developer.id().to_string(),
         provider: vendor.id.to_string(),
@@ -219,5 +216,27 @@ async fn delete_key(
         Ok(HttpResponse::NoContent().finish())
     } else {
         Err(ApiError::not_found("provider key", &provider))
+    }
+}
+
+/// The end of a key that lists show to tell keys apart: its last four characters, but never
+/// more than a third of it, so a short key is not given away.
+fn key_hint(key: &str) -> String {
+    let chars: Vec<char> = key.chars().collect();
+    let shown = (chars.len() / 3).min(4);
+    chars[chars.len() - shown..].iter().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::key_hint;
+
+    #[test]
+    fn the_hint_never_gives_away_a_short_key() {
+        assert_eq!(key_hint("sk-proj-abcdefghijklmnop1234"), "1234");
+        assert_eq!(key_hint("abcdefgh"), "gh");
+        assert_eq!(key_hint("abc"), "c");
+        assert_eq!(key_hint("ab"), "");
+        assert_eq!(key_hint("ключ-ключ-ключ-ёж"), "ч-ёж");
     }
 }

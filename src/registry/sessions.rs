@@ -3,6 +3,8 @@
 //! summary when the session ends, and serves the observability reads. Writes from live
 //! sessions arrive as fire-and-forget messages, so a session never waits for storage.
 
+use std::collections::HashMap;
+
 use actix::prelude::*;
 
 use super::{cursor_position, Page, PageRequest};
@@ -15,11 +17,20 @@ use crate::time::now_ms;
 
 pub struct SessionRegistry {
     db: Db,
+    /// This node: the sessions it runs carry it, so that after a crash it ends them (see
+    /// `sessions::fail_abandoned`).
+    node_id: String,
+    /// Sessions named by session tokens this node has let in, until the tokens expire.
+    claimed_tokens: HashMap<String, i64>,
 }
 
 impl SessionRegistry {
-    pub fn new(db: Db) -> Self {
-        Self { db }
+    pub fn new(db: Db, node_id: String) -> Self {
+        Self {
+            db,
+            node_id,
+            claimed_tokens: HashMap::new(),
+        }
     }
 }
 
@@ -36,7 +47,36 @@ impl Handler<CreateSession> for SessionRegistry {
 
     fn handle(&mut self, msg: CreateSession, _: &mut Context<Self>) -> Self::Result {
         let db = self.db.clone();
-        Box::pin(async move { Ok(sessions::insert(&db, &msg.0).await?) })
+        // A session that starts active runs here; a pending one is placed when claimed.
+        let node = (msg.0.status == sessions::STATUS_ACTIVE).then(|| self.node_id.clone());
+        Box::pin(async move { Ok(sessions::insert(&db, &msg.0, node.as_deref()).await?) })
+    }
+}
+
+/// Claims the session a browser's session token names, once: `false` when that session was
+/// already opened (on this node, checked in memory so two sockets racing with one token cannot
+/// both win; or on any node, as a stored session).
+#[derive(Message)]
+#[rtype(result = "Result<bool, ApiError>")]
+pub struct ClaimTokenSession {
+    pub session_id: String,
+    /// The token's expiry (epoch ms): past it the token is refused anyway, so it is forgotten.
+    pub expires_at: i64,
+}
+
+impl Handler<ClaimTokenSession> for SessionRegistry {
+    type Result = ResponseFuture<Result<bool, ApiError>>;
+
+    fn handle(&mut self, msg: ClaimTokenSession, _: &mut Context<Self>) -> Self::Result {
+        let now = now_ms();
+        self.claimed_tokens.retain(|_, expires| *expires > now);
+        if self.claimed_tokens.contains_key(&msg.session_id) {
+            return Box::pin(async { Ok(false) });
+        }
+        self.claimed_tokens
+            .insert(msg.session_id.clone(), msg.expires_at);
+        let db = self.db.clone();
+        Box::pin(async move { Ok(!sessions::exists(&db, &msg.session_id).await?) })
     }
 }
 
@@ -53,9 +93,16 @@ impl Handler<ClaimSession> for SessionRegistry {
     type Result = ResponseFuture<Result<Option<SessionRow>, ApiError>>;
 
     fn handle(&mut self, msg: ClaimSession, _: &mut Context<Self>) -> Self::Result {
-        let db = self.db.clone();
+        let (db, node) = (self.db.clone(), self.node_id.clone());
         Box::pin(async move {
-            Ok(sessions::activate(&db, &msg.session_id, msg.call_sid.as_deref(), now_ms()).await?)
+            Ok(sessions::activate(
+                &db,
+                &msg.session_id,
+                msg.call_sid.as_deref(),
+                &node,
+                now_ms(),
+            )
+            .await?)
         })
     }
 }

@@ -29,15 +29,23 @@ pub struct TelephonyRegistry {
     storage: RecordingStorage,
     recordings: RecordingsConfig,
     sweeping: bool,
+    /// This node: recordings it writes carry it (see `fail_abandoned_recordings`).
+    node_id: String,
 }
 
 impl TelephonyRegistry {
-    pub fn new(db: Db, storage: RecordingStorage, recordings: RecordingsConfig) -> Self {
+    pub fn new(
+        db: Db,
+        storage: RecordingStorage,
+        recordings: RecordingsConfig,
+        node_id: String,
+    ) -> Self {
         Self {
             db,
             storage,
             recordings,
             sweeping: false,
+            node_id,
         }
     }
 
@@ -363,9 +371,9 @@ impl Handler<StartRecording> for TelephonyRegistry {
     type Result = ResponseFuture<()>;
 
     fn handle(&mut self, msg: StartRecording, _: &mut Context<Self>) -> Self::Result {
-        let db = self.db.clone();
+        let (db, node) = (self.db.clone(), self.node_id.clone());
         Box::pin(async move {
-            if let Err(e) = telephony::insert_recording(&db, &msg.0).await {
+            if let Err(e) = telephony::insert_recording(&db, &msg.0, &node).await {
                 tracing::error!(recording = %msg.0.id, "could not record a recording's start: {e}");
             }
         })

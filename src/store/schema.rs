@@ -234,6 +234,7 @@ diesel::table! {
         created_at -> BigInt,
         started_at -> Nullable<BigInt>,
         ended_at -> Nullable<BigInt>,
+        node_id -> Nullable<Text>,
     }
 }
 
@@ -341,6 +342,7 @@ diesel::table! {
         duration_ms -> BigInt,
         created_at -> BigInt,
         completed_at -> Nullable<BigInt>,
+        node_id -> Nullable<Text>,
     }
 }
 

@@ -114,22 +114,25 @@ pub struct InterruptionRow {
     pub requested: Option<bool>,
 }
 
-pub async fn insert(db: &Db, row: &SessionRow) -> StoreResult<()> {
+/// Records a new session. `node` is the node that runs it (for a session that starts
+/// active); a pending session gets its node when a stream claims it ([`activate`]).
+pub async fn insert(db: &Db, row: &SessionRow, node: Option<&str>) -> StoreResult<()> {
     db_run!(db, |conn| {
         diesel::insert_into(sessions::table)
-            .values(row)
+            .values((row, sessions::node_id.eq(node)))
             .execute(conn)
             .await?;
         Ok(())
     })
 }
 
-/// Moves a pending session to active (its stream connected), once. Answers the session when
+/// Moves a pending session to active (its stream connected) on `node`, once. Answers the session when
 /// this call claimed it; `None` if it is unknown or was already claimed.
 pub async fn activate(
     db: &Db,
     id: &str,
     call_sid: Option<&str>,
+    node: &str,
     at: i64,
 ) -> StoreResult<Option<SessionRow>> {
     db_run!(db, |conn| {
@@ -142,6 +145,7 @@ pub async fn activate(
             sessions::status.eq(STATUS_ACTIVE),
             sessions::call_sid.eq(call_sid),
             sessions::started_at.eq(Some(at)),
+            sessions::node_id.eq(Some(node)),
         ))
         .returning(SessionRow::as_returning())
         .get_result(conn)
@@ -305,6 +309,29 @@ pub struct SessionEnd {
     pub ended_at: Option<i64>,
 }
 
+/// Why a session or recording that a crash cut short was ended when its node came back.
+pub const ABANDONED_REASON: &str = "node_restarted: the server stopped before the session ended";
+
+/// At a node's start: its sessions still `active` ran on its previous process, which is gone,
+/// so nothing will ever end them. They become `failed` with [`ABANDONED_REASON`]; sessions of
+/// other nodes sharing the database are theirs to end. Answers how many were ended.
+pub async fn fail_abandoned(db: &Db, node: &str, at: i64) -> StoreResult<usize> {
+    db_run!(db, |conn| {
+        Ok(diesel::update(
+            sessions::table
+                .filter(sessions::node_id.eq(node))
+                .filter(sessions::status.eq(STATUS_ACTIVE)),
+        )
+        .set((
+            sessions::status.eq(STATUS_FAILED),
+            sessions::end_reason.eq(Some(ABANDONED_REASON)),
+            sessions::ended_at.eq(Some(at)),
+        ))
+        .execute(conn)
+        .await?)
+    })
+}
+
 pub async fn finish(db: &Db, id: &str, end: &SessionEnd) -> StoreResult<()> {
     db_run!(db, |conn| {
         diesel::update(sessions::table.filter(sessions::id.eq(id)))
@@ -312,6 +339,18 @@ pub async fn finish(db: &Db, id: &str, end: &SessionEnd) -> StoreResult<()> {
             .execute(conn)
             .await?;
         Ok(())
+    })
+}
+
+/// Whether a session with this id was ever recorded (by any developer, on any node).
+pub async fn exists(db: &Db, id: &str) -> StoreResult<bool> {
+    db_run!(db, |conn| {
+        let found: i64 = sessions::table
+            .filter(sessions::id.eq(id))
+            .count()
+            .get_result(conn)
+            .await?;
+        Ok(found > 0)
     })
 }
 

@@ -283,16 +283,36 @@ pub struct RecordingEnd {
     pub completed_at: Option<i64>,
 }
 
-/// Records a recording's start; nothing if its end was recorded first (a very short call).
-pub async fn insert_recording(db: &Db, row: &RecordingRow) -> StoreResult<()> {
+/// Records a recording's start by `node`, the node writing it; nothing if its end was
+/// recorded first (a very short call).
+pub async fn insert_recording(db: &Db, row: &RecordingRow, node: &str) -> StoreResult<()> {
     db_run!(db, |conn| {
         diesel::insert_into(recordings::table)
-            .values(row)
+            .values((row, recordings::node_id.eq(Some(node))))
             .on_conflict(recordings::id)
             .do_nothing()
             .execute(conn)
             .await?;
         Ok(())
+    })
+}
+
+/// At a node's start: the recordings its previous process was still writing when it died
+/// can never be finished; they become `failed` (their partial file, if any, goes with the
+/// retention sweep). Answers how many.
+pub async fn fail_abandoned_recordings(db: &Db, node: &str, at: i64) -> StoreResult<usize> {
+    db_run!(db, |conn| {
+        Ok(diesel::update(
+            recordings::table
+                .filter(recordings::node_id.eq(node))
+                .filter(recordings::status.eq(RECORDING_ACTIVE)),
+        )
+        .set((
+            recordings::status.eq(RECORDING_FAILED),
+            recordings::completed_at.eq(Some(at)),
+        ))
+        .execute(conn)
+        .await?)
     })
 }
 

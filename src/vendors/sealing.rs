@@ -112,8 +112,9 @@ fn decode_master_key(text: &str) -> Result<[u8; 32], String> {
         .map_err(|bytes: Vec<u8>| format!("the master key is {} bytes, not 32", bytes.len()))
 }
 
-/// Creates `path` readable and writable by its owner only, failing if it exists.
-fn write_private(path: &Path, contents: &[u8]) -> anyhow::Result<()> {
+/// Creates `path` readable and writable by its owner only, failing if it exists (for the
+/// secrets a server generates into its data dir).
+pub fn write_private(path: &Path, contents: &[u8]) -> anyhow::Result<()> {
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
