@@ -295,11 +295,27 @@ pub struct TwilioConfig {
     /// Deadline of one REST call.
     pub timeout_ms: u64,
     /// The number portal sign-in codes are sent from by SMS (E.164).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "phone_number")]
     pub sms_from: String,
     /// A Messaging Service that sends them instead (`MG…`); wins over `sms_from`.
     #[serde(default)]
     pub messaging_service_sid: String,
+}
+
+/// A phone number from a file or the environment, where `+15005550006` reads as an integer.
+fn phone_number<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Number {
+        Text(String),
+        Unsigned(u64),
+        Signed(i64),
+    }
+    Ok(match Number::deserialize(deserializer)? {
+        Number::Text(text) => text,
+        Number::Unsigned(n) => format!("+{n}"),
+        Number::Signed(n) => format!("+{}", n.unsigned_abs()),
+    })
 }
 
 impl TwilioConfig {

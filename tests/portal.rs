@@ -1078,4 +1078,8 @@ async fn a_developer_signs_in_creates_a_key_and_reads_a_timeline_in_a_real_brows
     // The screenshot was taken: a PNG of some size.
     let png = std::fs::read(&screenshot).expect("the screenshot");
     assert!(png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 5_000);
+    if let Some(dir) = std::env::var_os("SWITCHBOARD_TEST_ARTIFACTS") {
+        let kept = PathBuf::from(dir).join("portal-timeline.png");
+        std::fs::write(&kept, &png).expect("keep the screenshot");
+    }
 }
