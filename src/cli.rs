@@ -1,6 +1,6 @@
-//! The command line: `serve`, `migrate`, operator key and developer (tier, usage) management
-//! that works beside a running server on the same data dir or database, and `transcribe` for
-//! the embedded speech recogniser.
+//! The command line: `serve`, `migrate`, operator key and developer (tier, usage, portal
+//! phone) management that works beside a running server on the same data dir or database,
+//! and `transcribe` for the embedded speech recogniser.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -102,6 +102,15 @@ pub enum DevelopersCommand {
     /// Print a developer's usage in the current billing period, as stored (a running server
     /// adds its counts every metering flush interval).
     Usage { developer_id: String },
+    /// Attach a phone number (E.164) to an existing developer: signing in to the portal with
+    /// it then opens that developer's account.
+    LinkPhone {
+        #[arg(long)]
+        developer: String,
+        /// E.164, e.g. +14155550100.
+        #[arg(long)]
+        phone: String,
+    },
 }
 
 impl Cli {
@@ -254,6 +263,28 @@ pub async fn developers(config: &Config, command: DevelopersCommand) -> anyhow::
                 show(row.credits_rag)
             );
             println!("requests   {}", row.request_count);
+        }
+        DevelopersCommand::LinkPhone { developer, phone } => {
+            use crate::store::portal::{link_phone, Link};
+            let Some(phone) = crate::portal::normalise_phone(&phone) else {
+                anyhow::bail!(
+                    "--phone must be an E.164 number: + and country code, 8-15 digits \
+                     (e.g. +14155550100)"
+                );
+            };
+            match link_phone(&db, &developer, &phone, now_ms()).await? {
+                Link::Linked => {
+                    println!("{phone} now signs in to the portal as developer {developer}")
+                }
+                Link::AlreadyLinked => {
+                    println!("{phone} already signs in as developer {developer}")
+                }
+                Link::TakenBy(owner) => anyhow::bail!(
+                    "{phone} already signs in as developer {owner}; a number belongs to one \
+                     developer"
+                ),
+                Link::NoSuchDeveloper => anyhow::bail!("no developer with id {developer}"),
+            }
         }
     }
     Ok(())

@@ -45,6 +45,31 @@ pub struct Config {
     pub sync: SyncConfig,
     pub metrics: MetricsConfig,
     pub otlp: OtlpConfig,
+    pub portal: PortalConfig,
+}
+
+/// The developer portal under `/portal/`: phone sign-in codes and browser sessions.
+#[derive(Debug, Clone, Deserialize)]
+pub struct PortalConfig {
+    /// Keys the hashes of sign-in codes and the CSRF tokens. Empty = generated once into the
+    /// data dir (`portal-secret`); several nodes must share one.
+    pub secret: String,
+    /// How long a sign-in code stays valid.
+    pub code_ttl_seconds: u64,
+    /// Wrong tries that burn a code.
+    pub code_max_attempts: u32,
+    /// Codes one phone number may be sent per window.
+    pub code_requests_per_phone: u32,
+    /// Codes one client address may ask for per window.
+    pub code_requests_per_ip: u32,
+    pub code_request_window_seconds: u64,
+    /// Take the client address from `X-Forwarded-For` (behind a proxy that sets it) instead of
+    /// the connection's peer.
+    pub trust_forwarded_for: bool,
+    /// A session unused this long ends.
+    pub session_idle_seconds: u64,
+    /// A session ends this long after sign-in, however much it is used.
+    pub session_max_seconds: u64,
 }
 
 /// OpenTelemetry export of session traces (`observability::otlp`).
@@ -271,12 +296,40 @@ pub struct TwilioConfig {
     pub auth_token: String,
     /// Deadline of one REST call.
     pub timeout_ms: u64,
+    /// The number portal sign-in codes are sent from by SMS (E.164).
+    #[serde(default, deserialize_with = "phone_number")]
+    pub sms_from: String,
+    /// A Messaging Service that sends them instead (`MG…`); wins over `sms_from`.
+    #[serde(default)]
+    pub messaging_service_sid: String,
+}
+
+/// A phone number from a file or the environment, where `+15005550006` reads as an integer.
+fn phone_number<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Number {
+        Text(String),
+        Unsigned(u64),
+        Signed(i64),
+    }
+    Ok(match Number::deserialize(deserializer)? {
+        Number::Text(text) => text,
+        Number::Unsigned(n) => format!("+{n}"),
+        Number::Signed(n) => format!("+{}", n.unsigned_abs()),
+    })
 }
 
 impl TwilioConfig {
     /// Whether outbound calls and Twilio's webhooks can work.
     pub fn configured(&self) -> bool {
         !self.account_sid.trim().is_empty() && !self.auth_token.trim().is_empty()
+    }
+
+    /// Whether portal sign-in codes can be sent by SMS.
+    pub fn sms_configured(&self) -> bool {
+        self.configured()
+            && !(self.sms_from.trim().is_empty() && self.messaging_service_sid.trim().is_empty())
     }
 }
 
@@ -428,6 +481,17 @@ impl Config {
         }
         if self.registry.search_graph_ef == 0 {
             return Err(invalid("registry.search_graph_ef must be at least 1"));
+        }
+        let portal = &self.portal;
+        if portal.code_ttl_seconds == 0
+            || portal.code_max_attempts == 0
+            || portal.code_requests_per_phone == 0
+            || portal.code_requests_per_ip == 0
+            || portal.code_request_window_seconds == 0
+            || portal.session_idle_seconds == 0
+            || portal.session_max_seconds == 0
+        {
+            return Err(invalid("every portal.* limit must be at least 1"));
         }
         if self.registry.search_graph_min_chunks == 0 {
             return Err(invalid(

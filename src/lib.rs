@@ -16,6 +16,7 @@ pub mod knowledge;
 pub mod loadtest;
 pub mod media;
 pub mod observability;
+pub mod portal;
 pub mod recording;
 pub mod registry;
 pub mod server;

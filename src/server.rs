@@ -21,6 +21,7 @@ use crate::engines::Engines;
 use crate::fetch::Fetcher;
 use crate::http::{self, AppState};
 use crate::observability::otlp::TraceExport;
+use crate::portal::{Delivery, Portal};
 use crate::recording::{RecordingStorage, Recordings};
 use crate::registry::keys::{create_key, FlushLastUsed};
 use crate::registry::metering::FlushUsage;
@@ -30,7 +31,7 @@ use crate::registry::{
     KnowledgeIndex, Metering, SessionRegistry, TelephonyRegistry,
 };
 use crate::store::{developers, Backend, Db};
-use crate::telephony::rest::TwilioClient;
+use crate::telephony::rest::{Sender, TwilioClient};
 use crate::telephony::token::TokenSigner;
 
 /// Runs the service until it is asked to stop (SIGINT/SIGTERM).
@@ -104,6 +105,12 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         None
     };
     let signer = TokenSigner::new(relay_secret(&config)?);
+    let portal = Portal::new(
+        db.clone(),
+        config.portal.clone(),
+        &portal_secret(&config)?,
+        sign_in_delivery(&config)?,
+    );
     let knowledge =
         KnowledgeIndex::new(db.clone(), engines.embedder.dimensions(), &config.registry)
             .following(feed_state.clone())
@@ -162,6 +169,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         agent_sync: crate::vendors::agent_sync::AgentSync::from_config(&config.sync),
         traces: traces.clone(),
         drain: drain.clone(),
+        portal,
     });
     let max_json = config.server.max_json_bytes;
     let mut server = HttpServer::new(move || {
@@ -372,11 +380,43 @@ fn keep_private(path: &std::path::Path) -> anyhow::Result<()> {
 
 /// The relay-token secret: configured, or generated once into the data dir.
 fn relay_secret(config: &Config) -> anyhow::Result<String> {
-    let configured = config.telephony.relay_secret.trim();
+    secret_or_file(config, &config.telephony.relay_secret, "relay-secret")
+}
+
+/// The portal's secret (code hashes, CSRF tokens): configured, or generated once into the
+/// data dir.
+fn portal_secret(config: &Config) -> anyhow::Result<String> {
+    secret_or_file(config, &config.portal.secret, "portal-secret")
+}
+
+/// How portal sign-in codes reach the developer: SMS through Twilio when an account and a
+/// sender are configured, else the server log.
+fn sign_in_delivery(config: &Config) -> anyhow::Result<Delivery> {
+    let twilio = &config.telephony.twilio;
+    if !twilio.sms_configured() {
+        tracing::warn!(
+            "portal sign-in codes are written to this log: no SMS sender is configured \
+             ([telephony.twilio] account_sid, auth_token and sms_from or messaging_service_sid)"
+        );
+        return Ok(Delivery::Log);
+    }
+    let sender = match twilio.messaging_service_sid.trim() {
+        "" => Sender::From(twilio.sms_from.trim().to_string()),
+        service => Sender::MessagingService(service.to_string()),
+    };
+    Ok(Delivery::Sms {
+        client: TwilioClient::new(twilio).context("cannot build the Twilio client")?,
+        sender,
+    })
+}
+
+/// A configured secret, or one generated once into `file` in the data dir.
+fn secret_or_file(config: &Config, configured: &str, file: &str) -> anyhow::Result<String> {
+    let configured = configured.trim();
     if !configured.is_empty() {
         return Ok(configured.to_string());
     }
-    let path = config.server.data_dir.join("relay-secret");
+    let path = config.server.data_dir.join(file);
     if let Ok(existing) = std::fs::read_to_string(&path) {
         let existing = existing.trim();
         if !existing.is_empty() {

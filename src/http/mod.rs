@@ -18,6 +18,7 @@ pub mod openai_audio;
 pub mod openapi;
 pub mod pagination;
 pub mod phone_numbers;
+pub mod portal;
 pub mod provider_keys;
 pub mod providers;
 pub mod provision;
@@ -77,6 +78,8 @@ pub struct AppState {
     pub traces: Option<std::sync::Arc<crate::observability::otlp::TraceExport>>,
     /// This node's live sessions, and whether it drains before stopping.
     pub drain: std::sync::Arc<crate::cluster::Drain>,
+    /// The developer portal's sign-in codes and sessions.
+    pub portal: crate::portal::Portal,
 }
 
 /// Registers every route and the extractor error mappings.
@@ -103,6 +106,8 @@ pub fn configure(cfg: &mut web::ServiceConfig, max_json_bytes: usize) {
         )
         // The browser widget's public files.
         .configure(widget::routes)
+        // The developer portal: its own session cookie, never an API key.
+        .configure(portal::routes)
         .service(
             web::scope("/v1")
                 .wrap(from_fn(auth::require_api_key))
@@ -148,7 +153,7 @@ pub fn other_methods(cfg: &mut web::ServiceConfig, paths: &[&str]) {
     cfg.service(web::resource(paths.to_vec()).to(method_not_allowed));
 }
 
-async fn method_not_allowed(req: HttpRequest) -> Result<HttpResponse, ApiError> {
+pub(crate) async fn method_not_allowed(req: HttpRequest) -> Result<HttpResponse, ApiError> {
     Err(ApiError::MethodNotAllowed(format!(
         "{} is not allowed on {}",
         req.method(),
@@ -156,7 +161,7 @@ async fn method_not_allowed(req: HttpRequest) -> Result<HttpResponse, ApiError> 
     )))
 }
 
-async fn not_found(req: HttpRequest) -> Result<HttpResponse, ApiError> {
+pub(crate) async fn not_found(req: HttpRequest) -> Result<HttpResponse, ApiError> {
     Err(ApiError::NotFound(format!(
         "no route for {} {}",
         req.method(),

@@ -10,6 +10,7 @@ pub mod documents;
 pub mod instances;
 pub mod jobs;
 pub mod keys;
+pub mod portal;
 pub mod provider_keys;
 pub mod provision;
 pub mod rate_limits;

@@ -355,3 +355,36 @@ diesel::table! {
         synced_at -> BigInt,
     }
 }
+
+diesel::table! {
+    portal_codes (seq) {
+        seq -> BigInt,
+        phone -> Text,
+        code_hash -> Text,
+        client_ip -> Text,
+        attempts -> Integer,
+        created_at -> BigInt,
+        expires_at -> BigInt,
+        consumed_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    developer_phones (phone) {
+        phone -> Text,
+        developer_id -> Text,
+        created_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    portal_sessions (id_hash) {
+        id_hash -> Text,
+        developer_id -> Text,
+        phone -> Text,
+        created_at -> BigInt,
+        last_seen_at -> BigInt,
+        expires_at -> BigInt,
+        revoked_at -> Nullable<BigInt>,
+    }
+}

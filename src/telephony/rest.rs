@@ -1,7 +1,9 @@
 //! Twilio's REST API, for placing outbound calls (protocols.md §3.1):
 //! `POST {base}/2010-04-01/Accounts/{AccountSid}/Calls.json`, HTTP Basic auth with the account
 //! SID and auth token, a form-encoded body (`StatusCallbackEvent` repeated once per event),
-//! answered 201 with the Call resource.
+//! answered 201 with the Call resource; and for sending the portal's sign-in codes by SMS:
+//! `POST .../Messages.json` with `To`, `From` (or `MessagingServiceSid`) and `Body`, answered
+//! 201 with the Message resource.
 
 use std::time::Duration;
 
@@ -44,6 +46,20 @@ pub struct NewCall {
 pub struct CallResource {
     pub sid: String,
     pub status: String,
+}
+
+/// The fields of Twilio's Message resource we use.
+#[derive(Debug, Clone, Deserialize)]
+pub struct MessageResource {
+    pub sid: String,
+    pub status: String,
+}
+
+/// Who an SMS is sent as: a number of the account, or a Messaging Service.
+#[derive(Debug, Clone)]
+pub enum Sender {
+    From(String),
+    MessagingService(String),
 }
 
 /// Why a call could not be placed.
@@ -97,15 +113,39 @@ impl TwilioClient {
         if call.record {
             form.push(("Record", "true"));
         }
+        self.post_form("Calls.json", &form).await
+    }
+
+    /// Sends an SMS; answers Twilio's Message resource (status `queued` or `accepted`).
+    pub async fn send_message(
+        &self,
+        to: &str,
+        sender: &Sender,
+        body: &str,
+    ) -> Result<MessageResource, TwilioError> {
+        let mut form: Vec<(&str, &str)> = vec![("To", to), ("Body", body)];
+        match sender {
+            Sender::From(number) => form.push(("From", number)),
+            Sender::MessagingService(sid) => form.push(("MessagingServiceSid", sid)),
+        }
+        self.post_form("Messages.json", &form).await
+    }
+
+    /// POSTs a form to one of the account's resources and reads the created resource.
+    async fn post_form<T: serde::de::DeserializeOwned>(
+        &self,
+        resource: &str,
+        form: &[(&str, &str)],
+    ) -> Result<T, TwilioError> {
         let url = format!(
-            "{}/2010-04-01/Accounts/{}/Calls.json",
+            "{}/2010-04-01/Accounts/{}/{resource}",
             self.base_url, self.account_sid
         );
         let response = self
             .http
             .post(url)
             .basic_auth(&self.account_sid, Some(&self.auth_token))
-            .form(&form)
+            .form(form)
             .send()
             .await
             .map_err(|e| TwilioError::Failed(format!("the REST API did not answer: {e}")))?;
@@ -116,7 +156,9 @@ impl TwilioClient {
             .map_err(|e| TwilioError::Failed(format!("the answer broke off: {e}")))?;
         if (200..300).contains(&status) {
             return serde_json::from_slice(&body).map_err(|e| {
-                TwilioError::Failed(format!("unreadable Call resource (HTTP {status}): {e}"))
+                TwilioError::Failed(format!(
+                    "unreadable {resource} resource (HTTP {status}): {e}"
+                ))
             });
         }
         let error: Option<ErrorBody> = serde_json::from_slice(&body).ok();

@@ -5,6 +5,12 @@
 //! `direction: outbound-api`, RFC 2822 dates, ...). Wrong credentials answer 401 with
 //! Twilio's error body (code 20003); `To` = `+15005550001` (Twilio's magic "invalid number")
 //! answers 400 with code 21211. Every request's form is kept, repeated keys included.
+//!
+//! Also Twilio's Messages API: `POST .../Messages.json` (`To`, `From` or
+//! `MessagingServiceSid`, `Body`), answered 201 with a Message resource (`status: queued`);
+//! `To` = `+15005550009` (Twilio's magic "cannot receive SMS") answers 400 with code 21614.
+//! `GET .../Messages.json?To=` lists the messages sent, newest first, as Twilio's list
+//! resource does, so a browser test can read the code a developer would receive.
 
 use std::sync::{Arc, Mutex};
 
@@ -56,10 +62,20 @@ impl TwilioMock {
         std::thread::spawn(move || {
             actix_web::rt::System::new().block_on(async move {
                 HttpServer::new(move || {
-                    App::new().app_data(web::Data::new(shared.clone())).route(
-                        "/2010-04-01/Accounts/{sid}/Calls.json",
-                        web::post().to(create_call),
-                    )
+                    App::new()
+                        .app_data(web::Data::new(shared.clone()))
+                        .route(
+                            "/2010-04-01/Accounts/{sid}/Calls.json",
+                            web::post().to(create_call),
+                        )
+                        .route(
+                            "/2010-04-01/Accounts/{sid}/Messages.json",
+                            web::post().to(create_message),
+                        )
+                        .route(
+                            "/2010-04-01/Accounts/{sid}/Messages.json",
+                            web::get().to(list_messages),
+                        )
                 })
                 .workers(1)
                 .listen(listener)
@@ -93,6 +109,157 @@ impl TwilioMock {
     pub fn requests(&self) -> Vec<TwilioRequest> {
         self.seen.lock().unwrap().clone()
     }
+
+    /// The SMS requests received (accepted or not), oldest first.
+    pub fn messages(&self) -> Vec<TwilioRequest> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r.path.ends_with("/Messages.json"))
+            .collect()
+    }
+
+    /// The 6-digit code in the newest SMS sent to `to`.
+    pub fn last_code_for(&self, to: &str) -> Option<String> {
+        self.messages()
+            .iter()
+            .rev()
+            .find(|m| m.param("To") == Some(to))
+            .and_then(|m| code_in(m.param("Body")?))
+    }
+
+    /// Environment that also makes the server send SMS from `from`.
+    pub fn sms_env(&self, from: &str) -> Vec<(String, String)> {
+        let mut env = self.env();
+        env.push((
+            "SWITCHBOARD__TELEPHONY__TWILIO__SMS_FROM".into(),
+            from.to_string(),
+        ));
+        env
+    }
+}
+
+/// The first run of exactly six digits in a text.
+pub fn code_in(text: &str) -> Option<String> {
+    text.split(|c: char| !c.is_ascii_digit())
+        .find(|run| run.len() == 6)
+        .map(str::to_string)
+}
+
+fn authorised(req: &HttpRequest, sid: &str) -> bool {
+    let expected = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("{ACCOUNT_SID}:{AUTH_TOKEN}"))
+    );
+    req.headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        == Some(expected.as_str())
+        && sid == ACCOUNT_SID
+}
+
+fn unauthorised() -> HttpResponse {
+    HttpResponse::Unauthorized().json(json!({
+        "code": 20003, "message": "Authenticate",
+        "more_info": "https://www.twilio.com/docs/errors/20003", "status": 401}))
+}
+
+fn message_json(
+    sid: &str,
+    to: &str,
+    from: &str,
+    body: &str,
+    service: Option<&str>,
+) -> serde_json::Value {
+    let date = "Mon, 23 Nov 2026 17:00:00 +0000";
+    json!({
+        "sid": sid, "account_sid": ACCOUNT_SID, "api_version": "2010-04-01",
+        "body": body, "date_created": date, "date_updated": date, "date_sent": null,
+        "direction": "outbound-api", "error_code": null, "error_message": null,
+        "from": from, "messaging_service_sid": service, "num_media": "0", "num_segments": "1",
+        "price": null, "price_unit": "USD", "status": "queued", "to": to,
+        "uri": format!("/2010-04-01/Accounts/{ACCOUNT_SID}/Messages/{sid}.json"),
+        "subresource_uris": {"media": format!("/2010-04-01/Accounts/{ACCOUNT_SID}/Messages/{sid}/Media.json")}
+    })
+}
+
+async fn create_message(
+    req: HttpRequest,
+    sid: web::Path<String>,
+    body: Bytes,
+    seen: web::Data<Arc<Mutex<Vec<TwilioRequest>>>>,
+) -> HttpResponse {
+    let header = |name: &str| {
+        req.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string()
+    };
+    let form: Vec<(String, String)> = url::form_urlencoded::parse(&body)
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect();
+    let request = TwilioRequest {
+        path: req.path().to_string(),
+        authorization: header("authorization"),
+        content_type: header("content-type"),
+        form,
+    };
+    seen.lock().unwrap().push(request.clone());
+    if !authorised(&req, &sid) {
+        return unauthorised();
+    }
+    let to = request.param("To").unwrap_or("").to_string();
+    let from = request.param("From").unwrap_or("").to_string();
+    let service = request.param("MessagingServiceSid");
+    let text = request.param("Body").unwrap_or("");
+    if to.is_empty() || text.is_empty() || (from.is_empty() && service.is_none()) {
+        return HttpResponse::BadRequest().json(json!({
+            "code": 21604, "message": "A 'To', 'Body' and 'From' or 'MessagingServiceSid' are required.",
+            "more_info": "https://www.twilio.com/docs/errors/21604", "status": 400}));
+    }
+    if to == "+15005550009" {
+        return HttpResponse::BadRequest().json(json!({
+            "code": 21614, "message": format!("'To' number {to} is not a valid mobile number"),
+            "more_info": "https://www.twilio.com/docs/errors/21614", "status": 400}));
+    }
+    let message_sid = format!("SM{}", uuid::Uuid::new_v4().simple());
+    HttpResponse::Created().json(message_json(&message_sid, &to, &from, text, service))
+}
+
+async fn list_messages(
+    req: HttpRequest,
+    sid: web::Path<String>,
+    query: web::Query<std::collections::HashMap<String, String>>,
+    seen: web::Data<Arc<Mutex<Vec<TwilioRequest>>>>,
+) -> HttpResponse {
+    if !authorised(&req, &sid) {
+        return unauthorised();
+    }
+    let to = query.get("To").cloned();
+    let messages: Vec<serde_json::Value> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .rev()
+        .filter(|r| r.path.ends_with("/Messages.json"))
+        .filter(|r| to.as_deref().is_none_or(|to| r.param("To") == Some(to)))
+        .enumerate()
+        .map(|(i, r)| {
+            message_json(
+                &format!("SM{i:032}"),
+                r.param("To").unwrap_or(""),
+                r.param("From").unwrap_or(""),
+                r.param("Body").unwrap_or(""),
+                r.param("MessagingServiceSid"),
+            )
+        })
+        .collect();
+    HttpResponse::Ok().json(json!({
+        "messages": messages,
+        "end": messages.len().saturating_sub(1), "first_page_uri": req.uri().to_string(),
+        "next_page_uri": null, "page": 0, "page_size": 50, "previous_page_uri": null,
+        "start": 0, "uri": req.uri().to_string()
+    }))
 }
 
 async fn create_call(

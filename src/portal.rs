@@ -1,0 +1,397 @@
+//! The developer portal's sign-in and sessions: one-time codes sent to a phone (by SMS through
+//! Twilio's Messages API, or to the server log when no sender is configured), rate limits per
+//! number and per client address, verification that maps a number to its developer (created on
+//! first sign-in), and server-side sessions with idle and absolute expiry, revocation and a
+//! CSRF token each. The HTTP side is `http::portal`.
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use hmac::{Hmac, Mac};
+use rand::{Rng, RngCore};
+use sha2::Sha256;
+
+use crate::config::PortalConfig;
+use crate::error::ApiError;
+use crate::registry::keys::hash_key;
+use crate::store::portal::{self, NewSession, Verification};
+use crate::store::Db;
+use crate::telephony::rest::{Sender, TwilioClient, TwilioError};
+use crate::time::now_ms;
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// Twilio error codes that mean the destination number cannot receive the code.
+const TWILIO_BAD_DESTINATION: [i64; 4] = [21211, 21214, 21408, 21614];
+
+/// Where sign-in codes go.
+#[derive(Clone)]
+pub enum Delivery {
+    Sms {
+        client: TwilioClient,
+        sender: Sender,
+    },
+    /// No SMS sender: the code is written to the server log (development).
+    Log,
+}
+
+/// The portal's sign-in and session service.
+#[derive(Clone)]
+pub struct Portal {
+    db: Db,
+    config: PortalConfig,
+    secret: Vec<u8>,
+    delivery: Delivery,
+}
+
+/// A code went out.
+#[derive(Debug, Clone)]
+pub struct CodeSent {
+    pub phone: String,
+    pub expires_at: i64,
+    /// `sms` or `log`.
+    pub channel: &'static str,
+}
+
+/// A successful sign-in: the raw session id goes into the cookie, and only there.
+#[derive(Debug, Clone)]
+pub struct SignedIn {
+    pub session_id: String,
+    pub developer_id: String,
+    pub created: bool,
+    pub expires_at: i64,
+}
+
+/// A live portal session.
+#[derive(Debug, Clone)]
+pub struct ActiveSession {
+    pub id_hash: String,
+    pub developer_id: String,
+    pub phone: String,
+    pub created_at: i64,
+    /// When it ends unless used again.
+    pub idle_expires_at: i64,
+    /// When it ends regardless.
+    pub expires_at: i64,
+}
+
+/// Normalises a phone number to E.164: spaces, dots, dashes and parentheses are dropped;
+/// what remains must be `+`, a non-zero digit and 7 to 14 more digits.
+pub fn normalise_phone(input: &str) -> Option<String> {
+    let compact: String = input
+        .trim()
+        .chars()
+        .filter(|c| !matches!(c, ' ' | '.' | '-' | '(' | ')'))
+        .collect();
+    let digits = compact.strip_prefix('+')?;
+    let valid = (8..=15).contains(&digits.len())
+        && digits.chars().all(|c| c.is_ascii_digit())
+        && !digits.starts_with('0');
+    valid.then_some(compact)
+}
+
+/// Masks all but the last 4 digits, for logs.
+pub fn masked(phone: &str) -> String {
+    let keep = phone.len().saturating_sub(4);
+    format!("{}{}", "*".repeat(keep), &phone[keep..])
+}
+
+impl Portal {
+    pub fn new(db: Db, config: PortalConfig, secret: &str, delivery: Delivery) -> Portal {
+        Portal {
+            db,
+            config,
+            secret: secret.as_bytes().to_vec(),
+            delivery,
+        }
+    }
+
+    pub fn config(&self) -> &PortalConfig {
+        &self.config
+    }
+
+    fn mac(&self, parts: &[&str]) -> HmacSha256 {
+        let mut mac =
+            HmacSha256::new_from_slice(&self.secret).expect("HMAC takes a key of any length");
+        for part in parts {
+            mac.update(part.as_bytes());
+            mac.update(&[0]);
+        }
+        mac
+    }
+
+    /// The stored form of a code: HMAC-SHA256 under the portal secret, bound to the number.
+    fn code_hash(&self, phone: &str, code: &str) -> String {
+        hex(&self.mac(&["code", phone, code]).finalize().into_bytes())
+    }
+
+    fn code_matches(&self, phone: &str, code: &str, stored: &str) -> bool {
+        let Some(stored) = unhex(stored) else {
+            return false;
+        };
+        self.mac(&["code", phone, code])
+            .verify_slice(&stored)
+            .is_ok()
+    }
+
+    /// The CSRF token of a session: derived from its raw id, so every node computes the same.
+    pub fn csrf_token(&self, session_id_hash: &str) -> String {
+        URL_SAFE_NO_PAD.encode(self.mac(&["csrf", session_id_hash]).finalize().into_bytes())
+    }
+
+    /// Whether `presented` is the session's CSRF token (compared in constant time).
+    pub fn csrf_matches(&self, session_id_hash: &str, presented: &str) -> bool {
+        let Ok(bytes) = URL_SAFE_NO_PAD.decode(presented.trim()) else {
+            return false;
+        };
+        self.mac(&["csrf", session_id_hash])
+            .verify_slice(&bytes)
+            .is_ok()
+    }
+
+    /// Sends a new code to `phone` (already normalised), unless the number or the client
+    /// address asked for too many lately. A new code replaces any older one.
+    pub async fn request_code(&self, phone: &str, client_ip: &str) -> Result<CodeSent, ApiError> {
+        let now = now_ms();
+        let window_ms = (self.config.code_request_window_seconds as i64).saturating_mul(1000);
+        let since = now - window_ms;
+        let limited = |times: &[i64], limit: u32, what: &str| -> Result<(), ApiError> {
+            if times.len() < limit as usize {
+                return Ok(());
+            }
+            let oldest = times[times.len() - limit as usize];
+            let retry_after_seconds = ((oldest + window_ms - now).max(0) as u64).div_ceil(1000);
+            Err(ApiError::RateLimited {
+                message: format!(
+                    "{what} asked for {limit} sign-in codes in {} seconds; retry in {} s",
+                    self.config.code_request_window_seconds,
+                    retry_after_seconds.max(1)
+                ),
+                limit,
+                retry_after_seconds: retry_after_seconds.max(1),
+            })
+        };
+        let by_phone = portal::requests_for_phone(&self.db, phone, since).await?;
+        limited(
+            &by_phone,
+            self.config.code_requests_per_phone,
+            "this number",
+        )?;
+        let by_ip = portal::requests_from_ip(&self.db, client_ip, since).await?;
+        limited(&by_ip, self.config.code_requests_per_ip, "this address")?;
+
+        let code = format!("{:06}", rand::rng().random_range(0..1_000_000u32));
+        let expires_at = now + (self.config.code_ttl_seconds as i64).saturating_mul(1000);
+        let seq = portal::insert_code(
+            &self.db,
+            phone,
+            &self.code_hash(phone, &code),
+            client_ip,
+            now,
+            expires_at,
+        )
+        .await?;
+        let minutes = self.config.code_ttl_seconds.div_ceil(60);
+        match &self.delivery {
+            Delivery::Log => {
+                tracing::warn!(
+                    "portal sign-in code for {phone} is {code} (valid {minutes} min); no SMS \
+                     sender is configured ([telephony.twilio] account and sms_from), so it is \
+                     written here instead"
+                );
+                Ok(CodeSent {
+                    phone: phone.to_string(),
+                    expires_at,
+                    channel: "log",
+                })
+            }
+            Delivery::Sms { client, sender } => {
+                let text = format!(
+                    "Your Switchboard sign-in code is {code}. It expires in {minutes} minutes. \
+                     Do not share it."
+                );
+                match client.send_message(phone, sender, &text).await {
+                    Ok(message) => {
+                        tracing::info!(
+                            phone = %masked(phone),
+                            sid = %message.sid,
+                            status = %message.status,
+                            "portal sign-in code sent"
+                        );
+                        Ok(CodeSent {
+                            phone: phone.to_string(),
+                            expires_at,
+                            channel: "sms",
+                        })
+                    }
+                    Err(err) => {
+                        portal::burn_code(&self.db, seq, now_ms()).await?;
+                        tracing::warn!(phone = %masked(phone), "portal sign-in code not sent: {err}");
+                        Err(match err {
+                            TwilioError::Rejected {
+                                code: Some(code), ..
+                            } if TWILIO_BAD_DESTINATION.contains(&code) => ApiError::invalid(
+                                "phone",
+                                "this number cannot receive text messages",
+                            ),
+                            other => ApiError::Upstream(format!(
+                                "the sign-in code could not be sent: {other}"
+                            )),
+                        })
+                    }
+                }
+            }
+        }
+    }
+
+    /// Checks `code` for `phone`; on success opens a session.
+    pub async fn verify(&self, phone: &str, code: &str) -> Result<SignedIn, ApiError> {
+        let now = now_ms();
+        let mut raw = [0u8; 32];
+        rand::rng().fill_bytes(&mut raw);
+        let session_id = URL_SAFE_NO_PAD.encode(raw);
+        let expires_at = now + (self.config.session_max_seconds as i64).saturating_mul(1000);
+        let session = NewSession {
+            id_hash: hash_key(&session_id),
+            expires_at,
+        };
+        let new_developer = crate::registry::new_id("dev");
+        let matches = |stored: &str| self.code_matches(phone, code, stored);
+        let outcome = portal::verify(
+            &self.db,
+            phone,
+            &matches,
+            self.config.code_max_attempts as i32,
+            now,
+            &new_developer,
+            &session,
+        )
+        .await?;
+        match outcome {
+            Verification::SignedIn {
+                developer_id,
+                created,
+            } => {
+                tracing::info!(
+                    phone = %masked(phone),
+                    developer = %developer_id,
+                    created,
+                    "portal sign-in"
+                );
+                Ok(SignedIn {
+                    session_id,
+                    developer_id,
+                    created,
+                    expires_at,
+                })
+            }
+            Verification::NoCode => Err(ApiError::Unauthorized(
+                "no sign-in code is waiting for this number (it was used, burnt or never sent); \
+                 ask for a new one"
+                    .into(),
+            )),
+            Verification::Expired => Err(ApiError::Unauthorized(
+                "the sign-in code has expired; ask for a new one".into(),
+            )),
+            Verification::Wrong { remaining: 0 } => Err(ApiError::Unauthorized(
+                "wrong code; it had too many wrong tries and no longer works: ask for a new one"
+                    .into(),
+            )),
+            Verification::Wrong { remaining } => Err(ApiError::Unauthorized(format!(
+                "wrong code; {remaining} {} left",
+                if remaining == 1 { "try" } else { "tries" }
+            ))),
+        }
+    }
+
+    /// The live session a cookie value names, if any; records its use.
+    pub async fn session(&self, session_id: &str) -> Result<Option<ActiveSession>, ApiError> {
+        if session_id.is_empty() || session_id.len() > 100 {
+            return Ok(None);
+        }
+        let id_hash = hash_key(session_id);
+        let Some(row) = portal::find_session(&self.db, &id_hash).await? else {
+            return Ok(None);
+        };
+        let now = now_ms();
+        let idle_ms = (self.config.session_idle_seconds as i64).saturating_mul(1000);
+        if row.revoked_at.is_some() || now >= row.expires_at || now >= row.last_seen_at + idle_ms {
+            return Ok(None);
+        }
+        // One write per minute at most (or per half idle period, when that is shorter).
+        let mut last_seen = row.last_seen_at;
+        if now - row.last_seen_at >= (idle_ms / 2).min(60_000) {
+            portal::touch_session(&self.db, &id_hash, now).await?;
+            last_seen = now;
+        }
+        Ok(Some(ActiveSession {
+            id_hash,
+            developer_id: row.developer_id,
+            phone: row.phone,
+            created_at: row.created_at,
+            idle_expires_at: (last_seen + idle_ms).min(row.expires_at),
+            expires_at: row.expires_at,
+        }))
+    }
+
+    /// Ends a session on the server: its cookie is refused from the next request on, on
+    /// every node.
+    pub async fn sign_out(&self, id_hash: &str) -> Result<bool, ApiError> {
+        Ok(portal::revoke_session(&self.db, id_hash, now_ms()).await?)
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn phone_numbers_are_normalised_to_e164_or_refused() {
+        assert_eq!(
+            normalise_phone("+1 (415) 555-0100").as_deref(),
+            Some("+14155550100")
+        );
+        assert_eq!(
+            normalise_phone("+44.20.7946.0958").as_deref(),
+            Some("+442079460958")
+        );
+        for bad in [
+            "",
+            "4155550100",
+            "+0155550100",
+            "+1415",
+            "+1234567890123456",
+            "+1415555010a",
+            "++14155550100",
+            "+1 415 555 0100 ext 2",
+        ] {
+            assert_eq!(normalise_phone(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn masks_all_but_the_last_four_digits() {
+        assert_eq!(masked("+14155550100"), "********0100");
+        assert_eq!(masked("12"), "12");
+    }
+
+    #[test]
+    fn hex_round_trips() {
+        assert_eq!(unhex(&hex(&[0, 1, 254, 255])), Some(vec![0, 1, 254, 255]));
+        assert_eq!(unhex("abc"), None);
+        assert_eq!(unhex("zz"), None);
+    }
+}

@@ -1,0 +1,320 @@
+//! Queries of the developer portal: one-time sign-in codes (stored as keyed hashes), the
+//! phone numbers developers sign in with, and the portal's server-side sessions (stored as
+//! hashes of the cookie value).
+
+use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
+
+use super::schema::{developer_phones, developers, portal_codes, portal_sessions};
+use super::{Db, StoreResult};
+use crate::{db_run, db_tx};
+
+/// A portal session as stored.
+#[derive(Debug, Clone, Queryable, Selectable)]
+#[diesel(table_name = portal_sessions)]
+pub struct PortalSessionRow {
+    pub id_hash: String,
+    pub developer_id: String,
+    pub phone: String,
+    pub created_at: i64,
+    pub last_seen_at: i64,
+    pub expires_at: i64,
+    pub revoked_at: Option<i64>,
+}
+
+/// The session a successful sign-in opens.
+#[derive(Debug, Clone)]
+pub struct NewSession {
+    pub id_hash: String,
+    pub expires_at: i64,
+}
+
+/// How presenting a code for a number went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verification {
+    /// No live code for this number (never sent, already used, burnt or replaced).
+    NoCode,
+    /// The newest code expired; it is now burnt.
+    Expired,
+    /// Wrong code; `remaining` tries are left (0: the code is burnt).
+    Wrong { remaining: i32 },
+    /// Right code: the session is stored. `created` when the developer was new.
+    SignedIn { developer_id: String, created: bool },
+}
+
+/// Creation times of codes requested for `phone` at or after `since` (epoch ms), oldest first.
+pub async fn requests_for_phone(db: &Db, phone: &str, since: i64) -> StoreResult<Vec<i64>> {
+    db_run!(db, |conn| {
+        Ok(portal_codes::table
+            .filter(portal_codes::phone.eq(phone))
+            .filter(portal_codes::created_at.ge(since))
+            .order(portal_codes::created_at.asc())
+            .select(portal_codes::created_at)
+            .load(conn)
+            .await?)
+    })
+}
+
+/// Creation times of codes requested from client address `ip` at or after `since`.
+pub async fn requests_from_ip(db: &Db, ip: &str, since: i64) -> StoreResult<Vec<i64>> {
+    db_run!(db, |conn| {
+        Ok(portal_codes::table
+            .filter(portal_codes::client_ip.eq(ip))
+            .filter(portal_codes::created_at.ge(since))
+            .order(portal_codes::created_at.asc())
+            .select(portal_codes::created_at)
+            .load(conn)
+            .await?)
+    })
+}
+
+/// Stores a new code for `phone`, burning any older live one, in one transaction. Answers
+/// the new code's row number.
+pub async fn insert_code(
+    db: &Db,
+    phone: &str,
+    code_hash: &str,
+    client_ip: &str,
+    now: i64,
+    expires_at: i64,
+) -> StoreResult<i64> {
+    db_tx!(db, |conn| {
+        diesel::update(
+            portal_codes::table
+                .filter(portal_codes::phone.eq(phone))
+                .filter(portal_codes::consumed_at.is_null()),
+        )
+        .set(portal_codes::consumed_at.eq(now))
+        .execute(conn)
+        .await?;
+        Ok(diesel::insert_into(portal_codes::table)
+            .values((
+                portal_codes::phone.eq(phone),
+                portal_codes::code_hash.eq(code_hash),
+                portal_codes::client_ip.eq(client_ip),
+                portal_codes::attempts.eq(0),
+                portal_codes::created_at.eq(now),
+                portal_codes::expires_at.eq(expires_at),
+            ))
+            .returning(portal_codes::seq)
+            .get_result(conn)
+            .await?)
+    })
+}
+
+/// Burns code `seq` (its delivery failed), keeping the row for the rate limits.
+pub async fn burn_code(db: &Db, seq: i64, now: i64) -> StoreResult<()> {
+    db_run!(db, |conn| {
+        diesel::update(
+            portal_codes::table
+                .filter(portal_codes::seq.eq(seq))
+                .filter(portal_codes::consumed_at.is_null()),
+        )
+        .set(portal_codes::consumed_at.eq(now))
+        .execute(conn)
+        .await?;
+        Ok(())
+    })
+}
+
+/// Checks a presented code against the newest live code of `phone` (`matches` compares it
+/// with the stored hash) and, when it matches, uses the code up, finds or creates the
+/// developer the number belongs to (`new_developer_id` names a new one) and stores the
+/// session, all in one transaction. A wrong code counts a try; the `max_attempts`-th wrong
+/// try burns the code. Each step is a conditional update, so two nodes checking the same code
+/// at once cannot both use it.
+pub async fn verify(
+    db: &Db,
+    phone: &str,
+    matches: &(dyn Fn(&str) -> bool + Sync),
+    max_attempts: i32,
+    now: i64,
+    new_developer_id: &str,
+    session: &NewSession,
+) -> StoreResult<Verification> {
+    db_tx!(db, |conn| {
+        let code: Option<(i64, String, i64)> = portal_codes::table
+            .filter(portal_codes::phone.eq(phone))
+            .filter(portal_codes::consumed_at.is_null())
+            .order(portal_codes::seq.desc())
+            .select((
+                portal_codes::seq,
+                portal_codes::code_hash,
+                portal_codes::expires_at,
+            ))
+            .first(conn)
+            .await
+            .optional()?;
+        let Some((seq, hash, expires_at)) = code else {
+            return Ok(Verification::NoCode);
+        };
+        let live = portal_codes::table
+            .filter(portal_codes::seq.eq(seq))
+            .filter(portal_codes::consumed_at.is_null());
+        if expires_at <= now {
+            diesel::update(live)
+                .set(portal_codes::consumed_at.eq(now))
+                .execute(conn)
+                .await?;
+            return Ok(Verification::Expired);
+        }
+        if !matches(&hash) {
+            let attempts: Option<i32> = diesel::update(live)
+                .set(portal_codes::attempts.eq(portal_codes::attempts + 1))
+                .returning(portal_codes::attempts)
+                .get_result(conn)
+                .await
+                .optional()?;
+            let Some(attempts) = attempts else {
+                return Ok(Verification::NoCode);
+            };
+            if attempts >= max_attempts {
+                diesel::update(portal_codes::table.filter(portal_codes::seq.eq(seq)))
+                    .set(portal_codes::consumed_at.eq(now))
+                    .execute(conn)
+                    .await?;
+            }
+            return Ok(Verification::Wrong {
+                remaining: (max_attempts - attempts).max(0),
+            });
+        }
+        let used = diesel::update(live)
+            .set(portal_codes::consumed_at.eq(now))
+            .execute(conn)
+            .await?;
+        if used != 1 {
+            return Ok(Verification::NoCode);
+        }
+        let owner: Option<String> = developer_phones::table
+            .filter(developer_phones::phone.eq(phone))
+            .select(developer_phones::developer_id)
+            .first(conn)
+            .await
+            .optional()?;
+        let (developer_id, created) = match owner {
+            Some(owner) => (owner, false),
+            None => {
+                diesel::insert_into(developers::table)
+                    .values((
+                        developers::id.eq(new_developer_id),
+                        developers::tier.eq("starter"),
+                        developers::created_at.eq(now),
+                    ))
+                    .execute(conn)
+                    .await?;
+                diesel::insert_into(developer_phones::table)
+                    .values((
+                        developer_phones::phone.eq(phone),
+                        developer_phones::developer_id.eq(new_developer_id),
+                        developer_phones::created_at.eq(now),
+                    ))
+                    .execute(conn)
+                    .await?;
+                (new_developer_id.to_string(), true)
+            }
+        };
+        diesel::insert_into(portal_sessions::table)
+            .values((
+                portal_sessions::id_hash.eq(&session.id_hash),
+                portal_sessions::developer_id.eq(&developer_id),
+                portal_sessions::phone.eq(phone),
+                portal_sessions::created_at.eq(now),
+                portal_sessions::last_seen_at.eq(now),
+                portal_sessions::expires_at.eq(session.expires_at),
+            ))
+            .execute(conn)
+            .await?;
+        Ok(Verification::SignedIn {
+            developer_id,
+            created,
+        })
+    })
+}
+
+/// The session with this id hash, whatever its state.
+pub async fn find_session(db: &Db, id_hash: &str) -> StoreResult<Option<PortalSessionRow>> {
+    db_run!(db, |conn| {
+        Ok(portal_sessions::table
+            .filter(portal_sessions::id_hash.eq(id_hash))
+            .select(PortalSessionRow::as_select())
+            .first(conn)
+            .await
+            .optional()?)
+    })
+}
+
+/// Records that a live session was used at `now`.
+pub async fn touch_session(db: &Db, id_hash: &str, now: i64) -> StoreResult<()> {
+    db_run!(db, |conn| {
+        diesel::update(
+            portal_sessions::table
+                .filter(portal_sessions::id_hash.eq(id_hash))
+                .filter(portal_sessions::revoked_at.is_null()),
+        )
+        .set(portal_sessions::last_seen_at.eq(now))
+        .execute(conn)
+        .await?;
+        Ok(())
+    })
+}
+
+/// Revokes a session (sign-out); answers whether it was live.
+pub async fn revoke_session(db: &Db, id_hash: &str, now: i64) -> StoreResult<bool> {
+    db_run!(db, |conn| {
+        let changed = diesel::update(
+            portal_sessions::table
+                .filter(portal_sessions::id_hash.eq(id_hash))
+                .filter(portal_sessions::revoked_at.is_null()),
+        )
+        .set(portal_sessions::revoked_at.eq(now))
+        .execute(conn)
+        .await?;
+        Ok(changed == 1)
+    })
+}
+
+/// How linking a number to a developer went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Link {
+    Linked,
+    /// The number already signs in to this developer.
+    AlreadyLinked,
+    /// The number signs in to another developer (named).
+    TakenBy(String),
+    NoSuchDeveloper,
+}
+
+/// Attaches `phone` to the existing developer `developer_id` (operator use).
+pub async fn link_phone(db: &Db, developer_id: &str, phone: &str, now: i64) -> StoreResult<Link> {
+    db_tx!(db, |conn| {
+        let exists = diesel::select(diesel::dsl::exists(
+            developers::table.filter(developers::id.eq(developer_id)),
+        ))
+        .get_result::<bool>(conn)
+        .await?;
+        if !exists {
+            return Ok(Link::NoSuchDeveloper);
+        }
+        let owner: Option<String> = developer_phones::table
+            .filter(developer_phones::phone.eq(phone))
+            .select(developer_phones::developer_id)
+            .first(conn)
+            .await
+            .optional()?;
+        match owner {
+            Some(owner) if owner == developer_id => Ok(Link::AlreadyLinked),
+            Some(owner) => Ok(Link::TakenBy(owner)),
+            None => {
+                diesel::insert_into(developer_phones::table)
+                    .values((
+                        developer_phones::phone.eq(phone),
+                        developer_phones::developer_id.eq(developer_id),
+                        developer_phones::created_at.eq(now),
+                    ))
+                    .execute(conn)
+                    .await?;
+                Ok(Link::Linked)
+            }
+        }
+    })
+}
