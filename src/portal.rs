@@ -15,6 +15,7 @@ use crate::error::ApiError;
 use crate::registry::keys::hash_key;
 use crate::store::portal::{self, NewSession, Verification};
 use crate::store::Db;
+use crate::telephony::is_e164;
 use crate::telephony::rest::{Sender, TwilioClient, TwilioError};
 use crate::time::now_ms;
 
@@ -74,19 +75,19 @@ pub struct ActiveSession {
     pub expires_at: i64,
 }
 
+/// Fewest digits of a number a sign-in code can be texted to (shorter E.164 numbers exist
+/// only as service codes).
+const MIN_PHONE_DIGITS: usize = 8;
+
 /// Normalises a phone number to E.164: spaces, dots, dashes and parentheses are dropped;
-/// what remains must be `+`, a non-zero digit and 7 to 14 more digits.
+/// what remains must be E.164 ([`is_e164`]) with at least [`MIN_PHONE_DIGITS`] digits.
 pub fn normalise_phone(input: &str) -> Option<String> {
     let compact: String = input
         .trim()
         .chars()
         .filter(|c| !matches!(c, ' ' | '.' | '-' | '(' | ')'))
         .collect();
-    let digits = compact.strip_prefix('+')?;
-    let valid = (8..=15).contains(&digits.len())
-        && digits.chars().all(|c| c.is_ascii_digit())
-        && !digits.starts_with('0');
-    valid.then_some(compact)
+    (is_e164(&compact) && compact[1..].len() >= MIN_PHONE_DIGITS).then_some(compact)
 }
 
 /// Masks all but the last 4 digits, for logs.
@@ -119,13 +120,14 @@ impl Portal {
         mac
     }
 
-    /// The stored form of a code: HMAC-SHA256 under the portal secret, bound to the number.
+    /// The stored form of a code: HMAC-SHA256 under the portal secret, bound to the number
+    /// (base64url, as the portal's other secrets).
     fn code_hash(&self, phone: &str, code: &str) -> String {
-        hex(&self.mac(&["code", phone, code]).finalize().into_bytes())
+        URL_SAFE_NO_PAD.encode(self.mac(&["code", phone, code]).finalize().into_bytes())
     }
 
     fn code_matches(&self, phone: &str, code: &str, stored: &str) -> bool {
-        let Some(stored) = unhex(stored) else {
+        let Ok(stored) = URL_SAFE_NO_PAD.decode(stored) else {
             return false;
         };
         self.mac(&["code", phone, code])
@@ -340,20 +342,6 @@ impl Portal {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn unhex(text: &str) -> Option<Vec<u8>> {
-    if !text.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -386,12 +374,5 @@ mod tests {
     fn masks_all_but_the_last_four_digits() {
         assert_eq!(masked("+14155550100"), "********0100");
         assert_eq!(masked("12"), "12");
-    }
-
-    #[test]
-    fn hex_round_trips() {
-        assert_eq!(unhex(&hex(&[0, 1, 254, 255])), Some(vec![0, 1, 254, 255]));
-        assert_eq!(unhex("abc"), None);
-        assert_eq!(unhex("zz"), None);
     }
 }

@@ -12,7 +12,6 @@ use utoipa::ToSchema;
 
 use super::auth::Developer;
 use super::body::ApiJson;
-use super::instances::is_e164;
 use super::providers::{self, Caller};
 use super::{validate, AppState};
 use crate::billing::{meter, Usage};
@@ -28,6 +27,7 @@ use crate::registry::instances::{GetInstance, InstanceLookup};
 use crate::registry::new_id;
 use crate::store::conversations::{ConversationRow, MessageRow};
 use crate::store::instances::InstanceRow;
+use crate::telephony::is_e164;
 use crate::time;
 
 const MAX_MESSAGE_CHARS: usize = 10_000;

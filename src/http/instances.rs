@@ -18,6 +18,7 @@ use crate::registry::instances::{
 };
 use crate::registry::new_id;
 use crate::store::instances::{InstanceChanges, InstanceRow};
+use crate::telephony::is_e164;
 use crate::time::{self, iso};
 
 pub const MAX_CONTEXT_CHARS: usize = 10_000;
@@ -91,16 +92,6 @@ pub struct InstanceFields {
     #[serde(default, deserialize_with = "nullable")]
     #[schema(value_type = Option<Object>)]
     pub variables: Option<Option<Map<String, Value>>>,
-}
-
-/// True for an E.164 number: `+`, a non-zero digit, then 1-14 more digits.
-pub fn is_e164(phone: &str) -> bool {
-    let Some(digits) = phone.strip_prefix('+') else {
-        return false;
-    };
-    (2..=15).contains(&digits.len())
-        && digits.chars().all(|c| c.is_ascii_digit())
-        && !digits.starts_with('0')
 }
 
 fn phone(value: Option<Option<String>>) -> Result<Option<Option<String>>, ApiError> {
@@ -269,26 +260,4 @@ async fn delete_instance(
         })
         .await??;
     Ok(HttpResponse::NoContent().finish())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::is_e164;
-
-    #[test]
-    fn e164_numbers() {
-        for good in ["+14155550123", "+442071838750", "+49301234567"] {
-            assert!(is_e164(good), "{good}");
-        }
-        for bad in [
-            "14155550123",
-            "+0123",
-            "+1",
-            "+1415555012345678",
-            "+1 415 555",
-            "",
-        ] {
-            assert!(!is_e164(bad), "{bad}");
-        }
-    }
 }

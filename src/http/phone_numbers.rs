@@ -10,7 +10,6 @@ use utoipa::ToSchema;
 
 use super::auth::Developer;
 use super::body::ApiJson;
-use super::instances::is_e164;
 use super::pagination::{PageBody, PageQuery};
 use super::validate::{self, nullable};
 use super::AppState;
@@ -20,6 +19,7 @@ use crate::registry::telephony::{
     CreatePhoneNumber, DeletePhoneNumber, GetPhoneNumber, ListPhoneNumbers, UpdatePhoneNumber,
 };
 use crate::store::telephony::{PhoneNumberChanges, PhoneNumberRow};
+use crate::telephony::is_e164;
 use crate::time::{self, iso};
 
 pub fn routes(cfg: &mut web::ServiceConfig) {

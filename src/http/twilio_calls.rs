@@ -20,7 +20,6 @@ use utoipa::ToSchema;
 
 use super::auth::Developer;
 use super::body::ApiJson;
-use super::instances::is_e164;
 use super::sessions::{issue_stream, resolve_instance, StreamFor};
 use super::AppState;
 use crate::error::{ApiError, ErrorBody};
@@ -32,6 +31,7 @@ use crate::registry::telephony::{
 use crate::store::telephony::{
     CallTaskRow, TaskChanges, TASK_IN_PROGRESS, TASK_QUEUED, TASK_TERMINAL,
 };
+use crate::telephony::is_e164;
 use crate::telephony::rest::{NewCall, TwilioError};
 use crate::telephony::{signature, twiml};
 use crate::time::{self, iso};
