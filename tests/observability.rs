@@ -101,19 +101,45 @@ async fn connect(url: &str, token: &str, call_sid: &str) -> Socket {
     socket
 }
 
-/// Plays Twilio for `for_how_long`: sends `caller` (then silence) in 20 ms frames at real-time
-/// pace, echoes marks, counts media and clears.
-async fn converse(socket: &mut Socket, caller: &[u8], for_how_long: Duration) -> (usize, usize) {
-    let started = Instant::now();
+/// Longest wait for the agent's first audio frame (a loaded machine starts sessions slowly).
+const FIRST_AUDIO_LIMIT: Duration = Duration::from_secs(30);
+
+/// Plays Twilio: streams silence until `cue` after the agent's first audio frame, then the
+/// `caller`'s audio (then silence) for `listen` more, in 20 ms frames at real-time pace;
+/// echoes marks; answers the media frames and clears received. Cueing on what the caller
+/// hears, as a person would, keeps a slow session start from moving the caller's words.
+async fn converse(
+    socket: &mut Socket,
+    caller: &[u8],
+    cue: Duration,
+    listen: Duration,
+) -> (usize, usize) {
+    let connected = Instant::now();
     let (mut media, mut clears) = (0, 0);
     let quiet = silence(20);
     let mut frames = caller.chunks(160);
+    let mut first_audio: Option<Instant> = None;
+    let mut speaking_since: Option<Instant> = None;
     let mut tick = tokio::time::interval(Duration::from_millis(20));
     let mut chunk = 1u64;
-    while started.elapsed() < for_how_long {
+    loop {
+        if speaking_since.is_none() && first_audio.is_some_and(|heard| heard.elapsed() >= cue) {
+            speaking_since = Some(Instant::now());
+        }
+        match speaking_since {
+            Some(since) if since.elapsed() >= listen => break,
+            None => assert!(
+                connected.elapsed() < FIRST_AUDIO_LIMIT,
+                "no agent audio within {FIRST_AUDIO_LIMIT:?}"
+            ),
+            _ => {}
+        }
         tokio::select! {
             _ = tick.tick() => {
-                let frame = frames.next().unwrap_or(&quiet);
+                let frame = match speaking_since {
+                    Some(_) => frames.next().unwrap_or(&quiet),
+                    None => &quiet,
+                };
                 let message = json!({"event": "media", "streamSid": STREAM_SID,
                     "media": {"track": "inbound", "chunk": chunk.to_string(),
                               "timestamp": (chunk * 20).to_string(), "payload": BASE64.encode(frame)}});
@@ -126,7 +152,10 @@ async fn converse(socket: &mut Socket, caller: &[u8], for_how_long: Duration) ->
                 let Some(Ok(Message::Text(text))) = message else { break };
                 let event: Value = serde_json::from_str(&text).unwrap();
                 match event["event"].as_str().unwrap_or("") {
-                    "media" => media += 1,
+                    "media" => {
+                        media += 1;
+                        first_audio.get_or_insert_with(Instant::now);
+                    }
                     "mark" => socket.send(Message::text(text.to_string())).await.unwrap(),
                     "clear" => clears += 1,
                     _ => {}
@@ -197,9 +226,14 @@ async fn a_slow_model_behind_a_failed_one_is_named_as_the_root_cause() {
     let (session_id, url, token) = setup_call(&server, &key).await;
     let call_sid = "CA00000000000000000000000000000901";
     let mut socket = connect(&url, &token, call_sid).await;
-    let mut audio = silence(2_500);
-    audio.extend(caller_speech());
-    let (media, _) = converse(&mut socket, &audio, Duration::from_secs(14)).await;
+    // The caller answers once the short greeting has played.
+    let (media, _) = converse(
+        &mut socket,
+        &caller_speech(),
+        Duration::from_millis(2_200),
+        Duration::from_secs(11),
+    )
+    .await;
     assert!(media > 50, "greeting and answer audio: {media} frames");
     let detail = hang_up(&server, &key, socket, &session_id).await;
 
@@ -315,14 +349,23 @@ const LONG_GREETING: &str = "Hello and welcome to the bakery. We are open every 
     We bake fresh bread each morning. We also make cakes to order. \
     Ask me about prices or opening hours. I am here to help you.";
 
-/// Calls agent `phone` and talks over its greeting after 1.5 s; answers the session's detail.
+/// Calls agent `phone` and talks over its greeting 1.2 s into it; answers the session's
+/// detail.
 async fn call_and_interrupt(server: &Server, key: &str, call_sid: &str) -> (String, Value) {
     let (session_id, url, token) = setup_call(server, key).await;
     let mut socket = connect(&url, &token, call_sid).await;
-    let mut audio = silence(1_500);
-    audio.extend(caller_speech());
-    let (_, clears) = converse(&mut socket, &audio, Duration::from_secs(9)).await;
-    assert!(clears >= 1, "the caller's speech cleared the agent's audio");
+    let (media, clears) = converse(
+        &mut socket,
+        &caller_speech(),
+        Duration::from_millis(1_200),
+        Duration::from_millis(7_500),
+    )
+    .await;
+    assert!(
+        clears >= 1,
+        "the caller's speech cleared the agent's audio ({media} frames heard); server log:\n{}",
+        server.log()
+    );
     let detail = hang_up(server, key, socket, &session_id).await;
     (session_id, detail)
 }
@@ -690,9 +733,13 @@ async fn answered_call(server: &Server, call_sid: &str) -> (String, Value) {
     .await;
     let (session_id, url, token) = setup_call(server, &key).await;
     let mut socket = connect(&url, &token, call_sid).await;
-    let mut audio = silence(2_500);
-    audio.extend(caller_speech());
-    let (media, _) = converse(&mut socket, &audio, Duration::from_secs(10)).await;
+    let (media, _) = converse(
+        &mut socket,
+        &caller_speech(),
+        Duration::from_millis(2_200),
+        Duration::from_secs(8),
+    )
+    .await;
     assert!(media > 50, "greeting and answer audio: {media} frames");
     let detail = hang_up(server, &key, socket, &session_id).await;
     (session_id, detail)
