@@ -8,6 +8,7 @@ mod vendor_mock;
 
 use std::path::PathBuf;
 use std::process::Command;
+use std::time::Duration;
 
 use common::*;
 use serde_json::{json, Value};
@@ -29,8 +30,16 @@ fn caller_wav(dir: &std::path::Path) -> PathBuf {
 }
 
 async fn server_with_agent() -> (vendor_mock::VendorMock, Server, String) {
+    server_with_agent_and(&[]).await
+}
+
+/// [`server_with_agent`] with `extra` environment (tier limits) on top of the stand-in's.
+async fn server_with_agent_and(
+    extra: &[(&str, &str)],
+) -> (vendor_mock::VendorMock, Server, String) {
     let mock = vendor_mock::VendorMock::start();
-    let env = mock.env();
+    let mut env = mock.env();
+    env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let server = Server::start_with(Storage::fresh().await, &env).await;
     let key = server.key().to_string();
@@ -160,6 +169,77 @@ async fn browser_callers_are_driven_over_the_direct_socket_with_the_servers_own_
     let overhead = &summary["platformOverheadMs"];
     assert!(overhead["count"].as_u64().unwrap() >= 2, "{summary:#}");
     assert!(overhead["p99"].as_f64().unwrap() < 200.0, "{summary:#}");
+}
+
+/// A hundred phone calls at once over real sockets: every one connects, is greeted, speaks and
+/// is answered, none fails; once they have hung up, no session and none of its actors is left
+/// running on the server.
+#[tokio::test]
+async fn a_hundred_concurrent_phone_calls_are_served_and_leave_nothing_behind() {
+    let (_mock, server, key) = server_with_agent_and(&[
+        (
+            "SWITCHBOARD__TIERS__STARTER__MAX_CONCURRENT_SESSIONS",
+            "100",
+        ),
+        ("SWITCHBOARD__TIERS__STARTER__MONTHLY_CREDITS", "100000000"),
+        ("SWITCHBOARD__RATE_LIMIT__REQUESTS", "1000"),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let audio = caller_wav(dir.path());
+    let args = [
+        "--sessions",
+        "100",
+        "--ramp-up",
+        "2",
+        "--duration",
+        "10",
+        "--pause-ms",
+        "500",
+    ];
+    let (ok, summary, stderr, server) = tokio::task::spawn_blocking(move || {
+        let (ok, summary, stderr) = loadtest(&server, &key, &audio, &args);
+        (ok, summary, stderr, server)
+    })
+    .await
+    .unwrap();
+    assert!(ok, "{stderr}");
+    assert_eq!(summary["sessions"]["connected"], 100, "{summary:#}");
+    assert_eq!(summary["sessions"]["completed"], 100, "{summary:#}");
+    assert_eq!(summary["sessions"]["failed"], 0, "{summary:#}");
+    assert_eq!(summary["serverErrors"], 0, "{summary:#}");
+    assert_eq!(summary["firstResponseMs"]["count"], 100, "{summary:#}");
+    assert!(
+        summary["turns"]["spoken"].as_u64().unwrap() >= 100,
+        "{summary:#}"
+    );
+    assert_eq!(summary["turns"]["unanswered"], 0, "{summary:#}");
+
+    // Every call hung up: the sessions end and all their actors stop.
+    let mut left = (f64::NAN, f64::NAN);
+    for _ in 0..100 {
+        left = (
+            server
+                .metric("switchboard_sessions_active{transport=\"twilio\"}")
+                .await,
+            server.metric("switchboard_session_actors_live").await,
+        );
+        if left == (0.0, 0.0) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        left,
+        (0.0, 0.0),
+        "(sessions, actors) still live after the calls"
+    );
+    assert_eq!(
+        server
+            .metric("switchboard_sessions_ended_total{status=\"completed\",transport=\"twilio\"}")
+            .await,
+        100.0
+    );
 }
 
 #[tokio::test]

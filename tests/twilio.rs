@@ -322,10 +322,30 @@ async fn malformed_messages_are_skipped_and_the_call_goes_on() {
         "the greeting still plays: {}",
         heard.media_frames
     );
-    // The client vanishing mid-call ends the session cleanly.
+    // The client vanishing mid-call ends the session cleanly: its record is closed and none
+    // of its actors is left running.
     drop(socket);
-    let (status, detail) = call(server.get("/v1/observability/calls/CA5", &key)).await;
-    assert_eq!(status, 200, "{detail}");
+    let mut ended = Value::Null;
+    for _ in 0..100 {
+        let (status, detail) = call(server.get("/v1/observability/calls/CA5", &key)).await;
+        assert_eq!(status, 200, "{detail}");
+        let actors = server.metric("switchboard_session_actors_live").await;
+        if detail["status"] != "active" && actors == 0.0 {
+            ended = detail;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        ended["endedAt"].is_string(),
+        "the session ended and its actors stopped: {ended}"
+    );
+    assert_eq!(
+        server
+            .metric("switchboard_sessions_active{transport=\"twilio\"}")
+            .await,
+        0.0
+    );
 }
 
 #[tokio::test]

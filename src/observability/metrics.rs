@@ -1,7 +1,9 @@
 //! Prometheus metrics of the service, served at `GET /metrics` in the text exposition format.
 //! One registry per process: sessions report into it through the recorder, vendor adapters
-//! when they fail, and the inference worker pool's gauges are read at scrape time. No metric
-//! carries a developer, agent or session id, so a scrape shows no customer's data.
+//! when they fail, and the inference worker pool's gauges, the session actors alive and the
+//! process's own figures (`process_resident_memory_bytes`, CPU seconds, threads, open files)
+//! are read at scrape time. No metric carries a developer, agent or session id, so a scrape
+//! shows no customer's data.
 
 use std::sync::LazyLock;
 
@@ -9,6 +11,8 @@ use prometheus::{
     Encoder, Histogram, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts,
     Registry, TextEncoder,
 };
+
+use switchboard_actors::session::live_actors_in_process;
 
 use crate::engines::pool::PoolStats;
 
@@ -47,6 +51,7 @@ pub struct Metrics {
     queue_limit: IntGauge,
     workers_busy: IntGauge,
     workers: IntGauge,
+    session_actors: IntGauge,
 }
 
 fn counter(name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
@@ -132,6 +137,10 @@ impl Metrics {
                 "Inference workers running a job.",
             ),
             workers: gauge("switchboard_engine_workers", "Inference worker threads."),
+            session_actors: gauge(
+                "switchboard_session_actors_live",
+                "Actors of real-time sessions alive (each session and its children); back to 0 when no session runs.",
+            ),
         };
         let registry = &metrics.registry;
         for collector in [
@@ -149,6 +158,8 @@ impl Metrics {
             Box::new(metrics.queue_limit.clone()),
             Box::new(metrics.workers_busy.clone()),
             Box::new(metrics.workers.clone()),
+            Box::new(metrics.session_actors.clone()),
+            Box::new(prometheus::process_collector::ProcessCollector::for_self()),
         ] {
             registry
                 .register(collector)
@@ -170,6 +181,7 @@ impl Metrics {
         self.queue_limit.set(pool.queue_limit as i64);
         self.workers_busy.set(pool.busy as i64);
         self.workers.set(pool.threads as i64);
+        self.session_actors.set(live_actors_in_process() as i64);
         let mut out = Vec::new();
         if let Err(e) = TextEncoder::new().encode(&self.registry.gather(), &mut out) {
             tracing::error!("could not encode the metrics: {e}");
@@ -212,6 +224,8 @@ mod tests {
         });
         assert!(text.contains("switchboard_engine_queue_depth 3"), "{text}");
         assert!(text.contains("switchboard_engine_workers_busy 1"));
+        assert!(text.contains("switchboard_session_actors_live "), "{text}");
+        assert!(text.contains("process_resident_memory_bytes "), "{text}");
         assert!(text.contains("switchboard_sessions_active{transport=\"twilio\"} 0"));
         assert!(
             text.contains("switchboard_vendor_errors_total{kind=\"timeout\",provider=\"openai\"}")

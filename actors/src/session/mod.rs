@@ -59,7 +59,7 @@ pub use config::{
     TurnTiming,
 };
 pub use error::{SessionError, TurnError};
-pub use liveness::LiveCounter;
+pub use liveness::{live_actors_in_process, LiveCounter};
 pub use llm::LlmStream;
 pub use messages::{
     AudioIn, Dtmf, Hangup, Interrupt, PlaybackMark, ServerShutdown, SessionEvent, SessionOutput,
