@@ -5,7 +5,10 @@
 //!
 //! While the caller is silent (the listening hot path) a frame costs a decode, a resample and a
 //! VAD call on buffers allocated up front: nothing is allocated. Only while speech is being
-//! captured for the recognizer does audio get copied out, in chunks.
+//! captured for the recognizer does audio get copied out, in chunks. The capture is kept as
+//! 16-bit samples (converted to `f32` only when handed to the recognizer) and gives back what
+//! it grew beyond [`CAPTURE_KEEP_SAMPLES`] when the utterance ends, so a thousand idle calls
+//! do not each hold their longest utterance's buffer.
 
 use std::sync::Arc;
 
@@ -22,6 +25,9 @@ pub const FRAME_MS: u32 = 20;
 /// Length of the ring of recent 16 kHz audio.
 const RING_MS: usize = 1_000;
 const RING_SAMPLES: usize = RING_MS * 16;
+
+/// Capture capacity kept between utterances: half a second of 16 kHz audio (16 KB).
+pub const CAPTURE_KEEP_SAMPLES: usize = 8_000;
 
 /// One caller frame after decoding: its position in the caller's stream and the VAD verdict.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -55,7 +61,7 @@ pub struct CallerAudio {
     ring: Box<[i16]>,
     ring_written: u64,
     capturing: bool,
-    capture: Vec<f32>,
+    capture: Vec<i16>,
 }
 
 impl CallerAudio {
@@ -83,7 +89,7 @@ impl CallerAudio {
             ring: vec![0; RING_SAMPLES].into_boxed_slice(),
             ring_written: 0,
             capturing: false,
-            capture: Vec::new(),
+            capture: Vec::with_capacity(CAPTURE_KEEP_SAMPLES),
         })
     }
 
@@ -153,8 +159,8 @@ impl CallerAudio {
         let oldest = self.ring_written.saturating_sub(RING_SAMPLES as u64);
         let first = from_sample.clamp(oldest, self.ring_written);
         for s in first..self.ring_written {
-            let v = self.ring[(s % RING_SAMPLES as u64) as usize];
-            self.capture.push(f32::from(v) / 32_768.0);
+            self.capture
+                .push(self.ring[(s % RING_SAMPLES as u64) as usize]);
         }
     }
 
@@ -168,7 +174,11 @@ impl CallerAudio {
         if self.capture.len() < min_ms as usize * 16 || self.capture.is_empty() {
             return None;
         }
-        let chunk: Arc<[f32]> = Arc::from(self.capture.as_slice());
+        let chunk: Arc<[f32]> = self
+            .capture
+            .iter()
+            .map(|&v| f32::from(v) / 32_768.0)
+            .collect();
         self.capture.clear();
         Some(chunk)
     }
@@ -177,6 +187,7 @@ impl CallerAudio {
     pub fn stop_capture(&mut self) -> Option<Arc<[f32]>> {
         let rest = self.take_capture(0);
         self.capturing = false;
+        self.capture.shrink_to(CAPTURE_KEEP_SAMPLES);
         rest
     }
 
@@ -186,8 +197,7 @@ impl CallerAudio {
             self.ring_written += 1;
         }
         if self.capturing {
-            self.capture
-                .extend(self.pcm16k[..n].iter().map(|&v| f32::from(v) / 32_768.0));
+            self.capture.extend_from_slice(&self.pcm16k[..n]);
         }
     }
 }
@@ -235,5 +245,27 @@ mod tests {
         assert!(audio.take_capture(40).is_none());
         assert_eq!(audio.stop_capture().expect("rest").len(), 320);
         assert!(!audio.is_capturing());
+    }
+
+    #[test]
+    fn a_long_utterance_gives_its_buffer_back_when_it_ends() {
+        let mut audio = CallerAudio::new(
+            AudioFormat::Pcm16 {
+                rate: SampleRate::Hz16000,
+            },
+            0.5,
+        )
+        .expect("builds");
+        audio.start_capture(0);
+        // Ten seconds of speech, captured in full for a recognizer that takes it at the end.
+        for _ in 0..500 {
+            audio.push(&[0x10u8; 640]);
+            audio.next_frame().expect("decodes").expect("a frame");
+        }
+        assert!(audio.capture.capacity() >= 160_000);
+        let utterance = audio.stop_capture().expect("the utterance");
+        assert_eq!(utterance.len(), 160_000);
+        assert!((utterance[0] - f32::from(0x1010i16) / 32_768.0).abs() < 1e-6);
+        assert!(audio.capture.capacity() <= CAPTURE_KEEP_SAMPLES);
     }
 }
