@@ -14,6 +14,10 @@
 //! `--transport twilio|direct`, `--latency-ms MS` (vendor latency, 0), `--barge-in-every N` (3),
 //! `--tts PROVIDER` (the agent's voice: `deepgram`, the stand-in, by default; `default` is the
 //! embedded voice, whose first-response latency is the greeting's time to first audio).
+//!
+//! As a soak (`--duration 600` or `3600`), the RSS at the start, middle and end of the
+//! window with every session live shows whether memory stays flat, and the server's own
+//! `/metrics` after the callers hang up show whether any session or session actor leaked.
 
 #[path = "support/fixed_vendors.rs"]
 mod fixed_vendors;
@@ -190,6 +194,27 @@ fn start_server(bin: &str, data: &Path, vendors: &FixedVendors) -> anyhow::Resul
     Ok(ServerProcess { child, base })
 }
 
+/// What the server still runs once every caller has hung up, from its `/metrics`: live
+/// sessions, session actors, threads.
+async fn live_after(base: &str) -> anyhow::Result<String> {
+    let text = reqwest::get(format!("{base}/metrics"))
+        .await?
+        .text()
+        .await?;
+    let wanted = [
+        "switchboard_sessions_active{transport=\"twilio\"}",
+        "switchboard_sessions_active{transport=\"direct\"}",
+        "switchboard_session_actors_live",
+        "process_threads",
+    ];
+    let found: Vec<String> = text
+        .lines()
+        .filter(|line| wanted.iter().any(|w| line.starts_with(&format!("{w} "))))
+        .map(str::to_string)
+        .collect();
+    Ok(found.join(", "))
+}
+
 /// The right channel of the two-speaker fixture ("The horizon seems extremely distant."),
 /// written as a mono WAV for the callers.
 fn caller_audio(dir: &Path) -> anyhow::Result<PathBuf> {
@@ -290,6 +315,7 @@ fn main() -> anyhow::Result<()> {
     // Sessions end when their callers hang up; give the server a moment to let go of them.
     std::thread::sleep(Duration::from_secs(3));
     let after = sample(pid, started).context("reading /proc")?;
+    let leftovers = runtime.block_on(live_after(&server.base));
 
     let samples = samples.lock().unwrap().clone();
     let idle = samples[0];
@@ -329,8 +355,22 @@ fn main() -> anyhow::Result<()> {
             per_session_kb,
             after.rss_kb / 1024
         );
+        let middle = steady[steady.len() / 2];
+        println!(
+            "memory over time RSS {} MB at {:.0} s, {} MB at {:.0} s, {} MB at {:.0} s (start, middle, end of the window)",
+            first.rss_kb / 1024,
+            first.at,
+            middle.rss_kb / 1024,
+            middle.at,
+            last.rss_kb / 1024,
+            last.at
+        );
     } else {
         println!("(no steady window: make --duration longer than --ramp-up + 10)");
+    }
+    match leftovers {
+        Ok(series) => println!("after hang-up   {series}"),
+        Err(e) => println!("after hang-up   /metrics unreadable: {e}"),
     }
     drop(server);
     let log = std::fs::read_to_string(data.path().join("server.log")).unwrap_or_default();
