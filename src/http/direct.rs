@@ -442,6 +442,60 @@ async fn authenticate(
     }
 }
 
+/// Longest text message passed on to the session, in characters; the rest is dropped.
+const MAX_TEXT_CHARS: usize = 10_000;
+
+/// One JSON text message from the client, as the socket acts on it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClientMessage {
+    /// `{"type": "text"}`: the text, cut to [`MAX_TEXT_CHARS`] characters.
+    Text(String),
+    Interrupt,
+    Mark(String),
+    End,
+    /// A known type missing what it needs (a blank text, a mark without a name).
+    Ignored,
+}
+
+/// Why a client message was refused; the client is told with an `error` event.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ClientMessageError {
+    #[error("messages must be JSON objects")]
+    NotJson,
+    #[error("unknown message type '{0}'")]
+    UnknownType(String),
+}
+
+impl ClientMessageError {
+    /// The `code` of the `error` event sent back.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ClientMessageError::NotJson => "bad_message",
+            ClientMessageError::UnknownType(_) => "unknown_message",
+        }
+    }
+}
+
+/// Decodes one text message from the client. Never panics on any input: this is what the
+/// socket runs on every text frame.
+pub fn parse_client_message(text: &str) -> Result<ClientMessage, ClientMessageError> {
+    let message: Value = serde_json::from_str(text).map_err(|_| ClientMessageError::NotJson)?;
+    let parsed = match message["type"].as_str().unwrap_or("") {
+        "text" => match message["text"].as_str().filter(|t| !t.trim().is_empty()) {
+            Some(text) => ClientMessage::Text(text.chars().take(MAX_TEXT_CHARS).collect()),
+            None => ClientMessage::Ignored,
+        },
+        "interrupt" => ClientMessage::Interrupt,
+        "mark" => match message["name"].as_str() {
+            Some(name) => ClientMessage::Mark(name.to_string()),
+            None => ClientMessage::Ignored,
+        },
+        "end" => ClientMessage::End,
+        other => return Err(ClientMessageError::UnknownType(other.to_string())),
+    };
+    Ok(parsed)
+}
+
 /// Moves messages between the socket and the session until either ends.
 async fn pump(
     handle: switchboard_actors::session::SessionHandle,
@@ -486,31 +540,17 @@ async fn pump(
                         }
                         session.do_send(AudioIn(audio))
                     }
-                    Some(Ok(WsMessage::Text(text))) => {
-                        let Ok(message) = serde_json::from_str::<Value>(&text) else {
-                            let error = json!({"type": "error", "code": "bad_message", "message": "messages must be JSON objects"});
+                    Some(Ok(WsMessage::Text(text))) => match parse_client_message(&text) {
+                        Ok(ClientMessage::Text(text)) => session.do_send(TextIn(text)),
+                        Ok(ClientMessage::Interrupt) => session.do_send(Interrupt),
+                        Ok(ClientMessage::Mark(name)) => session.do_send(PlaybackMark { name }),
+                        Ok(ClientMessage::End) => session.do_send(Hangup),
+                        Ok(ClientMessage::Ignored) => {}
+                        Err(e) => {
+                            let error = json!({"type": "error", "code": e.code(), "message": e.to_string()});
                             let _ = writer.text(error.to_string()).await;
-                            continue;
-                        };
-                        match message["type"].as_str().unwrap_or("") {
-                            "text" => {
-                                if let Some(text) = message["text"].as_str().filter(|t| !t.trim().is_empty()) {
-                                    session.do_send(TextIn(text.chars().take(10_000).collect()));
-                                }
-                            }
-                            "interrupt" => session.do_send(Interrupt),
-                            "mark" => {
-                                if let Some(name) = message["name"].as_str() {
-                                    session.do_send(PlaybackMark { name: name.to_string() });
-                                }
-                            }
-                            "end" => session.do_send(Hangup),
-                            other => {
-                                let error = json!({"type": "error", "code": "unknown_message", "message": format!("unknown message type '{other}'")});
-                                let _ = writer.text(error.to_string()).await;
-                            }
                         }
-                    }
+                    },
                     Some(Ok(WsMessage::Ping(bytes))) => {
                         let _ = writer.pong(&bytes).await;
                     }
@@ -602,5 +642,52 @@ fn event_json(event: &SessionEvent) -> Value {
             "avgTurnLatencyMs": summary.avg_turn_latency_ms, "turns": summary.turns,
             "toolExecutions": summary.tool_executions,
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_documented_client_messages_decode() {
+        assert_eq!(
+            parse_client_message(r#"{"type": "text", "text": "hello"}"#),
+            Ok(ClientMessage::Text("hello".into()))
+        );
+        assert_eq!(
+            parse_client_message(r#"{"type": "interrupt"}"#),
+            Ok(ClientMessage::Interrupt)
+        );
+        assert_eq!(
+            parse_client_message(r#"{"type": "mark", "name": "m1"}"#),
+            Ok(ClientMessage::Mark("m1".into()))
+        );
+        assert_eq!(
+            parse_client_message(r#"{"type": "end"}"#),
+            Ok(ClientMessage::End)
+        );
+        assert_eq!(
+            parse_client_message(r#"{"type": "text", "text": "  "}"#),
+            Ok(ClientMessage::Ignored)
+        );
+        let long = format!(r#"{{"type": "text", "text": "{}"}}"#, "é".repeat(20_000));
+        let Ok(ClientMessage::Text(cut)) = parse_client_message(&long) else {
+            panic!("a long text is still a text message");
+        };
+        assert_eq!(cut.chars().count(), MAX_TEXT_CHARS);
+    }
+
+    #[test]
+    fn bad_messages_are_told_apart() {
+        let not_json = parse_client_message("hello").unwrap_err();
+        assert_eq!(not_json.code(), "bad_message");
+        let unknown = parse_client_message(r#"{"type": "dance"}"#).unwrap_err();
+        assert_eq!(unknown.code(), "unknown_message");
+        assert_eq!(unknown.to_string(), "unknown message type 'dance'");
+        assert_eq!(
+            parse_client_message("[]"),
+            Err(ClientMessageError::UnknownType(String::new()))
+        );
     }
 }

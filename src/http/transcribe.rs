@@ -241,7 +241,9 @@ async fn parse_request(
     Ok((request, None))
 }
 
-fn from_form(mut form: Form) -> Result<(JobRequest, Option<Vec<u8>>), ApiError> {
+/// Validates a multipart transcription form: its fields, and either its file or its
+/// `audioUrl`. Returns the job request and the uploaded bytes, if any.
+pub fn from_form(mut form: Form) -> Result<(JobRequest, Option<Vec<u8>>), ApiError> {
     if let Some(unknown) = form.fields.keys().find(|k| !FIELDS.contains(&k.as_str())) {
         return Err(ApiError::invalid(
             unknown,

@@ -5,9 +5,10 @@
 use std::collections::BTreeMap;
 
 use actix_multipart::Multipart;
+use actix_web::error::PayloadError;
 use actix_web::http::header::{HeaderMap, CONTENT_TYPE};
-use actix_web::web;
-use futures_util::StreamExt;
+use bytes::Bytes;
+use futures_util::{Stream, StreamExt};
 
 use crate::error::ApiError;
 
@@ -66,12 +67,16 @@ pub fn is_multipart(headers: &HeaderMap) -> bool {
         })
 }
 
-/// Reads a multipart form whose file part is named `file_field`.
-pub async fn read_form(
+/// Reads a multipart form whose file part is named `file_field` from the request body
+/// (`web::Payload` in the handlers; any byte stream in the fuzz targets).
+pub async fn read_form<S>(
     headers: &HeaderMap,
-    payload: web::Payload,
+    payload: S,
     file_field: &str,
-) -> Result<Form, ApiError> {
+) -> Result<Form, ApiError>
+where
+    S: Stream<Item = Result<Bytes, PayloadError>> + 'static,
+{
     let mut multipart = Multipart::new(headers, payload);
     let mut form = Form::default();
     let mut parts = 0;

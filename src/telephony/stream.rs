@@ -93,6 +93,80 @@ fn text_of(value: &Value) -> Option<String> {
     }
 }
 
+/// What a stream's `start` message carries for the transport.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamStart {
+    /// Empty when Twilio sent none (at the top level or inside `start`).
+    pub stream_sid: String,
+    pub call_sid: Option<String>,
+    /// `customParameters.token`; empty when absent, and then refused as malformed.
+    pub token: String,
+}
+
+/// One text message from Twilio, as the transport acts on it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamEvent {
+    Start(StreamStart),
+    /// The caller's audio (μ-law bytes, decoded from base64).
+    Media(Vec<u8>),
+    Mark(String),
+    Dtmf(char),
+    Stop,
+    /// `connected`, unknown events, another track's audio, or an event missing what it needs.
+    Ignored,
+}
+
+/// Why a text message was skipped.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MessageError {
+    #[error("the message is not JSON")]
+    Json,
+    #[error("the media payload is not base64")]
+    Base64,
+}
+
+/// Decodes one text message of the stream (protocols.md §1.2). Never panics on any input:
+/// this is what the socket loop runs on every message Twilio (or anyone) sends.
+pub fn parse_event(text: &str) -> Result<StreamEvent, MessageError> {
+    let event: Value = serde_json::from_str(text).map_err(|_| MessageError::Json)?;
+    let parsed = match event["event"].as_str().unwrap_or("") {
+        "start" => {
+            let start = &event["start"];
+            StreamEvent::Start(StreamStart {
+                stream_sid: text_of(&event["streamSid"])
+                    .or_else(|| text_of(&start["streamSid"]))
+                    .unwrap_or_default(),
+                call_sid: text_of(&start["callSid"]),
+                token: start["customParameters"]["token"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string(),
+            })
+        }
+        "media" => {
+            // Only the caller's track is ours to hear.
+            let track = event["media"]["track"].as_str().unwrap_or("inbound");
+            if track != "inbound" {
+                return Ok(StreamEvent::Ignored);
+            }
+            let payload = event["media"]["payload"].as_str().unwrap_or("");
+            let audio = BASE64.decode(payload).map_err(|_| MessageError::Base64)?;
+            StreamEvent::Media(audio)
+        }
+        "mark" => match event["mark"]["name"].as_str() {
+            Some(name) => StreamEvent::Mark(name.to_string()),
+            None => StreamEvent::Ignored,
+        },
+        "dtmf" => match text_of(&event["dtmf"]["digit"]).and_then(|d| d.chars().next()) {
+            Some(digit) => StreamEvent::Dtmf(digit),
+            None => StreamEvent::Ignored,
+        },
+        "stop" => StreamEvent::Stop,
+        _ => StreamEvent::Ignored,
+    };
+    Ok(parsed)
+}
+
 /// Runs one media stream to its end.
 pub async fn run(context: StreamContext, socket: WsSession, mut messages: MessageStream) {
     let mut writer_socket = socket.clone();
@@ -110,15 +184,13 @@ pub async fn run(context: StreamContext, socket: WsSession, mut messages: Messag
             message = messages.next() => {
                 let Some(Ok(message)) = message else { return };
                 match message {
-                    WsMessage::Text(text) => {
-                        let Ok(event) = serde_json::from_str::<Value>(&text) else {
+                    WsMessage::Text(text) => match parse_event(&text) {
+                        Ok(StreamEvent::Start(start)) => break start,
+                        Err(MessageError::Json) => {
                             tracing::warn!("media stream: skipped a malformed message");
-                            continue;
-                        };
-                        if event["event"] == "start" {
-                            break event;
                         }
-                    }
+                        _ => {}
+                    },
                     WsMessage::Ping(bytes) => {
                         let mut s = socket.clone();
                         let _ = s.pong(&bytes).await;
@@ -130,15 +202,12 @@ pub async fn run(context: StreamContext, socket: WsSession, mut messages: Messag
         }
     };
 
-    let start_info = &start["start"];
-    let stream_sid = text_of(&start["streamSid"])
-        .or_else(|| text_of(&start_info["streamSid"]))
-        .unwrap_or_default();
-    let call_sid = text_of(&start_info["callSid"]);
-    let token = start_info["customParameters"]["token"]
-        .as_str()
-        .unwrap_or("");
-    let claims = match context.signer.verify(token, now_ms()) {
+    let StreamStart {
+        stream_sid,
+        call_sid,
+        token,
+    } = start;
+    let claims = match context.signer.verify(&token, now_ms()) {
         Ok(claims) => claims,
         Err(e) => {
             tracing::warn!("media stream refused: {e}");
@@ -241,45 +310,25 @@ pub async fn run(context: StreamContext, socket: WsSession, mut messages: Messag
             }
             incoming = messages.next() => {
                 match incoming {
-                    Some(Ok(WsMessage::Text(text))) => {
-                        let Ok(event) = serde_json::from_str::<Value>(&text) else {
-                            tracing::warn!(session = %session_id, "media stream: skipped a malformed message");
-                            continue;
-                        };
-                        match event["event"].as_str().unwrap_or("") {
-                            "media" => {
-                                let payload = event["media"]["payload"].as_str().unwrap_or("");
-                                // Only the caller's track is ours to hear.
-                                let track = event["media"]["track"].as_str().unwrap_or("inbound");
-                                if track != "inbound" {
-                                    continue;
-                                }
-                                match BASE64.decode(payload) {
-                                    Ok(audio) => {
-                                        let audio = Bytes::from(audio);
-                                        if let Some(tap) = &tap {
-                                            tap.caller(&audio);
-                                        }
-                                        session.do_send(AudioIn(audio));
-                                    }
-                                    Err(_) => tracing::warn!(session = %session_id, "media stream: skipped bad base64"),
-                                }
+                    Some(Ok(WsMessage::Text(text))) => match parse_event(&text) {
+                        Ok(StreamEvent::Media(audio)) => {
+                            let audio = Bytes::from(audio);
+                            if let Some(tap) = &tap {
+                                tap.caller(&audio);
                             }
-                            "mark" => {
-                                if let Some(name) = event["mark"]["name"].as_str() {
-                                    session.do_send(PlaybackMark { name: name.to_string() });
-                                }
-                            }
-                            "dtmf" => {
-                                let digit = text_of(&event["dtmf"]["digit"]).and_then(|d| d.chars().next());
-                                if let Some(digit) = digit {
-                                    session.do_send(Dtmf { digit });
-                                }
-                            }
-                            "stop" => session.do_send(Hangup),
-                            _ => {}
+                            session.do_send(AudioIn(audio));
                         }
-                    }
+                        Ok(StreamEvent::Mark(name)) => session.do_send(PlaybackMark { name }),
+                        Ok(StreamEvent::Dtmf(digit)) => session.do_send(Dtmf { digit }),
+                        Ok(StreamEvent::Stop) => session.do_send(Hangup),
+                        Ok(StreamEvent::Start(_) | StreamEvent::Ignored) => {}
+                        Err(MessageError::Json) => {
+                            tracing::warn!(session = %session_id, "media stream: skipped a malformed message");
+                        }
+                        Err(MessageError::Base64) => {
+                            tracing::warn!(session = %session_id, "media stream: skipped bad base64");
+                        }
+                    },
                     Some(Ok(WsMessage::Ping(bytes))) => {
                         let _ = writer_socket.pong(&bytes).await;
                     }
@@ -317,4 +366,54 @@ async fn close(socket: WsSession, code: CloseCode, description: &str) {
             description: Some(description.to_string()),
         }))
         .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn twilios_documented_messages_decode() {
+        let start = r#"{"event": "start", "sequenceNumber": "1", "start": {"accountSid": "AC1",
+            "streamSid": "MZ1", "callSid": "CA1", "tracks": ["inbound"],
+            "mediaFormat": {"encoding": "audio/x-mulaw", "sampleRate": 8000, "channels": 1},
+            "customParameters": {"token": "abc.def"}}, "streamSid": "MZ1"}"#;
+        assert_eq!(
+            parse_event(start),
+            Ok(StreamEvent::Start(StreamStart {
+                stream_sid: "MZ1".into(),
+                call_sid: Some("CA1".into()),
+                token: "abc.def".into(),
+            }))
+        );
+        let media = r#"{"event": "media", "sequenceNumber": "4", "media": {"track": "inbound",
+            "chunk": "2", "timestamp": "5", "payload": "/38A"}, "streamSid": "MZ1"}"#;
+        assert_eq!(
+            parse_event(media),
+            Ok(StreamEvent::Media(vec![0xff, 0x7f, 0x00]))
+        );
+        let dtmf = r#"{"event": "dtmf", "dtmf": {"track": "inbound_track", "digit": 1}}"#;
+        assert_eq!(parse_event(dtmf), Ok(StreamEvent::Dtmf('1')));
+        let mark = r#"{"event": "mark", "mark": {"name": "m1"}}"#;
+        assert_eq!(parse_event(mark), Ok(StreamEvent::Mark("m1".into())));
+        assert_eq!(parse_event(r#"{"event": "stop"}"#), Ok(StreamEvent::Stop));
+        assert_eq!(
+            parse_event(r#"{"event": "connected", "protocol": "Call"}"#),
+            Ok(StreamEvent::Ignored)
+        );
+    }
+
+    #[test]
+    fn malformed_messages_are_errors_and_other_tracks_are_ignored() {
+        assert_eq!(parse_event("{"), Err(MessageError::Json));
+        let bad = r#"{"event": "media", "media": {"payload": "not base64!"}}"#;
+        assert_eq!(parse_event(bad), Err(MessageError::Base64));
+        let outbound = r#"{"event": "media", "media": {"track": "outbound", "payload": "!!"}}"#;
+        assert_eq!(parse_event(outbound), Ok(StreamEvent::Ignored));
+        assert_eq!(
+            parse_event(r#"{"event": "dtmf", "dtmf": {"digit": ""}}"#),
+            Ok(StreamEvent::Ignored)
+        );
+        assert_eq!(parse_event("[1, 2]"), Ok(StreamEvent::Ignored));
+    }
 }

@@ -1,0 +1,40 @@
+#![no_main]
+//! Uploaded audio files through `media::decode`, the entry point of every speech endpoint,
+//! with the documented shape of its result checked: 1 to 8 channels of the same length at a
+//! non-zero rate.
+//!
+//! The extension hint is picked from the input's length, so the seeds stay real files.
+
+use libfuzzer_sys::fuzz_target;
+use switchboard::media::decode;
+
+const HINTS: [Option<&str>; 8] = [
+    None,
+    Some("wav"),
+    Some("flac"),
+    Some("mp3"),
+    Some("ogg"),
+    Some("m4a"),
+    Some("aiff"),
+    Some("mkv"),
+];
+
+fuzz_target!(|data: &[u8]| {
+    let hint = HINTS[data.len() % HINTS.len()];
+    let Ok(audio) = decode(data, hint) else {
+        return;
+    };
+    assert!(audio.sample_rate > 0, "decoded audio at 0 Hz");
+    assert!(
+        (1..=8).contains(&audio.channels.len()),
+        "{} channels",
+        audio.channels.len()
+    );
+    let frames = audio.frames();
+    assert!(
+        audio.channels.iter().all(|c| c.len() == frames),
+        "channels of different lengths: {:?}",
+        audio.channels.iter().map(Vec::len).collect::<Vec<_>>()
+    );
+    let _ = audio.mono();
+});
