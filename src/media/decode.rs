@@ -139,11 +139,7 @@ fn decode_with_symphonia(
         }
         buffer.copy_to_vec_interleaved(&mut interleaved);
         let planes = buffer.spec().channels().count().max(1);
-        for frame in interleaved.chunks_exact(planes) {
-            for (channel, sample) in channels.iter_mut().zip(frame) {
-                channel.push(*sample);
-            }
-        }
+        append_frames(&mut channels, &interleaved, planes);
         decoded_any = true;
         if sample_rate > 0 && channels[0].len() as u64 > MAX_DURATION_SECONDS * sample_rate as u64 {
             return Err(MediaError::TooLong);
@@ -156,6 +152,19 @@ fn decode_with_symphonia(
         sample_rate,
         channels,
     })
+}
+
+/// Appends one packet's interleaved frames of `planes` channels to `channels`, keeping every
+/// channel the same length whatever the packet holds: a packet with fewer channels than the
+/// stream began with (a stream switching from stereo to mono) fills the missing ones from its
+/// last channel, and channels beyond the first packet's count are dropped.
+fn append_frames(channels: &mut [Vec<f32>], interleaved: &[f32], planes: usize) {
+    let planes = planes.max(1);
+    for frame in interleaved.chunks_exact(planes) {
+        for (i, channel) in channels.iter_mut().enumerate() {
+            channel.push(frame[i.min(planes - 1)]);
+        }
+    }
 }
 
 fn describe(error: &SymphoniaError) -> String {
@@ -240,6 +249,23 @@ fn decode_ogg_opus(bytes: &[u8]) -> Result<DecodedAudio, MediaError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn channels_stay_the_same_length_when_a_stream_changes_its_channel_count() {
+        let mut channels = vec![Vec::new(); 2];
+        append_frames(&mut channels, &[0.1, 0.2, 0.3, 0.4], 2);
+        // Mono packets in a stereo stream fill both channels.
+        append_frames(&mut channels, &[0.5, 0.6], 1);
+        // A packet with more channels than the stream began with keeps the first two.
+        append_frames(&mut channels, &[0.7, 0.8, 0.9], 3);
+        assert_eq!(channels[0], vec![0.1, 0.3, 0.5, 0.6, 0.7]);
+        assert_eq!(channels[1], vec![0.2, 0.4, 0.5, 0.6, 0.8]);
+        let audio = DecodedAudio {
+            sample_rate: 8_000,
+            channels,
+        };
+        assert_eq!(audio.mono().len(), 5);
+    }
 
     fn fixture(name: &str) -> Vec<u8> {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
