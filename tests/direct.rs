@@ -253,10 +253,12 @@ async fn an_opus_session_hears_speech_and_answers_in_opus() {
                             finals.push_str(event["text"].as_str().unwrap_or(""));
                             finals.push(' ');
                         }
-                        // An answer after the whole sentence was heard has finished playing.
+                        // An answer after the whole sentence was heard has finished playing
+                        // (not one the rest of the caller's speech talked over).
                         answered = event["type"] == "turn.metrics"
                             && event["speaker"] == "agent"
                             && !event["latencyMs"].is_null()
+                            && event["interrupted"] == false
                             && finals.to_lowercase().contains("country");
                         events.push(event);
                     }
