@@ -80,8 +80,9 @@ pub type StoreResult<T> = Result<T, StoreError>;
 pub enum Db {
     Sqlite {
         pool: Pool<SqliteConn>,
-        /// SQLite allows one writer: transactions of this process take turns here instead
-        /// of failing with SQLITE_BUSY when a read lock must be upgraded.
+        /// SQLite allows one writer: transactions of this process take turns here, and each
+        /// begins IMMEDIATE, instead of failing with SQLITE_BUSY when a read lock must be
+        /// upgraded.
         write_lock: Arc<tokio::sync::Mutex<()>>,
     },
     Postgres {
@@ -137,7 +138,11 @@ macro_rules! db_tx {
                 let _writer = write_lock.lock().await;
                 let mut pooled = pool.get().await.map_err($crate::store::StoreError::pool)?;
                 let conn: &mut $crate::store::SqliteConn = &mut pooled;
-                conn.transaction::<_, $crate::store::StoreError, _>(async |$conn| $body)
+                // BEGIN IMMEDIATE: the transaction holds SQLite's write lock from its first
+                // statement, so a single-statement write that commits between its reads and
+                // its writes (a key's last use, a usage flush) makes it wait its turn (busy
+                // timeout) instead of failing at once with SQLITE_BUSY_SNAPSHOT.
+                conn.immediate_transaction::<_, $crate::store::StoreError, _>(async |$conn| $body)
                     .await
             }
             $crate::store::Db::Postgres { pool } => {
