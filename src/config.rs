@@ -348,6 +348,8 @@ pub struct RecordingsConfig {
     /// Audio frames the call may queue for the file writer before frames are dropped (the
     /// call never waits for the disk).
     pub queue_frames: usize,
+    /// Threads writing recordings to disk; each serves many calls.
+    pub writer_threads: usize,
     pub s3: S3Config,
 }
 
@@ -468,9 +470,12 @@ impl Config {
         if self.recordings.retention_days.is_nan() || self.recordings.retention_days < 0.0 {
             return Err(invalid("recordings.retention_days must be 0 or more"));
         }
-        if self.recordings.queue_frames == 0 || self.recordings.cleanup_interval_ms == 0 {
+        if self.recordings.queue_frames == 0
+            || self.recordings.cleanup_interval_ms == 0
+            || self.recordings.writer_threads == 0
+        {
             return Err(invalid(
-                "recordings.queue_frames and recordings.cleanup_interval_ms must be at least 1",
+                "recordings.queue_frames, recordings.cleanup_interval_ms and recordings.writer_threads must be at least 1",
             ));
         }
         if !["", "elevenlabs"].contains(&self.sync.provider.trim()) {

@@ -95,7 +95,8 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         recording_storage.clone(),
         telephony.clone(),
         drain.clone(),
-    );
+    )
+    .map_err(anyhow::Error::msg)?;
     let twilio = if config.telephony.twilio.configured() {
         Some(
             TwilioClient::new(&config.telephony.twilio)

@@ -1,7 +1,7 @@
 //! Call recordings: every phone call (and, when its agent asks, every direct session) is
 //! recorded as a two-channel 16-bit WAV, caller on the left and agent on the right, lined up
-//! in time ([`timeline`]); 8 kHz for calls, 16 kHz for direct sessions. A [`writer`] thread
-//! streams it to disk while the call runs; [`storage`] keeps it locally or in an
+//! in time ([`timeline`]); 8 kHz for calls, 16 kHz for direct sessions. A pool of [`writer`]
+//! threads streams every recording to disk while its call runs; [`storage`] keeps it locally or in an
 //! S3-compatible store and serves it back in byte ranges. The records live in the
 //! `TelephonyRegistry`, which also deletes recordings past their retention.
 
@@ -14,7 +14,7 @@ use std::sync::Arc;
 use actix::Addr;
 
 pub use storage::RecordingStorage;
-pub use writer::{RecordingTap, TapFormat};
+pub use writer::{RecordingTap, TapFormat, WriterPool};
 
 use crate::cluster::drain::Drain;
 use crate::config::RecordingsConfig;
@@ -34,6 +34,7 @@ pub struct Recordings {
     config: RecordingsConfig,
     storage: RecordingStorage,
     registry: Addr<TelephonyRegistry>,
+    writers: WriterPool,
     /// Counts recordings until their record is complete, so a stopping server waits for them.
     drain: Arc<Drain>,
 }
@@ -49,18 +50,20 @@ pub struct RecordingOf {
 }
 
 impl Recordings {
+    /// Starts the writer threads.
     pub fn new(
         config: RecordingsConfig,
         storage: RecordingStorage,
         registry: Addr<TelephonyRegistry>,
         drain: Arc<Drain>,
-    ) -> Recordings {
-        Recordings {
+    ) -> Result<Recordings, String> {
+        Ok(Recordings {
+            writers: WriterPool::new(config.writer_threads)?,
             config,
             storage,
             registry,
             drain,
-        }
+        })
     }
 
     /// Whether recording is on at all.
@@ -94,7 +97,7 @@ impl Recordings {
         let done = Box::new(move |result| {
             registry.do_send(RecordingFinished { row, result, hold });
         });
-        match writer::start(
+        match self.writers.start(
             id,
             self.storage.local_path(&location),
             of.format,

@@ -1,23 +1,25 @@
-//! The recording tap and its writer. A transport holds a [`RecordingTap`] for the length of a
+//! The recording tap and its writers. A transport holds a [`RecordingTap`] for the length of a
 //! call and hands it every caller frame it receives, every agent frame it sends and every
-//! clear; the tap stamps each with the time and passes it on over a bounded channel without
-//! ever waiting (a full queue drops the frame and counts it). One writer thread per recording
-//! decodes the frames, resamples them to the recording's rate, lines them up on the
-//! [`Timeline`] and streams them into a two-channel 16-bit WAV file, so a call is never held
-//! in memory whole. When the tap is dropped the writer finishes the file and reports it.
+//! clear; the tap stamps each with the time and queues it without ever waiting (past the
+//! queue's cap the frame is dropped and counted; the queue takes memory only for what is in
+//! it). A [`WriterPool`] of a few threads serves every recording: each tick a thread takes
+//! its recordings' queued frames, decodes them, resamples them to the recording's rate, lines
+//! them up on the [`Timeline`] and streams what is final into a two-channel 16-bit WAV file,
+//! so a call is never held in memory whole and costs no thread of its own. When the tap is
+//! dropped the writer finishes the file and reports it.
 
 use std::fs::File;
 use std::io::BufWriter;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use switchboard_actors::audio::{mulaw, OpusDecoder, SampleRate};
 
-use super::timeline::Timeline;
+use super::timeline::{Frames, Timeline};
 
 /// How the transport's audio is encoded (both directions use the same).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,7 +95,10 @@ pub struct Written {
 
 /// The transport's handle on a recording. Never blocks; dropping it ends the recording.
 pub struct RecordingTap {
-    tx: SyncSender<TapEvent>,
+    tx: Sender<TapEvent>,
+    /// Events sent and not yet taken by the writer, capped at `queue`.
+    depth: Arc<AtomicUsize>,
+    queue: usize,
     started: Instant,
     dropped: Arc<AtomicU64>,
     id: String,
@@ -121,113 +126,326 @@ impl RecordingTap {
     }
 
     fn send(&self, event: TapEvent) {
-        if let Err(TrySendError::Full(_)) = self.tx.try_send(event) {
+        if self.depth.fetch_add(1, Ordering::AcqRel) >= self.queue {
+            self.depth.fetch_sub(1, Ordering::AcqRel);
             if self.dropped.fetch_add(1, Ordering::Relaxed) == 0 {
                 tracing::warn!(recording = %self.id, "the recording writer is behind; dropping audio frames");
             }
+            return;
+        }
+        if self.tx.send(event).is_err() {
+            // The writer gave up on this recording (it logged why).
+            self.depth.fetch_sub(1, Ordering::AcqRel);
         }
     }
 }
 
-/// Starts the writer thread of a recording at `path`; `done` is called with the result on that
-/// thread once the tap is dropped and the file is complete.
-pub fn start(
+/// How often a writer thread takes the queued frames of its recordings and writes what is
+/// final. Well under the timeline's hold, so no frame arrives after its place was written.
+const WRITER_TICK: Duration = Duration::from_millis(100);
+/// The file buffer of one recording: a write about every half second of a phone call.
+const FILE_BUFFER: usize = 16 * 1024;
+
+type Done = Box<dyn FnOnce(Result<Written, String>) + Send>;
+
+/// A recording handed to a writer thread.
+struct Job {
     id: String,
     path: PathBuf,
     format: TapFormat,
     rate: u32,
-    queue: usize,
-    done: Box<dyn FnOnce(Result<Written, String>) + Send>,
-) -> Result<RecordingTap, String> {
-    let (tx, rx) = mpsc::sync_channel(queue.max(1));
-    let started = Instant::now();
-    let dropped = Arc::new(AtomicU64::new(0));
-    let counter = dropped.clone();
-    std::thread::Builder::new()
-        .name("recording".into())
-        .spawn(move || {
-            let result = write(rx, &path, format, rate, started).map(|(bytes, samples)| Written {
-                path: path.clone(),
-                bytes,
-                duration_ms: (samples * 1000 / rate as u64) as i64,
-                dropped_frames: counter.load(Ordering::Relaxed),
-            });
-            done(result);
-        })
-        .map_err(|e| format!("cannot start the recording writer: {e}"))?;
-    Ok(RecordingTap {
-        tx,
-        started,
-        dropped,
-        id,
-    })
+    started: Instant,
+    rx: Receiver<TapEvent>,
+    depth: Arc<AtomicUsize>,
+    dropped: Arc<AtomicU64>,
+    done: Done,
 }
 
-/// Writes until the tap is dropped; answers (file bytes, samples per channel).
-fn write(
-    rx: Receiver<TapEvent>,
-    path: &Path,
-    format: TapFormat,
+/// The recording writers: a few threads, each streaming many recordings to disk, so a call
+/// costs no thread and no wake-up per frame. Recordings are dealt to the threads in turn;
+/// each thread sleeps while it has none.
+#[derive(Clone)]
+pub struct WriterPool {
+    threads: Arc<[Sender<Job>]>,
+    next: Arc<AtomicUsize>,
+}
+
+impl WriterPool {
+    /// Starts `threads` writer threads (at least one). They end once the pool is dropped and
+    /// their last recording is finished.
+    pub fn new(threads: usize) -> Result<WriterPool, String> {
+        let senders = (0..threads.max(1))
+            .map(|index| {
+                let (tx, rx) = mpsc::channel();
+                std::thread::Builder::new()
+                    .name(format!("recording-{index}"))
+                    .spawn(move || run_writer(rx))
+                    .map(|_| tx)
+                    .map_err(|e| format!("cannot start a recording writer: {e}"))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(WriterPool {
+            threads: senders.into(),
+            next: Arc::new(AtomicUsize::new(0)),
+        })
+    }
+
+    /// Starts a recording at `path`: at most `queue` events wait for the writer. `done` is
+    /// called with the result on the writer thread once the tap is dropped and the file is
+    /// complete (or as soon as the recording fails).
+    pub fn start(
+        &self,
+        id: String,
+        path: PathBuf,
+        format: TapFormat,
+        rate: u32,
+        queue: usize,
+        done: Done,
+    ) -> Result<RecordingTap, String> {
+        let (tx, rx) = mpsc::channel();
+        let started = Instant::now();
+        let depth = Arc::new(AtomicUsize::new(0));
+        let dropped = Arc::new(AtomicU64::new(0));
+        let job = Job {
+            id: id.clone(),
+            path,
+            format,
+            rate,
+            started,
+            rx,
+            depth: depth.clone(),
+            dropped: dropped.clone(),
+            done,
+        };
+        let thread = self.next.fetch_add(1, Ordering::Relaxed) % self.threads.len();
+        self.threads[thread]
+            .send(job)
+            .map_err(|_| "the recording writer has stopped".to_string())?;
+        Ok(RecordingTap {
+            tx,
+            depth,
+            queue: queue.max(1),
+            started,
+            dropped,
+            id,
+        })
+    }
+}
+
+/// One writer thread: takes new recordings, and every tick writes what each has queued.
+fn run_writer(jobs: Receiver<Job>) {
+    let mut open: Vec<OpenRecording> = Vec::new();
+    let mut pool_gone = false;
+    loop {
+        let job = if pool_gone {
+            if open.is_empty() {
+                return;
+            }
+            std::thread::sleep(WRITER_TICK);
+            None
+        } else if open.is_empty() {
+            match jobs.recv() {
+                Ok(job) => Some(job),
+                Err(_) => return,
+            }
+        } else {
+            match jobs.recv_timeout(WRITER_TICK) {
+                Ok(job) => Some(job),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => {
+                    pool_gone = true;
+                    None
+                }
+            }
+        };
+        for job in job
+            .into_iter()
+            .chain(std::iter::from_fn(|| jobs.try_recv().ok()))
+        {
+            let id = job.id.clone();
+            match OpenRecording::create(job) {
+                Ok(recording) => open.push(recording),
+                Err((done, e)) => {
+                    tracing::error!(recording = %id, "not recorded: {e}");
+                    done(Err(e));
+                }
+            }
+        }
+        open.retain_mut(|recording| recording.pump());
+    }
+}
+
+/// A recording being written: its file, its timeline and the decoders of both channels.
+struct OpenRecording {
+    id: String,
+    path: PathBuf,
     rate: u32,
     started: Instant,
-) -> Result<(u64, u64), String> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    rx: Receiver<TapEvent>,
+    depth: Arc<AtomicUsize>,
+    dropped: Arc<AtomicU64>,
+    done: Option<Done>,
+    /// Taken when the file is finished.
+    wav: Option<hound::WavWriter<BufWriter<File>>>,
+    timeline: Timeline,
+    caller_decoder: ChannelDecoder,
+    agent_decoder: ChannelDecoder,
+    caller_resampler: Linear,
+    agent_resampler: Linear,
+    scratch: Vec<i16>,
+}
+
+impl OpenRecording {
+    fn create(job: Job) -> Result<OpenRecording, (Done, String)> {
+        let Job {
+            id,
+            path,
+            format,
+            rate,
+            started,
+            rx,
+            depth,
+            dropped,
+            done,
+        } = job;
+        let opened = (|| {
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir)
+                    .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            }
+            let spec = hound::WavSpec {
+                channels: 2,
+                sample_rate: rate,
+                bits_per_sample: 16,
+                sample_format: hound::SampleFormat::Int,
+            };
+            let file = File::create(&path)
+                .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+            let wav = hound::WavWriter::new(BufWriter::with_capacity(FILE_BUFFER, file), spec)
+                .map_err(|e| format!("cannot start the WAV file: {e}"))?;
+            Ok::<_, String>((
+                wav,
+                ChannelDecoder::new(format)?,
+                ChannelDecoder::new(format)?,
+            ))
+        })();
+        let (wav, caller_decoder, agent_decoder) = match opened {
+            Ok(opened) => opened,
+            Err(e) => return Err((done, e)),
+        };
+        Ok(OpenRecording {
+            id,
+            path,
+            rate,
+            started,
+            rx,
+            depth,
+            dropped,
+            done: Some(done),
+            wav: Some(wav),
+            timeline: Timeline::new(rate),
+            caller_decoder,
+            agent_decoder,
+            caller_resampler: Linear::new(format.rate(), rate),
+            agent_resampler: Linear::new(format.rate(), rate),
+            scratch: Vec::new(),
+        })
     }
-    let spec = hound::WavSpec {
-        channels: 2,
-        sample_rate: rate,
-        bits_per_sample: 16,
-        sample_format: hound::SampleFormat::Int,
-    };
-    let file = File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
-    let mut wav = hound::WavWriter::new(BufWriter::with_capacity(64 * 1024, file), spec)
-        .map_err(|e| format!("cannot start the WAV file: {e}"))?;
-    let mut timeline = Timeline::new(rate);
-    let mut caller_decoder = ChannelDecoder::new(format)?;
-    let mut agent_decoder = ChannelDecoder::new(format)?;
-    let mut caller_resampler = Linear::new(format.rate(), rate);
-    let mut agent_resampler = Linear::new(format.rate(), rate);
-    let position = |at: Duration| (at.as_micros() as u64) * rate as u64 / 1_000_000;
-    let mut scratch = Vec::new();
-    let put = |wav: &mut hound::WavWriter<_>, frames: Vec<[i16; 2]>| -> Result<(), String> {
+
+    fn position(&self, at: Duration) -> u64 {
+        (at.as_micros() as u64) * self.rate as u64 / 1_000_000
+    }
+
+    /// Takes what is queued and writes what is final; at the end of the call finishes the
+    /// file. Answers whether the recording is still open.
+    fn pump(&mut self) -> bool {
+        match self.take_queued() {
+            Ok(true) => true,
+            Ok(false) => {
+                let result = self.finish();
+                self.report(result);
+                false
+            }
+            Err(e) => {
+                tracing::error!(recording = %self.id, "the recording failed: {e}");
+                self.report(Err(e));
+                false
+            }
+        }
+    }
+
+    /// Answers false once the tap is gone and everything it sent is written.
+    fn take_queued(&mut self) -> Result<bool, String> {
+        let open = loop {
+            let event = match self.rx.try_recv() {
+                Ok(event) => event,
+                Err(TryRecvError::Empty) => break true,
+                Err(TryRecvError::Disconnected) => break false,
+            };
+            self.depth.fetch_sub(1, Ordering::AcqRel);
+            match event {
+                TapEvent::Caller(audio, at) => {
+                    self.scratch.clear();
+                    let samples = self.caller_decoder.decode(&audio);
+                    self.caller_resampler.process(&samples, &mut self.scratch);
+                    let at = self.position(at);
+                    self.timeline.caller(&self.scratch, at);
+                }
+                TapEvent::Agent(audio, at) => {
+                    self.scratch.clear();
+                    let samples = self.agent_decoder.decode(&audio);
+                    self.agent_resampler.process(&samples, &mut self.scratch);
+                    let at = self.position(at);
+                    self.timeline.agent(&self.scratch, at);
+                }
+                TapEvent::Clear(at) => {
+                    let at = self.position(at);
+                    self.timeline.clear(at);
+                }
+            }
+        };
+        let now = self.position(self.started.elapsed());
+        let frames = self.timeline.commit(now);
+        self.put(frames)?;
+        Ok(open)
+    }
+
+    fn put(&mut self, frames: Frames) -> Result<(), String> {
+        let wav = self
+            .wav
+            .as_mut()
+            .ok_or("the recording is already finished")?;
         for [l, r] in frames {
             wav.write_sample(l)
                 .and_then(|_| wav.write_sample(r))
                 .map_err(|e| format!("cannot write the recording: {e}"))?;
         }
         Ok(())
-    };
-    loop {
-        let now = match rx.recv_timeout(Duration::from_millis(250)) {
-            Ok(TapEvent::Caller(audio, at)) => {
-                scratch.clear();
-                caller_resampler.process(&caller_decoder.decode(&audio), &mut scratch);
-                timeline.caller(&scratch, position(at));
-                position(at)
-            }
-            Ok(TapEvent::Agent(audio, at)) => {
-                scratch.clear();
-                agent_resampler.process(&agent_decoder.decode(&audio), &mut scratch);
-                timeline.agent(&scratch, position(at));
-                position(at)
-            }
-            Ok(TapEvent::Clear(at)) => {
-                timeline.clear(position(at));
-                position(at)
-            }
-            Err(RecvTimeoutError::Timeout) => position(started.elapsed()),
-            Err(RecvTimeoutError::Disconnected) => break,
-        };
-        put(&mut wav, timeline.commit(now))?;
     }
-    put(&mut wav, timeline.finish())?;
-    let samples = timeline.written();
-    wav.finalize()
-        .map_err(|e| format!("cannot finish the recording: {e}"))?;
-    let bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-    Ok((bytes, samples))
+
+    fn finish(&mut self) -> Result<Written, String> {
+        let frames = self.timeline.finish();
+        self.put(frames)?;
+        self.wav
+            .take()
+            .ok_or("the recording is already finished")?
+            .finalize()
+            .map_err(|e| format!("cannot finish the recording: {e}"))?;
+        let samples = self.timeline.written();
+        let bytes = std::fs::metadata(&self.path).map(|m| m.len()).unwrap_or(0);
+        Ok(Written {
+            path: self.path.clone(),
+            bytes,
+            duration_ms: (samples * 1000 / self.rate as u64) as i64,
+            dropped_frames: self.dropped.load(Ordering::Relaxed),
+        })
+    }
+
+    fn report(&mut self, result: Result<Written, String>) {
+        if let Some(done) = self.done.take() {
+            done(result);
+        }
+    }
 }
 
 /// A streaming linear-interpolation resampler (recordings are for listening and review; the
@@ -281,6 +499,8 @@ impl Linear {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
 
     #[test]
@@ -302,20 +522,31 @@ mod tests {
         }
     }
 
+    fn record(
+        pool: &WriterPool,
+        path: &Path,
+        queue: usize,
+    ) -> (RecordingTap, mpsc::Receiver<Result<Written, String>>) {
+        let (tx, rx) = mpsc::channel();
+        let tap = pool
+            .start(
+                "rec_1".into(),
+                path.to_path_buf(),
+                TapFormat::Mulaw8k,
+                8_000,
+                queue,
+                Box::new(move |r| tx.send(r).unwrap()),
+            )
+            .unwrap();
+        (tap, rx)
+    }
+
     #[test]
     fn a_recording_is_a_stereo_wav_of_the_calls_length() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("a/b.wav");
-        let (tx, rx) = mpsc::channel();
-        let tap = start(
-            "rec_1".into(),
-            path.clone(),
-            TapFormat::Mulaw8k,
-            8_000,
-            100,
-            Box::new(move |r| tx.send(r).unwrap()),
-        )
-        .unwrap();
+        let pool = WriterPool::new(1).unwrap();
+        let (tap, rx) = record(&pool, &path, 100);
         let loud = Bytes::from(vec![mulaw::encode(8_000); 160]);
         for _ in 0..25 {
             tap.caller(&loud);
@@ -335,5 +566,83 @@ mod tests {
             "{}",
             written.duration_ms
         );
+        assert_eq!(written.dropped_frames, 0);
+    }
+
+    #[test]
+    fn one_thread_writes_many_recordings_each_in_its_own_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = WriterPool::new(1).unwrap();
+        let calls: Vec<_> = (0..50)
+            .map(|i| {
+                let path = dir.path().join(format!("{i}.wav"));
+                let (tap, rx) = record(&pool, &path, 100);
+                (path, tap, rx, i as u8)
+            })
+            .collect();
+        // Each call's caller sends its own byte, 10 frames (200 ms) of it.
+        for _ in 0..10 {
+            for (_, tap, _, byte) in &calls {
+                tap.caller(&Bytes::from(vec![*byte; 160]));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        for (path, tap, rx, byte) in calls {
+            drop(tap);
+            let written = rx.recv_timeout(Duration::from_secs(5)).unwrap().unwrap();
+            let samples: Vec<i16> = hound::WavReader::open(&path)
+                .unwrap()
+                .samples::<i16>()
+                .map(Result::unwrap)
+                .collect();
+            // The call's 200 ms in one piece, with silence around it: the recording runs
+            // from the call's start to its end.
+            let caller: Vec<i16> = samples.chunks(2).map(|lr| lr[0]).collect();
+            let voice = mulaw::decode(byte);
+            let first = caller.iter().position(|&s| s == voice).unwrap();
+            assert!(caller[first..first + 1_600].iter().all(|&s| s == voice));
+            assert!(caller[first + 1_600..].iter().all(|&s| s == 0));
+            assert!(caller[..first].iter().all(|&s| s == 0));
+            assert_eq!(written.duration_ms, caller.len() as i64 / 8);
+        }
+    }
+
+    #[test]
+    fn past_the_queue_frames_are_dropped_and_counted_and_the_rest_are_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("full.wav");
+        let pool = WriterPool::new(1).unwrap();
+        let (tap, rx) = record(&pool, &path, 5);
+        let loud = Bytes::from(vec![mulaw::encode(8_000); 160]);
+        // Faster than a tick: the writer has taken none of them yet.
+        for _ in 0..20 {
+            tap.caller(&loud);
+        }
+        drop(tap);
+        let written = rx.recv_timeout(Duration::from_secs(5)).unwrap().unwrap();
+        assert_eq!(written.dropped_frames, 15);
+        assert_eq!(written.duration_ms, 100, "five frames of 20 ms");
+    }
+
+    #[test]
+    fn a_file_that_cannot_be_created_is_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let blocker = dir.path().join("file");
+        std::fs::write(&blocker, b"not a directory").unwrap();
+        let pool = WriterPool::new(1).unwrap();
+        let (tap, rx) = record(&pool, &blocker.join("x.wav"), 100);
+        let error = rx
+            .recv_timeout(Duration::from_secs(5))
+            .unwrap()
+            .unwrap_err();
+        assert!(error.contains("cannot create"), "{error}");
+        // The call goes on; its frames go nowhere.
+        tap.caller(&Bytes::from_static(&[0xff; 160]));
+        // The pool still records.
+        let path = dir.path().join("ok.wav");
+        let (tap, rx) = record(&pool, &path, 100);
+        tap.caller(&Bytes::from_static(&[0xff; 160]));
+        drop(tap);
+        assert!(rx.recv_timeout(Duration::from_secs(5)).unwrap().is_ok());
     }
 }
