@@ -12,7 +12,7 @@ use support::*;
 use switchboard_actors::engine::{Role, ToolCall};
 use switchboard_actors::session::{
     AgentProfile, EndReason, GetSnapshot, Hangup, SessionConfig, SessionEvent, SessionOutput,
-    SessionStatus, Speaker,
+    SessionStatus, Speaker, TextIn, HISTORY_MESSAGES,
 };
 
 fn config(first_message: &str) -> SessionConfig {
@@ -591,4 +591,52 @@ async fn knowledge_is_looked_up_before_the_model_answers() {
         );
         hang_up_and_check_all_stopped(&mut h).await;
     }
+}
+
+#[actix::test]
+async fn a_long_call_keeps_its_latest_exchanges_and_sends_the_model_no_more() {
+    tokio::time::pause();
+    let mut h = Harness::start(config("Hello!"), Scripted::new(&[], vec![]));
+    wait_until_listening(&mut h).await;
+    let turns = HISTORY_MESSAGES + 10;
+    for i in 0..turns {
+        h.session
+            .addr()
+            .do_send(TextIn(format!("Question number {i}?")));
+        wait_until_listening(&mut h).await;
+    }
+    let snapshot = h.session.addr().send(GetSnapshot).await.expect("alive");
+    assert!(
+        snapshot.history.len() <= HISTORY_MESSAGES,
+        "{} messages kept",
+        snapshot.history.len()
+    );
+    assert_eq!(
+        snapshot.history[0].role,
+        Role::User,
+        "starts at a caller turn"
+    );
+    // The latest exchanges are whole and in order.
+    let kept = snapshot.history.len() / 2;
+    for (n, pair) in snapshot.history.chunks(2).enumerate() {
+        let question = turns - kept + n;
+        assert_eq!(pair[0].content, format!("Question number {question}?"));
+        assert_eq!(pair[1].role, Role::Assistant);
+    }
+    let requests = h.engines.llm.requests.lock().unwrap();
+    assert_eq!(requests.len(), turns);
+    let last = requests.last().unwrap();
+    assert!(
+        last.messages.len() <= HISTORY_MESSAGES + 1,
+        "system prompt + history"
+    );
+    assert_eq!(last.messages[0].role, Role::System);
+    assert_eq!(
+        last.messages.last().unwrap().content,
+        format!("Question number {}?", turns - 1)
+    );
+    drop(requests);
+    // Every turn is still recorded for the call's transcript.
+    assert_eq!(h.turns().len(), 1 + 2 * turns);
+    hang_up_and_check_all_stopped(&mut h).await;
 }

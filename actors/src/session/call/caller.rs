@@ -8,7 +8,7 @@ use actix::prelude::*;
 use tokio::time::Instant;
 
 use crate::audio::SpeechEvent;
-use crate::engine::{ChatMessage, Role, SttInput};
+use crate::engine::SttInput;
 
 use super::super::audio_in::{CallerFrame, FRAME_MS};
 use super::super::barge_in::CallerVoice;
@@ -164,7 +164,7 @@ impl CallSession {
             endpoint: Some(EndpointSource::Text),
         };
         self.record_turn(turn);
-        self.history.push(ChatMessage::new(Role::User, text));
+        self.push_caller_turn(text);
         self.awaiting_answer = true;
         self.answer_timing = None;
         if self.state != TurnState::UserSpeaking && self.pending.is_empty() {
@@ -282,7 +282,7 @@ impl Handler<TranscriptFinal> for CallSession {
                 endpoint: Some(endpoint),
             };
             self.record_turn(turn);
-            self.history.push(ChatMessage::new(Role::User, text));
+            self.push_caller_turn(text);
             self.awaiting_answer = true;
             self.answer_timing = Some(AnswerTiming {
                 speech_end_at: pending.speech_end_at,

@@ -19,7 +19,7 @@ use tokio::time::Instant;
 
 use crate::audio::{SpeechTracker, SpeechTrackerConfig};
 use crate::engine::{
-    ChatMessage, KnowledgeRetriever, LanguageModel, SpeechToText, TextToSpeech, ToolExecutor,
+    ChatMessage, KnowledgeRetriever, LanguageModel, Role, SpeechToText, TextToSpeech, ToolExecutor,
     TranscribeOptions,
 };
 
@@ -67,6 +67,11 @@ pub enum TurnState {
     /// Agent audio is playing.
     AgentSpeaking,
 }
+
+/// Messages of the conversation a session keeps and sends the model: a long call keeps its
+/// latest exchanges, so neither the prompt nor the session's memory grows with its length.
+/// The transcript of the whole call is in the turn records.
+pub const HISTORY_MESSAGES: usize = 40;
 
 /// Asks a session for its current state and history (for persistence or inspection).
 #[derive(Debug, Clone, Copy, Message)]
@@ -318,6 +323,33 @@ impl CallSession {
     /// The conversation so far (system prompt excluded).
     pub fn history(&self) -> &[ChatMessage] {
         &self.history
+    }
+
+    /// Adds a caller turn to the history and drops the oldest exchanges past
+    /// [`HISTORY_MESSAGES`]. What is kept starts at a caller turn (models expect one there,
+    /// and a tool answer never loses its call) and never cuts into the reply in progress.
+    fn push_caller_turn(&mut self, text: String) {
+        self.history.push(ChatMessage::new(Role::User, text));
+        let Some(earliest) = self.history.len().checked_sub(HISTORY_MESSAGES) else {
+            return;
+        };
+        let Some(cut) = self.history[earliest..]
+            .iter()
+            .position(|m| m.role == Role::User)
+            .map(|i| earliest + i)
+        else {
+            return;
+        };
+        match self.reply.as_mut() {
+            Some(reply) if reply.history_from < cut => {}
+            Some(reply) => {
+                reply.history_from -= cut;
+                self.history.drain(..cut);
+            }
+            None => {
+                self.history.drain(..cut);
+            }
+        }
     }
 }
 

@@ -47,7 +47,7 @@ pub(super) struct Reply {
     llm_done: bool,
     drained: bool,
     ledger: PlaybackLedger,
-    history_from: usize,
+    pub(super) history_from: usize,
     pub(super) audio_started: bool,
     started_at: Instant,
     timing: Option<AnswerTiming>,
