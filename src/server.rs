@@ -22,7 +22,7 @@ use crate::fetch::Fetcher;
 use crate::http::{self, AppState};
 use crate::observability::otlp::TraceExport;
 use crate::portal::{Delivery, Portal};
-use crate::recording::{RecordingStorage, Recordings};
+use crate::recording::{RecordingReports, RecordingStorage, Recordings};
 use crate::registry::keys::{create_key, FlushLastUsed};
 use crate::registry::metering::FlushUsage;
 use crate::registry::sessions::Settle;
@@ -93,7 +93,10 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     let recordings = Recordings::new(
         config.recordings.clone(),
         recording_storage.clone(),
-        telephony.clone(),
+        RecordingReports {
+            started: telephony.clone().recipient(),
+            finished: telephony.clone().recipient(),
+        },
         drain.clone(),
     )
     .map_err(anyhow::Error::msg)?;

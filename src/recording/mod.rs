@@ -3,7 +3,8 @@
 //! in time ([`timeline`]); 8 kHz for calls, 16 kHz for direct sessions. A pool of [`writer`]
 //! threads streams every recording to disk while its call runs; [`storage`] keeps it locally or in an
 //! S3-compatible store and serves it back in byte ranges. The records live in the
-//! `TelephonyRegistry`, which also deletes recordings past their retention.
+//! `TelephonyRegistry`, which takes this module's [`StartRecording`] and
+//! [`RecordingFinished`] reports and also deletes recordings past their retention.
 
 pub mod storage;
 pub mod timeline;
@@ -11,15 +12,14 @@ pub mod writer;
 
 use std::sync::Arc;
 
-use actix::Addr;
+use actix::{Message, Recipient};
 
 pub use storage::RecordingStorage;
-pub use writer::{RecordingTap, TapFormat, WriterPool};
+pub use writer::{RecordingTap, TapFormat, WriterPool, Written};
 
-use crate::cluster::drain::Drain;
+use crate::cluster::drain::{Drain, RecordingHold};
 use crate::config::RecordingsConfig;
 use crate::registry::new_id;
-use crate::registry::telephony::{RecordingFinished, StartRecording, TelephonyRegistry};
 use crate::store::telephony::{RecordingRow, RECORDING_ACTIVE};
 use crate::time::now_ms;
 
@@ -28,12 +28,35 @@ pub const PHONE_RATE: u32 = 8_000;
 /// Sample rate of direct-session recordings.
 pub const DIRECT_RATE: u32 = 16_000;
 
+/// A recording began (fire and forget: the call does not wait for storage).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct StartRecording(pub RecordingRow);
+
+/// The writer finished a recording's file (or failed): it is to be published to the
+/// configured store and its record completed.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct RecordingFinished {
+    pub row: RecordingRow,
+    pub result: Result<Written, String>,
+    /// Released once the record is complete (a stopping server waits for it).
+    pub hold: RecordingHold,
+}
+
+/// Where recordings report their start and end (the telephony registry).
+#[derive(Clone)]
+pub struct RecordingReports {
+    pub started: Recipient<StartRecording>,
+    pub finished: Recipient<RecordingFinished>,
+}
+
 /// Starts recordings for the transports.
 #[derive(Clone)]
 pub struct Recordings {
     config: RecordingsConfig,
     storage: RecordingStorage,
-    registry: Addr<TelephonyRegistry>,
+    reports: RecordingReports,
     writers: WriterPool,
     /// Counts recordings until their record is complete, so a stopping server waits for them.
     drain: Arc<Drain>,
@@ -54,14 +77,14 @@ impl Recordings {
     pub fn new(
         config: RecordingsConfig,
         storage: RecordingStorage,
-        registry: Addr<TelephonyRegistry>,
+        reports: RecordingReports,
         drain: Arc<Drain>,
     ) -> Result<Recordings, String> {
         Ok(Recordings {
             writers: WriterPool::new(config.writer_threads)?,
             config,
             storage,
-            registry,
+            reports,
             drain,
         })
     }
@@ -91,11 +114,11 @@ impl Recordings {
             created_at: now_ms(),
             completed_at: None,
         };
-        self.registry.do_send(StartRecording(row.clone()));
-        let registry = self.registry.clone();
+        self.reports.started.do_send(StartRecording(row.clone()));
+        let finished = self.reports.finished.clone();
         let hold = self.drain.recording();
         let done = Box::new(move |result| {
-            registry.do_send(RecordingFinished { row, result, hold });
+            finished.do_send(RecordingFinished { row, result, hold });
         });
         match self.writers.start(
             id,

@@ -11,8 +11,7 @@ use actix::prelude::*;
 use super::{cursor_position, Page, PageRequest};
 use crate::config::RecordingsConfig;
 use crate::error::ApiError;
-use crate::recording::writer::Written;
-use crate::recording::RecordingStorage;
+use crate::recording::{RecordingFinished, RecordingStorage, StartRecording};
 use crate::store::telephony::{
     self, AgentSyncRow, CallTaskRow, PhoneNumberChanges, PhoneNumberRow, RecordingEnd,
     RecordingRow, TaskChanges, RECORDING_COMPLETED, RECORDING_FAILED,
@@ -362,11 +361,6 @@ impl Handler<AdvanceTask> for TelephonyRegistry {
     }
 }
 
-/// A recording began (fire and forget: the call does not wait for storage).
-#[derive(Message)]
-#[rtype(result = "()")]
-pub struct StartRecording(pub RecordingRow);
-
 impl Handler<StartRecording> for TelephonyRegistry {
     type Result = ResponseFuture<()>;
 
@@ -378,17 +372,6 @@ impl Handler<StartRecording> for TelephonyRegistry {
             }
         })
     }
-}
-
-/// The writer finished a recording's file (or failed): it is published to the configured
-/// store and its record completed.
-#[derive(Message)]
-#[rtype(result = "()")]
-pub struct RecordingFinished {
-    pub row: RecordingRow,
-    pub result: Result<Written, String>,
-    /// Released once the record is complete (a stopping server waits for it).
-    pub hold: crate::cluster::drain::RecordingHold,
 }
 
 impl Handler<RecordingFinished> for TelephonyRegistry {
