@@ -134,7 +134,7 @@ impl RecordingTap {
             return;
         }
         if self.tx.send(event).is_err() {
-            // The writer gave up on this recording (it logged why).
+            // The writer gave up on this recording (the failure is in its report).
             self.depth.fetch_sub(1, Ordering::AcqRel);
         }
     }
@@ -150,7 +150,6 @@ type Done = Box<dyn FnOnce(Result<Written, String>) + Send>;
 
 /// A recording handed to a writer thread.
 struct Job {
-    id: String,
     path: PathBuf,
     format: TapFormat,
     rate: u32,
@@ -207,7 +206,6 @@ impl WriterPool {
         let depth = Arc::new(AtomicUsize::new(0));
         let dropped = Arc::new(AtomicU64::new(0));
         let job = Job {
-            id: id.clone(),
             path,
             format,
             rate,
@@ -262,13 +260,9 @@ fn run_writer(jobs: Receiver<Job>) {
             .into_iter()
             .chain(std::iter::from_fn(|| jobs.try_recv().ok()))
         {
-            let id = job.id.clone();
             match OpenRecording::create(job) {
                 Ok(recording) => open.push(recording),
-                Err((done, e)) => {
-                    tracing::error!(recording = %id, "not recorded: {e}");
-                    done(Err(e));
-                }
+                Err((done, e)) => done(Err(e)),
             }
         }
         open.retain_mut(|recording| recording.pump());
@@ -277,7 +271,6 @@ fn run_writer(jobs: Receiver<Job>) {
 
 /// A recording being written: its file, its timeline and the decoders of both channels.
 struct OpenRecording {
-    id: String,
     path: PathBuf,
     rate: u32,
     started: Instant,
@@ -298,7 +291,6 @@ struct OpenRecording {
 impl OpenRecording {
     fn create(job: Job) -> Result<OpenRecording, (Done, String)> {
         let Job {
-            id,
             path,
             format,
             rate,
@@ -334,7 +326,6 @@ impl OpenRecording {
             Err(e) => return Err((done, e)),
         };
         Ok(OpenRecording {
-            id,
             path,
             rate,
             started,
@@ -367,7 +358,6 @@ impl OpenRecording {
                 false
             }
             Err(e) => {
-                tracing::error!(recording = %self.id, "the recording failed: {e}");
                 self.report(Err(e));
                 false
             }

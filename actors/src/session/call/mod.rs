@@ -340,16 +340,13 @@ impl CallSession {
         else {
             return;
         };
-        match self.reply.as_mut() {
-            Some(reply) if reply.history_from < cut => {}
-            Some(reply) => {
-                reply.history_from -= cut;
-                self.history.drain(..cut);
+        if let Some(reply) = self.reply.as_mut() {
+            if reply.history_from < cut {
+                return;
             }
-            None => {
-                self.history.drain(..cut);
-            }
+            reply.history_from -= cut;
         }
+        self.history.drain(..cut);
     }
 }
 
