@@ -191,11 +191,15 @@ impl CallerAudio {
         rest
     }
 
+    /// Appends the frame just decoded to the ring, in at most two copies (a frame is far
+    /// shorter than the ring, so it wraps at most once).
     fn remember(&mut self, n: usize) {
-        for &v in &self.pcm16k[..n] {
-            self.ring[(self.ring_written % RING_SAMPLES as u64) as usize] = v;
-            self.ring_written += 1;
-        }
+        let frame = &self.pcm16k[..n];
+        let at = (self.ring_written % RING_SAMPLES as u64) as usize;
+        let before_wrap = n.min(RING_SAMPLES - at);
+        self.ring[at..at + before_wrap].copy_from_slice(&frame[..before_wrap]);
+        self.ring[..n - before_wrap].copy_from_slice(&frame[before_wrap..]);
+        self.ring_written += n as u64;
         if self.capturing {
             self.capture.extend_from_slice(&self.pcm16k[..n]);
         }
@@ -245,6 +249,39 @@ mod tests {
         assert!(audio.take_capture(40).is_none());
         assert_eq!(audio.stop_capture().expect("rest").len(), 320);
         assert!(!audio.is_capturing());
+    }
+
+    #[test]
+    fn capture_reaches_back_across_the_ring_wrap() {
+        let mut audio = CallerAudio::new(
+            AudioFormat::Pcm16 {
+                rate: SampleRate::Hz16000,
+            },
+            0.5,
+        )
+        .expect("builds");
+        // 1.3 s of a ramp, so the ring (1 s) has wrapped and every sample says where it was.
+        let samples: Vec<i16> = (0..20_800).map(|i| (i % 30_000) as i16).collect();
+        for frame in samples.chunks(320) {
+            let bytes: Vec<u8> = frame.iter().flat_map(|v| v.to_le_bytes()).collect();
+            audio.push(&bytes);
+            audio.next_frame().expect("decodes").expect("a frame");
+        }
+        // From 0.5 s back: the part before the wrap point and the part after it, in order.
+        audio.start_capture(800);
+        let captured = audio.stop_capture().expect("captured");
+        assert_eq!(captured.len(), 20_800 - 12_800);
+        for (got, want) in captured.iter().zip(&samples[12_800..]) {
+            assert_eq!(*got, f32::from(*want) / 32_768.0);
+        }
+        // Further back than the ring holds: the oldest second it still has.
+        audio.start_capture(0);
+        let captured = audio.stop_capture().expect("captured");
+        assert_eq!(captured.len(), RING_SAMPLES);
+        assert_eq!(
+            captured[0],
+            f32::from(samples[20_800 - RING_SAMPLES]) / 32_768.0
+        );
     }
 
     #[test]
