@@ -6,6 +6,7 @@
 //! allocates, processing a frame does not.
 
 pub mod error;
+pub mod halfband;
 pub mod mulaw;
 pub mod opus;
 pub mod pcm;
@@ -166,6 +167,7 @@ mod tests {
             })
         ));
         assert!(inbound.process(&[]).is_err());
-        assert_eq!(inbound.delay_us(), 5_000);
+        // The half-band upsampler: 32 samples at 16 kHz.
+        assert_eq!(inbound.delay_us(), 2_000);
     }
 }

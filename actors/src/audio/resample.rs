@@ -1,13 +1,17 @@
 //! Streaming sample-rate conversion between the engine's rates (8, 16, 24 and 48 kHz, any
-//! pair), one fixed-size frame at a time, built on rubato's FFT resampler. All buffers are
-//! allocated when the resampler is built; [`StreamResampler::process_f32`] and
-//! [`StreamResampler::process_i16`] allocate nothing.
+//! pair), one fixed-size frame at a time. Doubling the rate (8 kHz telephone audio to 16 kHz,
+//! on every call's hot path) takes the half-band filter of [`super::halfband`]; every other
+//! pair takes rubato's FFT resampler. All buffers are allocated when the resampler is built;
+//! [`StreamResampler::process_f32`] and [`StreamResampler::process_i16`] allocate nothing.
 
 use rubato::audioadapter_buffers::direct::InterleavedSlice;
 use rubato::{Fft, FixedSync, Resampler, WindowFunction};
 
 use super::error::{check_capacity, check_frame_len, AudioError};
-use super::pcm::{f32_to_i16, frame_samples, i16_to_f32, FrameDuration, SampleRate};
+use super::halfband::HalfBandUpsampler;
+use super::pcm::{
+    f32_to_i16, f32_to_i16_sample, frame_samples, i16_to_f32, FrameDuration, SampleRate,
+};
 
 /// Length of one FFT block in milliseconds of input. The FFT resampler delays the signal by
 /// half a block, so 10 ms blocks cost 5 ms of latency. Shorter blocks lower the anti-aliasing
@@ -27,7 +31,7 @@ const WINDOW: WindowFunction = WindowFunction::Blackman2;
 /// samples). The output lags the input by [`delay_samples`](Self::delay_samples) output samples.
 /// When both rates are equal the resampler is a copy with no delay.
 pub struct StreamResampler {
-    inner: Option<Fft<f32>>,
+    inner: Converter,
     from: SampleRate,
     to: SampleRate,
     in_len: usize,
@@ -48,13 +52,25 @@ impl std::fmt::Debug for StreamResampler {
     }
 }
 
+/// How a [`StreamResampler`] converts.
+enum Converter {
+    /// Equal rates.
+    Copy,
+    /// Exactly twice the rate.
+    HalfBand(HalfBandUpsampler),
+    /// Any other pair.
+    Fft(Box<Fft<f32>>),
+}
+
 impl StreamResampler {
     /// A resampler from `from` to `to` fed frames of `frame` duration.
     pub fn new(from: SampleRate, to: SampleRate, frame: FrameDuration) -> Result<Self, AudioError> {
         let in_len = frame_samples(from, frame);
         let out_len = frame_samples(to, frame);
         let inner = if from == to {
-            None
+            Converter::Copy
+        } else if to.hz() == 2 * from.hz() {
+            Converter::HalfBand(HalfBandUpsampler::new(in_len))
         } else {
             let sub_chunks = frame.ms() as usize / BLOCK_MS;
             let fft = Fft::<f32>::new_custom(
@@ -79,7 +95,7 @@ impl StreamResampler {
                     fft.output_frames_max()
                 )));
             }
-            Some(fft)
+            Converter::Fft(Box::new(fft))
         };
         Ok(Self {
             inner,
@@ -115,7 +131,11 @@ impl StreamResampler {
     /// Algorithmic delay in output samples: an impulse fed at input sample 0 peaks at output
     /// sample `delay_samples()`.
     pub fn delay_samples(&self) -> usize {
-        self.inner.as_ref().map_or(0, |r| r.output_delay())
+        match &self.inner {
+            Converter::Copy => 0,
+            Converter::HalfBand(up) => up.delay_samples(),
+            Converter::Fft(fft) => fft.output_delay(),
+        }
     }
 
     /// Algorithmic delay in microseconds.
@@ -129,9 +149,13 @@ impl StreamResampler {
         check_frame_len(self.in_len, input.len())?;
         check_capacity(self.out_len, out.len())?;
         let out = &mut out[..self.out_len];
-        match self.inner.as_mut() {
-            Some(fft) => resample_block(fft, input, out),
-            None => {
+        match &mut self.inner {
+            Converter::Fft(fft) => resample_block(fft, input, out),
+            Converter::HalfBand(up) => {
+                up.process(|i| input[i], |k, v| out[k] = v);
+                Ok(self.out_len)
+            }
+            Converter::Copy => {
                 out.copy_from_slice(input);
                 Ok(self.in_len)
             }
@@ -143,19 +167,33 @@ impl StreamResampler {
     pub fn process_i16(&mut self, input: &[i16], out: &mut [i16]) -> Result<usize, AudioError> {
         check_frame_len(self.in_len, input.len())?;
         check_capacity(self.out_len, out.len())?;
-        let Some(fft) = self.inner.as_mut() else {
-            out[..self.in_len].copy_from_slice(input);
-            return Ok(self.in_len);
-        };
-        i16_to_f32(input, &mut self.in_scratch)?;
-        let written = resample_block(fft, &self.in_scratch, &mut self.out_scratch)?;
-        f32_to_i16(&self.out_scratch[..written], out)
+        match &mut self.inner {
+            Converter::Copy => {
+                out[..self.in_len].copy_from_slice(input);
+                Ok(self.in_len)
+            }
+            Converter::HalfBand(up) => {
+                let out = &mut out[..self.out_len];
+                up.process(
+                    |i| f32::from(input[i]) / 32_768.0,
+                    |k, v| out[k] = f32_to_i16_sample(v),
+                );
+                Ok(self.out_len)
+            }
+            Converter::Fft(fft) => {
+                i16_to_f32(input, &mut self.in_scratch)?;
+                let written = resample_block(fft, &self.in_scratch, &mut self.out_scratch)?;
+                f32_to_i16(&self.out_scratch[..written], out)
+            }
+        }
     }
 
     /// Clears the filter history, as at the start of a new stream.
     pub fn reset(&mut self) {
-        if let Some(fft) = self.inner.as_mut() {
-            fft.reset();
+        match &mut self.inner {
+            Converter::Copy => {}
+            Converter::HalfBand(up) => up.reset(),
+            Converter::Fft(fft) => fft.reset(),
         }
     }
 }
@@ -210,6 +248,13 @@ mod tests {
                     assert_eq!(r.output_frame_len(), frame_samples(to, d));
                     if from == to {
                         assert_eq!(r.delay_samples(), 0);
+                    } else if to.hz() == 2 * from.hz() {
+                        // The half-band filter's delay: half its odd phase, in input samples.
+                        assert_eq!(
+                            r.delay_samples(),
+                            crate::audio::halfband::TAPS_PER_PHASE,
+                            "{from:?}->{to:?} {d:?}"
+                        );
                     } else {
                         // Half a 10 ms block, expressed at the output rate.
                         assert_eq!(r.delay_us(), 5_000, "{from:?}->{to:?} {d:?}");
