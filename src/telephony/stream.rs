@@ -85,6 +85,35 @@ impl Handler<SessionOutput> for OutputForwarder {
     }
 }
 
+/// Writes our outbound `media` messages (protocols.md §1.3), the one message sent 50 times a
+/// second while the agent talks, straight into a string sized for it: the same JSON as a
+/// `json!` tree, without building the tree.
+struct MediaWriter {
+    /// `{"event":"media","streamSid":<sid>,"media":{"payload":"`, the sid JSON-escaped.
+    prefix: String,
+}
+
+impl MediaWriter {
+    const SUFFIX: &'static str = "\"}}";
+
+    fn new(stream_sid: &str) -> Self {
+        let sid = Value::String(stream_sid.to_string());
+        Self {
+            prefix: format!(r#"{{"event":"media","streamSid":{sid},"media":{{"payload":""#),
+        }
+    }
+
+    fn message(&self, audio: &[u8]) -> String {
+        let mut out = String::with_capacity(
+            self.prefix.len() + audio.len().div_ceil(3) * 4 + Self::SUFFIX.len(),
+        );
+        out.push_str(&self.prefix);
+        BASE64.encode_string(audio, &mut out);
+        out.push_str(Self::SUFFIX);
+        out
+    }
+}
+
 /// A field that Twilio may send as a number or a string.
 fn text_of(value: &Value) -> Option<String> {
     match value {
@@ -307,6 +336,7 @@ pub async fn run(context: StreamContext, socket: WsSession, mut messages: Messag
     };
     let session = handle.addr().clone();
     slot.attach(&session);
+    let media = MediaWriter::new(&stream_sid);
 
     loop {
         tokio::select! {
@@ -317,11 +347,11 @@ pub async fn run(context: StreamContext, socket: WsSession, mut messages: Messag
                         if let Some(tap) = &tap {
                             tap.agent(&audio);
                         }
-                        json!({
-                        "event": "media",
-                        "streamSid": stream_sid,
-                        "media": {"payload": BASE64.encode(&audio)},
-                        })
+                        if writer_socket.text(media.message(&audio)).await.is_err() {
+                            session.do_send(TransportClosed);
+                            break;
+                        }
+                        continue;
                     }
                     SessionOutput::Mark(name) => json!({
                         "event": "mark",
@@ -409,6 +439,27 @@ async fn close(socket: WsSession, code: CloseCode, description: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn media_messages_written_directly_are_the_json_of_the_tree() {
+        let audio: Vec<u8> = (0..=255u8).chain([0xff; 7]).collect();
+        for sid in [
+            "MZ18ad3ab5a668481ce02b83e7395059f0",
+            "",
+            "odd \"sid\"\\ \u{1}é",
+        ] {
+            for len in [0, 1, 2, 3, 160, audio.len()] {
+                let written = MediaWriter::new(sid).message(&audio[..len]);
+                let expected = json!({
+                    "event": "media",
+                    "streamSid": sid,
+                    "media": {"payload": BASE64.encode(&audio[..len])},
+                });
+                let parsed: Value = serde_json::from_str(&written).expect("valid JSON");
+                assert_eq!(parsed, expected, "{written}");
+            }
+        }
+    }
 
     #[test]
     fn media_messages_read_directly_decode_as_the_tree_does() {
