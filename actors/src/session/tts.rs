@@ -315,11 +315,24 @@ impl TtsPlayback {
     }
 }
 
+/// Longest wait between two pumps of the playback clock.
+const MAX_PUMP_INTERVAL_MS: u32 = 60;
+
+/// How often the playback clock sends what has become due: a fifth of the lead, between one
+/// frame and [`MAX_PUMP_INTERVAL_MS`]. With the default 300 ms lead, every pump sends three
+/// frames at once, so the timer, the transport's task and the socket wake a third as often as
+/// with a pump per frame, and the lead still keeps well ahead of the listener's playback.
+fn pump_interval(lead_ms: u32) -> Duration {
+    Duration::from_millis(u64::from(
+        (lead_ms / 5).clamp(FRAME_MS, MAX_PUMP_INTERVAL_MS),
+    ))
+}
+
 impl Actor for TtsPlayback {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
-        ctx.run_interval(Duration::from_millis(u64::from(FRAME_MS)), |act, ctx| {
+        ctx.run_interval(pump_interval(self.pacing.lead_ms), |act, ctx| {
             let stalled = act
                 .current
                 .as_ref()
@@ -415,5 +428,27 @@ impl Handler<Shutdown> for TtsPlayback {
     fn handle(&mut self, _: Shutdown, ctx: &mut Self::Context) {
         self.done = true;
         ctx.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pumps_come_often_enough_to_keep_the_lead() {
+        assert_eq!(pump_interval(300), Duration::from_millis(60));
+        assert_eq!(pump_interval(150), Duration::from_millis(30));
+        assert_eq!(pump_interval(20), Duration::from_millis(20));
+        assert_eq!(pump_interval(5_000), Duration::from_millis(60));
+        // Never slower than one frame per frame's worth of lead, so the lead is always refilled
+        // before it has played out.
+        for lead in 20..=5_000 {
+            let interval = pump_interval(lead).as_millis() as u32;
+            assert!(
+                (FRAME_MS..=lead.max(FRAME_MS)).contains(&interval),
+                "{lead}"
+            );
+        }
     }
 }

@@ -106,7 +106,11 @@ impl CallSession {
         let links = PlaybackLinks {
             session: ctx.address(),
             output: self.output.clone(),
-            barge_in: self.barge_in.clone(),
+            // Agent levels only matter to an echo gate; without one they are not sent.
+            barge_in: self
+                .barge_in
+                .clone()
+                .filter(|_| self.config.echo_gate.is_some()),
             gate: self.gate.clone(),
         };
         let voice = Voice {
