@@ -60,19 +60,22 @@ impl ChannelDecoder {
         })
     }
 
-    /// The frame's samples; a packet that does not decode counts as nothing (the session
-    /// itself reports bad caller audio).
-    fn decode(&mut self, bytes: &[u8]) -> Vec<i16> {
+    /// Decodes a frame into `out` (cleared first); a packet that does not decode counts as
+    /// nothing (the session itself reports bad caller audio).
+    fn decode_into(&mut self, bytes: &[u8], out: &mut Vec<i16>) {
+        out.clear();
         match self {
-            ChannelDecoder::Mulaw => bytes.iter().map(|&b| mulaw::decode(b)).collect(),
-            ChannelDecoder::Pcm16 => bytes
-                .chunks_exact(2)
-                .map(|p| i16::from_le_bytes([p[0], p[1]]))
-                .collect(),
-            ChannelDecoder::Opus(decoder) => decoder
-                .decode(bytes)
-                .map(<[i16]>::to_vec)
-                .unwrap_or_default(),
+            ChannelDecoder::Mulaw => out.extend(bytes.iter().map(|&b| mulaw::decode(b))),
+            ChannelDecoder::Pcm16 => out.extend(
+                bytes
+                    .chunks_exact(2)
+                    .map(|p| i16::from_le_bytes([p[0], p[1]])),
+            ),
+            ChannelDecoder::Opus(decoder) => {
+                if let Ok(samples) = decoder.decode(bytes) {
+                    out.extend_from_slice(samples);
+                }
+            }
         }
     }
 }
@@ -286,6 +289,8 @@ struct OpenRecording {
     caller_resampler: Linear,
     agent_resampler: Linear,
     scratch: Vec<i16>,
+    /// One frame as decoded, before resampling.
+    decoded: Vec<i16>,
 }
 
 impl OpenRecording {
@@ -340,6 +345,7 @@ impl OpenRecording {
             caller_resampler: Linear::new(format.rate(), rate),
             agent_resampler: Linear::new(format.rate(), rate),
             scratch: Vec::new(),
+            decoded: Vec::new(),
         })
     }
 
@@ -376,15 +382,17 @@ impl OpenRecording {
             match event {
                 TapEvent::Caller(audio, at) => {
                     self.scratch.clear();
-                    let samples = self.caller_decoder.decode(&audio);
-                    self.caller_resampler.process(&samples, &mut self.scratch);
+                    self.caller_decoder.decode_into(&audio, &mut self.decoded);
+                    self.caller_resampler
+                        .process(&self.decoded, &mut self.scratch);
                     let at = self.position(at);
                     self.timeline.caller(&self.scratch, at);
                 }
                 TapEvent::Agent(audio, at) => {
                     self.scratch.clear();
-                    let samples = self.agent_decoder.decode(&audio);
-                    self.agent_resampler.process(&samples, &mut self.scratch);
+                    self.agent_decoder.decode_into(&audio, &mut self.decoded);
+                    self.agent_resampler
+                        .process(&self.decoded, &mut self.scratch);
                     let at = self.position(at);
                     self.timeline.agent(&self.scratch, at);
                 }
@@ -405,12 +413,15 @@ impl OpenRecording {
             .wav
             .as_mut()
             .ok_or("the recording is already finished")?;
+        // The 16-bit writer fills one buffer for the whole batch and writes it at once.
+        let mut samples = wav.get_i16_writer(2 * frames.len() as u32);
         for [l, r] in frames {
-            wav.write_sample(l)
-                .and_then(|_| wav.write_sample(r))
-                .map_err(|e| format!("cannot write the recording: {e}"))?;
+            samples.write_sample(l);
+            samples.write_sample(r);
         }
-        Ok(())
+        samples
+            .flush()
+            .map_err(|e| format!("cannot write the recording: {e}"))
     }
 
     fn finish(&mut self) -> Result<Written, String> {
