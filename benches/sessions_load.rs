@@ -31,8 +31,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
 use fixed_vendors::{Behaviour, FixedVendors};
-use serde_json::json;
-use switchboard::loadtest::{self, LoadTestArgs, Transport};
+use serde_json::{json, Value};
+use switchboard::loadtest::{self, LoadTestArgs, Percentiles, Transport};
 use switchboard::media::encode::encode_all;
 use switchboard::media::{decode, OutputFormat};
 
@@ -215,6 +215,62 @@ async fn live_after(base: &str) -> anyhow::Result<String> {
     Ok(found.join(", "))
 }
 
+/// The server's own share of every answered turn's latency, as its session records store it
+/// (`latency.platformMs`: the turn latency minus the endpoint silence and the engines' time),
+/// read back through the observability API once every call has ended.
+async fn stored_overheads(base: &str, key: &str) -> anyhow::Result<Vec<f64>> {
+    let client = reqwest::Client::new();
+    let mut ids = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut query = vec![("agentId", "bench".to_string()), ("limit", "100".into())];
+        if let Some(cursor) = cursor.take() {
+            query.push(("cursor", cursor));
+        }
+        let page: Value = client
+            .get(format!("{base}/v1/observability/sessions"))
+            .bearer_auth(key)
+            .query(&query)
+            .send()
+            .await?
+            .error_for_status()?
+            .json()
+            .await?;
+        for session in page["data"].as_array().context("a page without data")? {
+            ids.push(
+                session["id"]
+                    .as_str()
+                    .context("a session without id")?
+                    .to_string(),
+            );
+        }
+        cursor = page["nextCursor"].as_str().map(str::to_string);
+        if page["hasMore"] != true || cursor.is_none() {
+            break;
+        }
+    }
+    let mut overheads = Vec::new();
+    for id in ids {
+        let session: Value = client
+            .get(format!("{base}/v1/observability/sessions/{id}"))
+            .bearer_auth(key)
+            .send()
+            .await?
+            .error_for_status()?
+            .json()
+            .await?;
+        let turns = session["turns"]
+            .as_array()
+            .context("a session without turns")?;
+        overheads.extend(
+            turns
+                .iter()
+                .filter_map(|turn| turn["latency"]["platformMs"].as_f64()),
+        );
+    }
+    Ok(overheads)
+}
+
 /// The right channel of the two-speaker fixture ("The horizon seems extremely distant."),
 /// written as a mono WAV for the callers.
 fn caller_audio(dir: &Path) -> anyhow::Result<PathBuf> {
@@ -316,6 +372,7 @@ fn main() -> anyhow::Result<()> {
     std::thread::sleep(Duration::from_secs(3));
     let after = sample(pid, started).context("reading /proc")?;
     let leftovers = runtime.block_on(live_after(&server.base));
+    let overheads = runtime.block_on(stored_overheads(&server.base, &args.key));
 
     let samples = samples.lock().unwrap().clone();
     let idle = samples[0];
@@ -371,6 +428,17 @@ fn main() -> anyhow::Result<()> {
     match leftovers {
         Ok(series) => println!("after hang-up   {series}"),
         Err(e) => println!("after hang-up   /metrics unreadable: {e}"),
+    }
+    match overheads {
+        Ok(values) => match Percentiles::of(values) {
+            Some(p) => println!(
+                "stored overhead the server's own share of each answer's latency (latency.platformMs \
+                 of the session records): p50 {} ms · p90 {} ms · p99 {} ms · max {} ms ({} turns)",
+                p.p50, p.p90, p.p99, p.max, p.count
+            ),
+            None => println!("stored overhead no answered turn was recorded"),
+        },
+        Err(e) => println!("stored overhead the session records are unreadable: {e}"),
     }
     drop(server);
     let log = std::fs::read_to_string(data.path().join("server.log")).unwrap_or_default();
