@@ -182,6 +182,9 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
             .configure(|cfg| http::configure(cfg, max_json))
             .wrap(from_fn(http::request_id::assign))
     })
+    // Real-time audio goes out as small WebSocket messages (a 20 ms frame, a mark, a clear):
+    // each must leave at once, not wait for the peer's (delayed) acknowledgement of the last.
+    .tcp_nodelay(true)
     // Signals are ours: a stop drains live calls first (see `stop_gracefully`).
     .disable_signals()
     .shutdown_timeout(HTTP_SHUTDOWN_SECONDS);

@@ -43,7 +43,11 @@ pub async fn open(
     })?;
     request.headers_mut().insert(header, value);
     let (socket, _) =
-        tokio::time::timeout(endpoint.timeout, tokio_tungstenite::connect_async(request))
+        // No Nagle: audio chunks and control messages are small and must leave at once.
+        tokio::time::timeout(
+            endpoint.timeout,
+            tokio_tungstenite::connect_async_with_config(request, None, true),
+        )
             .await
             .map_err(|_| {
                 endpoint.error(
