@@ -215,10 +215,19 @@ async fn live_after(base: &str) -> anyhow::Result<String> {
     Ok(found.join(", "))
 }
 
-/// The server's own share of every answered turn's latency, as its session records store it
-/// (`latency.platformMs`: the turn latency minus the endpoint silence and the engines' time),
-/// read back through the observability API once every call has ended.
-async fn stored_overheads(base: &str, key: &str) -> anyhow::Result<Vec<f64>> {
+/// What the server's session records say of the run's turns.
+#[derive(Default)]
+struct StoredTurns {
+    /// Each answer's `latency.platformMs`: the turn latency minus the endpoint silence and the
+    /// engines' time.
+    platform_ms: Vec<f64>,
+    /// Each interruption's `detectionLatencyMs` and `stopLatencyMs`.
+    detection_ms: Vec<f64>,
+    stop_ms: Vec<f64>,
+}
+
+/// Reads every session of the run back through the observability API once the calls ended.
+async fn stored_turns(base: &str, key: &str) -> anyhow::Result<StoredTurns> {
     let client = reqwest::Client::new();
     let mut ids = Vec::new();
     let mut cursor: Option<String> = None;
@@ -249,7 +258,7 @@ async fn stored_overheads(base: &str, key: &str) -> anyhow::Result<Vec<f64>> {
             break;
         }
     }
-    let mut overheads = Vec::new();
+    let mut stored = StoredTurns::default();
     for id in ids {
         let session: Value = client
             .get(format!("{base}/v1/observability/sessions/{id}"))
@@ -259,16 +268,23 @@ async fn stored_overheads(base: &str, key: &str) -> anyhow::Result<Vec<f64>> {
             .error_for_status()?
             .json()
             .await?;
-        let turns = session["turns"]
+        for turn in session["turns"]
             .as_array()
-            .context("a session without turns")?;
-        overheads.extend(
-            turns
-                .iter()
-                .filter_map(|turn| turn["latency"]["platformMs"].as_f64()),
-        );
+            .context("a session without turns")?
+        {
+            stored
+                .platform_ms
+                .extend(turn["latency"]["platformMs"].as_f64());
+            let interruption = &turn["interruption"];
+            stored
+                .detection_ms
+                .extend(interruption["detectionLatencyMs"].as_f64());
+            stored
+                .stop_ms
+                .extend(interruption["stopLatencyMs"].as_f64());
+        }
     }
-    Ok(overheads)
+    Ok(stored)
 }
 
 /// The right channel of the two-speaker fixture ("The horizon seems extremely distant."),
@@ -372,7 +388,7 @@ fn main() -> anyhow::Result<()> {
     std::thread::sleep(Duration::from_secs(3));
     let after = sample(pid, started).context("reading /proc")?;
     let leftovers = runtime.block_on(live_after(&server.base));
-    let overheads = runtime.block_on(stored_overheads(&server.base, &args.key));
+    let stored = runtime.block_on(stored_turns(&server.base, &args.key));
 
     let samples = samples.lock().unwrap().clone();
     let idle = samples[0];
@@ -429,16 +445,32 @@ fn main() -> anyhow::Result<()> {
         Ok(series) => println!("after hang-up   {series}"),
         Err(e) => println!("after hang-up   /metrics unreadable: {e}"),
     }
-    match overheads {
-        Ok(values) => match Percentiles::of(values) {
-            Some(p) => println!(
-                "stored overhead the server's own share of each answer's latency (latency.platformMs \
-                 of the session records): p50 {} ms · p90 {} ms · p99 {} ms · max {} ms ({} turns)",
-                p.p50, p.p90, p.p99, p.max, p.count
-            ),
-            None => println!("stored overhead no answered turn was recorded"),
-        },
-        Err(e) => println!("stored overhead the session records are unreadable: {e}"),
+    match stored {
+        Ok(stored) => {
+            let line = |name: &str, what: &str, values: Vec<f64>| match Percentiles::of(values) {
+                Some(p) => println!(
+                    "{name:<15} {what}: p50 {} ms · p90 {} ms · p99 {} ms · max {} ms ({} turns)",
+                    p.p50, p.p90, p.p99, p.max, p.count
+                ),
+                None => println!("{name:<15} {what}: none recorded"),
+            };
+            line(
+                "stored overhead",
+                "the server's own share of each answer's latency (latency.platformMs)",
+                stored.platform_ms,
+            );
+            line(
+                "stored barge-in",
+                "caller speech onset to the decision, as the server saw it (detectionLatencyMs)",
+                stored.detection_ms,
+            );
+            line(
+                "",
+                "decision to the clear sent (stopLatencyMs)",
+                stored.stop_ms,
+            );
+        }
+        Err(e) => println!("stored turns    the session records are unreadable: {e}"),
     }
     drop(server);
     let log = std::fs::read_to_string(data.path().join("server.log")).unwrap_or_default();
