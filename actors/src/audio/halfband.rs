@@ -12,7 +12,7 @@
 //! rejecting the images above 114% of it (4.56 kHz) by more than 60 dB. The output lags the
 //! input by [`TAPS_PER_PHASE`] / 2 input samples (2 ms at 8 kHz).
 
-/// Non-zero taps of the odd phase; the filter is `2 · TAPS_PER_PHASE − 1` input samples long.
+/// Non-zero taps of the odd phase; the whole filter spans `2 · TAPS_PER_PHASE − 1` output samples.
 pub const TAPS_PER_PHASE: usize = 32;
 
 /// Kaiser window shape: 7 puts the first sidelobe about 70 dB down.
@@ -46,8 +46,9 @@ impl HalfBandUpsampler {
         TAPS_PER_PHASE
     }
 
-    /// Upsamples one frame of `frame_len` samples from `input(i)` into `out[..2 · frame_len]`,
-    /// writing each output through `write`. Callers check the lengths.
+    /// Upsamples one frame: reads input sample `i` (of `frame_len`) as `input(i)` and hands
+    /// output sample `k` (of `2 · frame_len`) to `write(k, value)`, so callers convert sample
+    /// formats on the way in and out without a copy. Callers check the lengths.
     #[inline]
     pub fn process<I, O>(&mut self, input: I, mut write: O)
     where

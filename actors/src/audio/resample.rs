@@ -36,8 +36,6 @@ pub struct StreamResampler {
     to: SampleRate,
     in_len: usize,
     out_len: usize,
-    in_scratch: Vec<f32>,
-    out_scratch: Vec<f32>,
 }
 
 impl std::fmt::Debug for StreamResampler {
@@ -58,8 +56,14 @@ enum Converter {
     Copy,
     /// Exactly twice the rate.
     HalfBand(HalfBandUpsampler),
-    /// Any other pair.
-    Fft(Box<Fft<f32>>),
+    /// Any other pair, with f32 buffers for i16 frames.
+    Fft(Box<FftConverter>),
+}
+
+struct FftConverter {
+    fft: Fft<f32>,
+    in_scratch: Vec<f32>,
+    out_scratch: Vec<f32>,
 }
 
 impl StreamResampler {
@@ -95,7 +99,11 @@ impl StreamResampler {
                     fft.output_frames_max()
                 )));
             }
-            Converter::Fft(Box::new(fft))
+            Converter::Fft(Box::new(FftConverter {
+                fft,
+                in_scratch: vec![0.0; in_len],
+                out_scratch: vec![0.0; out_len],
+            }))
         };
         Ok(Self {
             inner,
@@ -103,8 +111,6 @@ impl StreamResampler {
             to,
             in_len,
             out_len,
-            in_scratch: vec![0.0; in_len],
-            out_scratch: vec![0.0; out_len],
         })
     }
 
@@ -134,7 +140,7 @@ impl StreamResampler {
         match &self.inner {
             Converter::Copy => 0,
             Converter::HalfBand(up) => up.delay_samples(),
-            Converter::Fft(fft) => fft.output_delay(),
+            Converter::Fft(c) => c.fft.output_delay(),
         }
     }
 
@@ -150,7 +156,7 @@ impl StreamResampler {
         check_capacity(self.out_len, out.len())?;
         let out = &mut out[..self.out_len];
         match &mut self.inner {
-            Converter::Fft(fft) => resample_block(fft, input, out),
+            Converter::Fft(c) => resample_block(&mut c.fft, input, out),
             Converter::HalfBand(up) => {
                 up.process(|i| input[i], |k, v| out[k] = v);
                 Ok(self.out_len)
@@ -180,10 +186,10 @@ impl StreamResampler {
                 );
                 Ok(self.out_len)
             }
-            Converter::Fft(fft) => {
-                i16_to_f32(input, &mut self.in_scratch)?;
-                let written = resample_block(fft, &self.in_scratch, &mut self.out_scratch)?;
-                f32_to_i16(&self.out_scratch[..written], out)
+            Converter::Fft(c) => {
+                i16_to_f32(input, &mut c.in_scratch)?;
+                let written = resample_block(&mut c.fft, &c.in_scratch, &mut c.out_scratch)?;
+                f32_to_i16(&c.out_scratch[..written], out)
             }
         }
     }
@@ -193,7 +199,7 @@ impl StreamResampler {
         match &mut self.inner {
             Converter::Copy => {}
             Converter::HalfBand(up) => up.reset(),
-            Converter::Fft(fft) => fft.reset(),
+            Converter::Fft(c) => c.fft.reset(),
         }
     }
 }
