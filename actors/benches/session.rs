@@ -43,7 +43,7 @@ fn bench(c: &mut Criterion) {
             audio.push(speech_frames[i % speech_frames.len()]);
             i += 1;
             let f = audio.next_frame().expect("decodes").expect("a frame");
-            black_box(tracker.update(f.start_ms, 20, f.vad.is_speech));
+            black_box(tracker.update(f.start_ms, 20, f.vad.voice()));
         })
     });
     let silence = [mulaw::SILENCE; 160];
@@ -51,7 +51,7 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             audio.push(&silence);
             let f = audio.next_frame().expect("decodes").expect("a frame");
-            black_box(tracker.update(f.start_ms, 20, f.vad.is_speech));
+            black_box(tracker.update(f.start_ms, 20, f.vad.voice()));
         })
     });
     g.bench_function("audio_in_message_silence", |b| {

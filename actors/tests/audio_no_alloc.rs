@@ -79,7 +79,7 @@ fn inbound_pipeline_does_not_allocate_per_frame() {
         for (i, frame) in frames.iter().enumerate() {
             let out = inbound.process(frame).expect("160-byte frame");
             std::hint::black_box(out.pcm16k);
-            std::hint::black_box(tracker.update(i as u64 * 20, 20, out.vad.is_speech));
+            std::hint::black_box(tracker.update(i as u64 * 20, 20, out.vad.voice()));
         }
         assert!(inbound.process(&frames[0][..100]).is_err());
     });
@@ -198,7 +198,7 @@ fn session_listening_path_does_not_allocate_per_frame() {
             for payload in &payloads {
                 audio.push(payload);
                 while let Some(f) = audio.next_frame().expect("decodes") {
-                    std::hint::black_box(tracker.update(f.start_ms, 20, f.vad.is_speech));
+                    std::hint::black_box(tracker.update(f.start_ms, 20, f.vad.voice()));
                 }
             }
         });

@@ -18,7 +18,8 @@ pub use opus::{OpusDecoder, OpusEncoder};
 pub use pcm::{frame_bytes, frame_samples, FrameBuffer, FrameDuration, SampleRate};
 pub use resample::StreamResampler;
 pub use vad::{
-    SpeechEvent, SpeechTracker, SpeechTrackerConfig, VadConfig, VadDecision, VoiceActivityDetector,
+    SpeechEvent, SpeechTracker, SpeechTrackerConfig, VadConfig, VadDecision, Voice,
+    VoiceActivityDetector, MAX_ONSET_LEAD_MS,
 };
 
 /// Telephony frame: 20 ms of 8 kHz mu-law, one byte per sample.
@@ -101,6 +102,11 @@ mod tests {
     use super::*;
 
     fn fixture_left_8k_mulaw() -> Vec<u8> {
+        fixture_8k_mulaw(0)
+    }
+
+    /// One channel of the two-speaker fixture, downsampled to 8 kHz and mu-law encoded.
+    fn fixture_8k_mulaw(channel: usize) -> Vec<u8> {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../shared/fixtures/audio/stereo_diarization.wav");
         let mut reader = hound::WavReader::open(path).expect("fixture present");
@@ -108,7 +114,7 @@ mod tests {
             .samples::<i16>()
             .collect::<Result<_, _>>()
             .expect("fixture decodes");
-        let left: Vec<i16> = samples.iter().step_by(2).copied().collect();
+        let left: Vec<i16> = samples.iter().skip(channel).step_by(2).copied().collect();
         let mut down =
             StreamResampler::new(SampleRate::Hz16000, SampleRate::Hz8000, FrameDuration::Ms20)
                 .expect("supported");
@@ -136,12 +142,69 @@ mod tests {
             let out = inbound.process(frame).expect("160-byte frame");
             assert_eq!(out.pcm16k.len(), WIDEBAND_FRAME_SAMPLES);
             speech_frames += usize::from(out.vad.is_speech);
-            events.extend(tracker.update(i as u64 * 20, 20, out.vad.is_speech));
+            events.extend(tracker.update(i as u64 * 20, 20, out.vad.voice()));
         }
         assert!(speech_frames > 60, "{speech_frames} speech frames");
         assert_eq!(events.len(), 2, "{events:?}");
         assert!(matches!(events[0], SpeechEvent::SpeechStarted { .. }));
         assert!(matches!(events[1], SpeechEvent::SpeechEnded { .. }));
+    }
+
+    /// The right channel of the two-speaker fixture at 8 kHz mu-law ("The horizon seems
+    /// extremely distant."), the benchmark caller's utterance.
+    fn fixture_right_8k_mulaw() -> Vec<u8> {
+        fixture_8k_mulaw(1)
+    }
+
+    #[test]
+    fn barge_in_speech_is_decided_within_a_quarter_second_of_its_start() {
+        // The caller is silent, then talks: the first frame sent is the one before the first
+        // frame within 26 dB of the utterance's loudest, as a load-test caller sends it.
+        let speech = fixture_right_8k_mulaw();
+        let levels: Vec<f64> = speech
+            .chunks_exact(TELEPHONY_FRAME_BYTES)
+            .map(|f| {
+                f.iter()
+                    .map(|&c| (f64::from(mulaw::decode(c)) / 32768.0).powi(2))
+                    .sum::<f64>()
+            })
+            .collect();
+        let loudest = levels.iter().copied().fold(0.0, f64::max);
+        let first = levels
+            .iter()
+            .position(|&e| e > loudest * 0.0025)
+            .expect("the fixture has speech");
+        let mut bytes = vec![mulaw::SILENCE; 8_000];
+        bytes.extend_from_slice(&speech[first.saturating_sub(1) * TELEPHONY_FRAME_BYTES..]);
+        let talk_starts_ms = 1_000;
+
+        let mut inbound = InboundAudio::new().expect("pipeline builds");
+        let mut tracker = SpeechTracker::default();
+        let decided = bytes
+            .chunks_exact(TELEPHONY_FRAME_BYTES)
+            .enumerate()
+            .find_map(|(i, frame)| {
+                let out = inbound.process(frame).expect("160-byte frame");
+                let at = i as u64 * 20;
+                tracker
+                    .update(at, 20, out.vad.voice())
+                    .map(|e| (at + 20, e))
+            });
+        let Some((decided_ms, SpeechEvent::SpeechStarted { at_ms })) = decided else {
+            panic!("no speech start: {decided:?}");
+        };
+        assert!(
+            at_ms >= talk_starts_ms,
+            "onset {at_ms} before the caller talked"
+        );
+        // 200 ms of sustained speech, counted from the first frames of the words: the decision
+        // leaves at most two frames for the detector to hear them.
+        assert!(
+            decided_ms <= talk_starts_ms + 240,
+            "decided {decided_ms} ms, {} ms after the caller started",
+            decided_ms - talk_starts_ms
+        );
+        assert_eq!(decided_ms - at_ms, 200);
     }
 
     #[test]

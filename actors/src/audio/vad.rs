@@ -74,6 +74,22 @@ pub struct VadDecision {
     pub noise_floor_dbfs: f32,
     /// Whether the frame is speech: probability at threshold and energy through the gate.
     pub is_speech: bool,
+    /// Whether the frame passed the energy gate (loud in absolute terms and above the noise
+    /// floor), whatever the network scored it.
+    pub loud: bool,
+}
+
+impl VadDecision {
+    /// The frame as [`SpeechTracker`] reads it.
+    pub fn voice(&self) -> Voice {
+        if self.is_speech {
+            Voice::Speech
+        } else if self.loud {
+            Voice::Loud
+        } else {
+            Voice::Quiet
+        }
+    }
 }
 
 /// Per-session voice activity detector for mono i16 frames.
@@ -175,6 +191,7 @@ impl VoiceActivityDetector {
             energy_dbfs,
             noise_floor_dbfs,
             is_speech: loud_enough && probability >= self.config.threshold,
+            loud: loud_enough,
         })
     }
 
@@ -353,11 +370,45 @@ impl Default for SpeechTrackerConfig {
     }
 }
 
+/// How far before the first frame the network calls speech a speech run may begin: the loud
+/// frames just before it count when they lead straight into it.
+///
+/// earshot needs about two 16 ms hops of a new sound before its score crosses the threshold:
+/// on the fixtures' utterances, read from silence over a phone line, the energy gate opens
+/// one to two frames before the first speech frame. Those frames are the start of the words,
+/// so the run is counted from them, and barge-in is decided 200 ms after the caller started
+/// talking rather than 200 ms after the network became sure. Loud frames further back (noise,
+/// a door) do not stretch the run.
+pub const MAX_ONSET_LEAD_MS: u64 = 40;
+
+/// One frame as [`SpeechTracker`] reads it (see [`VadDecision::voice`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Voice {
+    /// Below the energy gate.
+    Quiet,
+    /// Through the energy gate, but not (yet) scored as speech.
+    Loud,
+    /// Speech.
+    Speech,
+}
+
+impl From<bool> for Voice {
+    /// `true` is speech and `false` quiet, for callers without levels.
+    fn from(is_speech: bool) -> Self {
+        if is_speech {
+            Voice::Speech
+        } else {
+            Voice::Quiet
+        }
+    }
+}
+
 /// A change in whether the caller is speaking.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SpeechEvent {
-    /// Speech began at stream time `at_ms` (start of the first frame of the sustained run).
-    /// Reported once the run has lasted `onset_ms`.
+    /// Speech began at stream time `at_ms`: the start of the sustained run, including up to
+    /// [`MAX_ONSET_LEAD_MS`] of loud frames that led into it. Reported once the run has lasted
+    /// `onset_ms`.
     SpeechStarted {
         /// Stream time in milliseconds at which the speech run began.
         at_ms: u64,
@@ -372,10 +423,17 @@ pub enum SpeechEvent {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum TrackState {
-    Silent,
-    Onset { since_ms: u64 },
+    /// No speech; `loud_since` is the start of the current run of loud frames, if any.
+    Silent {
+        loud_since: Option<u64>,
+    },
+    Onset {
+        since_ms: u64,
+    },
     Speaking,
-    Trailing { since_ms: u64 },
+    Trailing {
+        since_ms: u64,
+    },
 }
 
 /// Debounces per-frame VAD decisions into speech start and end events.
@@ -396,7 +454,7 @@ impl SpeechTracker {
     pub fn new(config: SpeechTrackerConfig) -> Self {
         Self {
             config,
-            state: TrackState::Silent,
+            state: TrackState::Silent { loud_since: None },
         }
     }
 
@@ -413,15 +471,35 @@ impl SpeechTracker {
         )
     }
 
-    /// Feeds the decision for the frame covering `[at_ms, at_ms + duration_ms)`; returns the
+    /// Feeds the verdict for the frame covering `[at_ms, at_ms + duration_ms)`; returns the
     /// event this frame completes, if any. Frames must arrive in time order.
-    pub fn update(&mut self, at_ms: u64, duration_ms: u32, is_speech: bool) -> Option<SpeechEvent> {
+    pub fn update(
+        &mut self,
+        at_ms: u64,
+        duration_ms: u32,
+        voice: impl Into<Voice>,
+    ) -> Option<SpeechEvent> {
+        let voice = voice.into();
+        let is_speech = voice == Voice::Speech;
         let end_ms = at_ms + u64::from(duration_ms);
         let (next, event) = match (self.state, is_speech) {
-            (TrackState::Silent, false) => (TrackState::Silent, None),
-            (TrackState::Silent, true) => self.onset(at_ms, end_ms),
+            (TrackState::Silent { loud_since }, false) => (
+                TrackState::Silent {
+                    loud_since: (voice == Voice::Loud).then(|| loud_since.unwrap_or(at_ms)),
+                },
+                None,
+            ),
+            (TrackState::Silent { loud_since }, true) => {
+                let lead_from = at_ms.saturating_sub(MAX_ONSET_LEAD_MS);
+                self.onset(loud_since.map_or(at_ms, |l| l.max(lead_from)), end_ms)
+            }
             (TrackState::Onset { since_ms }, true) => self.onset(since_ms, end_ms),
-            (TrackState::Onset { .. }, false) => (TrackState::Silent, None),
+            (TrackState::Onset { .. }, false) => (
+                TrackState::Silent {
+                    loud_since: (voice == Voice::Loud).then_some(at_ms),
+                },
+                None,
+            ),
             (TrackState::Speaking, true) => (TrackState::Speaking, None),
             (TrackState::Speaking, false) => self.trailing(at_ms, end_ms),
             (TrackState::Trailing { .. }, true) => (TrackState::Speaking, None),
@@ -437,15 +515,15 @@ impl SpeechTracker {
         let event = match self.state {
             TrackState::Speaking => Some(SpeechEvent::SpeechEnded { at_ms }),
             TrackState::Trailing { since_ms } => Some(SpeechEvent::SpeechEnded { at_ms: since_ms }),
-            TrackState::Silent | TrackState::Onset { .. } => None,
+            TrackState::Silent { .. } | TrackState::Onset { .. } => None,
         };
-        self.state = TrackState::Silent;
+        self.state = TrackState::Silent { loud_since: None };
         event
     }
 
     /// Returns to silence without emitting anything.
     pub fn reset(&mut self) {
-        self.state = TrackState::Silent;
+        self.state = TrackState::Silent { loud_since: None };
     }
 
     fn onset(&self, since_ms: u64, end_ms: u64) -> (TrackState, Option<SpeechEvent>) {
@@ -462,7 +540,7 @@ impl SpeechTracker {
     fn trailing(&self, since_ms: u64, end_ms: u64) -> (TrackState, Option<SpeechEvent>) {
         if end_ms.saturating_sub(since_ms) >= u64::from(self.config.end_silence_ms) {
             (
-                TrackState::Silent,
+                TrackState::Silent { loud_since: None },
                 Some(SpeechEvent::SpeechEnded { at_ms: since_ms }),
             )
         } else {
@@ -528,7 +606,7 @@ mod tests {
             .iter()
             .enumerate()
             .filter_map(|(i, d)| {
-                tracker.update(i as u64 * u64::from(frame_ms), frame_ms, d.is_speech)
+                tracker.update(i as u64 * u64::from(frame_ms), frame_ms, d.voice())
             })
             .collect();
         out.extend(tracker.finish(decisions.len() as u64 * u64::from(frame_ms)));
@@ -667,7 +745,7 @@ mod tests {
         let mut tracker = SpeechTracker::default();
         let mut got = Vec::new();
         for (i, dec) in d.iter().enumerate() {
-            got.extend(tracker.update(i as u64 * 20, 20, dec.is_speech));
+            got.extend(tracker.update(i as u64 * 20, 20, dec.voice()));
         }
         assert_eq!(got.len(), 2, "{got:?}");
         let (SpeechEvent::SpeechStarted { at_ms: start }, SpeechEvent::SpeechEnded { at_ms: end }) =
@@ -723,6 +801,58 @@ mod tests {
         }
         assert!(!t.is_speaking());
         assert_eq!(t.finish(2_000), None);
+    }
+
+    #[test]
+    fn onset_counts_the_loud_frames_that_lead_into_speech() {
+        let run = |frames: &[(u64, Voice)]| {
+            let mut t = SpeechTracker::default();
+            let mut events: Vec<(u64, SpeechEvent)> = Vec::new();
+            for &(at, voice) in frames {
+                events.extend(t.update(at, 20, voice).map(|e| (at + 20, e)));
+            }
+            events
+        };
+        let speech_from = |start: u64| (0..12).map(move |i| (start + i * 20, Voice::Speech));
+        // Two loud frames, then speech: the run starts with the loud frames and is decided
+        // 200 ms after them.
+        let frames: Vec<_> = [(0, Voice::Quiet), (20, Voice::Loud), (40, Voice::Loud)]
+            .into_iter()
+            .chain(speech_from(60))
+            .collect();
+        assert_eq!(
+            run(&frames).first(),
+            Some(&(220, SpeechEvent::SpeechStarted { at_ms: 20 }))
+        );
+        // A long loud stretch (noise) before speech adds no more than the lead.
+        let frames: Vec<_> = (0..20)
+            .map(|i| (i * 20, Voice::Loud))
+            .chain(speech_from(400))
+            .collect();
+        assert_eq!(
+            run(&frames).first(),
+            Some(&(
+                400 - MAX_ONSET_LEAD_MS + 200,
+                SpeechEvent::SpeechStarted {
+                    at_ms: 400 - MAX_ONSET_LEAD_MS
+                }
+            ))
+        );
+        // A quiet frame between them breaks the lead.
+        let frames: Vec<_> = [(0, Voice::Loud), (20, Voice::Quiet), (40, Voice::Loud)]
+            .into_iter()
+            .chain(speech_from(60))
+            .collect();
+        assert_eq!(
+            run(&frames).first(),
+            Some(&(240, SpeechEvent::SpeechStarted { at_ms: 40 }))
+        );
+        // Without levels (plain booleans) nothing is counted before the first speech frame.
+        let mut t = SpeechTracker::default();
+        let events: Vec<_> = (0..10).filter_map(|i| t.update(i * 20, 20, true)).collect();
+        assert_eq!(events, vec![SpeechEvent::SpeechStarted { at_ms: 0 }]);
+        // Loud frames alone never start speech.
+        assert!(run(&(0..50).map(|i| (i * 20, Voice::Loud)).collect::<Vec<_>>()).is_empty());
     }
 
     #[test]

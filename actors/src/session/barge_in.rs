@@ -9,7 +9,7 @@ use std::time::Duration;
 use actix::prelude::*;
 use tokio::time::Instant;
 
-use crate::audio::{SpeechEvent, SpeechTracker, SpeechTrackerConfig};
+use crate::audio::{SpeechEvent, SpeechTracker, SpeechTrackerConfig, Voice};
 
 use super::audio_in::FRAME_MS;
 use super::call::CallSession;
@@ -39,8 +39,8 @@ pub struct DisarmBargeIn;
 pub struct CallerVoice {
     /// Stream time of the frame's start, in ms.
     pub start_ms: u64,
-    /// The VAD called the frame speech.
-    pub is_speech: bool,
+    /// What the VAD heard in the frame.
+    pub voice: Voice,
     /// The frame's level in dBFS.
     pub energy_dbfs: f32,
 }
@@ -166,7 +166,12 @@ impl Handler<CallerVoice> for BargeIn {
             return;
         };
         let now = Instant::now();
-        let counted = msg.is_speech && self.passes_gate(msg.energy_dbfs, now);
+        // Frames no louder than the agent's own echo count as quiet.
+        let counted = if msg.voice == Voice::Quiet || self.passes_gate(msg.energy_dbfs, now) {
+            msg.voice
+        } else {
+            Voice::Quiet
+        };
         if let Some(SpeechEvent::SpeechStarted { at_ms }) =
             self.tracker.update(msg.start_ms, FRAME_MS, counted)
         {

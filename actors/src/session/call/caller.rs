@@ -37,7 +37,7 @@ impl CallSession {
             if let Some(barge_in) = self.barge_in.as_ref() {
                 barge_in.do_send(CallerVoice {
                     start_ms: frame.start_ms,
-                    is_speech: frame.vad.is_speech,
+                    voice: frame.vad.voice(),
                     energy_dbfs: frame.vad.energy_dbfs,
                 });
             }
@@ -45,7 +45,7 @@ impl CallSession {
         }
         let event = self
             .tracker
-            .update(frame.start_ms, FRAME_MS, frame.vad.is_speech);
+            .update(frame.start_ms, FRAME_MS, frame.vad.voice());
         if self.audio.is_capturing() {
             if let Some(chunk) = self.audio.take_capture(STT_CHUNK_MS) {
                 self.feed_stt(SttInput::Audio(chunk));
