@@ -26,7 +26,9 @@ use diesel::result::{DatabaseErrorKind, Error as DieselError};
 use diesel::{Connection, RunQueryDsl as _, SqliteConnection};
 use diesel_async::async_connection_wrapper::AsyncConnectionWrapper;
 use diesel_async::pooled_connection::deadpool::Pool;
-use diesel_async::pooled_connection::{AsyncDieselConnectionManager, ManagerConfig};
+use diesel_async::pooled_connection::{
+    AsyncDieselConnectionManager, ManagerConfig, RecyclingMethod,
+};
 use diesel_async::sync_connection_wrapper::SyncConnectionWrapper;
 use diesel_async::{AsyncConnection, AsyncPgConnection, SimpleAsyncConnection};
 use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
@@ -181,6 +183,9 @@ impl Db {
             }
             Backend::Sqlite => {
                 let mut config = ManagerConfig::<SqliteConn>::default();
+                // A connection to a local file cannot go stale: checking one out of the pool
+                // needs no `SELECT 1` round trip (a blocking-thread hop) first.
+                config.recycling_method = RecyclingMethod::Fast;
                 config.custom_setup = Box::new(move |url| {
                     let url = url.to_string();
                     Box::pin(async move {
