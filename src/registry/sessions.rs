@@ -2,6 +2,11 @@
 //! claims a pending one when its stream connects (once), records turns as they finish and the
 //! summary when the session ends, and serves the observability reads. Writes from live
 //! sessions arrive as fire-and-forget messages, so a session never waits for storage.
+//!
+//! Those writes are group-committed: one transaction is in flight at a time, and whatever
+//! arrived meanwhile goes into the next one, in arrival order. At one call a transaction holds
+//! one write; under load it holds many, and the cost per write (a pool checkout, BEGIN and
+//! COMMIT, and on SQLite a blocking-thread round trip for each) is shared.
 
 use std::collections::HashMap;
 
@@ -10,7 +15,8 @@ use actix::prelude::*;
 use super::{cursor_position, Page, PageRequest};
 use crate::error::ApiError;
 use crate::store::sessions::{
-    self, EventRow, InterruptionRow, SessionEnd, SessionRow, SessionScope, ToolCallRow, TurnRow,
+    self, EventRow, InterruptionRow, RecordWrite, SessionEnd, SessionRow, SessionScope,
+    ToolCallRow, TurnRow,
 };
 use crate::store::Db;
 use crate::time::now_ms;
@@ -22,7 +28,17 @@ pub struct SessionRegistry {
     node_id: String,
     /// Sessions named by session tokens this node has let in, until the tokens expire.
     claimed_tokens: HashMap<String, i64>,
+    /// Record writes waiting for the next transaction, in arrival order.
+    pending: Vec<RecordWrite>,
+    /// A transaction of record writes is in flight.
+    writing: bool,
+    /// [`Settle`] callers waiting for the writes sent before them.
+    settling: Vec<tokio::sync::oneshot::Sender<()>>,
 }
+
+/// Most record writes in one transaction, so that a backlog is written in several short
+/// transactions rather than one that holds SQLite's write lock for long.
+const MAX_WRITES_PER_TRANSACTION: usize = 256;
 
 impl SessionRegistry {
     pub fn new(db: Db, node_id: String) -> Self {
@@ -30,7 +46,68 @@ impl SessionRegistry {
             db,
             node_id,
             claimed_tokens: HashMap::new(),
+            pending: Vec::new(),
+            writing: false,
+            settling: Vec::new(),
         }
+    }
+
+    /// Queues a record write; starts a transaction unless one is in flight (which starts the
+    /// next when it is done).
+    fn record(&mut self, write: RecordWrite, ctx: &mut Context<Self>) {
+        self.pending.push(write);
+        if !self.writing {
+            self.write_pending(ctx);
+        }
+    }
+
+    fn write_pending(&mut self, ctx: &mut Context<Self>) {
+        if self.pending.is_empty() {
+            for waiter in self.settling.drain(..) {
+                let _ = waiter.send(());
+            }
+            return;
+        }
+        let take = self.pending.len().min(MAX_WRITES_PER_TRANSACTION);
+        let batch: Vec<RecordWrite> = self.pending.drain(..take).collect();
+        self.writing = true;
+        let db = self.db.clone();
+        ctx.spawn(
+            actix::fut::wrap_future::<_, Self>(write_batch(db, batch)).map(|(), act, ctx| {
+                act.writing = false;
+                act.write_pending(ctx);
+            }),
+        );
+    }
+}
+
+/// Writes `batch` in one transaction. If that fails, each write is tried alone, so one bad
+/// write (its session deleted meanwhile, say) loses only itself.
+async fn write_batch(db: Db, batch: Vec<RecordWrite>) {
+    let Err(e) = sessions::write_records(&db, &batch).await else {
+        return;
+    };
+    if let [write] = batch.as_slice() {
+        tracing::error!(session = %write.session_id(), "could not record {}: {e}", describe(write));
+        return;
+    }
+    tracing::warn!(
+        writes = batch.len(),
+        "a transaction of session records failed ({e}); writing them one by one"
+    );
+    for write in &batch {
+        if let Err(e) = sessions::write_records(&db, std::slice::from_ref(write)).await {
+            tracing::error!(session = %write.session_id(), "could not record {}: {e}", describe(write));
+        }
+    }
+}
+
+fn describe(write: &RecordWrite) -> &'static str {
+    match write {
+        RecordWrite::Turn(_) => "a turn",
+        RecordWrite::ToolCalls(_) => "a turn's tool calls",
+        RecordWrite::Event(_) => "a session event",
+        RecordWrite::End { .. } => "a session's end",
     }
 }
 
@@ -112,15 +189,10 @@ impl Handler<ClaimSession> for SessionRegistry {
 pub struct RecordTurn(pub TurnRow);
 
 impl Handler<RecordTurn> for SessionRegistry {
-    type Result = AtomicResponse<Self, ()>;
+    type Result = ();
 
-    fn handle(&mut self, msg: RecordTurn, _: &mut Context<Self>) -> Self::Result {
-        let db = self.db.clone();
-        in_order(async move {
-            if let Err(e) = sessions::add_turn(&db, &msg.0).await {
-                tracing::error!(session = %msg.0.session_id, "could not record a turn: {e}");
-            }
-        })
+    fn handle(&mut self, msg: RecordTurn, ctx: &mut Context<Self>) {
+        self.record(RecordWrite::Turn(msg.0), ctx);
     }
 }
 
@@ -130,15 +202,12 @@ impl Handler<RecordTurn> for SessionRegistry {
 pub struct RecordToolCalls(pub Vec<ToolCallRow>);
 
 impl Handler<RecordToolCalls> for SessionRegistry {
-    type Result = AtomicResponse<Self, ()>;
+    type Result = ();
 
-    fn handle(&mut self, msg: RecordToolCalls, _: &mut Context<Self>) -> Self::Result {
-        let db = self.db.clone();
-        in_order(async move {
-            if let Err(e) = sessions::add_tool_calls(&db, &msg.0).await {
-                tracing::error!("could not record a turn's tool calls: {e}");
-            }
-        })
+    fn handle(&mut self, msg: RecordToolCalls, ctx: &mut Context<Self>) {
+        if !msg.0.is_empty() {
+            self.record(RecordWrite::ToolCalls(msg.0), ctx);
+        }
     }
 }
 
@@ -147,18 +216,15 @@ impl Handler<RecordToolCalls> for SessionRegistry {
 pub struct RecordEvent(pub EventRow);
 
 impl Handler<RecordEvent> for SessionRegistry {
-    type Result = AtomicResponse<Self, ()>;
+    type Result = ();
 
-    fn handle(&mut self, msg: RecordEvent, _: &mut Context<Self>) -> Self::Result {
-        let db = self.db.clone();
-        in_order(async move {
-            if let Err(e) = sessions::add_event(&db, &msg.0).await {
-                tracing::error!(session = %msg.0.session_id, "could not record a session event: {e}");
-            }
-        })
+    fn handle(&mut self, msg: RecordEvent, ctx: &mut Context<Self>) {
+        self.record(RecordWrite::Event(msg.0), ctx);
     }
 }
 
+/// The session ended. Written after every record the session sent before it (a reader that
+/// sees the session ended sees all of its turns).
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct EndSession {
@@ -167,29 +233,36 @@ pub struct EndSession {
 }
 
 impl Handler<EndSession> for SessionRegistry {
-    type Result = AtomicResponse<Self, ()>;
+    type Result = ();
 
-    fn handle(&mut self, msg: EndSession, _: &mut Context<Self>) -> Self::Result {
-        let db = self.db.clone();
-        in_order(async move {
-            if let Err(e) = sessions::finish(&db, &msg.session_id, &msg.end).await {
-                tracing::error!(session = %msg.session_id, "could not record a session's end: {e}");
-            }
-        })
+    fn handle(&mut self, msg: EndSession, ctx: &mut Context<Self>) {
+        self.record(
+            RecordWrite::End {
+                session_id: msg.session_id,
+                end: msg.end,
+            },
+            ctx,
+        );
     }
 }
 
-/// Answers once every record write sent before it is done (writes run one after another, in
-/// the order they were sent): a stopping server waits on it.
+/// Answers once every record write sent before it is done: a stopping server waits on it.
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct Settle;
 
 impl Handler<Settle> for SessionRegistry {
-    type Result = AtomicResponse<Self, ()>;
+    type Result = ResponseFuture<()>;
 
     fn handle(&mut self, _: Settle, _: &mut Context<Self>) -> Self::Result {
-        in_order(async {})
+        if !self.writing && self.pending.is_empty() {
+            return Box::pin(async {});
+        }
+        let (done, settled) = tokio::sync::oneshot::channel();
+        self.settling.push(done);
+        Box::pin(async move {
+            let _ = settled.await;
+        })
     }
 }
 
@@ -297,13 +370,115 @@ impl Handler<ListSessions> for SessionRegistry {
     }
 }
 
-/// A write that holds the registry's mailbox until it is done, so a session's records land in
-/// the order it sent them: its turns and tool calls before its end (a reader that sees the
-/// session ended sees all of its turns). Writes are a few milliseconds each.
-fn in_order(
-    write: impl std::future::Future<Output = ()> + 'static,
-) -> AtomicResponse<SessionRegistry, ()> {
-    AtomicResponse::new(Box::pin(actix::fut::wrap_future::<_, SessionRegistry>(
-        write,
-    )))
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session(id: &str) -> SessionRow {
+        SessionRow {
+            seq: 0,
+            id: id.into(),
+            developer_id: "dev".into(),
+            agent_id: "agent".into(),
+            transport: "twilio".into(),
+            call_sid: None,
+            from_number: None,
+            to_number: None,
+            instance_id: None,
+            status: sessions::STATUS_ACTIVE.into(),
+            turn_count: 0,
+            tool_executions: 0,
+            total_duration_ms: 0,
+            avg_turn_latency_ms: 0,
+            end_reason: None,
+            created_at: 1,
+            started_at: Some(1),
+            ended_at: None,
+        }
+    }
+
+    fn turn(session_id: &str, index: i32) -> TurnRow {
+        TurnRow {
+            session_id: session_id.into(),
+            turn_index: index,
+            speaker: "user".into(),
+            text: format!("turn {index}"),
+            start_ms: 0,
+            end_ms: 10,
+            stt_ms: 0,
+            llm_ms: 0,
+            tts_ms: 0,
+            latency_ms: None,
+            interrupted: false,
+            error: None,
+            endpoint: None,
+            endpoint_ms: None,
+            tool_ms: None,
+            platform_ms: None,
+            stt_provider: None,
+            llm_provider: None,
+            tts_provider: None,
+            barge_in_detection_ms: None,
+            barge_in_stop_ms: None,
+            bleed_through: None,
+            barge_in_requested: None,
+        }
+    }
+
+    /// Writes sent while a transaction is in flight share the next one; a write that fails
+    /// (its session does not exist) loses only itself, and `Settle` answers after all of them.
+    #[actix::test]
+    async fn writes_are_grouped_in_order_and_a_bad_one_loses_only_itself() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let url = dir.path().join("db.sqlite").display().to_string();
+        let db = Db::open(&url, 4, 5_000).await.expect("database opens");
+        crate::store::developers::ensure(&db, "dev")
+            .await
+            .expect("developer stored");
+        sessions::insert(&db, &session("s1"), Some("node"))
+            .await
+            .expect("session stored");
+        let registry = SessionRegistry::new(db.clone(), "node".into()).start();
+        for index in 0..20 {
+            registry.do_send(RecordTurn(turn("s1", index)));
+        }
+        registry.do_send(RecordTurn(turn("missing", 0)));
+        registry.do_send(RecordEvent(EventRow {
+            session_id: "s1".into(),
+            kind: sessions::EVENT_UNRECOGNISED_SPEECH.into(),
+            turn_index: None,
+            start_ms: 0,
+            end_ms: 5,
+        }));
+        registry.do_send(EndSession {
+            session_id: "s1".into(),
+            end: SessionEnd {
+                status: sessions::STATUS_COMPLETED.into(),
+                tool_executions: 0,
+                total_duration_ms: 1_000,
+                avg_turn_latency_ms: 0,
+                end_reason: Some("hangup".into()),
+                ended_at: Some(2),
+            },
+        });
+        registry.send(Settle).await.expect("registry answers");
+
+        let trace = registry
+            .send(GetSession {
+                developer_id: "dev".into(),
+                lookup: SessionLookup::Id("s1".into()),
+            })
+            .await
+            .expect("registry answers")
+            .expect("session found");
+        let texts: Vec<&str> = trace.turns.iter().map(|t| t.text.as_str()).collect();
+        let expected: Vec<String> = (0..20).map(|i| format!("turn {i}")).collect();
+        assert_eq!(texts, expected);
+        assert_eq!(trace.session.turn_count, 20);
+        assert_eq!(trace.session.status, sessions::STATUS_COMPLETED);
+        assert_eq!(trace.events.len(), 1);
+        assert!(!sessions::exists(&db, "missing").await.expect("query runs"));
+        // Nothing is left queued: a second settle answers at once.
+        registry.send(Settle).await.expect("registry answers");
+    }
 }

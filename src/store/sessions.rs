@@ -154,42 +154,75 @@ pub async fn activate(
     })
 }
 
-pub async fn add_turn(db: &Db, row: &TurnRow) -> StoreResult<()> {
-    db_tx!(db, |conn| {
-        diesel::insert_into(turns::table)
-            .values(row)
-            .execute(conn)
-            .await?;
-        diesel::update(sessions::table.filter(sessions::id.eq(&row.session_id)))
-            .set(sessions::turn_count.eq(sessions::turn_count + 1))
-            .execute(conn)
-            .await?;
-        Ok(())
-    })
+/// A record write from a live session (see [`write_records`]).
+// Most writes are turns: boxing them would add an allocation each and save no memory.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone)]
+pub enum RecordWrite {
+    /// A finished turn; the session's turn count goes up by one.
+    Turn(TurnRow),
+    /// The tool calls of one agent turn.
+    ToolCalls(Vec<ToolCallRow>),
+    /// A session event.
+    Event(EventRow),
+    /// The session ended, with its summary.
+    End { session_id: String, end: SessionEnd },
 }
 
-/// Tool calls of one agent turn, in one transaction.
-pub async fn add_tool_calls(db: &Db, rows: &[ToolCallRow]) -> StoreResult<()> {
-    if rows.is_empty() {
+impl RecordWrite {
+    /// The session the write belongs to, for logs.
+    pub fn session_id(&self) -> &str {
+        match self {
+            RecordWrite::Turn(row) => &row.session_id,
+            RecordWrite::ToolCalls(rows) => {
+                <[ToolCallRow]>::first(rows).map_or("", |r| r.session_id.as_str())
+            }
+            RecordWrite::Event(row) => &row.session_id,
+            RecordWrite::End { session_id, .. } => session_id,
+        }
+    }
+}
+
+/// Applies `writes` in order, in one transaction: all of them or none.
+pub async fn write_records(db: &Db, writes: &[RecordWrite]) -> StoreResult<()> {
+    if writes.is_empty() {
         return Ok(());
     }
     db_tx!(db, |conn| {
-        for row in rows {
-            diesel::insert_into(tool_calls::table)
-                .values(row)
-                .execute(conn)
-                .await?;
+        for write in writes {
+            match write {
+                RecordWrite::Turn(row) => {
+                    diesel::insert_into(turns::table)
+                        .values(row)
+                        .execute(conn)
+                        .await?;
+                    diesel::update(sessions::table.filter(sessions::id.eq(&row.session_id)))
+                        .set(sessions::turn_count.eq(sessions::turn_count + 1))
+                        .execute(conn)
+                        .await?;
+                }
+                RecordWrite::ToolCalls(rows) => {
+                    for row in rows {
+                        diesel::insert_into(tool_calls::table)
+                            .values(row)
+                            .execute(conn)
+                            .await?;
+                    }
+                }
+                RecordWrite::Event(row) => {
+                    diesel::insert_into(events::table)
+                        .values(row)
+                        .execute(conn)
+                        .await?;
+                }
+                RecordWrite::End { session_id, end } => {
+                    diesel::update(sessions::table.filter(sessions::id.eq(session_id)))
+                        .set(end)
+                        .execute(conn)
+                        .await?;
+                }
+            }
         }
-        Ok(())
-    })
-}
-
-pub async fn add_event(db: &Db, row: &EventRow) -> StoreResult<()> {
-    db_run!(db, |conn| {
-        diesel::insert_into(events::table)
-            .values(row)
-            .execute(conn)
-            .await?;
         Ok(())
     })
 }
@@ -329,16 +362,6 @@ pub async fn fail_abandoned(db: &Db, node: &str, at: i64) -> StoreResult<usize> 
         ))
         .execute(conn)
         .await?)
-    })
-}
-
-pub async fn finish(db: &Db, id: &str, end: &SessionEnd) -> StoreResult<()> {
-    db_run!(db, |conn| {
-        diesel::update(sessions::table.filter(sessions::id.eq(id)))
-            .set(end)
-            .execute(conn)
-            .await?;
-        Ok(())
     })
 }
 
