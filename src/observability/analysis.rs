@@ -345,29 +345,10 @@ mod tests {
 
     fn turn(index: i32, speaker: &str, start_ms: i64, end_ms: i64) -> TurnRow {
         TurnRow {
-            session_id: "ses_1".into(),
-            turn_index: index,
-            speaker: speaker.into(),
             text: "some words here".into(),
             start_ms,
             end_ms,
-            stt_ms: 0,
-            llm_ms: 0,
-            tts_ms: 0,
-            latency_ms: None,
-            interrupted: false,
-            error: None,
-            endpoint: None,
-            endpoint_ms: None,
-            tool_ms: None,
-            platform_ms: None,
-            stt_provider: None,
-            llm_provider: None,
-            tts_provider: None,
-            barge_in_detection_ms: None,
-            barge_in_stop_ms: None,
-            bleed_through: None,
-            barge_in_requested: None,
+            ..TurnRow::blank("ses_1", index, speaker)
         }
     }
 

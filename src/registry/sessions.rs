@@ -399,29 +399,9 @@ mod tests {
 
     fn turn(session_id: &str, index: i32) -> TurnRow {
         TurnRow {
-            session_id: session_id.into(),
-            turn_index: index,
-            speaker: "user".into(),
             text: format!("turn {index}"),
-            start_ms: 0,
             end_ms: 10,
-            stt_ms: 0,
-            llm_ms: 0,
-            tts_ms: 0,
-            latency_ms: None,
-            interrupted: false,
-            error: None,
-            endpoint: None,
-            endpoint_ms: None,
-            tool_ms: None,
-            platform_ms: None,
-            stt_provider: None,
-            llm_provider: None,
-            tts_provider: None,
-            barge_in_detection_ms: None,
-            barge_in_stop_ms: None,
-            bleed_through: None,
-            barge_in_requested: None,
+            ..TurnRow::blank(session_id, index, "user")
         }
     }
 

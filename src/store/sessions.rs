@@ -76,6 +76,38 @@ pub struct TurnRow {
     pub barge_in_requested: Option<bool>,
 }
 
+#[cfg(test)]
+impl TurnRow {
+    /// A turn of `speaker` with no timings, text or outcome, for tests to fill in.
+    pub fn blank(session_id: &str, turn_index: i32, speaker: &str) -> Self {
+        TurnRow {
+            session_id: session_id.into(),
+            turn_index,
+            speaker: speaker.into(),
+            text: String::new(),
+            start_ms: 0,
+            end_ms: 0,
+            stt_ms: 0,
+            llm_ms: 0,
+            tts_ms: 0,
+            latency_ms: None,
+            interrupted: false,
+            error: None,
+            endpoint: None,
+            endpoint_ms: None,
+            tool_ms: None,
+            platform_ms: None,
+            stt_provider: None,
+            llm_provider: None,
+            tts_provider: None,
+            barge_in_detection_ms: None,
+            barge_in_stop_ms: None,
+            bleed_through: None,
+            barge_in_requested: None,
+        }
+    }
+}
+
 /// A tool call an agent turn made.
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
 #[diesel(table_name = tool_calls)]

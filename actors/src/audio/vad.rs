@@ -813,22 +813,23 @@ mod tests {
             }
             events
         };
-        let speech_from = |start: u64| (0..12).map(move |i| (start + i * 20, Voice::Speech));
+        // `lead`, then 240 ms of speech from `start`.
+        let then_speech = |lead: Vec<(u64, Voice)>, start: u64| -> Vec<(u64, Voice)> {
+            let speech = (0..12).map(|i| (start + i * 20, Voice::Speech));
+            lead.into_iter().chain(speech).collect()
+        };
         // Two loud frames, then speech: the run starts with the loud frames and is decided
         // 200 ms after them.
-        let frames: Vec<_> = [(0, Voice::Quiet), (20, Voice::Loud), (40, Voice::Loud)]
-            .into_iter()
-            .chain(speech_from(60))
-            .collect();
+        let frames = then_speech(
+            vec![(0, Voice::Quiet), (20, Voice::Loud), (40, Voice::Loud)],
+            60,
+        );
         assert_eq!(
             run(&frames).first(),
             Some(&(220, SpeechEvent::SpeechStarted { at_ms: 20 }))
         );
         // A long loud stretch (noise) before speech adds no more than the lead.
-        let frames: Vec<_> = (0..20)
-            .map(|i| (i * 20, Voice::Loud))
-            .chain(speech_from(400))
-            .collect();
+        let frames = then_speech((0..20).map(|i| (i * 20, Voice::Loud)).collect(), 400);
         assert_eq!(
             run(&frames).first(),
             Some(&(
@@ -839,10 +840,10 @@ mod tests {
             ))
         );
         // A quiet frame between them breaks the lead.
-        let frames: Vec<_> = [(0, Voice::Loud), (20, Voice::Quiet), (40, Voice::Loud)]
-            .into_iter()
-            .chain(speech_from(60))
-            .collect();
+        let frames = then_speech(
+            vec![(0, Voice::Loud), (20, Voice::Quiet), (40, Voice::Loud)],
+            60,
+        );
         assert_eq!(
             run(&frames).first(),
             Some(&(240, SpeechEvent::SpeechStarted { at_ms: 40 }))
