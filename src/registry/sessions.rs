@@ -246,7 +246,9 @@ impl Handler<EndSession> for SessionRegistry {
     }
 }
 
-/// Answers once every record write sent before it is done: a stopping server waits on it.
+/// Answers once every record write sent before it is done (and any that arrived while those
+/// were written, since it waits for the queue to empty): a stopping server waits on it, with a
+/// time limit of its own.
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct Settle;

@@ -207,7 +207,7 @@ impl RecordWrite {
         match self {
             RecordWrite::Turn(row) => &row.session_id,
             RecordWrite::ToolCalls(rows) => {
-                <[ToolCallRow]>::first(rows).map_or("", |r| r.session_id.as_str())
+                rows.iter().next().map_or("", |r| r.session_id.as_str())
             }
             RecordWrite::Event(row) => &row.session_id,
             RecordWrite::End { session_id, .. } => session_id,

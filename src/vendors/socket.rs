@@ -42,31 +42,30 @@ pub async fn open(
         )
     })?;
     request.headers_mut().insert(header, value);
-    let (socket, _) =
-        // No Nagle: audio chunks and control messages are small and must leave at once.
-        tokio::time::timeout(
-            endpoint.timeout,
-            tokio_tungstenite::connect_async_with_config(request, None, true),
+    // No Nagle: audio chunks and control messages are small and must leave at once.
+    let (socket, _) = tokio::time::timeout(
+        endpoint.timeout,
+        tokio_tungstenite::connect_async_with_config(request, None, true),
+    )
+    .await
+    .map_err(|_| {
+        endpoint.error(
+            EngineErrorKind::Timeout,
+            "the live stream did not open in time",
         )
-            .await
-            .map_err(|_| {
-                endpoint.error(
-                    EngineErrorKind::Timeout,
-                    "the live stream did not open in time",
-                )
-            })?
-            .map_err(|err| match err {
-                tokio_tungstenite::tungstenite::Error::Http(response) => {
-                    let status = response.status().as_u16();
-                    let what = match status {
-                        401 | 403 => "rejected the API key for the live stream",
-                        429 => "is rate limiting this key's live streams",
-                        _ => "refused the live stream",
-                    };
-                    endpoint.error(EngineErrorKind::Upstream, format!("{what} (HTTP {status})"))
-                }
-                _ => endpoint.error(EngineErrorKind::Upstream, "could not open the live stream"),
-            })?;
+    })?
+    .map_err(|err| match err {
+        tokio_tungstenite::tungstenite::Error::Http(response) => {
+            let status = response.status().as_u16();
+            let what = match status {
+                401 | 403 => "rejected the API key for the live stream",
+                429 => "is rate limiting this key's live streams",
+                _ => "refused the live stream",
+            };
+            endpoint.error(EngineErrorKind::Upstream, format!("{what} (HTTP {status})"))
+        }
+        _ => endpoint.error(EngineErrorKind::Upstream, "could not open the live stream"),
+    })?;
     Ok(socket)
 }
 
