@@ -9,11 +9,18 @@ use switchboard_actors::engine::{
 };
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 use super::http::Endpoint;
 
 pub type VendorSocket = WebSocketStream<MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// Read buffer of a live stream. A vendor's messages are transcripts of a few hundred bytes to
+/// a few KB (a larger frame still gets the room it needs). The library's default, 128 KB, is
+/// zero-filled before every read, so each open stream kept 128 KB resident and cleared it for
+/// every transcript.
+const READ_BUFFER_BYTES: usize = 16 * 1024;
 
 /// `http_url` with its scheme turned into the WebSocket one (`http` → `ws`, else `wss`).
 pub fn ws_url(endpoint: &Endpoint, http_url: &str) -> Result<url::Url, EngineError> {
@@ -42,10 +49,11 @@ pub async fn open(
         )
     })?;
     request.headers_mut().insert(header, value);
+    let config = WebSocketConfig::default().read_buffer_size(READ_BUFFER_BYTES);
     // No Nagle: audio chunks and control messages are small and must leave at once.
     let (socket, _) = tokio::time::timeout(
         endpoint.timeout,
-        tokio_tungstenite::connect_async_with_config(request, None, true),
+        tokio_tungstenite::connect_async_with_config(request, Some(config), true),
     )
     .await
     .map_err(|_| {
