@@ -169,6 +169,11 @@ pub trait SpeechToText: Send + Sync + 'static {
 
 /// Streaming on top of one-shot recognition: buffers audio, transcribes on each end of
 /// utterance. Stops when either side is dropped.
+///
+/// The utterance is buffered as 16-bit samples, half the memory of `f32` and lossless for
+/// the caller audio a session sends (decoded 16-bit PCM scaled by 1/32768); the `f32` clip is
+/// built once, at its final length, when the utterance ends. Nothing is allocated between
+/// utterances, so an idle call holds no buffer.
 pub fn utterance_stream<E: SpeechToText + ?Sized>(
     engine: Arc<E>,
     options: TranscribeOptions,
@@ -176,15 +181,22 @@ pub fn utterance_stream<E: SpeechToText + ?Sized>(
     let (input_tx, mut input_rx) = mpsc::channel::<SttInput>(256);
     let (event_tx, event_rx) = mpsc::channel(16);
     tokio::spawn(async move {
-        let mut utterance: Vec<f32> = Vec::with_capacity(STT_SAMPLE_RATE as usize * 10);
+        let mut utterance: Vec<i16> = Vec::new();
         while let Some(input) = input_rx.recv().await {
             match input {
-                SttInput::Audio(samples) => utterance.extend_from_slice(&samples),
+                SttInput::Audio(samples) => utterance.extend(
+                    samples
+                        .iter()
+                        .map(|&s| crate::audio::pcm::f32_to_i16_sample(s)),
+                ),
                 SttInput::EndOfUtterance => {
                     if utterance.is_empty() {
                         continue;
                     }
-                    let clip: Arc<[f32]> = Arc::from(std::mem::take(&mut utterance));
+                    let clip: Arc<[f32]> = std::mem::take(&mut utterance)
+                        .into_iter()
+                        .map(|s| f32::from(s) / 32_768.0)
+                        .collect();
                     let result = engine
                         .transcribe(clip, options.clone())
                         .await
@@ -342,4 +354,81 @@ pub trait KnowledgeRetriever: Send + Sync + 'static {
     /// The system-prompt section with what the knowledge base holds about `query` (the
     /// caller's latest words, then their previous turn), or `None` when nothing matches.
     fn retrieve(&self, query: String) -> EngineFuture<Option<String>>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reports the length and the samples of each clip it is given as the transcript's text.
+    struct Echo;
+
+    impl SpeechToText for Echo {
+        fn provider(&self) -> &str {
+            "echo"
+        }
+
+        fn transcribe(&self, audio: Arc<[f32]>, _: TranscribeOptions) -> EngineFuture<Transcript> {
+            let text = audio
+                .iter()
+                .map(|s| s.to_string())
+                .collect::<Vec<_>>()
+                .join(" ");
+            Box::pin(async move {
+                Ok(Transcript {
+                    text,
+                    segments: Vec::new(),
+                    words: Vec::new(),
+                    language: "en".into(),
+                    duration: audio.len() as f32 / STT_SAMPLE_RATE as f32,
+                })
+            })
+        }
+    }
+
+    fn text(event: Option<Result<SttEvent, EngineError>>) -> String {
+        match event {
+            Some(Ok(SttEvent::Final(t))) => t.text,
+            other => panic!("expected a final transcript, got {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn each_utterance_is_transcribed_whole_with_the_samples_it_was_sent() {
+        let (input, mut events) = utterance_stream(Arc::new(Echo), TranscribeOptions::default());
+        // Caller audio is 16-bit PCM scaled by 1/32768: full scale both ways, zero, the
+        // smallest steps.
+        let samples =
+            |v: &[i16]| -> Arc<[f32]> { v.iter().map(|&s| f32::from(s) / 32_768.0).collect() };
+        input
+            .send(SttInput::Audio(samples(&[-32768, 1])))
+            .await
+            .unwrap();
+        input
+            .send(SttInput::Audio(samples(&[0, -1, 32767])))
+            .await
+            .unwrap();
+        input.send(SttInput::EndOfUtterance).await.unwrap();
+        let expected = [-32768i16, 1, 0, -1, 32767]
+            .iter()
+            .map(|&s| (f32::from(s) / 32_768.0).to_string())
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert_eq!(text(events.recv().await), expected);
+
+        // An end with nothing said is skipped; the next utterance starts empty.
+        input.send(SttInput::EndOfUtterance).await.unwrap();
+        input
+            .send(SttInput::Audio(samples(&[16384])))
+            .await
+            .unwrap();
+        input.send(SttInput::EndOfUtterance).await.unwrap();
+        assert_eq!(text(events.recv().await), "0.5");
+
+        drop(input);
+        assert!(
+            events.recv().await.is_none(),
+            "the stream ends with its input"
+        );
+    }
 }
