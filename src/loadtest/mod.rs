@@ -288,8 +288,9 @@ async fn twilio_setup(
     Ok((call_sid, token.to_string()))
 }
 
-/// Read buffer of a caller's socket (a larger frame still gets the room it needs).
-const READ_BUFFER_BYTES: usize = 16 * 1024;
+/// Read buffer of a caller's socket: a few media messages (a larger frame still gets the room
+/// it needs). The library zero-fills the whole buffer before each read, so it is kept small.
+const READ_BUFFER_BYTES: usize = 4 * 1024;
 
 type Socket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
@@ -303,8 +304,6 @@ async fn connect(url: &str, key: Option<&str>) -> Result<Socket, String> {
             .map_err(|_| "connect: the key is not a valid header value".to_string())?;
         request.headers_mut().insert("authorization", value);
     }
-    // A media message is a few hundred bytes; the library's 128 KB default read buffer is
-    // zero-filled before every read, 50 times a second per call.
     let config = WebSocketConfig::default().read_buffer_size(READ_BUFFER_BYTES);
     // No Nagle: each 20 ms frame is sent as it is due, as Twilio and a browser send theirs.
     let connecting = tokio_tungstenite::connect_async_with_config(request, Some(config), true);
