@@ -660,8 +660,8 @@ async fn deepgram_live_streaming_turns_interim_and_final_results_into_events() {
     let address = listener.local_addr().unwrap();
     let upgrade: Arc<Mutex<(String, String)>> = Arc::default();
     let seen = upgrade.clone();
-    let audio_bytes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let counted = audio_bytes.clone();
+    let audio_bytes: Arc<Mutex<Vec<u8>>> = Arc::default();
+    let received = audio_bytes.clone();
     tokio::spawn(async move {
         let (tcp, _) = listener.accept().await.unwrap();
         let callback = |request: &Request, response: Response| {
@@ -685,9 +685,16 @@ async fn deepgram_live_streaming_turns_interim_and_final_results_into_events() {
         };
         while let Some(Ok(message)) = socket.next().await {
             match message {
-                Message::Binary(bytes) if counted.fetch_add(bytes.len(), Ordering::SeqCst) == 0 => {
-                    let interim = result("another", false, false);
-                    socket.send(Message::text(interim)).await.unwrap();
+                Message::Binary(bytes) => {
+                    let first = {
+                        let mut received = received.lock().unwrap();
+                        received.extend_from_slice(&bytes);
+                        received.len() == bytes.len()
+                    };
+                    if first {
+                        let interim = result("another", false, false);
+                        socket.send(Message::text(interim)).await.unwrap();
+                    }
                 }
                 Message::Text(text) if text.contains("Finalize") => {
                     let done = result("Another big day.", true, true);
@@ -702,16 +709,19 @@ async fn deepgram_live_streaming_turns_interim_and_final_results_into_events() {
         endpoint: endpoint_at("deepgram", &format!("http://{address}"), "dg-live"),
     });
     let (input, mut events) = listen.stream(TranscribeOptions::default()).unwrap();
-    let samples: Arc<[f32]> = Arc::from(vec![0.1f32; 1600]);
-    input.send(SttInput::Audio(samples)).await.unwrap();
+    // 100 ms of a full-scale ramp: the caller's samples, bit for bit.
+    let samples: Arc<[i16]> = (0..1600).map(|i| (i * 41 - 32_768) as i16).collect();
+    input.send(SttInput::Audio(samples.clone())).await.unwrap();
     assert_eq!(next(&mut events).await, SttEvent::Partial("another".into()));
     input.send(SttInput::EndOfUtterance).await.unwrap();
     let SttEvent::Final(transcript) = next(&mut events).await else {
         panic!("a final transcript expected");
     };
     assert_eq!(transcript.text, "Another big day.");
-    // 100 ms of 16 kHz audio arrived as linear16, on a URL asking for what a call needs.
-    assert_eq!(audio_bytes.load(Ordering::SeqCst), 3200);
+    // 100 ms of 16 kHz audio arrived as linear16, sample for sample, on a URL asking for what
+    // a call needs.
+    let expected: Vec<u8> = samples.iter().flat_map(|s| s.to_le_bytes()).collect();
+    assert_eq!(*audio_bytes.lock().unwrap(), expected);
     let (uri, auth) = upgrade.lock().unwrap().clone();
     assert_eq!(auth, "Token dg-live");
     for part in [
@@ -1315,7 +1325,7 @@ async fn assemblyai_live_streaming_ends_the_utterance_with_force_endpoint() {
     // Five 20 ms frames: sent as pieces of at least 50 ms.
     for _ in 0..5 {
         input
-            .send(SttInput::Audio(Arc::from(vec![0.1f32; 320])))
+            .send(SttInput::Audio(Arc::from(vec![3_277i16; 320])))
             .await
             .unwrap();
     }

@@ -143,8 +143,9 @@ pub enum SttEvent {
 /// Live input to a streaming recognition.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SttInput {
-    /// 16 kHz mono samples.
-    Audio(Arc<[f32]>),
+    /// 16 kHz mono 16-bit samples, as the caller's audio was decoded: a live recognizer
+    /// streams them as they are, bit for bit.
+    Audio(Arc<[i16]>),
     /// The caller stopped speaking (VAD endpoint): finish the utterance now.
     EndOfUtterance,
 }
@@ -170,10 +171,9 @@ pub trait SpeechToText: Send + Sync + 'static {
 /// Streaming on top of one-shot recognition: buffers audio, transcribes on each end of
 /// utterance. Stops when either side is dropped.
 ///
-/// The utterance is buffered as 16-bit samples, half the memory of `f32` and lossless for
-/// the caller audio a session sends (decoded 16-bit PCM scaled by 1/32768); the `f32` clip is
-/// built once, at its final length, when the utterance ends. Nothing is allocated between
-/// utterances, so an idle call holds no buffer.
+/// The utterance is buffered as the 16-bit samples it arrives in; the `f32` clip is built once,
+/// at its final length, when the utterance ends. Nothing is allocated between utterances, so
+/// an idle call holds no buffer.
 pub fn utterance_stream<E: SpeechToText + ?Sized>(
     engine: Arc<E>,
     options: TranscribeOptions,
@@ -184,11 +184,7 @@ pub fn utterance_stream<E: SpeechToText + ?Sized>(
         let mut utterance: Vec<i16> = Vec::new();
         while let Some(input) = input_rx.recv().await {
             match input {
-                SttInput::Audio(samples) => utterance.extend(
-                    samples
-                        .iter()
-                        .map(|&s| crate::audio::pcm::f32_to_i16_sample(s)),
-                ),
+                SttInput::Audio(samples) => utterance.extend_from_slice(&samples),
                 SttInput::EndOfUtterance => {
                     if utterance.is_empty() {
                         continue;
@@ -396,10 +392,8 @@ mod tests {
     #[tokio::test]
     async fn each_utterance_is_transcribed_whole_with_the_samples_it_was_sent() {
         let (input, mut events) = utterance_stream(Arc::new(Echo), TranscribeOptions::default());
-        // Caller audio is 16-bit PCM scaled by 1/32768: full scale both ways, zero, the
-        // smallest steps.
-        let samples =
-            |v: &[i16]| -> Arc<[f32]> { v.iter().map(|&s| f32::from(s) / 32_768.0).collect() };
+        // Full scale both ways, zero and the smallest steps, scaled by 1/32768.
+        let samples = |v: &[i16]| -> Arc<[i16]> { Arc::from(v) };
         input
             .send(SttInput::Audio(samples(&[-32768, 1])))
             .await

@@ -236,10 +236,7 @@ async fn live(
         tokio::select! {
             item = input.recv() => match item {
                 Some(SttInput::Audio(samples)) => {
-                    for &sample in samples.iter() {
-                        let value = (sample.clamp(-1.0, 1.0) * i16::MAX as f32) as i16;
-                        piece.extend_from_slice(&value.to_le_bytes());
-                    }
+                    piece.extend(samples.iter().flat_map(|s| s.to_le_bytes()));
                     if piece.len() >= MIN_PIECE_SAMPLES * 2 {
                         sink.send(Message::binary(std::mem::take(&mut piece))).await.map_err(send_error)?;
                     }

@@ -250,10 +250,7 @@ async fn live(
             item = input.recv() => match item {
                 Some(SttInput::Audio(samples)) => {
                     frame.clear();
-                    for &sample in samples.iter() {
-                        let value = (sample.clamp(-1.0, 1.0) * i16::MAX as f32) as i16;
-                        frame.extend_from_slice(&value.to_le_bytes());
-                    }
+                    frame.extend(samples.iter().flat_map(|s| s.to_le_bytes()));
                     sink.send(Message::binary(frame.clone())).await.map_err(send_error)?;
                     keepalive.reset();
                 }

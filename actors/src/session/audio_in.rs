@@ -5,9 +5,9 @@
 //!
 //! While the caller is silent (the listening hot path) a frame costs a decode, a resample and a
 //! VAD call on buffers allocated up front: nothing is allocated. Only while speech is being
-//! captured for the recognizer does audio get copied out, in chunks. The capture is kept as
-//! 16-bit samples (converted to `f32` only when handed to the recognizer) and gives back what
-//! it grew beyond [`CAPTURE_KEEP_SAMPLES`] when the utterance ends, so a thousand idle calls
+//! captured for the recognizer does audio get copied out, in chunks of the 16-bit samples
+//! themselves (a live recognizer streams them as they are). The capture gives back what it
+//! grew beyond [`CAPTURE_KEEP_SAMPLES`] when the utterance ends, so a thousand idle calls
 //! do not each hold their longest utterance's buffer.
 
 use std::sync::Arc;
@@ -170,21 +170,17 @@ impl CallerAudio {
     }
 
     /// Captured audio, once at least `min_ms` has accumulated.
-    pub fn take_capture(&mut self, min_ms: u32) -> Option<Arc<[f32]>> {
+    pub fn take_capture(&mut self, min_ms: u32) -> Option<Arc<[i16]>> {
         if self.capture.len() < min_ms as usize * 16 || self.capture.is_empty() {
             return None;
         }
-        let chunk: Arc<[f32]> = self
-            .capture
-            .iter()
-            .map(|&v| f32::from(v) / 32_768.0)
-            .collect();
+        let chunk = Arc::from(self.capture.as_slice());
         self.capture.clear();
         Some(chunk)
     }
 
     /// Stops capturing; returns what was not taken yet.
-    pub fn stop_capture(&mut self) -> Option<Arc<[f32]>> {
+    pub fn stop_capture(&mut self) -> Option<Arc<[i16]>> {
         let rest = self.take_capture(0);
         self.capturing = false;
         self.capture.shrink_to(CAPTURE_KEEP_SAMPLES);
@@ -270,18 +266,12 @@ mod tests {
         // From 0.5 s back: the part before the wrap point and the part after it, in order.
         audio.start_capture(800);
         let captured = audio.stop_capture().expect("captured");
-        assert_eq!(captured.len(), 20_800 - 12_800);
-        for (got, want) in captured.iter().zip(&samples[12_800..]) {
-            assert_eq!(*got, f32::from(*want) / 32_768.0);
-        }
+        assert_eq!(*captured, samples[12_800..]);
         // Further back than the ring holds: the oldest second it still has.
         audio.start_capture(0);
         let captured = audio.stop_capture().expect("captured");
         assert_eq!(captured.len(), RING_SAMPLES);
-        assert_eq!(
-            captured[0],
-            f32::from(samples[20_800 - RING_SAMPLES]) / 32_768.0
-        );
+        assert_eq!(*captured, samples[20_800 - RING_SAMPLES..]);
     }
 
     #[test]
@@ -302,7 +292,7 @@ mod tests {
         assert!(audio.capture.capacity() >= 160_000);
         let utterance = audio.stop_capture().expect("the utterance");
         assert_eq!(utterance.len(), 160_000);
-        assert!((utterance[0] - f32::from(0x1010i16) / 32_768.0).abs() < 1e-6);
+        assert!(utterance.iter().all(|&s| s == 0x1010));
         assert!(audio.capture.capacity() <= CAPTURE_KEEP_SAMPLES);
     }
 }
