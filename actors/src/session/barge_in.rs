@@ -92,8 +92,9 @@ impl BargeIn {
                 end_silence_ms: sustain_ms,
             }),
             armed: None,
+            // Only a gate reads agent levels: a call without one (Twilio) keeps no room for them.
+            levels: VecDeque::with_capacity(if gate.is_some() { MAX_LEVELS } else { 0 }),
             gate,
-            levels: VecDeque::with_capacity(MAX_LEVELS),
             _live: live,
         }
     }
