@@ -107,12 +107,9 @@ impl Timeline {
             return Vec::new();
         }
         let count = (until - self.written) as usize;
-        let mut frames = Vec::with_capacity(count);
-        for _ in 0..count {
-            let l = self.left.pop_front().unwrap_or(0);
-            let r = self.right.pop_front().unwrap_or(0);
-            frames.push([l, r]);
-        }
+        let mut frames = vec![[0, 0]; count];
+        interleave(&mut self.left, &mut frames, 0);
+        interleave(&mut self.right, &mut frames, 1);
         self.written = until;
         self.caller_end = self.caller_end.max(until);
         self.agent_end = self.agent_end.max(until);
@@ -120,17 +117,33 @@ impl Timeline {
     }
 }
 
-/// Writes `samples` into `track` from `offset`, padding with silence.
+/// Writes `samples` into `track` from `offset`, padding with silence: what overlaps the
+/// pending samples replaces them, the rest is appended.
 fn put(track: &mut VecDeque<i16>, offset: usize, samples: &[i16]) {
     if track.len() < offset {
         track.resize(offset, 0);
     }
-    for (i, &s) in samples.iter().enumerate() {
-        match track.get_mut(offset + i) {
-            Some(slot) => *slot = s,
-            None => track.push_back(s),
-        }
+    let overlap = (track.len() - offset).min(samples.len());
+    for (slot, &s) in track.range_mut(offset..offset + overlap).zip(samples) {
+        *slot = s;
     }
+    track.extend(&samples[overlap..]);
+}
+
+/// Moves the first `frames.len()` samples of `track` (fewer if it holds fewer; the frames
+/// keep their silence there) into channel `channel` of `frames`.
+fn interleave(track: &mut VecDeque<i16>, frames: &mut [[i16; 2]], channel: usize) {
+    let n = track.len().min(frames.len());
+    let (front, back) = track.as_slices();
+    let from_front = front.len().min(n);
+    let (head, tail) = frames[..n].split_at_mut(from_front);
+    for (frame, &s) in head.iter_mut().zip(front) {
+        frame[channel] = s;
+    }
+    for (frame, &s) in tail.iter_mut().zip(back) {
+        frame[channel] = s;
+    }
+    track.drain(..n);
 }
 
 #[cfg(test)]
@@ -181,6 +194,30 @@ mod tests {
         // The caller frame that arrived at 1 s after a long pause sits where it arrived.
         assert!(out[7_840..].iter().all(|f| f[0] == 1));
         assert!(out[..7_840].iter().all(|f| f[0] == 0));
+    }
+
+    #[test]
+    fn pending_samples_are_overwritten_and_interleaved_across_the_deque_wrapping() {
+        let mut track: VecDeque<i16> = VecDeque::with_capacity(8);
+        track.extend([1, 2, 3, 4, 5, 6]);
+        track.drain(..4);
+        track.extend([7, 8, 9, 10, 11]);
+        assert!(!track.as_slices().1.is_empty(), "the pending samples wrap");
+        // Overlaps the last two pending samples and runs one past them.
+        put(&mut track, 5, &[20, 21, 22]);
+        assert!(track.iter().eq(&[5, 6, 7, 8, 9, 20, 21, 22]));
+        let mut frames = vec![[0, 0]; 10];
+        interleave(&mut track, &mut frames, 1);
+        let right: Vec<i16> = frames.iter().map(|f| f[1]).collect();
+        assert_eq!(right, [5, 6, 7, 8, 9, 20, 21, 22, 0, 0]);
+        assert!(
+            frames.iter().all(|f| f[0] == 0),
+            "the other channel is untouched"
+        );
+        assert!(track.is_empty());
+        // Past the end: silence up to the offset.
+        put(&mut track, 3, &[4]);
+        assert!(track.iter().eq(&[0, 0, 0, 4]));
     }
 
     #[test]
