@@ -130,7 +130,7 @@ pub struct SpeechBody {
 
 /// Speech synthesis as OpenAI's `POST /v1/audio/speech`.
 #[utoipa::path(post, path = "/v1/audio/speech", tag = "openai-compatible", request_body = SpeechBody,
-    responses((status = 200, description = "The audio bytes, or an SSE stream of speech.audio.delta events", content_type = "application/octet-stream"),
+    responses((status = 200, description = "The audio bytes in the requested format, or an SSE stream of speech.audio.delta events", content(("audio/mpeg"), ("audio/ogg"), ("audio/wav"), ("audio/pcm"), ("text/event-stream"))),
         (status = 400, description = "OpenAI error body")),
     security(("bearer" = [])))]
 #[post("/audio/speech")]
