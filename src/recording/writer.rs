@@ -615,14 +615,21 @@ mod tests {
         let pool = WriterPool::new(1).unwrap();
         let (tap, rx) = record(&pool, &path, 5);
         let loud = Bytes::from(vec![mulaw::encode(8_000); 160]);
-        // Faster than a tick: the writer has taken none of them yet.
+        // Far faster than the writer's tick: at most five wait at a time. (A tick may still
+        // fall inside the burst on a busy machine and make room for a few more.)
         for _ in 0..20 {
             tap.caller(&loud);
         }
         drop(tap);
         let written = rx.recv_timeout(Duration::from_secs(5)).unwrap().unwrap();
-        assert_eq!(written.dropped_frames, 15);
-        assert_eq!(written.duration_ms, 100, "five frames of 20 ms");
+        let kept = (written.duration_ms / 20) as u64;
+        assert_eq!(
+            kept + written.dropped_frames,
+            20,
+            "every frame is written or counted as dropped: {written:?}"
+        );
+        assert!(written.dropped_frames >= 5, "{written:?}");
+        assert!(kept >= 5, "the first five are always written: {written:?}");
     }
 
     #[test]
