@@ -11,6 +11,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use dasp_sample::Sample as _;
 use tokio::sync::mpsc;
 
 /// A boxed, sendable future: what every one-shot engine call returns.
@@ -191,7 +192,7 @@ pub fn utterance_stream<E: SpeechToText + ?Sized>(
                     }
                     let clip: Arc<[f32]> = std::mem::take(&mut utterance)
                         .into_iter()
-                        .map(|s| f32::from(s) / 32_768.0)
+                        .map(|s| s.to_sample::<f32>())
                         .collect();
                     let result = engine
                         .transcribe(clip, options.clone())
@@ -356,7 +357,7 @@ pub trait KnowledgeRetriever: Send + Sync + 'static {
 mod tests {
     use super::*;
 
-    /// Reports the length and the samples of each clip it is given as the transcript's text.
+    /// Reports the samples of each clip it is given as the transcript's text.
     struct Echo;
 
     impl SpeechToText for Echo {
