@@ -1,5 +1,5 @@
-//! Per-frame cost of the inbound telephony path: one 20 ms frame through each stage and
-//! through the whole [`InboundAudio`] pipeline. Frames are real speech from the shared
+//! Per-frame cost of the inbound telephony path: one 20 ms frame through each stage (each VAD
+//! model at the rate it reads) and through the whole [`InboundAudio`] pipeline. Frames are real speech from the shared
 //! fixtures, so the VAD and resampler see realistic input; a second pipeline case feeds a
 //! quiet line, where the VAD's energy gate skips inference.
 
@@ -7,8 +7,8 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use switchboard_actors::audio::{
-    mulaw, FrameDuration, InboundAudio, SampleRate, StreamResampler, VoiceActivityDetector,
-    TELEPHONY_FRAME_BYTES,
+    mulaw, FrameDuration, InboundAudio, SampleRate, StreamResampler, VadConfig, VadModel,
+    VoiceActivityDetector, TELEPHONY_FRAME_BYTES,
 };
 
 /// Left channel of the two-speaker fixture as 8 kHz mu-law frames and 16 kHz PCM frames.
@@ -75,18 +75,30 @@ fn bench(c: &mut Criterion) {
         })
     });
 
-    let mut vad = VoiceActivityDetector::new(SampleRate::Hz16000, FrameDuration::Ms20)
-        .expect("16 kHz VAD builds");
-    let mut i = 0;
-    g.bench_function("vad_16k", |b| {
-        b.iter(|| {
-            i = (i + 1) % wide_frames.len();
-            black_box(
-                vad.process(black_box(&wide_frames[i]))
-                    .expect("frame sized"),
-            );
-        })
-    });
+    // Each model on its own, at the rate it reads: the network on 16 kHz frames (the direct
+    // socket), the GMM on the line's 8 kHz frames (the telephony pipeline).
+    for (name, model, rate) in [
+        ("vad_16k_neural", VadModel::Neural, SampleRate::Hz16000),
+        ("vad_8k_gmm", VadModel::Gmm, SampleRate::Hz8000),
+    ] {
+        let config = VadConfig {
+            model,
+            ..VadConfig::default()
+        };
+        let mut vad = VoiceActivityDetector::with_config(rate, FrameDuration::Ms20, config)
+            .expect("VAD builds");
+        let frames: Vec<&[i16]> = match rate {
+            SampleRate::Hz8000 => narrow.iter().map(|f| &f[..]).collect(),
+            _ => wide_frames.iter().map(|f| &f[..]).collect(),
+        };
+        let mut i = 0;
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                i = (i + 1) % frames.len();
+                black_box(vad.process(black_box(frames[i])).expect("frame sized"));
+            })
+        });
+    }
 
     let mut inbound = InboundAudio::new().expect("pipeline builds");
     let mut i = 0;

@@ -8,7 +8,7 @@ use std::cell::Cell;
 
 use switchboard_actors::audio::{
     mulaw, pcm, FrameBuffer, FrameDuration, InboundAudio, OpusDecoder, OpusEncoder, SampleRate,
-    SpeechTracker, StreamResampler, VoiceActivityDetector,
+    SpeechTracker, StreamResampler, VadConfig, VadModel, VoiceActivityDetector,
 };
 
 struct CountingAllocator;
@@ -105,15 +105,24 @@ fn resamplers_and_vad_do_not_allocate_per_frame() {
             assert_eq!(n, 0, "{from:?} -> {to:?}");
         }
     }
-    let mut vad =
-        VoiceActivityDetector::new(SampleRate::Hz8000, FrameDuration::Ms10).expect("supported");
     let frames: Vec<[i16; 160]> = (0..100).map(|i| tone_frame(i, i >= 50)).collect();
-    let n = allocations_during(|| {
-        for f in &frames {
-            std::hint::black_box(vad.process(&f[..80]).expect("frame sized"));
+    for rate in [SampleRate::Hz8000, SampleRate::Hz16000] {
+        for model in [VadModel::Gmm, VadModel::Neural] {
+            let config = VadConfig {
+                model,
+                ..VadConfig::default()
+            };
+            let mut vad = VoiceActivityDetector::with_config(rate, FrameDuration::Ms10, config)
+                .expect("supported");
+            let len = vad.frame_len();
+            let n = allocations_during(|| {
+                for f in &frames {
+                    std::hint::black_box(vad.process(&f[..len]).expect("frame sized"));
+                }
+            });
+            assert_eq!(n, 0, "{rate:?} {model:?}");
         }
-    });
-    assert_eq!(n, 0);
+    }
 }
 
 #[test]
@@ -181,27 +190,29 @@ fn session_listening_path_does_not_allocate_per_frame() {
             rate: SampleRate::Hz48000,
         },
     ] {
-        let mut audio = CallerAudio::new(format, 0.5).expect("builds");
-        let payload_len = match format {
-            AudioFormat::Pcm16 { rate } => rate.hz() as usize / 50 * 2,
-            _ => 160,
-        };
-        let payloads: Vec<Vec<u8>> = mulaw_frames
-            .iter()
-            .map(|f| f.iter().cycle().take(payload_len).copied().collect())
-            .collect();
-        let mut tracker = SpeechTracker::default();
-        // Warm up: the framing buffer reaches its working size.
-        audio.push(&payloads[0]);
-        while audio.next_frame().expect("decodes").is_some() {}
-        let n = allocations_during(|| {
-            for payload in &payloads {
-                audio.push(payload);
-                while let Some(f) = audio.next_frame().expect("decodes") {
-                    std::hint::black_box(tracker.update(f.start_ms, 20, f.vad.voice()));
+        for model in [VadModel::Gmm, VadModel::Neural] {
+            let mut audio = CallerAudio::new(format, model, 0.5).expect("builds");
+            let payload_len = match format {
+                AudioFormat::Pcm16 { rate } => rate.hz() as usize / 50 * 2,
+                _ => 160,
+            };
+            let payloads: Vec<Vec<u8>> = mulaw_frames
+                .iter()
+                .map(|f| f.iter().cycle().take(payload_len).copied().collect())
+                .collect();
+            let mut tracker = SpeechTracker::default();
+            // Warm up: the framing buffer reaches its working size.
+            audio.push(&payloads[0]);
+            while audio.next_frame().expect("decodes").is_some() {}
+            let n = allocations_during(|| {
+                for payload in &payloads {
+                    audio.push(payload);
+                    while let Some(f) = audio.next_frame().expect("decodes") {
+                        std::hint::black_box(tracker.update(f.start_ms, 20, f.vad.voice()));
+                    }
                 }
-            }
-        });
-        assert_eq!(n, 0, "{format:?}");
+            });
+            assert_eq!(n, 0, "{format:?} {model:?}");
+        }
     }
 }

@@ -3,12 +3,13 @@
 //! (`http::direct::parse_client_message`) and binary audio frames (PCM16 or one Opus packet
 //! each) through the caller's audio pipeline, at any of the four rates.
 //!
-//! Input: one configuration byte (bits 0-1: 8, 16, 24 or 48 kHz; bit 2: Opus), then frames
+//! Input: one configuration byte (bits 0-1: 8, 16, 24 or 48 kHz; bit 2: Opus; bit 3: the GMM
+//! VAD instead of the neural one), then frames
 //! of `[kind][length: u16 LE][bytes]`; an even kind is a text frame, an odd one binary.
 
 use libfuzzer_sys::fuzz_target;
 use switchboard::http::direct::parse_client_message;
-use switchboard_actors::audio::SampleRate;
+use switchboard_actors::audio::{SampleRate, VadModel};
 use switchboard_actors::session::{AudioFormat, CallerAudio};
 
 fuzz_target!(|data: &[u8]| {
@@ -26,7 +27,12 @@ fuzz_target!(|data: &[u8]| {
     } else {
         AudioFormat::Pcm16 { rate }
     };
-    let mut caller = CallerAudio::new(format, 0.5).expect("every socket format builds");
+    let model = if config & 8 != 0 {
+        VadModel::Gmm
+    } else {
+        VadModel::Neural
+    };
+    let mut caller = CallerAudio::new(format, model, 0.5).expect("every socket format builds");
     while let [kind, low, high, tail @ ..] = rest {
         let length = usize::from(u16::from_le_bytes([*low, *high])).min(tail.len());
         let (frame, next) = tail.split_at(length);

@@ -6,6 +6,7 @@
 use libfuzzer_sys::fuzz_target;
 use switchboard::telephony::stream::{parse_event, StreamEvent};
 use switchboard::telephony::token::TokenSigner;
+use switchboard_actors::audio::VadModel;
 use switchboard_actors::session::{AudioFormat, CallerAudio};
 
 fuzz_target!(|data: &[u8]| {
@@ -15,7 +16,7 @@ fuzz_target!(|data: &[u8]| {
     match parse_event(text) {
         Ok(StreamEvent::Media(audio)) => {
             let mut caller =
-                CallerAudio::new(AudioFormat::Mulaw8k, 0.5).expect("the μ-law pipeline builds");
+                CallerAudio::new(AudioFormat::Mulaw8k, VadModel::Gmm, 0.5).expect("the μ-law pipeline builds");
             caller.push(&audio);
             while let Ok(Some(_)) = caller.next_frame() {}
         }

@@ -18,7 +18,7 @@ pub use opus::{OpusDecoder, OpusEncoder};
 pub use pcm::{frame_bytes, frame_samples, FrameBuffer, FrameDuration, SampleRate};
 pub use resample::StreamResampler;
 pub use vad::{
-    SpeechEvent, SpeechTracker, SpeechTrackerConfig, VadConfig, VadDecision, Voice,
+    SpeechEvent, SpeechTracker, SpeechTrackerConfig, VadConfig, VadDecision, VadModel, Voice,
     VoiceActivityDetector, MAX_ONSET_LEAD_MS,
 };
 
@@ -40,7 +40,8 @@ pub struct InboundFrame<'a> {
 /// Per-call inbound telephony pipeline: 20 ms mu-law frames at 8 kHz in, 16 kHz PCM and a VAD
 /// decision out.
 ///
-/// mu-law → PCM16 (table lookup) → 8→16 kHz resampling → VAD, through buffers allocated in
+/// mu-law → PCM16 (table lookup) → 8→16 kHz resampling, and the GMM VAD ([`VadModel::Gmm`])
+/// on the 8 kHz samples, through buffers allocated in
 /// [`new`](Self::new). [`process`](Self::process) allocates nothing. Media streams that do not
 /// deliver exactly 160-byte payloads can be re-chunked with a [`FrameBuffer<u8>`] first.
 #[derive(Debug)]
@@ -62,7 +63,14 @@ impl InboundAudio {
                 SampleRate::Hz16000,
                 FrameDuration::Ms20,
             )?,
-            vad: VoiceActivityDetector::new(SampleRate::Hz16000, FrameDuration::Ms20)?,
+            vad: VoiceActivityDetector::with_config(
+                SampleRate::Hz8000,
+                FrameDuration::Ms20,
+                VadConfig {
+                    model: VadModel::Gmm,
+                    ..VadConfig::default()
+                },
+            )?,
         })
     }
 
@@ -78,7 +86,7 @@ impl InboundAudio {
         error::check_frame_len(TELEPHONY_FRAME_BYTES, mulaw_frame.len())?;
         mulaw::decode_into(mulaw_frame, &mut self.pcm8k)?;
         let n = self.upsampler.process_i16(&self.pcm8k, &mut self.pcm16k)?;
-        let vad = self.vad.process(&self.pcm16k[..n])?;
+        let vad = self.vad.process(&self.pcm8k)?;
         Ok(InboundFrame {
             pcm16k: &self.pcm16k[..n],
             vad,

@@ -1,7 +1,8 @@
-//! Voice activity detection for a session: [`VoiceActivityDetector`] scores each frame with
-//! earshot's neural VAD behind an adaptive energy gate, and [`SpeechTracker`] turns those
-//! per-frame decisions into debounced [`SpeechEvent`]s: a sustained onset for barge-in and a
-//! silence timeout for endpointing.
+//! Voice activity detection for a session: [`VoiceActivityDetector`] scores each frame with one
+//! of two models ([`VadModel`]: earshot's neural network for wideband audio, WebRTC's sub-band
+//! Gaussian mixture for telephone lines) behind an adaptive energy gate, and [`SpeechTracker`]
+//! turns those per-frame decisions into debounced [`SpeechEvent`]s: a sustained onset for
+//! barge-in and a silence timeout for endpointing.
 
 use super::error::{check_frame_len, AudioError};
 use super::pcm::{frame_samples, FrameDuration, SampleRate};
@@ -14,14 +15,40 @@ const HOP: usize = 256;
 /// the two hops before the current frame are replayed so the window holds real audio.
 const CONTEXT: usize = 2 * HOP;
 
-/// How long earshot keeps running after the energy gate closes. Inference costs about 5 µs
-/// per hop, most of the audio path's budget, and is pointless while the gate rejects every
-/// frame; the hangover keeps the network's recurrent state intact across the dips between
-/// syllables, so it is only reset after a real pause.
+/// How long the model keeps running after the energy gate closes. Neural inference costs about
+/// 5 µs per hop, most of the audio path's budget, and any scoring is pointless while the gate
+/// rejects every frame; the hangover keeps the model's state intact across the dips between
+/// syllables, so the network is only reset after a real pause.
 const INFERENCE_HANGOVER_MS: u32 = 300;
 
 /// Floor for frame energies, so that digital silence has a finite level.
 const SILENCE_DBFS: f32 = -100.0;
+
+/// The model that scores frames behind the energy gate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum VadModel {
+    /// earshot's neural network on 16 ms hops of 16 kHz audio: the better judge of wideband
+    /// speech and of non-stationary noise (clicks, music), at about 5 µs per hop. Other rates
+    /// are resampled to 16 kHz first.
+    #[default]
+    Neural,
+    /// WebRTC's detector (the pure-Rust port in earshot 0.1): six sub-band log energies of an
+    /// 8 kHz frame scored against adaptive Gaussian mixtures of speech and noise, in the
+    /// aggressive profile. Built for narrowband telephony, where it runs on the line's own
+    /// samples at about 1 µs per 20 ms frame; its score is 1 or 0. Other rates are resampled
+    /// to 8 kHz first.
+    Gmm,
+}
+
+impl VadModel {
+    /// The rate the model reads.
+    pub fn native_rate(self) -> SampleRate {
+        match self {
+            VadModel::Neural => SampleRate::Hz16000,
+            VadModel::Gmm => SampleRate::Hz8000,
+        }
+    }
+}
 
 /// Tuning of [`VoiceActivityDetector`].
 ///
@@ -32,8 +59,11 @@ const SILENCE_DBFS: f32 = -100.0;
 /// terms and clearly above the recent noise floor.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct VadConfig {
-    /// earshot score at or above which a frame may be speech; 0.5 is the crate's recommended
-    /// default.
+    /// The model behind the gate.
+    pub model: VadModel,
+    /// Model score at or above which a frame may be speech; 0.5 is earshot's recommended
+    /// default. The GMM scores 1 or 0, so any threshold in (0, 1] reads its verdict, and 0
+    /// leaves the decision to the energy gate alone.
     pub threshold: f32,
     /// Frames quieter than this (RMS, dB relative to full scale) are never speech. Telephone
     /// speech runs at about -20 to -35 dBFS; -55 dBFS is well under a quiet talker.
@@ -50,6 +80,7 @@ pub struct VadConfig {
 impl Default for VadConfig {
     fn default() -> Self {
         Self {
+            model: VadModel::default(),
             threshold: DEFAULT_THRESHOLD,
             min_energy_dbfs: -55.0,
             noise_margin_db: 6.0,
@@ -58,15 +89,16 @@ impl Default for VadConfig {
     }
 }
 
-/// Default earshot score threshold (see [`VadConfig::threshold`]).
+/// Default model score threshold (see [`VadConfig::threshold`]).
 pub const DEFAULT_THRESHOLD: f32 = 0.5;
 
 /// The detector's verdict on one frame.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct VadDecision {
-    /// Speech probability in [0, 1] from earshot: the highest score among the 16 ms hops that
-    /// completed during this frame, or the previous frame's score if none completed. 0 while
-    /// inference is paused because the energy gate has been closed for a while.
+    /// Speech probability in [0, 1] from the model. The neural model gives the highest score
+    /// among the 16 ms hops that completed during this frame, or the previous frame's score if
+    /// none completed; the GMM gives 1 or 0. 0 while scoring is paused because the energy gate
+    /// has been closed for a while.
     pub probability: f32,
     /// RMS level of the frame in dB relative to full scale (-100 for digital silence).
     pub energy_dbfs: f32,
@@ -94,10 +126,10 @@ impl VadDecision {
 
 /// Per-session voice activity detector for mono i16 frames.
 ///
-/// 16 kHz frames go straight to earshot; 8, 24 and 48 kHz frames are first resampled to
-/// 16 kHz. Frames of any supported duration are regrouped into earshot's 16 ms hops without
-/// allocating. earshot only runs while the energy gate is open (plus a short hangover), so
-/// silence costs next to nothing.
+/// Frames at the model's [native rate](VadModel::native_rate) go straight to it; others are
+/// first resampled to that rate. For the neural model, frames of any supported duration are
+/// regrouped into earshot's 16 ms hops without allocating. The model only runs while the
+/// energy gate is open (plus a short hangover), so silence costs next to nothing.
 pub struct VoiceActivityDetector {
     rate: SampleRate,
     frame_len: usize,
@@ -105,7 +137,7 @@ pub struct VoiceActivityDetector {
     config: VadConfig,
     scorer: Scorer,
     noise: NoiseFloor,
-    to_16k: Option<(StreamResampler, Vec<i16>)>,
+    to_model_rate: Option<(StreamResampler, Vec<i16>)>,
 }
 
 impl std::fmt::Debug for VoiceActivityDetector {
@@ -114,7 +146,7 @@ impl std::fmt::Debug for VoiceActivityDetector {
             .field("rate", &self.rate)
             .field("frame_len", &self.frame_len)
             .field("config", &self.config)
-            .field("inference_active", &self.scorer.active)
+            .field("scoring_active", &self.scorer.active)
             .finish()
     }
 }
@@ -131,10 +163,11 @@ impl VoiceActivityDetector {
         frame: FrameDuration,
         config: VadConfig,
     ) -> Result<Self, AudioError> {
-        let to_16k = if rate == SampleRate::Hz16000 {
+        let model_rate = config.model.native_rate();
+        let to_model_rate = if rate == model_rate {
             None
         } else {
-            let resampler = StreamResampler::new(rate, SampleRate::Hz16000, frame)?;
+            let resampler = StreamResampler::new(rate, model_rate, frame)?;
             let buf = vec![0; resampler.output_frame_len()];
             Some((resampler, buf))
         };
@@ -143,13 +176,13 @@ impl VoiceActivityDetector {
             frame_len: frame_samples(rate, frame),
             frame_ms: frame.ms(),
             config,
-            scorer: Scorer::new(),
+            scorer: Scorer::new(config.model),
             noise: NoiseFloor::new((config.noise_window_ms / frame.ms()).max(1) as usize),
-            to_16k,
+            to_model_rate,
         })
     }
 
-    /// Sets the earshot score threshold (clamped to [0, 1]).
+    /// Sets the model score threshold (clamped to [0, 1]).
     pub fn with_threshold(mut self, threshold: f32) -> Self {
         self.config.threshold = threshold.clamp(0.0, 1.0);
         self
@@ -177,7 +210,7 @@ impl VoiceActivityDetector {
         let noise_floor_dbfs = self.noise.push(energy_dbfs);
         let loud_enough = energy_dbfs >= self.config.min_energy_dbfs
             && energy_dbfs >= noise_floor_dbfs + self.config.noise_margin_db;
-        let wideband = match self.to_16k.as_mut() {
+        let at_model_rate = match self.to_model_rate.as_mut() {
             Some((resampler, buf)) => {
                 // Runs on every frame, gate open or not, so its filter history stays continuous.
                 let n = resampler.process_i16(frame, buf)?;
@@ -185,7 +218,7 @@ impl VoiceActivityDetector {
             }
             None => frame,
         };
-        let probability = self.scorer.score(wideband, loud_enough, self.frame_ms);
+        let probability = self.scorer.score(at_model_rate, loud_enough, self.frame_ms);
         Ok(VadDecision {
             probability,
             energy_dbfs,
@@ -199,32 +232,50 @@ impl VoiceActivityDetector {
     pub fn reset(&mut self) {
         self.scorer.reset();
         self.noise.reset();
-        if let Some((resampler, _)) = self.to_16k.as_mut() {
+        if let Some((resampler, _)) = self.to_model_rate.as_mut() {
             resampler.reset();
         }
     }
 }
 
-/// earshot plus the buffering around it: the partial hop, the replay context, and whether
-/// inference is currently running.
+/// The model plus the gating around it: whether scoring is currently running, and for how long
+/// the gate has been closed.
 struct Scorer {
-    detector: Box<earshot::Detector>,
-    hop: [i16; HOP],
-    hop_fill: usize,
-    context: [i16; CONTEXT],
+    model: ModelState,
     active: bool,
     gate_closed_ms: u32,
     last_score: f32,
 }
 
+/// A model's own state.
+enum ModelState {
+    Neural(Box<NeuralState>),
+    Gmm(Box<earshot_gmm::VoiceActivityDetector>),
+}
+
+/// earshot's network with the partial hop and the replay context around it.
+struct NeuralState {
+    detector: earshot::Detector,
+    hop: [i16; HOP],
+    hop_fill: usize,
+    context: [i16; CONTEXT],
+}
+
 impl Scorer {
-    fn new() -> Self {
+    fn new(model: VadModel) -> Self {
+        let model = match model {
+            VadModel::Neural => ModelState::Neural(Box::new(NeuralState {
+                detector: earshot::Detector::default(),
+                hop: [0; HOP],
+                hop_fill: 0,
+                context: [0; CONTEXT],
+            })),
+            VadModel::Gmm => ModelState::Gmm(Box::new(earshot_gmm::VoiceActivityDetector::new(
+                earshot_gmm::VoiceActivityProfile::AGGRESSIVE,
+            ))),
+        };
         Self {
-            // Boxed in place: the detector holds about 8 KiB of state.
-            detector: earshot::Detector::default_boxed(),
-            hop: [0; HOP],
-            hop_fill: 0,
-            context: [0; CONTEXT],
+            model,
             active: false,
             gate_closed_ms: 0,
             last_score: 0.0,
@@ -232,16 +283,21 @@ impl Scorer {
     }
 
     fn reset(&mut self) {
-        self.detector.reset();
-        self.hop_fill = 0;
-        self.context = [0; CONTEXT];
+        match &mut self.model {
+            ModelState::Neural(neural) => {
+                neural.detector.reset();
+                neural.hop_fill = 0;
+                neural.context = [0; CONTEXT];
+            }
+            ModelState::Gmm(gmm) => gmm.reset(),
+        }
         self.active = false;
         self.gate_closed_ms = 0;
         self.last_score = 0.0;
     }
 
-    /// Score for one 16 kHz frame: the highest score of the hops completed in it, the previous
-    /// score if none completed, or 0 while inference is paused.
+    /// Score for one frame at the model's rate (see [`VadDecision::probability`]), or 0 while
+    /// scoring is paused.
     fn score(&mut self, samples: &[i16], gate_open: bool, frame_ms: u32) -> f32 {
         if gate_open {
             self.gate_closed_ms = 0;
@@ -255,26 +311,43 @@ impl Scorer {
                 self.last_score = 0.0;
             }
         }
-        if self.active {
-            if let Some(score) = self.feed(samples) {
-                self.last_score = score;
+        match &mut self.model {
+            ModelState::Neural(neural) => {
+                if self.active {
+                    if let Some(score) = neural.feed(samples) {
+                        self.last_score = score;
+                    }
+                }
+                neural.remember(samples);
             }
+            ModelState::Gmm(gmm) if self.active => {
+                // Frame lengths are checked against 10, 20 or 30 ms at 8 kHz when the detector
+                // is built, so the GMM never refuses one.
+                let speech = gmm.predict_8khz(samples).unwrap_or(false);
+                self.last_score = if speech { 1.0 } else { 0.0 };
+            }
+            ModelState::Gmm(_) => {}
         }
-        self.remember(samples);
         self.last_score
     }
 
-    /// Restarts earshot from a clean state primed with the audio just before this frame.
+    /// Starts scoring again after a pause. The network restarts from a clean state primed with
+    /// the audio just before this frame; the GMM keeps the speech and noise models it had
+    /// adapted, which describe the line, not the pause.
     fn resume(&mut self) {
-        self.detector.reset();
-        self.hop_fill = 0;
-        let context = self.context;
-        // The replayed hops only rebuild the window; their scores describe the pause.
-        let _ = self.feed(&context);
+        if let ModelState::Neural(neural) = &mut self.model {
+            neural.detector.reset();
+            neural.hop_fill = 0;
+            let context = neural.context;
+            // The replayed hops only rebuild the window; their scores describe the pause.
+            let _ = neural.feed(&context);
+        }
         self.last_score = 0.0;
         self.active = true;
     }
+}
 
+impl NeuralState {
     /// Appends `samples` to the partial hop, scoring every hop that fills up; returns the
     /// highest score, or `None` when no hop completed.
     fn feed(&mut self, mut samples: &[i16]) -> Option<f32> {
@@ -293,7 +366,7 @@ impl Scorer {
         best
     }
 
-    /// Keeps the last [`CONTEXT`] samples for a later [`resume`](Self::resume).
+    /// Keeps the last [`CONTEXT`] samples for a later [`Scorer::resume`].
     fn remember(&mut self, samples: &[i16]) {
         if samples.len() >= CONTEXT {
             self.context
@@ -579,8 +652,18 @@ mod tests {
         (left, right)
     }
 
-    fn scores(rate: SampleRate, signal: &[i16]) -> Vec<VadDecision> {
-        let mut vad = VoiceActivityDetector::new(rate, FrameDuration::Ms20).expect("supported");
+    const MODELS: [VadModel; 2] = [VadModel::Neural, VadModel::Gmm];
+
+    fn detector(model: VadModel, rate: SampleRate) -> VoiceActivityDetector {
+        let config = VadConfig {
+            model,
+            ..VadConfig::default()
+        };
+        VoiceActivityDetector::with_config(rate, FrameDuration::Ms20, config).expect("supported")
+    }
+
+    fn scores(model: VadModel, rate: SampleRate, signal: &[i16]) -> Vec<VadDecision> {
+        let mut vad = detector(model, rate);
         signal
             .chunks_exact(vad.frame_len())
             .map(|f| vad.process(f).expect("frame sized"))
@@ -622,18 +705,23 @@ mod tests {
             interleaved.extend([*l, *r]);
         }
         downmix_stereo_i16(&interleaved, &mut mono).expect("same length");
-        for (name, signal) in [("left", &left), ("right", &right), ("mix", &mono)] {
-            let d = scores(SampleRate::Hz16000, signal);
-            let speech = d.iter().filter(|d| d.is_speech).count();
-            let share = speech as f64 / d.len() as f64;
-            assert!(share > 0.25, "{name}: only {share:.2} of frames are speech");
-            assert!(
-                matches!(
-                    events(&d, 20).first(),
-                    Some(SpeechEvent::SpeechStarted { .. })
-                ),
-                "{name}: tracker never started"
-            );
+        for model in MODELS {
+            for (name, signal) in [("left", &left), ("right", &right), ("mix", &mono)] {
+                let d = scores(model, SampleRate::Hz16000, signal);
+                let speech = d.iter().filter(|d| d.is_speech).count();
+                let share = speech as f64 / d.len() as f64;
+                assert!(
+                    share > 0.25,
+                    "{model:?} {name}: only {share:.2} of frames are speech"
+                );
+                assert!(
+                    matches!(
+                        events(&d, 20).first(),
+                        Some(SpeechEvent::SpeechStarted { .. })
+                    ),
+                    "{model:?} {name}: tracker never started"
+                );
+            }
         }
     }
 
@@ -647,9 +735,14 @@ mod tests {
         for (i, o) in left.chunks_exact(320).zip(narrow.chunks_exact_mut(160)) {
             down.process_i16(i, o).expect("frame sized");
         }
-        let d = scores(SampleRate::Hz8000, &narrow);
-        let share = d.iter().filter(|d| d.is_speech).count() as f64 / d.len() as f64;
-        assert!(share > 0.25, "only {share:.2} of 8 kHz frames are speech");
+        for model in MODELS {
+            let d = scores(model, SampleRate::Hz8000, &narrow);
+            let share = d.iter().filter(|d| d.is_speech).count() as f64 / d.len() as f64;
+            assert!(
+                share > 0.25,
+                "{model:?}: only {share:.2} of 8 kHz frames are speech"
+            );
+        }
     }
 
     #[test]
@@ -671,10 +764,15 @@ mod tests {
                 ("hiss", &hiss),
                 ("tone", &hum),
             ] {
-                let d = scores(rate, signal);
-                let speech = d.iter().filter(|d| d.is_speech).count();
-                assert_eq!(speech, 0, "{rate:?} {name}: {speech} speech frames");
-                assert!(events(&d, 20).is_empty());
+                for model in MODELS {
+                    let d = scores(model, rate, signal);
+                    let speech = d.iter().filter(|d| d.is_speech).count();
+                    assert_eq!(
+                        speech, 0,
+                        "{model:?} {rate:?} {name}: {speech} speech frames"
+                    );
+                    assert!(events(&d, 20).is_empty());
+                }
             }
         }
     }
@@ -684,36 +782,46 @@ mod tests {
         let (left, _) = stereo_fixture();
         let mut signal = white_noise(32_000, 100);
         signal.extend_from_slice(&left);
-        let d = scores(SampleRate::Hz16000, &signal);
-        // Two seconds of quiet line: inference stops after the hangover and scores read 0.
-        let quiet = &d[..100];
-        assert!(quiet[INFERENCE_HANGOVER_MS as usize / 20 + 1..]
-            .iter()
-            .all(|d| d.probability == 0.0 && !d.is_speech));
-        let ev = events(&d, 20);
-        assert_eq!(ev.len(), 2, "{ev:?}");
-        let SpeechEvent::SpeechStarted { at_ms } = ev[0] else {
-            panic!("expected a start first, got {ev:?}");
-        };
-        assert!((2_000..3_000).contains(&at_ms), "speech starts at {at_ms}");
+        for model in MODELS {
+            let d = scores(model, SampleRate::Hz16000, &signal);
+            // Two seconds of quiet line: scoring stops after the hangover and scores read 0.
+            let quiet = &d[..100];
+            assert!(quiet[INFERENCE_HANGOVER_MS as usize / 20 + 1..]
+                .iter()
+                .all(|d| d.probability == 0.0 && !d.is_speech));
+            let ev = events(&d, 20);
+            assert_eq!(ev.len(), 2, "{model:?}: {ev:?}");
+            let SpeechEvent::SpeechStarted { at_ms } = ev[0] else {
+                panic!("{model:?}: expected a start first, got {ev:?}");
+            };
+            assert!(
+                (2_000..3_000).contains(&at_ms),
+                "{model:?}: speech starts at {at_ms}"
+            );
+        }
     }
 
     #[test]
     fn reset_makes_a_detector_as_good_as_new() {
         let (left, _) = stereo_fixture();
-        let mut used =
-            VoiceActivityDetector::new(SampleRate::Hz8000, FrameDuration::Ms20).expect("supported");
-        for f in white_noise(8_000, 3_000).chunks_exact(160) {
-            used.process(f).expect("frame sized");
-        }
-        used.reset();
-        let mut fresh =
-            VoiceActivityDetector::new(SampleRate::Hz8000, FrameDuration::Ms20).expect("supported");
-        for f in left.chunks_exact(160).take(100) {
-            assert_eq!(
-                used.process(f).expect("frame sized"),
-                fresh.process(f).expect("frame sized")
-            );
+        for model in MODELS {
+            let mut used = detector(model, SampleRate::Hz8000);
+            // Noise, then speech: both leave state behind in the model and the gate.
+            for f in white_noise(8_000, 3_000)
+                .chunks_exact(160)
+                .chain(left.chunks_exact(160).skip(100).take(50))
+            {
+                used.process(f).expect("frame sized");
+            }
+            used.reset();
+            let mut fresh = detector(model, SampleRate::Hz8000);
+            for f in left.chunks_exact(160).take(100) {
+                assert_eq!(
+                    used.process(f).expect("frame sized"),
+                    fresh.process(f).expect("frame sized"),
+                    "{model:?}"
+                );
+            }
         }
     }
 
@@ -741,28 +849,32 @@ mod tests {
         // The fixture's speech, then 1 s of silence.
         let mut signal = left.clone();
         signal.extend(std::iter::repeat_n(0i16, 16_000));
-        let d = scores(SampleRate::Hz16000, &signal);
-        let mut tracker = SpeechTracker::default();
-        let mut got = Vec::new();
-        for (i, dec) in d.iter().enumerate() {
-            got.extend(tracker.update(i as u64 * 20, 20, dec.voice()));
+        for model in MODELS {
+            let d = scores(model, SampleRate::Hz16000, &signal);
+            let mut tracker = SpeechTracker::default();
+            let mut got = Vec::new();
+            for (i, dec) in d.iter().enumerate() {
+                got.extend(tracker.update(i as u64 * 20, 20, dec.voice()));
+            }
+            assert_eq!(got.len(), 2, "{model:?}: {got:?}");
+            let (
+                SpeechEvent::SpeechStarted { at_ms: start },
+                SpeechEvent::SpeechEnded { at_ms: end },
+            ) = (got[0], got[1])
+            else {
+                panic!("{model:?}: expected start then end, got {got:?}");
+            };
+            let speech_end_ms = (left.len() / 16) as u64;
+            assert!(
+                start < 1_000,
+                "{model:?}: speech starts early in the fixture, got {start}"
+            );
+            assert!(
+                end > start + 2_000 && end <= speech_end_ms + 100,
+                "{model:?}: end {end}"
+            );
+            assert!(!tracker.is_speaking());
         }
-        assert_eq!(got.len(), 2, "{got:?}");
-        let (SpeechEvent::SpeechStarted { at_ms: start }, SpeechEvent::SpeechEnded { at_ms: end }) =
-            (got[0], got[1])
-        else {
-            panic!("expected start then end, got {got:?}");
-        };
-        let speech_end_ms = (left.len() / 16) as u64;
-        assert!(
-            start < 1_000,
-            "speech starts early in the fixture, got {start}"
-        );
-        assert!(
-            end > start + 2_000 && end <= speech_end_ms + 100,
-            "end {end}"
-        );
-        assert!(!tracker.is_speaking());
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The caller side of a session's audio: [`CallerAudio`] re-frames transport payloads into
-//! 20 ms frames, decodes them (mu-law, PCM16 or Opus), brings them to 16 kHz, runs the VAD,
+//! 20 ms frames, decodes them (mu-law, PCM16 or Opus), brings them to 16 kHz, runs the VAD
+//! (on the decoded frame when it is at the model's own rate, else on the 16 kHz one),
 //! and keeps the last second in a ring so that speech can be sent to the recognizer from just
 //! before its detected onset.
 //!
@@ -14,7 +15,7 @@ use std::sync::Arc;
 
 use crate::audio::{
     mulaw, pcm, AudioError, FrameBuffer, FrameDuration, OpusDecoder, SampleRate, StreamResampler,
-    VadDecision, VoiceActivityDetector, WIDEBAND_FRAME_SAMPLES,
+    VadConfig, VadDecision, VadModel, VoiceActivityDetector, WIDEBAND_FRAME_SAMPLES,
 };
 
 use super::config::AudioFormat;
@@ -57,6 +58,8 @@ pub struct CallerAudio {
     to_16k: StreamResampler,
     pcm16k: [i16; WIDEBAND_FRAME_SAMPLES],
     vad: VoiceActivityDetector,
+    /// Whether the VAD reads the decoded frame (its model's own rate) rather than the 16 kHz one.
+    vad_reads_input: bool,
     frames: u64,
     ring: Box<[i16]>,
     ring_written: u64,
@@ -65,9 +68,23 @@ pub struct CallerAudio {
 }
 
 impl CallerAudio {
-    /// A pipeline for `format` input with the given VAD threshold.
-    pub fn new(format: AudioFormat, vad_threshold: f32) -> Result<Self, AudioError> {
+    /// A pipeline for `format` input, scored by `vad_model` with the given threshold.
+    pub fn new(
+        format: AudioFormat,
+        vad_model: VadModel,
+        vad_threshold: f32,
+    ) -> Result<Self, AudioError> {
         let rate = format.sample_rate();
+        let vad_reads_input = vad_model.native_rate() == rate;
+        let vad_rate = if vad_reads_input {
+            rate
+        } else {
+            SampleRate::Hz16000
+        };
+        let vad_config = VadConfig {
+            model: vad_model,
+            ..VadConfig::default()
+        };
         let frame_len = pcm::frame_samples(rate, FrameDuration::Ms20);
         let (decoder, frame_bytes) = match format {
             AudioFormat::Mulaw8k => (Decoder::Mulaw, frame_len),
@@ -83,8 +100,9 @@ impl CallerAudio {
             pcm_in: vec![0; frame_len],
             to_16k: StreamResampler::new(rate, SampleRate::Hz16000, FrameDuration::Ms20)?,
             pcm16k: [0; WIDEBAND_FRAME_SAMPLES],
-            vad: VoiceActivityDetector::new(SampleRate::Hz16000, FrameDuration::Ms20)?
+            vad: VoiceActivityDetector::with_config(vad_rate, FrameDuration::Ms20, vad_config)?
                 .with_threshold(vad_threshold),
+            vad_reads_input,
             frames: 0,
             ring: vec![0; RING_SAMPLES].into_boxed_slice(),
             ring_written: 0,
@@ -138,7 +156,11 @@ impl CallerAudio {
             }
         }
         let n = self.to_16k.process_i16(&self.pcm_in, &mut self.pcm16k)?;
-        let vad = self.vad.process(&self.pcm16k[..n])?;
+        let vad = if self.vad_reads_input {
+            self.vad.process(&self.pcm_in)?
+        } else {
+            self.vad.process(&self.pcm16k[..n])?
+        };
         self.remember(n);
         let start_ms = self.frames * u64::from(FRAME_MS);
         self.frames += 1;
@@ -208,7 +230,7 @@ mod tests {
 
     #[test]
     fn payloads_of_any_length_are_reframed() {
-        let mut audio = CallerAudio::new(AudioFormat::Mulaw8k, 0.5).expect("builds");
+        let mut audio = CallerAudio::new(AudioFormat::Mulaw8k, VadModel::Gmm, 0.5).expect("builds");
         audio.push(&[mulaw::SILENCE; 100]);
         assert!(audio.next_frame().expect("decodes").is_none());
         audio.push(&[mulaw::SILENCE; 240]);
@@ -232,6 +254,7 @@ mod tests {
             AudioFormat::Pcm16 {
                 rate: SampleRate::Hz16000,
             },
+            VadModel::Neural,
             0.5,
         )
         .expect("builds");
@@ -253,6 +276,7 @@ mod tests {
             AudioFormat::Pcm16 {
                 rate: SampleRate::Hz16000,
             },
+            VadModel::Neural,
             0.5,
         )
         .expect("builds");
@@ -280,6 +304,7 @@ mod tests {
             AudioFormat::Pcm16 {
                 rate: SampleRate::Hz16000,
             },
+            VadModel::Neural,
             0.5,
         )
         .expect("builds");

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use crate::audio::SampleRate;
+use crate::audio::{SampleRate, VadModel};
 use crate::engine::ToolSpec;
 
 use super::error::SessionError;
@@ -131,6 +131,9 @@ pub struct TurnTiming {
     /// Audio before the detected onset also sent to the recognizer, so the first syllable is
     /// not clipped.
     pub stt_preroll_ms: u32,
+    /// The VAD's model: the GMM on a telephone line (8 kHz), where it reads the line's own
+    /// samples, and the neural network on wideband audio.
+    pub vad_model: VadModel,
     /// VAD speech threshold (see [`crate::audio::vad::DEFAULT_THRESHOLD`]).
     pub vad_threshold: f32,
 }
@@ -142,6 +145,7 @@ impl Default for TurnTiming {
             speech_onset_ms: 200,
             barge_in_sustain_ms: 200,
             stt_preroll_ms: 300,
+            vad_model: VadModel::Neural,
             vad_threshold: crate::audio::vad::DEFAULT_THRESHOLD,
         }
     }
@@ -227,15 +231,18 @@ pub struct SessionConfig {
 }
 
 impl SessionConfig {
-    /// A Twilio media-stream session: mu-law 8 kHz both ways, marks echoed by Twilio, no echo
-    /// gate (the phone network cancels echo).
+    /// A Twilio media-stream session: mu-law 8 kHz both ways, the GMM VAD on the line's
+    /// samples, marks echoed by Twilio, no echo gate (the phone network cancels echo).
     pub fn twilio(session_id: impl Into<String>, agent: AgentProfile) -> Self {
         Self {
             session_id: session_id.into(),
             agent,
             input: AudioFormat::Mulaw8k,
             output: AudioFormat::Mulaw8k,
-            turn: TurnTiming::default(),
+            turn: TurnTiming {
+                vad_model: VadModel::Gmm,
+                ..TurnTiming::default()
+            },
             pacing: Pacing::default(),
             timeouts: StageTimeouts::default(),
             echo_gate: None,
@@ -244,13 +251,14 @@ impl SessionConfig {
         }
     }
 
-    /// A direct WebSocket session: PCM16 at `rate` both ways, echo gate on. The client is
+    /// A direct WebSocket session: PCM16 at `rate` both ways, the neural VAD, echo gate on. The client is
     /// expected to echo marks when the audio before them has played; set
     /// [`Pacing::acks`] to [`PlaybackAcks::Clock`] if it cannot.
     pub fn direct(session_id: impl Into<String>, agent: AgentProfile, rate: SampleRate) -> Self {
         Self {
             input: AudioFormat::Pcm16 { rate },
             output: AudioFormat::Pcm16 { rate },
+            turn: TurnTiming::default(),
             echo_gate: Some(EchoGate::default()),
             ..Self::twilio(session_id, agent)
         }

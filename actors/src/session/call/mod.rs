@@ -187,7 +187,11 @@ impl CallSession {
         observer: Arc<dyn SessionObserver>,
     ) -> Result<SessionHandle, SessionError> {
         config.validate()?;
-        let audio = CallerAudio::new(config.input, config.turn.vad_threshold)?;
+        let audio = CallerAudio::new(
+            config.input,
+            config.turn.vad_model,
+            config.turn.vad_threshold,
+        )?;
         // Built here only to refuse an unusable output format before the call starts.
         OutputEncoder::new(config.output)?;
         let live = LiveCounter::new();
