@@ -446,12 +446,13 @@ impl Default for SpeechTrackerConfig {
 /// How far before the first frame the network calls speech a speech run may begin: the loud
 /// frames just before it count when they lead straight into it.
 ///
-/// earshot needs about two 16 ms hops of a new sound before its score crosses the threshold:
-/// on the fixtures' utterances, read from silence over a phone line, the energy gate opens
-/// one to two frames before the first speech frame. Those frames are the start of the words,
-/// so the run is counted from them, and barge-in is decided 200 ms after the caller started
-/// talking rather than 200 ms after the network became sure. Loud frames further back (noise,
-/// a door) do not stretch the run.
+/// The neural model needs about two 16 ms hops of a new sound before its score crosses the
+/// threshold: on the fixtures' utterances, read from silence over a phone line, the energy gate
+/// opens one to two frames before its first speech frame. Those frames are the start of the
+/// words, so the run is counted from them, and barge-in is decided 200 ms after the caller
+/// started talking rather than 200 ms after the network became sure. (The GMM usually calls
+/// the first loud frame of the words speech, so there is nothing to count back.) Loud frames
+/// further back (noise, a door) do not stretch the run.
 pub const MAX_ONSET_LEAD_MS: u64 = 40;
 
 /// One frame as [`SpeechTracker`] reads it (see [`VadDecision::voice`]).
