@@ -6,6 +6,7 @@ mod common;
 
 use std::time::Duration;
 
+use base64::Engine;
 use common::*;
 use reqwest::multipart::{Form, Part};
 use serde_json::{json, Value};
@@ -70,6 +71,110 @@ async fn synthesis_streams_decodable_speech_in_every_format() {
     // The default format is WAV.
     let response = synthesize(&server, json!({"text": "Hello there."})).await;
     assert_eq!(response.headers()["content-type"], "audio/wav");
+    let documented = documented_200_types(&server, "/v1/synthesize").await;
+    assert_eq!(documented, ["audio/mpeg", "audio/ogg", "audio/wav"]);
+    // An agent's speech is answered by the same code, in the same formats.
+    assert_eq!(
+        documented_200_types(&server, "/v1/agents/{id}/speak").await,
+        documented
+    );
+}
+
+/// The media types `/openapi.json` lists for a 200 from `POST path`, sorted.
+async fn documented_200_types(server: &Server, path: &str) -> Vec<String> {
+    let (status, document) = call(server.http.get(server.url("/openapi.json"))).await;
+    assert_eq!(status, 200);
+    let content = document["paths"][path]["post"]["responses"]["200"]["content"]
+        .as_object()
+        .unwrap_or_else(|| panic!("POST {path} documents the content of its 200"));
+    let mut types: Vec<String> = content.keys().cloned().collect();
+    types.sort();
+    types
+}
+
+#[tokio::test]
+async fn openai_speech_answers_in_each_format_with_the_type_it_documents() {
+    let server = Server::start().await;
+    let documented = documented_200_types(&server, "/v1/audio/speech").await;
+    let mut seen = Vec::new();
+    for (format, content_type) in [
+        ("mp3", "audio/mpeg"),
+        ("opus", "audio/ogg"),
+        ("wav", "audio/wav"),
+        ("pcm", "audio/pcm"),
+    ] {
+        let response = server
+            .post(
+                "/v1/audio/speech",
+                server.key(),
+                json!({"model": "tts-1", "input": SENTENCE, "voice": "alloy", "response_format": format}),
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "{format}");
+        assert_eq!(response.headers()["content-type"], content_type, "{format}");
+        let bytes = response.bytes().await.unwrap();
+        let samples: Vec<f32> = if format == "pcm" {
+            // 24 kHz, 16-bit little-endian, mono, no header.
+            assert_eq!(bytes.len() % 2, 0);
+            bytes
+                .chunks_exact(2)
+                .map(|b| f32::from(i16::from_le_bytes([b[0], b[1]])) / 32_768.0)
+                .collect()
+        } else {
+            let hint = if format == "opus" { "ogg" } else { format };
+            decode(&bytes, Some(hint))
+                .unwrap_or_else(|e| panic!("{format}: {e}"))
+                .mono()
+        };
+        assert!(
+            samples.len() > 24_000,
+            "{format}: {} samples",
+            samples.len()
+        );
+        assert!(rms(&samples) > 0.01, "{format}: the audio is silent");
+        seen.push(content_type.to_string());
+    }
+
+    // As server-sent events: base64 deltas of the audio, then a done event.
+    let response = server
+        .post(
+            "/v1/audio/speech",
+            server.key(),
+            json!({"model": "tts-1", "input": "Hello there.", "voice": "alloy",
+                   "response_format": "pcm", "stream_format": "sse"}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let text = response.text().await.unwrap();
+    let events: Vec<Value> = text
+        .split("\n\n")
+        .filter_map(|block| block.strip_prefix("data: "))
+        .map(|data| serde_json::from_str(data).expect("each event is JSON"))
+        .collect();
+    let (last, deltas) = events.split_last().expect("events arrived");
+    assert_eq!(last["type"], "speech.audio.done");
+    assert!(!deltas.is_empty());
+    let mut audio = Vec::new();
+    for delta in deltas {
+        assert_eq!(delta["type"], "speech.audio.delta");
+        let chunk = base64::engine::general_purpose::STANDARD
+            .decode(delta["audio"].as_str().unwrap())
+            .expect("base64 audio");
+        audio.extend(chunk);
+    }
+    assert!(audio.len() > 4_800, "{} bytes of audio", audio.len());
+    seen.push("text/event-stream".to_string());
+
+    seen.sort();
+    assert_eq!(
+        documented, seen,
+        "every type sent is documented, and only those"
+    );
 }
 
 #[tokio::test]
