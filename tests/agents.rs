@@ -427,6 +427,39 @@ async fn agent_voice_language_style_profile_and_metadata_rules() {
 }
 
 #[tokio::test]
+async fn turn_taking_in_metadata_is_checked_when_the_agent_is_written() {
+    let server = Server::start().await;
+    let key = server.key();
+    let turn_taking = json!({"turnTaking": {"endpointSilenceMs": 900, "bargeInMs": 300}});
+    let agent = create_ok(&server, key, json!({"name": "n", "metadata": turn_taking})).await;
+    assert_eq!(agent["metadata"], turn_taking);
+    let id = agent["id"].as_str().unwrap().to_string();
+    for bad in [
+        json!({"turnTaking": {"endpointSilenceMs": 50}}),
+        json!({"turnTaking": {"endpointSilenceMs": 20_000}}),
+        json!({"turnTaking": {"bargeInMs": "300"}}),
+        json!({"turnTaking": {"silenceMs": 900}}),
+        json!({"turnTaking": [900]}),
+    ] {
+        let (status, error) = create(&server, key, json!({"name": "n", "metadata": bad})).await;
+        assert_invalid(status, &error, "metadata", &short(&bad));
+        assert!(
+            error["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("metadata.turnTaking"),
+            "{error}"
+        );
+        // An update is refused the same way and changes nothing.
+        let (status, error) = put(&server, key, &id, json!({"metadata": bad})).await;
+        assert_invalid(status, &error, "metadata", &short(&bad));
+        let (status, stored) = call(server.get(&format!("/v1/agents/{id}"), key)).await;
+        assert_eq!(status, 200);
+        assert_eq!(stored["metadata"], turn_taking);
+    }
+}
+
+#[tokio::test]
 async fn agent_field_of_the_wrong_type_is_rejected_naming_the_field() {
     let server = Server::start().await;
     let key = server.key();

@@ -424,7 +424,9 @@ async fn a_phone_call_runs_on_vendor_engines_when_the_agent_names_them() {
         &key,
         json!({"id": "phone", "name": "Vendor phone agent", "firstMessage": "Hello, thanks for calling.",
                "sttProvider": "openai", "llmProvider": "openai", "ttsProvider": "openai",
-               "systemPrompt": "You are a phone agent.", "collectionId": collection}),
+               "systemPrompt": "You are a phone agent.", "collectionId": collection,
+               // A patient agent: 900 ms of silence end the caller's turn, not 600.
+               "metadata": {"turnTaking": {"endpointSilenceMs": 900}}}),
     ))
     .await;
     assert_eq!(status, 201, "{body}");
@@ -498,11 +500,19 @@ async fn a_phone_call_runs_on_vendor_engines_when_the_agent_names_them() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let turns = detail["turns"].as_array().expect("turns");
+    let asked = turns
+        .iter()
+        .position(|t| t["speaker"] == "user" && t["text"] == "What are your opening hours?")
+        .unwrap_or_else(|| panic!("no spoken caller turn: {detail}"));
+    let answer = turns[asked + 1..]
+        .iter()
+        .find(|t| t["speaker"] == "agent")
+        .unwrap_or_else(|| panic!("the question was not answered: {detail}"));
+    assert_eq!(turns[asked]["endpoint"], "vad", "{detail}");
+    let waited = answer["latency"]["endpointMs"].as_i64().unwrap();
     assert!(
-        turns
-            .iter()
-            .any(|t| t["speaker"] == "user" && t["text"] == "What are your opening hours?"),
-        "{detail}"
+        (900..1_000).contains(&waited),
+        "the agent's 900 ms endpoint silence ended the turn after {waited} ms: {answer}"
     );
     let key_turn = turns
         .iter()

@@ -154,7 +154,10 @@ pub struct AgentFields {
     #[serde(default, deserialize_with = "nullable")]
     #[schema(value_type = Option<i64>)]
     pub max_tokens: Option<Option<i64>>,
-    /// Arbitrary key-value pairs (at most 64 KiB serialized).
+    /// Arbitrary key-value pairs (at most 64 KiB serialized). Three keys are read: `tools`
+    /// (HTTP tools), `fallbacks` (providers to try in order) and `turnTaking`
+    /// (`{endpointSilenceMs: 100-10000, bargeInMs: 20-2000}`, the agent's own turn timing in
+    /// voice sessions); the last two are checked when the agent is written.
     #[serde(default, deserialize_with = "nullable")]
     #[schema(value_type = Option<Object>)]
     pub metadata: Option<Option<Map<String, Value>>>,
@@ -251,6 +254,8 @@ impl AgentFields {
         let metadata = match not_null("metadata", self.metadata)? {
             Some(map) => {
                 crate::vendors::fallback::check_fallbacks(&map)
+                    .map_err(|reason| ApiError::invalid("metadata", reason))?;
+                crate::conversation::turn_taking::from_metadata(&Value::Object(map.clone()))
                     .map_err(|reason| ApiError::invalid("metadata", reason))?;
                 Some(validate::metadata("metadata", Some(&map))?)
             }

@@ -12,7 +12,7 @@ use actix_web::{post, web, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use switchboard_actors::engine::KnowledgeRetriever;
-use switchboard_actors::session::{AgentProfile, SessionEngines};
+use switchboard_actors::session::{AgentProfile, SessionEngines, TurnPreferences};
 use utoipa::ToSchema;
 
 use super::auth::Developer;
@@ -22,6 +22,7 @@ use super::{validate, AppState};
 use crate::conversation::prompt::{substitute, system_prompt};
 use crate::conversation::retrieval::CollectionKnowledge;
 use crate::conversation::tools::{http_tools, AgentTools};
+use crate::conversation::turn_taking;
 use crate::error::{ApiError, ErrorBody};
 use crate::observability::recorder::SessionRecorder;
 use crate::observability::served;
@@ -370,12 +371,19 @@ impl SessionFactory for AppSessionFactory {
                 .as_ref()
                 .and_then(|i| validate::stored_json(&i.metadata).as_object().cloned())
                 .unwrap_or_default();
+            let metadata = validate::stored_json(&agent.metadata);
+            // Checked when the agent was written; an older row with a bad section keeps the
+            // defaults rather than failing the call.
+            let turn = turn_taking::from_metadata(&metadata).unwrap_or_else(|reason| {
+                tracing::warn!(agent = %agent.id, "turn taking ignored: {reason}");
+                TurnPreferences::default()
+            });
             let tools = AgentTools::new(
                 state.engines.embedder.clone(),
                 state.knowledge.clone(),
                 state.fetcher.clone(),
                 agent.collection_id.clone(),
-                http_tools(&validate::stored_json(&agent.metadata)).unwrap_or_default(),
+                http_tools(&metadata).unwrap_or_default(),
             );
             let profile = AgentProfile {
                 system_prompt: system_prompt(
@@ -404,6 +412,7 @@ impl SessionFactory for AppSessionFactory {
                     tools.specs()
                 },
                 max_steps: 4,
+                turn,
             };
             // A call has no request headers: the developer's stored key, else the platform's.
             let caller = Caller {

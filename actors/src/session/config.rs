@@ -34,6 +34,19 @@ pub struct AgentProfile {
     pub tools: Vec<ToolSpec>,
     /// Model rounds per reply, tool rounds included (at least 1).
     pub max_steps: u32,
+    /// The agent's own turn taking, over the transport's defaults.
+    pub turn: TurnPreferences,
+}
+
+/// Turn-taking settings an agent may set for itself; `None` keeps the session's default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TurnPreferences {
+    /// Silence after speech that ends the caller's turn (see
+    /// [`TurnTiming::endpoint_silence_ms`]).
+    pub endpoint_silence_ms: Option<u32>,
+    /// Caller speech over the agent that interrupts it (see
+    /// [`TurnTiming::barge_in_sustain_ms`]).
+    pub barge_in_sustain_ms: Option<u32>,
 }
 
 impl Default for AgentProfile {
@@ -49,6 +62,7 @@ impl Default for AgentProfile {
             max_tokens: 256,
             tools: Vec::new(),
             max_steps: 4,
+            turn: TurnPreferences::default(),
         }
     }
 }
@@ -136,6 +150,21 @@ pub struct TurnTiming {
     pub vad_model: VadModel,
     /// VAD speech threshold (see [`crate::audio::vad::DEFAULT_THRESHOLD`]).
     pub vad_threshold: f32,
+}
+
+impl TurnTiming {
+    /// These timings with the agent's own preferences over them.
+    pub fn with_preferences(self, preferences: TurnPreferences) -> Self {
+        Self {
+            endpoint_silence_ms: preferences
+                .endpoint_silence_ms
+                .unwrap_or(self.endpoint_silence_ms),
+            barge_in_sustain_ms: preferences
+                .barge_in_sustain_ms
+                .unwrap_or(self.barge_in_sustain_ms),
+            ..self
+        }
+    }
 }
 
 impl Default for TurnTiming {
@@ -234,15 +263,17 @@ impl SessionConfig {
     /// A Twilio media-stream session: mu-law 8 kHz both ways, the GMM VAD on the line's
     /// samples, marks echoed by Twilio, no echo gate (the phone network cancels echo).
     pub fn twilio(session_id: impl Into<String>, agent: AgentProfile) -> Self {
+        let turn = TurnTiming {
+            vad_model: VadModel::Gmm,
+            ..TurnTiming::default()
+        }
+        .with_preferences(agent.turn);
         Self {
             session_id: session_id.into(),
             agent,
             input: AudioFormat::Mulaw8k,
             output: AudioFormat::Mulaw8k,
-            turn: TurnTiming {
-                vad_model: VadModel::Gmm,
-                ..TurnTiming::default()
-            },
+            turn,
             pacing: Pacing::default(),
             timeouts: StageTimeouts::default(),
             echo_gate: None,
@@ -251,14 +282,14 @@ impl SessionConfig {
         }
     }
 
-    /// A direct WebSocket session: PCM16 at `rate` both ways, the neural VAD, echo gate on. The client is
-    /// expected to echo marks when the audio before them has played; set
+    /// A direct WebSocket session: PCM16 at `rate` both ways, the neural VAD, echo gate on.
+    /// The client is expected to echo marks when the audio before them has played; set
     /// [`Pacing::acks`] to [`PlaybackAcks::Clock`] if it cannot.
     pub fn direct(session_id: impl Into<String>, agent: AgentProfile, rate: SampleRate) -> Self {
         Self {
             input: AudioFormat::Pcm16 { rate },
             output: AudioFormat::Pcm16 { rate },
-            turn: TurnTiming::default(),
+            turn: TurnTiming::default().with_preferences(agent.turn),
             echo_gate: Some(EchoGate::default()),
             ..Self::twilio(session_id, agent)
         }
@@ -318,6 +349,37 @@ impl SessionConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_agents_turn_preferences_override_each_transports_defaults() {
+        let agent = AgentProfile {
+            turn: TurnPreferences {
+                endpoint_silence_ms: Some(900),
+                barge_in_sustain_ms: None,
+            },
+            ..AgentProfile::default()
+        };
+        let call = SessionConfig::twilio("CA1", agent.clone());
+        assert_eq!(call.turn.endpoint_silence_ms, 900);
+        assert_eq!(call.turn.barge_in_sustain_ms, 200);
+        assert_eq!(call.turn.vad_model, VadModel::Gmm);
+        let direct = SessionConfig::direct(
+            "s1",
+            AgentProfile {
+                turn: TurnPreferences {
+                    endpoint_silence_ms: None,
+                    barge_in_sustain_ms: Some(350),
+                },
+                ..agent
+            },
+            SampleRate::Hz48000,
+        );
+        assert_eq!(direct.turn.endpoint_silence_ms, 600);
+        assert_eq!(direct.turn.barge_in_sustain_ms, 350);
+        assert_eq!(direct.turn.vad_model, VadModel::Neural);
+        call.validate().expect("valid");
+        direct.validate().expect("valid");
+    }
 
     #[test]
     fn defaults_follow_the_design_and_validate() {

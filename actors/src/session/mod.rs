@@ -57,7 +57,7 @@ pub use call::{
 };
 pub use config::{
     AgentProfile, AudioFormat, EchoGate, Pacing, PlaybackAcks, SessionConfig, StageTimeouts,
-    TurnTiming,
+    TurnPreferences, TurnTiming,
 };
 pub use error::{SessionError, TurnError};
 pub use liveness::{live_actors_in_process, LiveCounter};
