@@ -465,9 +465,19 @@ async fn a_session_token_opens_one_session_only() {
             .await;
         }
     }
-    let (status, sessions) =
-        call(server.get("/v1/observability/sessions?agentId=widget", &key)).await;
-    assert_eq!(status, 200, "{sessions}");
+    // Session records are group-committed behind the call: the end is stored shortly after
+    // `session.ended` is sent, so the record is read until it leaves `active` (up to 5 s).
+    let mut sessions = Value::Null;
+    for _ in 0..50 {
+        let (status, page) =
+            call(server.get("/v1/observability/sessions?agentId=widget", &key)).await;
+        assert_eq!(status, 200, "{page}");
+        sessions = page;
+        if sessions["data"][0]["status"] != "active" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     let data = sessions["data"].as_array().unwrap();
     assert_eq!(data.len(), 1, "one session for one token: {sessions}");
     assert_eq!(data[0]["id"], session.as_str());
