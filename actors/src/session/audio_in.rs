@@ -1,15 +1,21 @@
 //! The caller side of a session's audio: [`CallerAudio`] re-frames transport payloads into
-//! 20 ms frames, decodes them (mu-law, PCM16 or Opus), brings them to 16 kHz, runs the VAD
-//! (on the decoded frame when it is at the model's own rate, else on the 16 kHz one),
-//! and keeps the last second in a ring so that speech can be sent to the recognizer from just
-//! before its detected onset.
+//! 20 ms frames, decodes them (mu-law, PCM16 or Opus), runs the VAD (on the decoded frame when
+//! it is at the model's own rate, else on a 16 kHz copy), and keeps the last second in a ring
+//! so that speech can be sent to the recognizer, at 16 kHz, from just before its detected onset.
 //!
-//! While the caller is silent (the listening hot path) a frame costs a decode, a resample and a
-//! VAD call on buffers allocated up front: nothing is allocated. Only while speech is being
-//! captured for the recognizer does audio get copied out, in chunks of the 16-bit samples
-//! themselves (a live recognizer streams them as they are). The capture gives back what it
-//! grew beyond [`CAPTURE_KEEP_SAMPLES`] when the utterance ends, so a thousand idle calls
-//! do not each hold their longest utterance's buffer.
+//! The ring holds the signal the VAD reads. When that is the decoded frame itself (a phone
+//! call's 8 kHz line, scored by the GMM), nothing else needs 16 kHz while the caller is silent,
+//! so the 16 kHz copy is only made while speech is captured: the capture starts by bringing
+//! the ring's pre-roll up to 16 kHz through a freshly reset resampler, and goes on frame by
+//! frame. Otherwise (the network VAD, which reads 16 kHz) every frame is resampled and the
+//! ring holds the 16 kHz copy.
+//!
+//! While the caller is silent (the listening hot path) a frame costs a decode, at most one
+//! resample and a VAD call on buffers allocated up front: nothing is allocated. Only while
+//! speech is being captured for the recognizer does audio get copied out, in chunks of the
+//! 16-bit samples themselves (a live recognizer streams them as they are). The capture buffer
+//! is allocated when an utterance starts and given back when it ends, so a thousand idle calls
+//! hold none.
 
 use std::sync::Arc;
 
@@ -23,12 +29,11 @@ use super::config::AudioFormat;
 /// Milliseconds per frame throughout the session.
 pub const FRAME_MS: u32 = 20;
 
-/// Length of the ring of recent 16 kHz audio.
+/// Length of the ring of recent audio.
 const RING_MS: usize = 1_000;
-const RING_SAMPLES: usize = RING_MS * 16;
 
-/// Capture capacity kept between utterances: half a second of 16 kHz audio (16 KB).
-pub const CAPTURE_KEEP_SAMPLES: usize = 8_000;
+/// Samples per ms of the audio handed to the recognizer (16 kHz).
+const CAPTURE_SAMPLES_PER_MS: usize = 16;
 
 /// One caller frame after decoding: its position in the caller's stream and the VAD verdict.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -58,10 +63,15 @@ pub struct CallerAudio {
     to_16k: StreamResampler,
     pcm16k: [i16; WIDEBAND_FRAME_SAMPLES],
     vad: VoiceActivityDetector,
-    /// Whether the VAD reads the decoded frame (its model's own rate) rather than the 16 kHz one.
+    /// Whether the VAD reads the decoded frame (its model's own rate) rather than the 16 kHz
+    /// one. The ring then holds decoded frames too, and the 16 kHz copy is made only while
+    /// capturing.
     vad_reads_input: bool,
     frames: u64,
+    /// The last [`RING_MS`] of the signal the VAD reads, a whole number of frames long.
     ring: Box<[i16]>,
+    /// Samples per ms in the ring.
+    ring_per_ms: u64,
     ring_written: u64,
     capturing: bool,
     capture: Vec<i16>,
@@ -104,10 +114,11 @@ impl CallerAudio {
                 .with_threshold(vad_threshold),
             vad_reads_input,
             frames: 0,
-            ring: vec![0; RING_SAMPLES].into_boxed_slice(),
+            ring: vec![0; RING_MS * vad_rate.hz() as usize / 1_000].into_boxed_slice(),
+            ring_per_ms: u64::from(vad_rate.hz() / 1_000),
             ring_written: 0,
             capturing: false,
-            capture: Vec::with_capacity(CAPTURE_KEEP_SAMPLES),
+            capture: Vec::new(),
         })
     }
 
@@ -155,13 +166,23 @@ impl CallerAudio {
                 self.pcm_in.copy_from_slice(decoded);
             }
         }
-        let n = self.to_16k.process_i16(&self.pcm_in, &mut self.pcm16k)?;
         let vad = if self.vad_reads_input {
-            self.vad.process(&self.pcm_in)?
+            let vad = self.vad.process(&self.pcm_in)?;
+            remember(&mut self.ring, &mut self.ring_written, &self.pcm_in);
+            if self.capturing {
+                let n = self.to_16k.process_i16(&self.pcm_in, &mut self.pcm16k)?;
+                self.capture.extend_from_slice(&self.pcm16k[..n]);
+            }
+            vad
         } else {
-            self.vad.process(&self.pcm16k[..n])?
+            let n = self.to_16k.process_i16(&self.pcm_in, &mut self.pcm16k)?;
+            let vad = self.vad.process(&self.pcm16k[..n])?;
+            remember(&mut self.ring, &mut self.ring_written, &self.pcm16k[..n]);
+            if self.capturing {
+                self.capture.extend_from_slice(&self.pcm16k[..n]);
+            }
+            vad
         };
-        self.remember(n);
         let start_ms = self.frames * u64::from(FRAME_MS);
         self.frames += 1;
         Ok(Some(CallerFrame { start_ms, vad }))
@@ -173,16 +194,36 @@ impl CallerAudio {
     }
 
     /// Starts copying audio for the recognizer, beginning at stream time `from_ms` (as far back
-    /// as the ring reaches).
+    /// as the ring reaches; when the ring holds decoded frames, from the start of the frame
+    /// that holds `from_ms`).
     pub fn start_capture(&mut self, from_ms: u64) {
         self.capture.clear();
         self.capturing = true;
-        let from_sample = from_ms * 16;
-        let oldest = self.ring_written.saturating_sub(RING_SAMPLES as u64);
-        let first = from_sample.clamp(oldest, self.ring_written);
-        for s in first..self.ring_written {
+        let ring_len = self.ring.len() as u64;
+        let oldest = self.ring_written.saturating_sub(ring_len);
+        let first = (from_ms * self.ring_per_ms).clamp(oldest, self.ring_written);
+        if self.vad_reads_input {
+            // Whole decoded frames through a resampler started afresh: its history holds
+            // frames skipped while the caller was silent.
+            let frame_len = self.pcm_in.len() as u64;
+            let first = first - first % frame_len;
+            let frames = (self.ring_written - first) / frame_len;
             self.capture
-                .push(self.ring[(s % RING_SAMPLES as u64) as usize]);
+                .reserve(frames as usize * self.to_16k.output_frame_len());
+            self.to_16k.reset();
+            for frame in 0..frames {
+                let at = ((first + frame * frame_len) % ring_len) as usize;
+                let input = &self.ring[at..at + frame_len as usize];
+                // The frame length was checked when the resampler was built for it.
+                if let Ok(n) = self.to_16k.process_i16(input, &mut self.pcm16k) {
+                    self.capture.extend_from_slice(&self.pcm16k[..n]);
+                }
+            }
+        } else {
+            self.capture.reserve((self.ring_written - first) as usize);
+            for s in first..self.ring_written {
+                self.capture.push(self.ring[(s % ring_len) as usize]);
+            }
         }
     }
 
@@ -191,9 +232,10 @@ impl CallerAudio {
         self.capturing
     }
 
-    /// Captured audio, once at least `min_ms` has accumulated.
+    /// Captured 16 kHz audio, once at least `min_ms` has accumulated.
     pub fn take_capture(&mut self, min_ms: u32) -> Option<Arc<[i16]>> {
-        if self.capture.len() < min_ms as usize * 16 || self.capture.is_empty() {
+        if self.capture.len() < min_ms as usize * CAPTURE_SAMPLES_PER_MS || self.capture.is_empty()
+        {
             return None;
         }
         let chunk = Arc::from(self.capture.as_slice());
@@ -201,27 +243,24 @@ impl CallerAudio {
         Some(chunk)
     }
 
-    /// Stops capturing; returns what was not taken yet.
+    /// Stops capturing; returns what was not taken yet. The capture buffer is given back.
     pub fn stop_capture(&mut self) -> Option<Arc<[i16]>> {
         let rest = self.take_capture(0);
         self.capturing = false;
-        self.capture.shrink_to(CAPTURE_KEEP_SAMPLES);
+        self.capture = Vec::new();
         rest
     }
+}
 
-    /// Appends the frame just decoded to the ring, in at most two copies (a frame is far
-    /// shorter than the ring, so it wraps at most once).
-    fn remember(&mut self, n: usize) {
-        let frame = &self.pcm16k[..n];
-        let at = (self.ring_written % RING_SAMPLES as u64) as usize;
-        let before_wrap = n.min(RING_SAMPLES - at);
-        self.ring[at..at + before_wrap].copy_from_slice(&frame[..before_wrap]);
-        self.ring[..n - before_wrap].copy_from_slice(&frame[before_wrap..]);
-        self.ring_written += n as u64;
-        if self.capturing {
-            self.capture.extend_from_slice(&self.pcm16k[..n]);
-        }
-    }
+/// Appends one frame to `ring`, in at most two copies (a frame is far shorter than the ring,
+/// so it wraps at most once).
+fn remember(ring: &mut [i16], written: &mut u64, frame: &[i16]) {
+    let n = frame.len();
+    let at = (*written % ring.len() as u64) as usize;
+    let before_wrap = n.min(ring.len() - at);
+    ring[at..at + before_wrap].copy_from_slice(&frame[..before_wrap]);
+    ring[..n - before_wrap].copy_from_slice(&frame[before_wrap..]);
+    *written += n as u64;
 }
 
 #[cfg(test)]
@@ -294,8 +333,73 @@ mod tests {
         // Further back than the ring holds: the oldest second it still has.
         audio.start_capture(0);
         let captured = audio.stop_capture().expect("captured");
-        assert_eq!(captured.len(), RING_SAMPLES);
-        assert_eq!(*captured, samples[20_800 - RING_SAMPLES..]);
+        assert_eq!(captured.len(), 16_000);
+        assert_eq!(*captured, samples[20_800 - 16_000..]);
+    }
+
+    #[test]
+    fn a_phone_calls_capture_is_its_pre_roll_and_speech_at_16_khz() {
+        // A 400 Hz tone on the 8 kHz line: the ring keeps the line's own samples and the
+        // capture brings them, and what follows, up to 16 kHz.
+        let tone = |i: usize| {
+            (8_000.0 * (i as f32 * 400.0 * std::f32::consts::TAU / 8_000.0).sin()) as i16
+        };
+        let line: Vec<u8> = (0..8_000 * 2).map(|i| mulaw::encode(tone(i))).collect();
+        let mut audio = CallerAudio::new(AudioFormat::Mulaw8k, VadModel::Gmm, 0.5).expect("builds");
+        let mut reference =
+            StreamResampler::new(SampleRate::Hz8000, SampleRate::Hz16000, FrameDuration::Ms20)
+                .expect("builds");
+        let (mut decoded, mut upsampled) = ([0i16; 160], [0i16; 320]);
+        let mut expected = Vec::new();
+        for (index, frame) in line.chunks(160).enumerate() {
+            audio.push(frame);
+            audio.next_frame().expect("decodes").expect("a frame");
+            if index == 59 {
+                // 1.2 s in, speech is found to have started 300 ms ago (the 15th frame back).
+                audio.start_capture(1_200 - 300);
+                assert!(audio.is_capturing());
+                let pre_roll = audio.take_capture(0).expect("the pre-roll");
+                assert_eq!(pre_roll.len(), 15 * 320);
+                // The same frames through a resampler started at the first of them.
+                for earlier in line[45 * 160..60 * 160].chunks(160) {
+                    mulaw::decode_into(earlier, &mut decoded).expect("decodes");
+                    reference
+                        .process_i16(&decoded, &mut upsampled)
+                        .expect("resamples");
+                    expected.extend_from_slice(&upsampled);
+                }
+                assert_eq!(*pre_roll, expected[..]);
+                expected.clear();
+            } else if index > 59 {
+                mulaw::decode_into(frame, &mut decoded).expect("decodes");
+                reference
+                    .process_i16(&decoded, &mut upsampled)
+                    .expect("resamples");
+                expected.extend_from_slice(&upsampled);
+            }
+        }
+        let speech = audio.stop_capture().expect("the rest of the speech");
+        assert_eq!(
+            *speech,
+            expected[..],
+            "frames after the onset go on from the pre-roll"
+        );
+        assert_eq!(audio.capture.capacity(), 0);
+        // Further back than the ring reaches: its last second, 50 frames, again through a
+        // resampler started afresh at the first of them.
+        audio.start_capture(0);
+        let mut reference =
+            StreamResampler::new(SampleRate::Hz8000, SampleRate::Hz16000, FrameDuration::Ms20)
+                .expect("builds");
+        expected.clear();
+        for earlier in line[50 * 160..].chunks(160) {
+            mulaw::decode_into(earlier, &mut decoded).expect("decodes");
+            reference
+                .process_i16(&decoded, &mut upsampled)
+                .expect("resamples");
+            expected.extend_from_slice(&upsampled);
+        }
+        assert_eq!(*audio.stop_capture().expect("captured"), expected[..]);
     }
 
     #[test]
@@ -318,6 +422,6 @@ mod tests {
         let utterance = audio.stop_capture().expect("the utterance");
         assert_eq!(utterance.len(), 160_000);
         assert!(utterance.iter().all(|&s| s == 0x1010));
-        assert!(audio.capture.capacity() <= CAPTURE_KEEP_SAMPLES);
+        assert_eq!(audio.capture.capacity(), 0);
     }
 }
