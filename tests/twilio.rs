@@ -687,3 +687,79 @@ async fn a_phone_call_speaks_with_every_synthesis_vendor_and_barge_in_hangs_up_o
         .seen_at("/speech/recognition/conversation/cognitiveservices/v1")
         .is_empty());
 }
+
+/// The state `/health` gives the embedded `default` voice.
+async fn default_voice_state(server: &Server) -> String {
+    let (status, health) = call(server.http.get(server.url("/health"))).await;
+    assert_eq!(status, 200, "{health}");
+    let voices = health["engines"]["tts"]["voices"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no voices in {health}"));
+    let default = voices
+        .iter()
+        .find(|voice| voice["id"] == "default")
+        .unwrap_or_else(|| panic!("no default voice in {health}"));
+    default["state"].as_str().unwrap_or_default().to_string()
+}
+
+/// Waits up to 20 s for the default voice to be loaded.
+async fn default_voice_loads(server: &Server) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if default_voice_state(server).await == "ready" {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
+}
+
+#[tokio::test]
+async fn placing_a_call_loads_the_agents_embedded_voice_before_its_stream_opens() {
+    for transport in ["twilio", "direct"] {
+        let server = Server::start().await;
+        let key = server.key().to_string();
+        assert_eq!(
+            default_voice_state(&server).await,
+            "notLoaded",
+            "{transport}"
+        );
+        // An agent that speaks through a vendor loads nothing of ours.
+        let (status, body) = call(server.post(
+            "/v1/agents",
+            &key,
+            json!({"id": "vendor", "name": "Vendor voice", "firstMessage": "Hello.",
+                   "ttsProvider": "openai"}),
+        ))
+        .await;
+        assert_eq!(status, 201, "{body}");
+        new_agent(&server, &key).await;
+        let place = |agent: &str| {
+            let path = match transport {
+                "twilio" => "/v1/sessions/twilio".to_string(),
+                _ => format!("/v1/agents/{agent}/session-token"),
+            };
+            server.post(
+                &path,
+                &key,
+                json!({"agentId": agent, "from": "+15550001111", "to": "+15550002222"}),
+            )
+        };
+        let (status, body) = call(place("vendor")).await;
+        assert_eq!(status, 200, "{transport}: {body}");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert_eq!(
+            default_voice_state(&server).await,
+            "notLoaded",
+            "{transport}"
+        );
+        // The embedded voice loads as soon as its call is placed, with no socket opened.
+        let (status, body) = call(place("phone")).await;
+        assert_eq!(status, 200, "{transport}: {body}");
+        assert!(
+            default_voice_loads(&server).await,
+            "{transport}: still {}",
+            default_voice_state(&server).await
+        );
+    }
+}

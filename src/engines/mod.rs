@@ -85,6 +85,19 @@ impl Engines {
         });
     }
 
+    /// Starts loading the embedded voice `voice` in the background, when a call that will
+    /// speak with it has been placed: the carrier takes a second or so to open the media
+    /// stream, which hides the model's load, so the greeting does not wait for it.
+    pub fn warm_voice(&self, voice: &str, language: Option<&str>) {
+        let voices = self.voices.clone();
+        let (voice, language) = (voice.to_string(), language.map(str::to_string));
+        actix_web::rt::task::spawn_blocking(move || {
+            if let Err(e) = voices.warm(&voice, language.as_deref()) {
+                tracing::warn!(voice = %voice, "the call's voice could not be loaded ahead: {e}");
+            }
+        });
+    }
+
     /// Every voice id the embedded synthesis serves.
     pub fn voice_ids(&self) -> Vec<String> {
         self.voices.voices().into_iter().map(|v| v.id).collect()

@@ -81,6 +81,8 @@ async fn session_token(
             agent_id: id.into_inner(),
         })
         .await??;
+    // A browser opens the socket right after it has the token.
+    super::sessions::warm_agent_voice(&state, &agent);
     let expires = time::now_ms() + SESSION_TOKEN_TTL_MS;
     let token = state.signer.sign(&RelayClaims {
         sid: new_id("ses"),

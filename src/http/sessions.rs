@@ -32,6 +32,7 @@ use crate::registry::instances::{GetInstance, InstanceLookup};
 use crate::registry::metering::{OpenSession, SessionMetering};
 use crate::registry::new_id;
 use crate::registry::sessions::CreateSession;
+use crate::store::agents::AgentRow;
 use crate::store::sessions::{SessionRow, STATUS_PENDING};
 use crate::telephony::stream::{self, SessionFactory, SessionParts, StreamContext};
 use crate::telephony::token::RelayClaims;
@@ -98,6 +99,7 @@ async fn create_twilio_session(
         })
         .await??;
     let from = request.from.unwrap_or_default();
+    warm_agent_voice(&state, &agent);
     let instance = resolve_instance(
         &state,
         &developer_id,
@@ -131,6 +133,16 @@ async fn create_twilio_session(
         stream_url: issued.stream_url,
         expires_at: iso(issued.expires_at),
     }))
+}
+
+/// A call with `agent` has been placed and its media stream will open shortly: start loading
+/// the agent's embedded voice, if it speaks with one, so the greeting does not wait for it.
+pub fn warm_agent_voice(state: &AppState, agent: &AgentRow) {
+    if agent.tts_provider == crate::vendors::catalog::DEFAULT_PROVIDER {
+        state
+            .engines
+            .warm_voice(&agent.voice_id, Some(&agent.language));
+    }
 }
 
 /// The instance a call runs with: `instance_id` when given (400 if it is not the agent's),

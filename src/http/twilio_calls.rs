@@ -20,7 +20,7 @@ use utoipa::ToSchema;
 
 use super::auth::Developer;
 use super::body::ApiJson;
-use super::sessions::{issue_stream, resolve_instance, StreamFor};
+use super::sessions::{issue_stream, resolve_instance, warm_agent_voice, StreamFor};
 use super::AppState;
 use crate::error::{ApiError, ErrorBody};
 use crate::registry::agents::GetAgent;
@@ -406,6 +406,7 @@ async fn task_connect(
             "Sorry, this agent is not available. Goodbye.",
         )));
     };
+    warm_agent_voice(&state, &agent);
     let call_sid = form
         .get("CallSid")
         .map(str::to_string)
@@ -609,6 +610,7 @@ async fn inbound_call(
             "Sorry, nobody can take your call right now. Goodbye.",
         )));
     };
+    warm_agent_voice(&state, &agent);
     let instance = match route.instance_id.clone() {
         Some(id) => Some(id),
         None => resolve_instance(&state, &route.developer_id, &agent.id, None, &caller).await?,

@@ -178,6 +178,17 @@ impl TtsEngine {
         Ok(())
     }
 
+    /// Loads what `voice` (as an agent names it, with its language) needs: eSpeak NG and, for
+    /// a neural voice, its model. Blocking like [`preload`](Self::preload); a voice already
+    /// loaded returns at once.
+    pub fn warm(&self, voice: &str, language: Option<&str>) -> Result<(), EngineError> {
+        self.inner.catalog.espeak()?;
+        if let (_, Plan::Neural(entry)) = self.plan(voice, language)? {
+            self.inner.load(&entry)?;
+        }
+        Ok(())
+    }
+
     /// Every voice: `default` first, then the neural voices, then the eSpeak voices.
     pub fn voices(&self) -> Vec<VoiceInfo> {
         let mut voices = Vec::new();
