@@ -17,7 +17,7 @@ use actix::prelude::*;
 use actix_ws::{CloseCode, CloseReason, Message as WsMessage, MessageStream, Session as WsSession};
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 use switchboard_actors::session::{
@@ -138,7 +138,7 @@ pub struct StreamStart {
 pub enum StreamEvent {
     Start(StreamStart),
     /// The caller's audio (μ-law bytes, decoded from base64).
-    Media(Vec<u8>),
+    Media(Bytes),
     Mark(String),
     Dtmf(char),
     Stop,
@@ -175,26 +175,56 @@ struct MediaBody<'a> {
 
 /// Decodes one text message of the stream (protocols.md §1.2). Never panics on any input:
 /// this is what the socket loop runs on every message Twilio (or anyone) sends.
+pub fn parse_event(text: &str) -> Result<StreamEvent, MessageError> {
+    parse_event_into(text, &mut BytesMut::new())
+}
+
+/// Room for caller audio taken at a time: a dozen 20 ms μ-law frames.
+const MEDIA_BUFFER_BYTES: usize = 2 * 1024;
+
+/// As [`parse_event`], decoding a `media` payload into `audio`'s spare room. The socket loop
+/// keeps one such buffer per stream and the frames are split off it, so a call allocates once
+/// per dozen frames instead of once per frame, and the recording tap's copy of a frame is a
+/// reference, not an allocation.
 ///
 /// The common case, a well-formed `media` message, is read straight into its fields.
 /// Anything else (other events, odd types, repeated keys) is read as a JSON tree, which gives
 /// the same answer for every message the direct read takes.
-pub fn parse_event(text: &str) -> Result<StreamEvent, MessageError> {
+pub fn parse_event_into(text: &str, audio: &mut BytesMut) -> Result<StreamEvent, MessageError> {
     if let Ok(message) = serde_json::from_str::<MediaMessage>(text) {
         if message.event == "media" {
             if message.media.track.as_deref().unwrap_or("inbound") != "inbound" {
                 return Ok(StreamEvent::Ignored);
             }
             let payload = message.media.payload.as_deref().unwrap_or("");
-            let audio = BASE64.decode(payload).map_err(|_| MessageError::Base64)?;
-            return Ok(StreamEvent::Media(audio));
+            return decode_media(payload, audio).map(StreamEvent::Media);
         }
     }
-    parse_event_tree(text)
+    parse_event_tree(text, audio)
+}
+
+/// Decodes base64 `payload` into `audio`'s spare room and splits it off.
+fn decode_media(payload: &str, audio: &mut BytesMut) -> Result<Bytes, MessageError> {
+    let room = base64::decoded_len_estimate(payload.len());
+    audio.clear();
+    if audio.capacity() < room {
+        audio.reserve(room.max(MEDIA_BUFFER_BYTES));
+    }
+    audio.resize(room, 0);
+    match BASE64.decode_slice(payload, &mut audio[..]) {
+        Ok(written) => {
+            audio.truncate(written);
+            Ok(audio.split().freeze())
+        }
+        Err(_) => {
+            audio.clear();
+            Err(MessageError::Base64)
+        }
+    }
 }
 
 /// Decodes any message of the stream through a JSON tree.
-fn parse_event_tree(text: &str) -> Result<StreamEvent, MessageError> {
+fn parse_event_tree(text: &str, audio: &mut BytesMut) -> Result<StreamEvent, MessageError> {
     let event: Value = serde_json::from_str(text).map_err(|_| MessageError::Json)?;
     let parsed = match event["event"].as_str().unwrap_or("") {
         "start" => {
@@ -217,8 +247,7 @@ fn parse_event_tree(text: &str) -> Result<StreamEvent, MessageError> {
                 return Ok(StreamEvent::Ignored);
             }
             let payload = event["media"]["payload"].as_str().unwrap_or("");
-            let audio = BASE64.decode(payload).map_err(|_| MessageError::Base64)?;
-            StreamEvent::Media(audio)
+            StreamEvent::Media(decode_media(payload, audio)?)
         }
         "mark" => match event["mark"]["name"].as_str() {
             Some(name) => StreamEvent::Mark(name.to_string()),
@@ -337,6 +366,7 @@ pub async fn run(context: StreamContext, socket: WsSession, mut messages: Messag
     let session = handle.addr().clone();
     slot.attach(&session);
     let media = MediaWriter::new(&stream_sid);
+    let mut caller_audio = BytesMut::new();
 
     loop {
         tokio::select! {
@@ -378,9 +408,8 @@ pub async fn run(context: StreamContext, socket: WsSession, mut messages: Messag
             }
             incoming = messages.next() => {
                 match incoming {
-                    Some(Ok(WsMessage::Text(text))) => match parse_event(&text) {
+                    Some(Ok(WsMessage::Text(text))) => match parse_event_into(&text, &mut caller_audio) {
                         Ok(StreamEvent::Media(audio)) => {
-                            let audio = Bytes::from(audio);
                             if let Some(tap) = &tap {
                                 tap.caller(&audio);
                             }
@@ -482,8 +511,49 @@ mod tests {
             r#"["media"]"#,
         ];
         for text in messages {
-            assert_eq!(parse_event(text), parse_event_tree(text), "{text}");
+            assert_eq!(
+                parse_event(text),
+                parse_event_tree(text, &mut BytesMut::new()),
+                "{text}"
+            );
         }
+    }
+
+    #[test]
+    fn frames_split_off_one_buffer_stay_whole_as_it_is_reused() {
+        let mut buffer = BytesMut::new();
+        let message = |frame: &[u8]| {
+            format!(
+                r#"{{"event":"media","media":{{"track":"inbound","payload":"{}"}}}}"#,
+                BASE64.encode(frame)
+            )
+        };
+        // More frames than one buffer holds, with a bad one among them, all kept alive.
+        let mut kept = Vec::new();
+        for n in 0..40u8 {
+            let frame = [n; 160];
+            if n == 7 {
+                let bad = r#"{"event":"media","media":{"payload":"not base64!"}}"#;
+                assert_eq!(
+                    parse_event_into(bad, &mut buffer),
+                    Err(MessageError::Base64)
+                );
+            }
+            match parse_event_into(&message(&frame), &mut buffer) {
+                Ok(StreamEvent::Media(audio)) => kept.push((frame, audio)),
+                other => panic!("{other:?}"),
+            }
+        }
+        for (frame, audio) in &kept {
+            assert_eq!(&audio[..], &frame[..]);
+        }
+        // Once every frame is dropped, the buffer's room is used again.
+        drop(kept);
+        let Ok(StreamEvent::Media(audio)) = parse_event_into(&message(&[9; 160]), &mut buffer)
+        else {
+            panic!("a frame");
+        };
+        assert_eq!(&audio[..], &[9; 160][..]);
     }
 
     #[test]
@@ -504,7 +574,7 @@ mod tests {
             "chunk": "2", "timestamp": "5", "payload": "/38A"}, "streamSid": "MZ1"}"#;
         assert_eq!(
             parse_event(media),
-            Ok(StreamEvent::Media(vec![0xff, 0x7f, 0x00]))
+            Ok(StreamEvent::Media(Bytes::from_static(&[0xff, 0x7f, 0x00])))
         );
         let dtmf = r#"{"event": "dtmf", "dtmf": {"track": "inbound_track", "digit": 1}}"#;
         assert_eq!(parse_event(dtmf), Ok(StreamEvent::Dtmf('1')));
