@@ -166,23 +166,22 @@ impl CallerAudio {
                 self.pcm_in.copy_from_slice(decoded);
             }
         }
-        let vad = if self.vad_reads_input {
-            let vad = self.vad.process(&self.pcm_in)?;
-            remember(&mut self.ring, &mut self.ring_written, &self.pcm_in);
-            if self.capturing {
-                let n = self.to_16k.process_i16(&self.pcm_in, &mut self.pcm16k)?;
-                self.capture.extend_from_slice(&self.pcm16k[..n]);
-            }
-            vad
+        // The 16 kHz copy: for the VAD when it reads 16 kHz, else only for the capture.
+        let n = if !self.vad_reads_input || self.capturing {
+            self.to_16k.process_i16(&self.pcm_in, &mut self.pcm16k)?
         } else {
-            let n = self.to_16k.process_i16(&self.pcm_in, &mut self.pcm16k)?;
-            let vad = self.vad.process(&self.pcm16k[..n])?;
-            remember(&mut self.ring, &mut self.ring_written, &self.pcm16k[..n]);
-            if self.capturing {
-                self.capture.extend_from_slice(&self.pcm16k[..n]);
-            }
-            vad
+            0
         };
+        let scored: &[i16] = if self.vad_reads_input {
+            &self.pcm_in
+        } else {
+            &self.pcm16k[..n]
+        };
+        let vad = self.vad.process(scored)?;
+        remember(&mut self.ring, &mut self.ring_written, scored);
+        if self.capturing {
+            self.capture.extend_from_slice(&self.pcm16k[..n]);
+        }
         let start_ms = self.frames * u64::from(FRAME_MS);
         self.frames += 1;
         Ok(Some(CallerFrame { start_ms, vad }))
