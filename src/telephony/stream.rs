@@ -167,10 +167,13 @@ struct MediaMessage<'a> {
 
 #[derive(serde::Deserialize)]
 struct MediaBody<'a> {
+    // `&str`, not `Option<Cow<str>>`: serde borrows a `Cow` only when it is the field's whole
+    // type, so an optional one was copied into a new `String` for every frame. A string with
+    // escapes cannot be borrowed; it fails here and the message is read through the tree.
     #[serde(default, borrow)]
-    track: Option<Cow<'a, str>>,
+    track: Option<&'a str>,
     #[serde(default, borrow)]
-    payload: Option<Cow<'a, str>>,
+    payload: Option<&'a str>,
 }
 
 /// Decodes one text message of the stream (protocols.md §1.2). Never panics on any input:
@@ -193,10 +196,10 @@ const MEDIA_BUFFER_BYTES: usize = 2 * 1024;
 pub fn parse_event_into(text: &str, audio: &mut BytesMut) -> Result<StreamEvent, MessageError> {
     if let Ok(message) = serde_json::from_str::<MediaMessage>(text) {
         if message.event == "media" {
-            if message.media.track.as_deref().unwrap_or("inbound") != "inbound" {
+            if message.media.track.unwrap_or("inbound") != "inbound" {
                 return Ok(StreamEvent::Ignored);
             }
-            let payload = message.media.payload.as_deref().unwrap_or("");
+            let payload = message.media.payload.unwrap_or("");
             return decode_media(payload, audio).map(StreamEvent::Media);
         }
     }
