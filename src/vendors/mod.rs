@@ -73,10 +73,45 @@ pub struct KeyRequest<'a> {
 /// The vendors this server can reach, and how to find a key for them.
 #[derive(Clone)]
 pub struct Vendors {
+    /// Used where the calling thread could not build a client of its own (see
+    /// [`thread_client`]).
     client: reqwest::Client,
     configs: Arc<BTreeMap<String, VendorConfig>>,
     pub sealer: KeySealer,
     db: Db,
+}
+
+fn build_client() -> reqwest::Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(10))
+        .pool_idle_timeout(Duration::from_secs(90))
+        .user_agent(concat!("switchboard/", env!("CARGO_PKG_VERSION")))
+        .build()
+}
+
+/// The vendor HTTP client of the calling thread, with its own connection pool; `None` if it
+/// could not be built.
+///
+/// hyper drives a pooled connection on the runtime that opened it. With one client shared by
+/// every actix worker, a session on one worker read its vendor's answers through a connection
+/// another worker drove: each response chunk woke that worker and crossed threads, and a busy
+/// worker held up the others' turns. A session's engines are built on its own worker
+/// (`Vendors::endpoint`), so with a client per thread its vendor calls stay there.
+pub(crate) fn thread_client() -> Option<reqwest::Client> {
+    thread_local! {
+        static CLIENT: std::cell::OnceCell<Option<reqwest::Client>> = const { std::cell::OnceCell::new() };
+    }
+    CLIENT.with(|client| {
+        client
+            .get_or_init(|| {
+                build_client()
+                    .inspect_err(|e| {
+                        tracing::warn!("this thread uses the shared vendor client: {e}");
+                    })
+                    .ok()
+            })
+            .clone()
+    })
 }
 
 impl Vendors {
@@ -93,11 +128,7 @@ impl Vendors {
                 );
             }
         }
-        let client = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .pool_idle_timeout(Duration::from_secs(90))
-            .user_agent(concat!("switchboard/", env!("CARGO_PKG_VERSION")))
-            .build()?;
+        let client = build_client()?;
         Ok(Vendors {
             client,
             configs: Arc::new(config.vendors.clone()),
@@ -123,7 +154,7 @@ impl Vendors {
             timeout: config
                 .timeout_ms
                 .map_or(DEFAULT_TIMEOUT, Duration::from_millis),
-            client: self.client.clone(),
+            client: thread_client().unwrap_or_else(|| self.client.clone()),
             llm_model: config.llm_model,
             stt_model: config.stt_model,
             tts_model: config.tts_model,
@@ -308,5 +339,100 @@ pub async fn verify(endpoint: &Endpoint) -> Result<(), EngineError> {
         "neuphonic" => neuphonic::verify(endpoint).await,
         "inworld" => inworld::verify(endpoint).await,
         other => Err(EngineError::unavailable(format!("{other}: no adapter"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+    use std::net::TcpListener;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A keep-alive HTTP/1.1 server on loopback that answers every request with `ok` and
+    /// counts the connections opened to it.
+    fn counting_server() -> (String, Arc<AtomicUsize>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/", listener.local_addr().unwrap());
+        let connections = Arc::new(AtomicUsize::new(0));
+        let counted = connections.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                counted.fetch_add(1, Ordering::SeqCst);
+                std::thread::spawn(move || {
+                    let mut request = Vec::new();
+                    let mut buf = [0u8; 1024];
+                    while let Ok(n) = stream.read(&mut buf) {
+                        if n == 0 {
+                            return;
+                        }
+                        request.extend_from_slice(&buf[..n]);
+                        while let Some(end) = request.windows(4).position(|w| w == b"\r\n\r\n") {
+                            request.drain(..end + 4);
+                            let answer = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+                            if stream.write_all(answer).is_err() {
+                                return;
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        (url, connections)
+    }
+
+    async fn get_ok(url: &str) {
+        let client = thread_client().expect("a client for this thread");
+        let body = client.get(url).send().await.unwrap().text().await.unwrap();
+        assert_eq!(body, "ok");
+    }
+
+    #[test]
+    fn each_thread_calls_vendors_over_connections_of_its_own() {
+        let (url, connections) = counting_server();
+        let runtime = || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap()
+        };
+        // The first worker keeps its runtime running (and its pooled connection alive and
+        // driven) while the second calls the same vendor.
+        let (first_done_tx, first_done_rx) = std::sync::mpsc::channel();
+        let (second_done_tx, second_done_rx) = tokio::sync::oneshot::channel::<()>();
+        let first = {
+            let url = url.clone();
+            std::thread::spawn(move || {
+                runtime().block_on(async {
+                    for _ in 0..3 {
+                        get_ok(&url).await;
+                    }
+                    first_done_tx.send(()).unwrap();
+                    second_done_rx.await.unwrap();
+                })
+            })
+        };
+        first_done_rx.recv().unwrap();
+        assert_eq!(
+            connections.load(Ordering::SeqCst),
+            1,
+            "a thread's calls share its pooled connection"
+        );
+        let second = std::thread::spawn(move || {
+            runtime().block_on(async {
+                for _ in 0..3 {
+                    get_ok(&url).await;
+                }
+            })
+        });
+        second.join().unwrap();
+        second_done_tx.send(()).unwrap();
+        first.join().unwrap();
+        assert_eq!(
+            connections.load(Ordering::SeqCst),
+            2,
+            "the second thread opened its own connection instead of borrowing the first's"
+        );
     }
 }
