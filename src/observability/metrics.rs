@@ -47,6 +47,11 @@ pub struct Metrics {
     pub change_notifications: IntCounterVec,
     /// 1 while the node drains before stopping (new sessions refused).
     pub draining: IntGauge,
+    /// Session record writes (turns, tool calls, events, ends) waiting for the database.
+    pub session_record_writes_pending: IntGauge,
+    /// Session record writes dropped because too many were waiting, by kind (`turn`,
+    /// `tool_calls`, `event`; a session's end is never dropped).
+    pub session_record_writes_dropped: IntCounterVec,
     queue_depth: IntGauge,
     queue_limit: IntGauge,
     workers_busy: IntGauge,
@@ -124,6 +129,15 @@ impl Metrics {
                 "switchboard_draining",
                 "1 while the node drains before stopping: new real-time sessions are refused.",
             ),
+            session_record_writes_pending: gauge(
+                "switchboard_session_record_writes_pending",
+                "Session record writes (turns, tool calls, events, ends) waiting for the database.",
+            ),
+            session_record_writes_dropped: counter(
+                "switchboard_session_record_writes_dropped_total",
+                "Session record writes dropped because too many were waiting for the database (a session's end is never dropped).",
+                &["kind"],
+            ),
             queue_depth: gauge(
                 "switchboard_engine_queue_depth",
                 "Inference jobs waiting for a worker of the embedded engines' pool.",
@@ -154,6 +168,8 @@ impl Metrics {
             Box::new(metrics.change_listener_up.clone()),
             Box::new(metrics.change_notifications.clone()),
             Box::new(metrics.draining.clone()),
+            Box::new(metrics.session_record_writes_pending.clone()),
+            Box::new(metrics.session_record_writes_dropped.clone()),
             Box::new(metrics.queue_depth.clone()),
             Box::new(metrics.queue_limit.clone()),
             Box::new(metrics.workers_busy.clone()),
@@ -168,6 +184,11 @@ impl Metrics {
         // Every series shows from the first scrape, at zero.
         for transport in ["twilio", "direct"] {
             metrics.sessions_active.with_label_values(&[transport]);
+        }
+        for kind in ["turn", "tool_calls", "event"] {
+            metrics
+                .session_record_writes_dropped
+                .with_label_values(&[kind]);
         }
         for stage in ["endpoint", "stt", "llm", "tool", "tts", "platform", "turn"] {
             metrics.stage_latency.with_label_values(&[stage]);

@@ -7,6 +7,11 @@
 //! arrived meanwhile goes into the next one, in arrival order. At one call a transaction holds
 //! one write; under load it holds many, and the cost per write (a pool checkout, BEGIN and
 //! COMMIT, and on SQLite a blocking-thread round trip for each) is shared.
+//!
+//! The queue is bounded: while the database is unreachable or far too slow, at most
+//! [`MAX_PENDING_WRITES`] writes wait. Past that, new turns, tool calls and events are dropped
+//! and counted (`switchboard_session_record_writes_dropped_total`), so memory stays bounded
+//! however long the outage; a session's end is always kept, so no session is left `active`.
 
 use std::collections::HashMap;
 
@@ -14,6 +19,7 @@ use actix::prelude::*;
 
 use super::{cursor_position, Page, PageRequest};
 use crate::error::ApiError;
+use crate::observability::metrics::metrics;
 use crate::store::sessions::{
     self, EventRow, InterruptionRow, RecordWrite, SessionEnd, SessionRow, SessionScope,
     ToolCallRow, TurnRow,
@@ -30,6 +36,10 @@ pub struct SessionRegistry {
     claimed_tokens: HashMap<String, i64>,
     /// Record writes waiting for the next transaction, in arrival order.
     pending: Vec<RecordWrite>,
+    /// How many writes may wait before new ones (other than ends) are dropped.
+    max_pending: usize,
+    /// Writes dropped because the queue was full, since the server started.
+    dropped: u64,
     /// A transaction of record writes is in flight.
     writing: bool,
     /// [`Settle`] callers waiting for the writes sent before them.
@@ -40,6 +50,10 @@ pub struct SessionRegistry {
 /// transactions rather than one that holds SQLite's write lock for long.
 const MAX_WRITES_PER_TRANSACTION: usize = 256;
 
+/// Most record writes waiting for the database: a few hundred bytes each, so tens of MB at
+/// most; at a thousand live calls, several minutes of turns.
+pub const MAX_PENDING_WRITES: usize = 100_000;
+
 impl SessionRegistry {
     pub fn new(db: Db, node_id: String) -> Self {
         Self {
@@ -47,15 +61,44 @@ impl SessionRegistry {
             node_id,
             claimed_tokens: HashMap::new(),
             pending: Vec::new(),
+            max_pending: MAX_PENDING_WRITES,
+            dropped: 0,
             writing: false,
             settling: Vec::new(),
         }
     }
 
+    /// The same registry with room for `max_pending` waiting writes.
+    pub fn with_pending_limit(mut self, max_pending: usize) -> Self {
+        self.max_pending = max_pending;
+        self
+    }
+
     /// Queues a record write; starts a transaction unless one is in flight (which starts the
-    /// next when it is done).
+    /// next when it is done). With the queue full, drops the write unless it ends a session.
     fn record(&mut self, write: RecordWrite, ctx: &mut Context<Self>) {
+        if self.pending.len() >= self.max_pending && !matches!(write, RecordWrite::End { .. }) {
+            self.dropped += 1;
+            metrics()
+                .session_record_writes_dropped
+                .with_label_values(&[kind(&write)])
+                .inc();
+            // Once when it starts, then every thousandth: an outage must not flood the log.
+            if self.dropped % 1_000 == 1 {
+                tracing::error!(
+                    session = %write.session_id(),
+                    waiting = self.pending.len(),
+                    dropped = self.dropped,
+                    "the session record queue is full (is the database reachable?): dropped {}",
+                    describe(&write)
+                );
+            }
+            return;
+        }
         self.pending.push(write);
+        metrics()
+            .session_record_writes_pending
+            .set(self.pending.len() as i64);
         if !self.writing {
             self.write_pending(ctx);
         }
@@ -70,6 +113,9 @@ impl SessionRegistry {
         }
         let take = self.pending.len().min(MAX_WRITES_PER_TRANSACTION);
         let batch: Vec<RecordWrite> = self.pending.drain(..take).collect();
+        metrics()
+            .session_record_writes_pending
+            .set(self.pending.len() as i64);
         self.writing = true;
         let db = self.db.clone();
         ctx.spawn(
@@ -99,6 +145,16 @@ async fn write_batch(db: Db, batch: Vec<RecordWrite>) {
         if let Err(e) = sessions::write_records(&db, std::slice::from_ref(write)).await {
             tracing::error!(session = %write.session_id(), "could not record {}: {e}", describe(write));
         }
+    }
+}
+
+/// The `kind` label of a dropped write.
+fn kind(write: &RecordWrite) -> &'static str {
+    match write {
+        RecordWrite::Turn(_) => "turn",
+        RecordWrite::ToolCalls(_) => "tool_calls",
+        RecordWrite::Event(_) => "event",
+        RecordWrite::End { .. } => "end",
     }
 }
 
@@ -462,5 +518,83 @@ mod tests {
         assert!(!sessions::exists(&db, "missing").await.expect("query runs"));
         // Nothing is left queued: a second settle answers at once.
         registry.send(Settle).await.expect("registry answers");
+    }
+
+    fn ended(session_id: &str) -> EndSession {
+        EndSession {
+            session_id: session_id.into(),
+            end: SessionEnd {
+                status: sessions::STATUS_COMPLETED.into(),
+                tool_executions: 0,
+                total_duration_ms: 1_000,
+                avg_turn_latency_ms: 0,
+                end_reason: Some("hangup".into()),
+                ended_at: Some(2),
+            },
+        }
+    }
+
+    /// While the database holds the registry's writes up, at most the limit wait: later
+    /// turns are dropped and counted, the sessions' ends are kept, and once the database
+    /// answers again everything that waited is written in order.
+    #[actix::test]
+    async fn a_stalled_database_queues_a_bounded_backlog_and_keeps_every_end() {
+        use diesel::{Connection as _, RunQueryDsl as _};
+
+        let dir = tempfile::tempdir().expect("temp dir");
+        let url = dir.path().join("db.sqlite").display().to_string();
+        let db = Db::open(&url, 4, 10_000).await.expect("database opens");
+        crate::store::developers::ensure(&db, "dev")
+            .await
+            .expect("developer stored");
+        for id in ["s1", "s2"] {
+            sessions::insert(&db, &session(id), Some("node"))
+                .await
+                .expect("session stored");
+        }
+        // Another connection holds SQLite's write lock, so the registry's first transaction
+        // waits for it.
+        let mut blocker = diesel::SqliteConnection::establish(&url).expect("connects");
+        diesel::sql_query("BEGIN EXCLUSIVE")
+            .execute(&mut blocker)
+            .expect("takes the write lock");
+        let dropped = || {
+            metrics()
+                .session_record_writes_dropped
+                .with_label_values(&["turn"])
+                .get()
+        };
+        let dropped_before = dropped();
+        let registry = SessionRegistry::new(db.clone(), "node".into())
+            .with_pending_limit(10)
+            .start();
+        // Turn 0 goes into the waiting transaction, turns 1-10 fill the queue, 11-29 find it
+        // full; the ends come after them.
+        for index in 0..30 {
+            registry.do_send(RecordTurn(turn("s1", index)));
+        }
+        registry.do_send(ended("s1"));
+        registry.do_send(ended("s2"));
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        assert_eq!(dropped() - dropped_before, 19, "turns 11-29 are dropped");
+
+        diesel::sql_query("COMMIT")
+            .execute(&mut blocker)
+            .expect("gives the lock back");
+        registry.send(Settle).await.expect("registry answers");
+        for (id, turns) in [("s1", 11), ("s2", 0)] {
+            let trace = registry
+                .send(GetSession {
+                    developer_id: "dev".into(),
+                    lookup: SessionLookup::Id(id.into()),
+                })
+                .await
+                .expect("registry answers")
+                .expect("session found");
+            let texts: Vec<&str> = trace.turns.iter().map(|t| t.text.as_str()).collect();
+            let expected: Vec<String> = (0..turns).map(|i| format!("turn {i}")).collect();
+            assert_eq!(texts, expected, "{id}");
+            assert_eq!(trace.session.status, sessions::STATUS_COMPLETED, "{id}");
+        }
     }
 }
