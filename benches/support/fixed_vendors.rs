@@ -26,6 +26,54 @@ pub struct Behaviour {
     pub speech: Duration,
 }
 
+/// The answers, built once: thousands of calls ask for the same ones.
+struct Prepared {
+    latency: Duration,
+    transcript: String,
+    /// The model's answer as server-sent events, a word a chunk, `[DONE]` last.
+    answer_events: Vec<Bytes>,
+    /// The voice's audio, µ-law 8 kHz, in 100 ms pieces.
+    speech_pieces: Vec<Bytes>,
+}
+
+impl From<Behaviour> for Prepared {
+    fn from(behaviour: Behaviour) -> Prepared {
+        let mut answer_events: Vec<Bytes> = behaviour
+            .answer
+            .split_inclusive(' ')
+            .map(|word| {
+                let chunk = json!({"id": "chatcmpl-bench", "object": "chat.completion.chunk",
+                    "created": 0, "model": "bench",
+                    "choices": [{"index": 0, "delta": {"content": word}, "finish_reason": null}]});
+                Bytes::from(format!("data: {chunk}\n\n"))
+            })
+            .collect();
+        let done = json!({"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 0,
+            "model": "bench", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]});
+        answer_events.push(Bytes::from(format!("data: {done}\n\n")));
+        answer_events.push(Bytes::from_static(b"data: [DONE]\n\n"));
+        // A 300 Hz tone at a speaking level.
+        let samples = (behaviour.speech.as_millis() as usize) * 8;
+        let audio: Vec<u8> = (0..samples)
+            .map(|i| {
+                let s = (i as f32 * 300.0 * std::f32::consts::TAU / 8_000.0).sin() * 6_000.0;
+                switchboard_actors::audio::mulaw::encode(s as i16)
+            })
+            .collect();
+        let audio = Bytes::from(audio);
+        let speech_pieces = (0..audio.len())
+            .step_by(800)
+            .map(|at| audio.slice(at..(at + 800).min(audio.len())))
+            .collect();
+        Prepared {
+            latency: behaviour.latency,
+            transcript: behaviour.transcript,
+            answer_events,
+            speech_pieces,
+        }
+    }
+}
+
 /// A running stand-in; stops with the process.
 pub struct FixedVendors {
     pub base_url: String,
@@ -36,7 +84,7 @@ impl FixedVendors {
     pub fn start(behaviour: Behaviour) -> FixedVendors {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind the stand-in");
         let port = listener.local_addr().expect("an address").port();
-        let behaviour = Arc::new(behaviour);
+        let behaviour = Arc::new(Prepared::from(behaviour));
         std::thread::spawn(move || {
             actix_web::rt::System::new().block_on(async move {
                 HttpServer::new(move || {
@@ -81,7 +129,7 @@ impl FixedVendors {
     }
 }
 
-async fn handle(req: HttpRequest, behaviour: web::Data<Arc<Behaviour>>) -> HttpResponse {
+async fn handle(req: HttpRequest, behaviour: web::Data<Arc<Prepared>>) -> HttpResponse {
     tokio::time::sleep(behaviour.latency).await;
     match req.path() {
         "/v1/audio/transcriptions" => HttpResponse::Ok().json(json!({
@@ -91,39 +139,12 @@ async fn handle(req: HttpRequest, behaviour: web::Data<Arc<Behaviour>>) -> HttpR
                           "tokens": [1], "temperature": 0.0, "avg_logprob": -0.2,
                           "compression_ratio": 1.0, "no_speech_prob": 0.01}]
         })),
-        "/v1/chat/completions" => {
-            let mut events: Vec<Bytes> = behaviour
-                .answer
-                .split_inclusive(' ')
-                .map(|word| {
-                    let chunk = json!({"id": "chatcmpl-bench", "object": "chat.completion.chunk",
-                        "created": 0, "model": "bench",
-                        "choices": [{"index": 0, "delta": {"content": word}, "finish_reason": null}]});
-                    Bytes::from(format!("data: {chunk}\n\n"))
-                })
-                .collect();
-            let done = json!({"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 0,
-                "model": "bench", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]});
-            events.push(Bytes::from(format!("data: {done}\n\n")));
-            events.push(Bytes::from_static(b"data: [DONE]\n\n"));
-            HttpResponse::Ok()
-                .content_type("text/event-stream")
-                .streaming(stream::iter(events).map(Ok::<_, std::io::Error>))
-        }
-        "/v1/speak" => {
-            // A 300 Hz tone at a speaking level, µ-law 8 kHz, in 100 ms pieces.
-            let samples = (behaviour.speech.as_millis() as usize) * 8;
-            let audio: Vec<u8> = (0..samples)
-                .map(|i| {
-                    let s = (i as f32 * 300.0 * std::f32::consts::TAU / 8_000.0).sin() * 6_000.0;
-                    switchboard_actors::audio::mulaw::encode(s as i16)
-                })
-                .collect();
-            let pieces: Vec<Bytes> = audio.chunks(800).map(Bytes::copy_from_slice).collect();
-            HttpResponse::Ok()
-                .content_type("audio/basic")
-                .streaming(stream::iter(pieces).map(Ok::<_, std::io::Error>))
-        }
+        "/v1/chat/completions" => HttpResponse::Ok()
+            .content_type("text/event-stream")
+            .streaming(stream::iter(behaviour.answer_events.clone()).map(Ok::<_, std::io::Error>)),
+        "/v1/speak" => HttpResponse::Ok()
+            .content_type("audio/basic")
+            .streaming(stream::iter(behaviour.speech_pieces.clone()).map(Ok::<_, std::io::Error>)),
         path => HttpResponse::NotFound().json(json!({"error": {"message": format!("no route {path}")}})),
     }
 }
