@@ -20,9 +20,13 @@ pub fn wav_16k(samples: &[f32]) -> Vec<u8> {
     wav.extend_from_slice(&16u16.to_le_bytes());
     wav.extend_from_slice(b"data");
     wav.extend_from_slice(&data_len.to_le_bytes());
-    for &sample in samples {
+    // Sized once and filled in place: pushing two bytes at a time checked the capacity for
+    // every sample and kept the loop from being vectorised (a whole utterance per turn).
+    let header = wav.len();
+    wav.resize(header + samples.len() * 2, 0);
+    for (out, &sample) in wav[header..].chunks_exact_mut(2).zip(samples) {
         let value = (sample.clamp(-1.0, 1.0) * i16::MAX as f32) as i16;
-        wav.extend_from_slice(&value.to_le_bytes());
+        out.copy_from_slice(&value.to_le_bytes());
     }
     wav
 }
@@ -150,5 +154,23 @@ mod tests {
         assert_eq!(&wav[0..4], b"RIFF");
         assert_eq!(u32::from_le_bytes(wav[24..28].try_into().unwrap()), 16_000);
         assert_eq!(wav.len(), 44 + 6);
+        assert_eq!(
+            u32::from_le_bytes(wav[40..44].try_into().unwrap()),
+            6,
+            "data size"
+        );
+    }
+
+    #[test]
+    fn wav_samples_are_scaled_clamped_little_endian() {
+        let wav = wav_16k(&[0.0, 0.5, -0.5, 1.0, -1.0, 3.0, -3.0, 1e-6]);
+        let samples: Vec<i16> = wav[44..]
+            .chunks_exact(2)
+            .map(|b| i16::from_le_bytes([b[0], b[1]]))
+            .collect();
+        assert_eq!(
+            samples,
+            [0, 16_383, -16_383, 32_767, -32_767, 32_767, -32_767, 0]
+        );
     }
 }
