@@ -463,6 +463,26 @@ mod tests {
         }
     }
 
+    async fn stored(registry: &Addr<SessionRegistry>, id: &str) -> SessionTrace {
+        registry
+            .send(GetSession {
+                developer_id: "dev".into(),
+                lookup: SessionLookup::Id(id.into()),
+            })
+            .await
+            .expect("registry answers")
+            .expect("session found")
+    }
+
+    fn turn_texts(trace: &SessionTrace) -> Vec<String> {
+        trace.turns.iter().map(|t| t.text.clone()).collect()
+    }
+
+    /// The texts of [`turn`] 0 to `count - 1`.
+    fn turn_texts_up_to(count: i32) -> Vec<String> {
+        (0..count).map(|i| format!("turn {i}")).collect()
+    }
+
     /// Writes sent while a transaction is in flight share the next one; a write that fails
     /// (its session does not exist) loses only itself, and `Settle` answers after all of them.
     #[actix::test]
@@ -501,17 +521,8 @@ mod tests {
         });
         registry.send(Settle).await.expect("registry answers");
 
-        let trace = registry
-            .send(GetSession {
-                developer_id: "dev".into(),
-                lookup: SessionLookup::Id("s1".into()),
-            })
-            .await
-            .expect("registry answers")
-            .expect("session found");
-        let texts: Vec<&str> = trace.turns.iter().map(|t| t.text.as_str()).collect();
-        let expected: Vec<String> = (0..20).map(|i| format!("turn {i}")).collect();
-        assert_eq!(texts, expected);
+        let trace = stored(&registry, "s1").await;
+        assert_eq!(turn_texts(&trace), turn_texts_up_to(20));
         assert_eq!(trace.session.turn_count, 20);
         assert_eq!(trace.session.status, sessions::STATUS_COMPLETED);
         assert_eq!(trace.events.len(), 1);
@@ -583,17 +594,8 @@ mod tests {
             .expect("gives the lock back");
         registry.send(Settle).await.expect("registry answers");
         for (id, turns) in [("s1", 11), ("s2", 0)] {
-            let trace = registry
-                .send(GetSession {
-                    developer_id: "dev".into(),
-                    lookup: SessionLookup::Id(id.into()),
-                })
-                .await
-                .expect("registry answers")
-                .expect("session found");
-            let texts: Vec<&str> = trace.turns.iter().map(|t| t.text.as_str()).collect();
-            let expected: Vec<String> = (0..turns).map(|i| format!("turn {i}")).collect();
-            assert_eq!(texts, expected, "{id}");
+            let trace = stored(&registry, id).await;
+            assert_eq!(turn_texts(&trace), turn_texts_up_to(turns), "{id}");
             assert_eq!(trace.session.status, sessions::STATUS_COMPLETED, "{id}");
         }
     }
