@@ -3,45 +3,15 @@
 //! current thread while frames flow through each stage. (Allocations inside libopus's C code
 //! bypass Rust's allocator and are not seen here.)
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
 use switchboard_actors::audio::{
     mulaw, pcm, FrameBuffer, FrameDuration, InboundAudio, OpusDecoder, OpusEncoder, SampleRate,
     SpeechTracker, StreamResampler, VadConfig, VadModel, VoiceActivityDetector,
 };
 
-struct CountingAllocator;
+#[path = "support/counting_allocator.rs"]
+mod counting_allocator;
 
-thread_local! {
-    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
-}
-
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.with(|n| n.set(n.get() + 1));
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.with(|n| n.set(n.get() + 1));
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: CountingAllocator = CountingAllocator;
-
-/// Allocations the current thread makes while running `f`.
-fn allocations_during(f: impl FnOnce()) -> usize {
-    let before = ALLOCATIONS.with(Cell::get);
-    f();
-    ALLOCATIONS.with(Cell::get) - before
-}
+use counting_allocator::allocations_during;
 
 /// A 20 ms, 8 kHz test frame: a tone loud enough to open the VAD gate when `loud`.
 fn tone_frame(index: usize, loud: bool) -> [i16; 160] {
