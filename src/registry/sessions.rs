@@ -463,6 +463,23 @@ mod tests {
         }
     }
 
+    /// A fresh SQLite database (its directory, URL and pool) holding developer `dev` and the
+    /// active sessions `ids`.
+    async fn database_with(ids: &[&str]) -> (tempfile::TempDir, String, Db) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let url = dir.path().join("db.sqlite").display().to_string();
+        let db = Db::open(&url, 4, 10_000).await.expect("database opens");
+        crate::store::developers::ensure(&db, "dev")
+            .await
+            .expect("developer stored");
+        for id in ids {
+            sessions::insert(&db, &session(id), Some("node"))
+                .await
+                .expect("session stored");
+        }
+        (dir, url, db)
+    }
+
     async fn stored(registry: &Addr<SessionRegistry>, id: &str) -> SessionTrace {
         registry
             .send(GetSession {
@@ -487,15 +504,7 @@ mod tests {
     /// (its session does not exist) loses only itself, and `Settle` answers after all of them.
     #[actix::test]
     async fn writes_are_grouped_in_order_and_a_bad_one_loses_only_itself() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let url = dir.path().join("db.sqlite").display().to_string();
-        let db = Db::open(&url, 4, 5_000).await.expect("database opens");
-        crate::store::developers::ensure(&db, "dev")
-            .await
-            .expect("developer stored");
-        sessions::insert(&db, &session("s1"), Some("node"))
-            .await
-            .expect("session stored");
+        let (_dir, _url, db) = database_with(&["s1"]).await;
         let registry = SessionRegistry::new(db.clone(), "node".into()).start();
         for index in 0..20 {
             registry.do_send(RecordTurn(turn("s1", index)));
@@ -508,17 +517,7 @@ mod tests {
             start_ms: 0,
             end_ms: 5,
         }));
-        registry.do_send(EndSession {
-            session_id: "s1".into(),
-            end: SessionEnd {
-                status: sessions::STATUS_COMPLETED.into(),
-                tool_executions: 0,
-                total_duration_ms: 1_000,
-                avg_turn_latency_ms: 0,
-                end_reason: Some("hangup".into()),
-                ended_at: Some(2),
-            },
-        });
+        registry.do_send(ended("s1"));
         registry.send(Settle).await.expect("registry answers");
 
         let trace = stored(&registry, "s1").await;
@@ -552,17 +551,7 @@ mod tests {
     async fn a_stalled_database_queues_a_bounded_backlog_and_keeps_every_end() {
         use diesel::{Connection as _, RunQueryDsl as _};
 
-        let dir = tempfile::tempdir().expect("temp dir");
-        let url = dir.path().join("db.sqlite").display().to_string();
-        let db = Db::open(&url, 4, 10_000).await.expect("database opens");
-        crate::store::developers::ensure(&db, "dev")
-            .await
-            .expect("developer stored");
-        for id in ["s1", "s2"] {
-            sessions::insert(&db, &session(id), Some("node"))
-                .await
-                .expect("session stored");
-        }
+        let (_dir, url, db) = database_with(&["s1", "s2"]).await;
         // Another connection holds SQLite's write lock, so the registry's first transaction
         // waits for it.
         let mut blocker = diesel::SqliteConnection::establish(&url).expect("connects");
