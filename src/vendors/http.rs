@@ -262,6 +262,28 @@ impl BodyReader<'_> {
             Ok(Some(Ok(chunk))) => Ok(Some(chunk)),
         }
     }
+
+    /// Reads what is left of the body and throws it away, for at most `deadline` and
+    /// `max_bytes`, so that a connection whose answer is complete can be used again. Answers
+    /// whether the body reached its end; when it did not, dropping it closes the connection.
+    pub async fn drain(mut self, deadline: Duration, max_bytes: usize) -> bool {
+        let rest = async {
+            let mut read = 0;
+            loop {
+                match self.body.next().await {
+                    None => return true,
+                    Some(Err(_)) => return false,
+                    Some(Ok(chunk)) => {
+                        read += chunk.len();
+                        if read > max_bytes {
+                            return false;
+                        }
+                    }
+                }
+            }
+        };
+        tokio::time::timeout(deadline, rest).await.unwrap_or(false)
+    }
 }
 
 /// PlayHT's two credentials from one key `<user id>:<secret key>`; a key without a colon is

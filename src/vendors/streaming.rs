@@ -1,12 +1,23 @@
 //! Running a vendor's language-model stream: sends the request, feeds the server-sent events
 //! to the adapter's protocol state, and forwards what it yields to the caller as it arrives.
 //! The caller dropping its receiver (a barge-in) drops the HTTP response at once, which
-//! closes the connection to the vendor.
+//! closes the connection to the vendor. An answer that ends with the protocol's own marker
+//! (`[DONE]`, `message_stop`) is forwarded at once and its body then read to its end, briefly
+//! and in the background, so the connection goes back to the pool for the next turn instead
+//! of being closed: the chunked body's terminator often arrives in a read of its own, and a
+//! body dropped before it costs a new connection (a TCP and TLS handshake with a real vendor).
+
+use std::time::Duration;
 
 use switchboard_actors::engine::{EngineError, EngineStream, LlmEvent};
 use tokio::sync::mpsc;
 
-use super::http::{Endpoint, SseDecoder, SseEvent};
+use super::http::{BodyReader, Endpoint, SseDecoder, SseEvent};
+
+/// How long the rest of a finished answer's body is read for before the connection is
+/// given up; and how much of it.
+const DRAIN_DEADLINE: Duration = Duration::from_secs(2);
+const DRAIN_MAX_BYTES: usize = 64 * 1024;
 
 /// What one server-sent event means to a protocol.
 pub enum Step {
@@ -33,24 +44,32 @@ pub fn spawn_chat_stream<P: ChatProtocol>(
     let (tx, rx) = mpsc::channel(64);
     tokio::spawn(async move {
         let watcher = tx.clone();
-        tokio::select! {
-            _ = watcher.closed() => {}
-            result = run(&endpoint, build, protocol, &tx) => {
-                if let Err(err) = result {
+        let rest = tokio::select! {
+            _ = watcher.closed() => None,
+            result = run(&endpoint, build, protocol, &tx) => match result {
+                Ok(rest) => rest,
+                Err(err) => {
                     let _ = tx.send(Err(err)).await;
+                    None
                 }
             }
+        };
+        // The caller's stream ends here, before the drain.
+        drop((tx, watcher));
+        if let Some(body) = rest {
+            body.drain(DRAIN_DEADLINE, DRAIN_MAX_BYTES).await;
         }
     });
     rx
 }
 
-async fn run<P: ChatProtocol>(
-    endpoint: &Endpoint,
+/// Streams the answer; on the protocol's end marker, gives back the body still to be read.
+async fn run<'a, P: ChatProtocol>(
+    endpoint: &'a Endpoint,
     build: impl Fn() -> reqwest::RequestBuilder,
     mut protocol: P,
     tx: &mpsc::Sender<Result<LlmEvent, EngineError>>,
-) -> Result<(), EngineError> {
+) -> Result<Option<BodyReader<'a>>, EngineError> {
     let response = endpoint.send(build).await?;
     let mut body = endpoint.body(response);
     let mut decoder = SseDecoder::default();
@@ -64,25 +83,25 @@ async fn run<P: ChatProtocol>(
                         Step::More(events) => tail.extend(events),
                         Step::Finished(events) => {
                             forward(tx, events).await;
-                            return Ok(());
+                            return Ok(None);
                         }
                     }
                 }
                 tail.extend(protocol.on_eof()?);
                 forward(tx, tail).await;
-                return Ok(());
+                return Ok(None);
             }
         };
         for event in events {
             match protocol.on_event(event)? {
                 Step::More(events) => {
                     if !forward(tx, events).await {
-                        return Ok(());
+                        return Ok(None);
                     }
                 }
                 Step::Finished(events) => {
                     forward(tx, events).await;
-                    return Ok(());
+                    return Ok(Some(body));
                 }
             }
         }
