@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use diesel::result::{DatabaseErrorKind, Error as DieselError};
-use diesel::{Connection, RunQueryDsl as _, SqliteConnection};
+use diesel::{Connection, QueryResult, RunQueryDsl as _, SqliteConnection};
 use diesel_async::async_connection_wrapper::AsyncConnectionWrapper;
 use diesel_async::pooled_connection::deadpool::Pool;
 use diesel_async::pooled_connection::{
@@ -155,6 +155,24 @@ macro_rules! db_tx {
             }
         }
     }};
+}
+
+/// Runs `body` as one IMMEDIATE transaction on a pooled SQLite connection, from `BEGIN` to
+/// `COMMIT` in a single trip to a blocking thread. [`db_tx!`] makes a trip per statement,
+/// each waking a blocking thread and then the caller's arbiter, and holds SQLite's write lock
+/// across all of them: for the hot writes of many statements (session records) this is one
+/// wake-up each way and the lock is held only while the statements run.
+pub async fn sqlite_transaction_in_one_trip<R: Send + 'static>(
+    pool: &Pool<SqliteConn>,
+    write_lock: &tokio::sync::Mutex<()>,
+    body: impl FnOnce(&mut SqliteConnection) -> QueryResult<R> + Send + 'static,
+) -> StoreResult<R> {
+    let _writer = write_lock.lock().await;
+    let mut pooled = pool.get().await.map_err(StoreError::pool)?;
+    let conn: &mut SqliteConn = &mut pooled;
+    conn.spawn_blocking(move |conn| conn.immediate_transaction(body))
+        .await
+        .map_err(StoreError::from)
 }
 
 impl Db {

@@ -215,48 +215,80 @@ impl RecordWrite {
     }
 }
 
-/// Applies `writes` in order, in one transaction: all of them or none.
-pub async fn write_records(db: &Db, writes: &[RecordWrite]) -> StoreResult<()> {
-    if writes.is_empty() {
-        return Ok(());
-    }
-    db_tx!(db, |conn| {
-        for write in writes {
+/// The statements of `$writes`, in order, on `$conn`; `$($wait)*` is `.await` for an async
+/// connection and nothing for a blocking one, so both backends run the same statements.
+macro_rules! record_statements {
+    ($conn:ident, $writes:expr, $($wait:tt)*) => {
+        for write in $writes {
             match write {
                 RecordWrite::Turn(row) => {
                     diesel::insert_into(turns::table)
                         .values(row)
-                        .execute(conn)
-                        .await?;
+                        .execute($conn)
+                        $($wait)*?;
                     diesel::update(sessions::table.filter(sessions::id.eq(&row.session_id)))
                         .set(sessions::turn_count.eq(sessions::turn_count + 1))
-                        .execute(conn)
-                        .await?;
+                        .execute($conn)
+                        $($wait)*?;
                 }
                 RecordWrite::ToolCalls(rows) => {
                     for row in rows {
                         diesel::insert_into(tool_calls::table)
                             .values(row)
-                            .execute(conn)
-                            .await?;
+                            .execute($conn)
+                            $($wait)*?;
                     }
                 }
                 RecordWrite::Event(row) => {
                     diesel::insert_into(events::table)
                         .values(row)
-                        .execute(conn)
-                        .await?;
+                        .execute($conn)
+                        $($wait)*?;
                 }
                 RecordWrite::End { session_id, end } => {
                     diesel::update(sessions::table.filter(sessions::id.eq(session_id)))
                         .set(end)
-                        .execute(conn)
-                        .await?;
+                        .execute($conn)
+                        $($wait)*?;
                 }
             }
         }
+    };
+}
+
+/// Record writes on a blocking SQLite connection.
+mod blocking {
+    use diesel::prelude::*;
+
+    use super::super::schema::{session_events as events, session_tool_calls as tool_calls};
+    use super::super::schema::{session_turns as turns, sessions};
+    use super::RecordWrite;
+
+    pub fn write(conn: &mut SqliteConnection, writes: &[RecordWrite]) -> QueryResult<()> {
+        record_statements!(conn, writes,);
         Ok(())
-    })
+    }
+}
+
+/// Applies `writes` in order, in one transaction: all of them or none. On SQLite the whole
+/// transaction runs in one trip to a blocking thread.
+pub async fn write_records(db: &Db, writes: &[RecordWrite]) -> StoreResult<()> {
+    if writes.is_empty() {
+        return Ok(());
+    }
+    match db {
+        Db::Sqlite { pool, write_lock } => {
+            let writes = writes.to_vec();
+            super::sqlite_transaction_in_one_trip(pool, write_lock, move |conn| {
+                blocking::write(conn, &writes)
+            })
+            .await
+        }
+        Db::Postgres { .. } => db_tx!(db, |conn| {
+            record_statements!(conn, writes, .await);
+            Ok(())
+        }),
+    }
 }
 
 pub async fn tool_calls_of(db: &Db, session: &str) -> StoreResult<Vec<ToolCallRow>> {
