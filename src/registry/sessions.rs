@@ -6,7 +6,7 @@
 //! Those writes are group-committed: one transaction is in flight at a time, and whatever
 //! arrived meanwhile goes into the next one, in arrival order. At one call a transaction holds
 //! one write; under load it holds many, and the cost per write (a pool checkout, BEGIN and
-//! COMMIT, and on SQLite a blocking-thread round trip for each) is shared.
+//! COMMIT, and on SQLite the round trip to a blocking thread, one per transaction) is shared.
 //!
 //! The queue is bounded: while the database is unreachable or far too slow, at most
 //! [`MAX_PENDING_WRITES`] writes wait. Past that, new turns, tool calls and events are dropped
