@@ -74,6 +74,9 @@ impl From<Behaviour> for Prepared {
     }
 }
 
+/// Largest request body read: an utterance's WAV is 32 KB a second.
+const MAX_UPLOAD: usize = 16 * 1024 * 1024;
+
 /// A running stand-in; stops with the process.
 pub struct FixedVendors {
     pub base_url: String,
@@ -90,6 +93,7 @@ impl FixedVendors {
                 HttpServer::new(move || {
                     App::new()
                         .app_data(web::Data::new(behaviour.clone()))
+                        .app_data(web::PayloadConfig::new(MAX_UPLOAD))
                         .default_service(web::to(handle))
                 })
                 .workers(1)
@@ -129,7 +133,14 @@ impl FixedVendors {
     }
 }
 
-async fn handle(req: HttpRequest, behaviour: web::Data<Arc<Prepared>>) -> HttpResponse {
+/// Reads the whole request, as a vendor does before it answers: a body left unread makes
+/// actix close the connection after the answer, which would cost the server a new connection
+/// for every upload (the recordings sent for transcription) that no real vendor makes it pay.
+async fn handle(
+    req: HttpRequest,
+    _body: web::Bytes,
+    behaviour: web::Data<Arc<Prepared>>,
+) -> HttpResponse {
     tokio::time::sleep(behaviour.latency).await;
     match req.path() {
         "/v1/audio/transcriptions" => HttpResponse::Ok().json(json!({
