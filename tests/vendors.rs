@@ -5,6 +5,8 @@
 //! stream mid-flight.
 
 mod common;
+#[path = "common/counting_http.rs"]
+mod counting_http;
 #[path = "common/vendor_mock.rs"]
 mod vendor_mock;
 
@@ -1162,66 +1164,25 @@ fn endpoint_at(vendor: &str, base_url: &str, key: &str) -> switchboard::vendors:
     }
 }
 
-/// A chat-completions server on loopback, in raw HTTP/1.1, that counts the connections opened
-/// to it and ends each streamed answer as a busy vendor often does: `[DONE]` in one write and
-/// the chunked body's terminator in a later one.
+/// A chat-completions server that counts the connections opened to it and ends each streamed
+/// answer as a busy vendor often does: `[DONE]` in one write and the chunked body's
+/// terminator in a later one.
 fn late_terminator_chat_server() -> (String, Arc<AtomicUsize>) {
-    use std::io::{Read, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/v1", listener.local_addr().unwrap());
-    let connections = Arc::new(AtomicUsize::new(0));
-    let counted = connections.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { return };
-            counted.fetch_add(1, Ordering::SeqCst);
-            std::thread::spawn(move || {
-                let mut pending = Vec::new();
-                let mut buf = [0u8; 4096];
-                loop {
-                    // One request: its head, then as much body as it declares.
-                    let head_end = loop {
-                        if let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
-                            break end + 4;
-                        }
-                        match stream.read(&mut buf) {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => pending.extend_from_slice(&buf[..n]),
-                        }
-                    };
-                    let head = String::from_utf8_lossy(&pending[..head_end]).to_lowercase();
-                    let length: usize = head
-                        .lines()
-                        .find_map(|l| l.strip_prefix("content-length:"))
-                        .map_or(0, |v| v.trim().parse().unwrap());
-                    while pending.len() < head_end + length {
-                        match stream.read(&mut buf) {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => pending.extend_from_slice(&buf[..n]),
-                        }
-                    }
-                    pending.drain(..head_end + length);
-                    let events = concat!(
-                        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hello.\"},\"finish_reason\":null}]}\n\n",
-                        "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n",
-                        "data: [DONE]\n\n"
-                    );
-                    let answer = format!(
-                        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n{:x}\r\n{events}\r\n",
-                        events.len()
-                    );
-                    if stream.write_all(answer.as_bytes()).is_err() {
-                        return;
-                    }
-                    std::thread::sleep(Duration::from_millis(100));
-                    if stream.write_all(b"0\r\n\r\n").is_err() {
-                        return;
-                    }
-                }
-            });
-        }
+    let (address, connections) = counting_http::counting_server(|stream| {
+        let events = concat!(
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hello.\"},\"finish_reason\":null}]}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n",
+            "data: [DONE]\n\n"
+        );
+        let answer = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n{:x}\r\n{events}\r\n",
+            events.len()
+        );
+        counting_http::send(stream, answer.as_bytes())?;
+        std::thread::sleep(Duration::from_millis(100));
+        counting_http::send(stream, b"0\r\n\r\n")
     });
-    (url, connections)
+    (format!("http://{address}/v1"), connections)
 }
 
 #[tokio::test]

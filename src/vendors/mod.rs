@@ -342,44 +342,25 @@ pub async fn verify(endpoint: &Endpoint) -> Result<(), EngineError> {
     }
 }
 
+/// The integration tests' connection-counting server, for the per-thread client's test.
+#[cfg(test)]
+#[path = "../../tests/common/counting_http.rs"]
+mod counting_http;
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::{Read, Write};
-    use std::net::TcpListener;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    /// A keep-alive HTTP/1.1 server on loopback that answers every request with `ok` and
-    /// counts the connections opened to it.
+    use super::counting_http;
+
+    /// A keep-alive server that answers every request with `ok` and counts the connections
+    /// opened to it.
     fn counting_server() -> (String, Arc<AtomicUsize>) {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}/", listener.local_addr().unwrap());
-        let connections = Arc::new(AtomicUsize::new(0));
-        let counted = connections.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(mut stream) = stream else { return };
-                counted.fetch_add(1, Ordering::SeqCst);
-                std::thread::spawn(move || {
-                    let mut request = Vec::new();
-                    let mut buf = [0u8; 1024];
-                    while let Ok(n) = stream.read(&mut buf) {
-                        if n == 0 {
-                            return;
-                        }
-                        request.extend_from_slice(&buf[..n]);
-                        while let Some(end) = request.windows(4).position(|w| w == b"\r\n\r\n") {
-                            request.drain(..end + 4);
-                            let answer = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
-                            if stream.write_all(answer).is_err() {
-                                return;
-                            }
-                        }
-                    }
-                });
-            }
+        let (address, connections) = counting_http::counting_server(|stream| {
+            counting_http::send(stream, b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
         });
-        (url, connections)
+        (format!("http://{address}/"), connections)
     }
 
     async fn get_ok(url: &str) {
