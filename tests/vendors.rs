@@ -615,6 +615,17 @@ async fn stored_provider_keys_are_listed_without_the_key_verified_and_private() 
     assert_invalid(status, &body, "provider", "unknown provider");
 }
 
+/// A one-message conversation for a vendor model, answered greedily within `max_tokens`.
+fn user_asks(text: &str, max_tokens: u32) -> ChatRequest {
+    ChatRequest {
+        model: None,
+        messages: vec![ChatMessage::new(Role::User, text)],
+        tools: Vec::new(),
+        temperature: 0.0,
+        max_tokens,
+    }
+}
+
 #[tokio::test]
 async fn dropping_a_model_stream_hangs_up_on_the_vendor() {
     let mock = VendorMock::start();
@@ -622,13 +633,7 @@ async fn dropping_a_model_stream_hangs_up_on_the_vendor() {
         endpoint: endpoint_at("openai", &format!("{}/v1", mock.url), "sk-long"),
     };
     let mut stream = model
-        .stream(ChatRequest {
-            model: None,
-            messages: vec![ChatMessage::new(Role::User, "Talk for a long time.")],
-            tools: Vec::new(),
-            temperature: 0.0,
-            max_tokens: 500,
-        })
+        .stream(user_asks("Talk for a long time.", 500))
         .unwrap();
     for expected in ["w0 ", "w1 ", "w2 "] {
         let event = tokio::time::timeout(Duration::from_secs(5), stream.recv())
@@ -1192,15 +1197,7 @@ async fn a_finished_model_stream_leaves_its_connection_to_the_next_turn() {
         endpoint: endpoint_at("openai", &url, "sk-test"),
     };
     for turn in 0..3 {
-        let mut stream = model
-            .stream(ChatRequest {
-                model: None,
-                messages: vec![ChatMessage::new(Role::User, "Say hello.")],
-                tools: Vec::new(),
-                temperature: 0.0,
-                max_tokens: 20,
-            })
-            .unwrap();
+        let mut stream = model.stream(user_asks("Say hello.", 20)).unwrap();
         let mut events = Vec::new();
         let ended = tokio::time::timeout(Duration::from_secs(5), async {
             while let Some(event) = stream.recv().await {

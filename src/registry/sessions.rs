@@ -14,6 +14,7 @@
 //! however long the outage; a session's end is always kept, so no session is left `active`.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use actix::prelude::*;
 
@@ -130,10 +131,11 @@ impl SessionRegistry {
 /// Writes `batch` in one transaction. If that fails, each write is tried alone, so one bad
 /// write (its session deleted meanwhile, say) loses only itself.
 async fn write_batch(db: Db, batch: Vec<RecordWrite>) {
-    let Err(e) = sessions::write_records(&db, &batch).await else {
+    let batch: Arc<[RecordWrite]> = batch.into();
+    let Err(e) = sessions::write_records(&db, batch.clone()).await else {
         return;
     };
-    if let [write] = batch.as_slice() {
+    if let [write] = &*batch {
         tracing::error!(session = %write.session_id(), "could not record {}: {e}", describe(write));
         return;
     }
@@ -141,8 +143,8 @@ async fn write_batch(db: Db, batch: Vec<RecordWrite>) {
         writes = batch.len(),
         "a transaction of session records failed ({e}); writing them one by one"
     );
-    for write in &batch {
-        if let Err(e) = sessions::write_records(&db, std::slice::from_ref(write)).await {
+    for write in batch.iter() {
+        if let Err(e) = sessions::write_records(&db, Arc::new([write.clone()])).await {
             tracing::error!(session = %write.session_id(), "could not record {}: {e}", describe(write));
         }
     }

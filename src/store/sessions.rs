@@ -1,5 +1,7 @@
 //! Queries on real-time session records and their turns.
 
+use std::sync::Arc;
+
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
@@ -271,21 +273,21 @@ mod blocking {
 }
 
 /// Applies `writes` in order, in one transaction: all of them or none. On SQLite the whole
-/// transaction runs in one trip to a blocking thread.
-pub async fn write_records(db: &Db, writes: &[RecordWrite]) -> StoreResult<()> {
+/// transaction runs in one trip to a blocking thread, which shares the writes rather than
+/// copying them.
+pub async fn write_records(db: &Db, writes: Arc<[RecordWrite]>) -> StoreResult<()> {
     if writes.is_empty() {
         return Ok(());
     }
     match db {
         Db::Sqlite { pool, write_lock } => {
-            let writes = writes.to_vec();
             super::sqlite_transaction_in_one_trip(pool, write_lock, move |conn| {
                 blocking::write(conn, &writes)
             })
             .await
         }
         Db::Postgres { .. } => db_tx!(db, |conn| {
-            record_statements!(conn, writes, .await);
+            record_statements!(conn, writes.iter(), .await);
             Ok(())
         }),
     }

@@ -264,25 +264,19 @@ impl BodyReader<'_> {
     }
 
     /// Reads what is left of the body and throws it away, for at most `deadline` and
-    /// `max_bytes`, so that a connection whose answer is complete can be used again. Answers
-    /// whether the body reached its end; when it did not, dropping it closes the connection.
-    pub async fn drain(mut self, deadline: Duration, max_bytes: usize) -> bool {
+    /// `max_bytes`, so that a connection whose answer is complete can be used again. A body
+    /// that does not end within those is dropped, which closes the connection.
+    pub async fn drain(mut self, deadline: Duration, max_bytes: usize) {
         let rest = async {
             let mut read = 0;
-            loop {
-                match self.body.next().await {
-                    None => return true,
-                    Some(Err(_)) => return false,
-                    Some(Ok(chunk)) => {
-                        read += chunk.len();
-                        if read > max_bytes {
-                            return false;
-                        }
-                    }
+            while let Some(Ok(chunk)) = self.body.next().await {
+                read += chunk.len();
+                if read > max_bytes {
+                    return;
                 }
             }
         };
-        tokio::time::timeout(deadline, rest).await.unwrap_or(false)
+        let _ = tokio::time::timeout(deadline, rest).await;
     }
 }
 
