@@ -4,6 +4,8 @@
 
 mod common;
 
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
 use common::*;
 
 fn number(response: &reqwest::Response, name: &str) -> u64 {
@@ -15,6 +17,22 @@ fn number(response: &reqwest::Response, name: &str) -> u64 {
         .unwrap_or_else(|| panic!("{name} is a number"))
 }
 
+/// Waits, if need be, until the current fixed window of `window_seconds` has at least `needed`
+/// left. The exact counts these tests expect hold within one window: once the sliding window
+/// reaches into the next, the previous window's count weighs a little less, and one more
+/// request can be admitted.
+async fn with_room_in_the_window(window_seconds: u64, needed: Duration) {
+    let window_ms = window_seconds * 1000;
+    let now_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let left = Duration::from_millis(window_ms - now_ms % window_ms);
+    if left < needed {
+        tokio::time::sleep(left + Duration::from_millis(50)).await;
+    }
+}
+
 const LIMIT_FIVE: [(&str, &str); 2] = [
     ("SWITCHBOARD__RATE_LIMIT__REQUESTS", "5"),
     ("SWITCHBOARD__RATE_LIMIT__WINDOW_SECONDS", "60"),
@@ -24,6 +42,7 @@ const LIMIT_FIVE: [(&str, &str); 2] = [
 async fn requests_beyond_the_limit_get_429_with_retry_after() {
     let server = Server::start_with(Storage::fresh().await, &LIMIT_FIVE).await;
     let key = server.key().to_string();
+    with_room_in_the_window(60, Duration::from_secs(5)).await;
     for expected in (0..5).rev() {
         let response = server.get("/v1/agents", &key).send().await.unwrap();
         assert_eq!(response.status(), 200);
@@ -123,16 +142,18 @@ async fn two_nodes_on_postgresql_share_one_limit() {
         database_url: Some(url),
     };
     let node_b = Server::start_with(second_store, &env).await;
+    with_room_in_the_window(60, Duration::from_secs(10)).await;
     for _ in 0..6 {
         let (status, _) = call(node_a.get("/v1/agents", &key)).await;
         assert_eq!(status, 200);
     }
     // Both nodes share their counts every sync interval: node B learns of node A's six with
-    // its first sync after it has seen the key.
-    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    // its first sync after it has seen the key. A second is twenty sync intervals, room for a
+    // busy machine.
+    tokio::time::sleep(Duration::from_secs(1)).await;
     let (status, _) = call(node_b.get("/v1/agents", &key)).await;
     assert_eq!(status, 200);
-    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
     let mut admitted = 1;
     for _ in 0..5 {
         let response = node_b.get("/v1/agents", &key).send().await.unwrap();
@@ -144,7 +165,7 @@ async fn two_nodes_on_postgresql_share_one_limit() {
         }
     }
     assert_eq!(admitted, 4, "node B admits only what node A left");
-    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
     let (status, body) = call(node_a.get("/v1/agents", &key)).await;
     assert_eq!(status, 429, "node A sees node B's requests: {body}");
 }
