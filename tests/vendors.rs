@@ -1222,6 +1222,76 @@ async fn a_finished_model_stream_leaves_its_connection_to_the_next_turn() {
     );
 }
 
+/// A text-to-speech server that counts the connections opened to it and streams each
+/// sentence's µ-law audio in two parts, 200 ms apart, as a vendor synthesizing it does.
+fn two_part_speech_server() -> (String, Arc<AtomicUsize>) {
+    let (address, connections) = counting_http::counting_server(|stream| {
+        // 200 ms of 8 kHz µ-law a part (0xFF is silence).
+        let part = [0xFFu8; 1_600];
+        let mut head = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: audio/basic\r\ntransfer-encoding: chunked\r\n\r\n{:x}\r\n",
+            part.len()
+        )
+        .into_bytes();
+        head.extend_from_slice(&part);
+        head.extend_from_slice(b"\r\n");
+        counting_http::send(stream, &head)?;
+        std::thread::sleep(Duration::from_millis(200));
+        let mut tail = format!("{:x}\r\n", part.len()).into_bytes();
+        tail.extend_from_slice(&part);
+        tail.extend_from_slice(b"\r\n0\r\n\r\n");
+        counting_http::send(stream, &tail)
+    });
+    (format!("http://{address}"), connections)
+}
+
+#[tokio::test]
+async fn speech_cut_off_by_a_barge_in_leaves_its_connection_to_the_next_reply() {
+    use switchboard_actors::engine::{SpeechRequest, TextToSpeech};
+
+    let (url, connections) = two_part_speech_server();
+    let voice = switchboard::vendors::deepgram::DeepgramSpeak {
+        endpoint: endpoint_at("deepgram", &url, "dg-test"),
+    };
+    let sentence = || SpeechRequest {
+        text: "Our opening hours are nine to five.".into(),
+        voice: "default".into(),
+        speed: 1.0,
+        pitch: 1.0,
+        language: None,
+        output_rate: Some(8_000),
+        model: None,
+    };
+    // The caller talks over the first sentence: its stream is dropped after the first audio.
+    let mut cut_off = voice.synthesize(sentence()).unwrap();
+    let first = tokio::time::timeout(Duration::from_secs(5), cut_off.recv())
+        .await
+        .expect("the first audio arrives")
+        .expect("the stream is open")
+        .expect("audio, not an error");
+    assert_eq!(first.sample_rate, 8_000);
+    assert!(!first.samples.is_empty());
+    drop(cut_off);
+    // The rest of the sentence arrives 200 ms later; give the background read time to take it.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    // The next reply's sentence is heard in full.
+    let mut next = voice.synthesize(sentence()).unwrap();
+    let mut samples = 0;
+    let ended = tokio::time::timeout(Duration::from_secs(5), async {
+        while let Some(chunk) = next.recv().await {
+            samples += chunk.unwrap().samples.len();
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "the second sentence did not end");
+    assert_eq!(samples, 3_200, "both parts of the second sentence");
+    assert_eq!(
+        connections.load(Ordering::SeqCst),
+        1,
+        "the cut-off sentence's connection was closed instead of going back to the pool"
+    );
+}
+
 #[tokio::test]
 async fn transcription_vendors_turn_their_answers_into_transcripts() {
     use std::sync::Arc;

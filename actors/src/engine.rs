@@ -332,7 +332,8 @@ pub trait TextToSpeech: Send + Sync + 'static {
     fn provider(&self) -> &str;
 
     /// Synthesizes sentence by sentence, each chunk sent as soon as it is ready. Dropping the
-    /// stream stops synthesis.
+    /// stream stops delivery at once; an adapter may still read the rest of a sentence it
+    /// already asked for, in the background, to keep its connection.
     fn synthesize(&self, request: SpeechRequest) -> Result<EngineStream<SpeechChunk>, EngineError>;
 }
 

@@ -1,7 +1,12 @@
 //! Running a vendor's speech stream: sends the request and turns the audio in the answer into
 //! speech chunks as it arrives, whatever the vendor wraps it in (raw bytes, base64 pieces in
-//! server-sent events or in JSON lines, one JSON document, or a whole audio file). Dropping
-//! the receiver closes the connection to the vendor.
+//! server-sent events or in JSON lines, one JSON document, or a whole audio file).
+//!
+//! Dropping the receiver (a barge-in) stops delivery at once. A request whose answer has not
+//! begun is dropped, which closes its connection. An answer already streaming is one
+//! sentence, billed when it was asked for: the rest of it is read and thrown away, briefly and
+//! in the background ([`BodyReader::drain`]), so the connection goes back to the pool instead
+//! of costing the next reply a new TCP and TLS handshake.
 
 use base64::Engine as _;
 use serde_json::Value;
@@ -9,7 +14,7 @@ use switchboard_actors::engine::{EngineError, EngineErrorKind, EngineStream, Spe
 use tokio::sync::mpsc;
 
 use super::audio::RawAudioChunker;
-use super::http::{vendor_message, Endpoint, SseDecoder};
+use super::http::{vendor_message, BodyReader, Endpoint, SseDecoder};
 
 /// How a vendor's answer carries its audio.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,36 +54,50 @@ pub fn spawn_speech(
 ) -> EngineStream<SpeechChunk> {
     let (tx, rx) = mpsc::channel(16);
     tokio::spawn(async move {
-        let watcher = tx.clone();
-        tokio::select! {
-            _ = watcher.closed() => {}
-            result = run(&endpoint, build, framing, chunker, &tx) => {
-                if let Err(err) = result {
-                    let _ = tx.send(Err(err)).await;
-                }
+        let rest = match run(&endpoint, build, framing, chunker, &tx).await {
+            Ok(rest) => rest,
+            Err(err) => {
+                let _ = tx.send(Err(err)).await;
+                None
             }
+        };
+        drop(tx);
+        if let Some(body) = rest {
+            body.drain().await;
         }
     });
     rx
 }
 
-async fn run(
-    endpoint: &Endpoint,
+/// Streams the answer's audio until it ends, or until the receiver goes away: then gives back
+/// the body still to be read.
+async fn run<'a>(
+    endpoint: &'a Endpoint,
     build: impl Fn() -> reqwest::RequestBuilder,
     framing: Framing,
     mut chunker: RawAudioChunker,
     tx: &mpsc::Sender<Result<SpeechChunk, EngineError>>,
-) -> Result<(), EngineError> {
-    let response = endpoint.send(build).await?;
+) -> Result<Option<BodyReader<'a>>, EngineError> {
+    let response = tokio::select! {
+        _ = tx.closed() => return Ok(None),
+        response = endpoint.send(build) => response?,
+    };
     if framing == Framing::File {
-        return whole_file(endpoint, response, chunker, tx).await;
+        tokio::select! {
+            _ = tx.closed() => {}
+            result = whole_file(endpoint, response, chunker, tx) => result?,
+        }
+        return Ok(None);
     }
     let mut body = endpoint.body(response);
     let mut unframer = Unframer::new(framing);
     let mut audio = Vec::new();
     let mut sent_any = false;
     loop {
-        let more = body.next().await?;
+        let more = tokio::select! {
+            _ = tx.closed() => return Ok(Some(body)),
+            more = body.next() => more?,
+        };
         audio.clear();
         let result = match &more {
             Some(bytes) => unframer.push(bytes, &mut audio),
@@ -89,7 +108,7 @@ async fn run(
             if let Some(chunk) = chunker.push(&audio) {
                 sent_any = true;
                 if tx.send(Ok(chunk)).await.is_err() {
-                    return Ok(());
+                    return Ok(more.is_some().then_some(body));
                 }
             }
         }
@@ -100,9 +119,9 @@ async fn run(
     match chunker.finish() {
         Some(chunk) => {
             let _ = tx.send(Ok(chunk)).await;
-            Ok(())
+            Ok(None)
         }
-        None if sent_any => Ok(()),
+        None if sent_any => Ok(None),
         None => Err(endpoint.error(EngineErrorKind::Upstream, "answered with no audio")),
     }
 }

@@ -7,17 +7,10 @@
 //! of being closed: the chunked body's terminator often arrives in a read of its own, and a
 //! body dropped before it costs a new connection (a TCP and TLS handshake with a real vendor).
 
-use std::time::Duration;
-
 use switchboard_actors::engine::{EngineError, EngineStream, LlmEvent};
 use tokio::sync::mpsc;
 
 use super::http::{BodyReader, Endpoint, SseDecoder, SseEvent};
-
-/// How long the rest of a finished answer's body is read for before the connection is
-/// given up; and how much of it.
-const DRAIN_DEADLINE: Duration = Duration::from_secs(2);
-const DRAIN_MAX_BYTES: usize = 64 * 1024;
 
 /// What one server-sent event means to a protocol.
 pub enum Step {
@@ -57,7 +50,7 @@ pub fn spawn_chat_stream<P: ChatProtocol>(
         // The caller's stream ends here, before the drain.
         drop((tx, watcher));
         if let Some(body) = rest {
-            body.drain(DRAIN_DEADLINE, DRAIN_MAX_BYTES).await;
+            body.drain().await;
         }
     });
     rx
