@@ -21,15 +21,7 @@ const PARAGRAPH: &str = "Thank you for calling the city library. Our opening hou
     line and a librarian will be with you shortly. We appreciate your patience.";
 
 fn request(voice: &str, text: &str) -> SpeechRequest {
-    SpeechRequest {
-        text: text.into(),
-        voice: voice.into(),
-        speed: 1.0,
-        pitch: 1.0,
-        language: None,
-        output_rate: None,
-        model: None,
-    }
+    SpeechRequest::new(text, voice)
 }
 
 fn engine(intra_threads: usize) -> TtsEngine {

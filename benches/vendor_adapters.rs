@@ -245,13 +245,11 @@ fn endpoint(vendor: &str, base: &str) -> Endpoint {
 
 fn request(output_rate: Option<u32>) -> SpeechRequest {
     SpeechRequest {
-        text: "Thank you for calling, how can I help you today?".into(),
-        voice: "default".into(),
-        speed: 1.0,
-        pitch: 1.0,
-        language: None,
         output_rate,
-        model: None,
+        ..SpeechRequest::new(
+            "Thank you for calling, how can I help you today?",
+            "default",
+        )
     }
 }
 

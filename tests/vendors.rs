@@ -1254,13 +1254,8 @@ async fn speech_cut_off_by_a_barge_in_leaves_its_connection_to_the_next_reply() 
         endpoint: endpoint_at("deepgram", &url, "dg-test"),
     };
     let sentence = || SpeechRequest {
-        text: "Our opening hours are nine to five.".into(),
-        voice: "default".into(),
-        speed: 1.0,
-        pitch: 1.0,
-        language: None,
         output_rate: Some(8_000),
-        model: None,
+        ..SpeechRequest::new("Our opening hours are nine to five.", "default")
     };
     // The caller talks over the first sentence: its stream is dropped after the first audio.
     let mut cut_off = voice.synthesize(sentence()).unwrap();

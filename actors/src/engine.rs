@@ -319,6 +319,22 @@ pub struct SpeechRequest {
     pub model: Option<String>,
 }
 
+impl SpeechRequest {
+    /// `text` in `voice` at the voice's own pace and pitch; language, output rate and model
+    /// left to the provider.
+    pub fn new(text: impl Into<String>, voice: impl Into<String>) -> Self {
+        SpeechRequest {
+            text: text.into(),
+            voice: voice.into(),
+            speed: 1.0,
+            pitch: 1.0,
+            language: None,
+            output_rate: None,
+            model: None,
+        }
+    }
+}
+
 /// A piece of synthesized speech: mono f32 samples in [-1, 1].
 #[derive(Debug, Clone, PartialEq)]
 pub struct SpeechChunk {

@@ -219,13 +219,8 @@ async fn speech(
     let characters = input.chars().count() as u64;
     let asked_voice = voice.clone();
     let request = SpeechRequest {
-        text: input,
-        voice,
         speed: speed.clamp(0.5, 2.0) as f32,
-        pitch: 1.0,
-        language: None,
-        output_rate: None,
-        model: None,
+        ..SpeechRequest::new(input, voice)
     };
     let stream = synthesize_stream(engine, request, format)
         .await

@@ -94,13 +94,9 @@ async fn synthesize(
     )
     .await?;
     let speech = SpeechRequest {
-        text: request.text.unwrap_or_default(),
-        voice,
         speed: speed as f32,
         pitch: pitch as f32,
-        language: None,
-        output_rate: None,
-        model: None,
+        ..SpeechRequest::new(request.text.unwrap_or_default(), voice)
     };
     speak_metered(&state, &developer, &chosen, speech, format).await
 }
@@ -202,13 +198,10 @@ async fn speak(
     )
     .await?;
     let speech = SpeechRequest {
-        text: request.text.unwrap_or_default(),
-        voice: agent.voice_id,
         speed: speed as f32,
-        pitch: 1.0,
         language: Some(agent.language),
-        output_rate: None,
         model: agent.tts_model,
+        ..SpeechRequest::new(request.text.unwrap_or_default(), agent.voice_id)
     };
     speak_metered(&state, &developer, &chosen, speech, format).await
 }

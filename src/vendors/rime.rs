@@ -83,13 +83,8 @@ impl TextToSpeech for RimeSpeech {
 /// whose answer is read and dropped.
 pub async fn verify(endpoint: &Endpoint) -> Result<(), EngineError> {
     let request = SpeechRequest {
-        text: "Hi.".into(),
-        voice: "default".into(),
-        speed: 1.0,
-        pitch: 1.0,
-        language: None,
         output_rate: Some(8_000),
-        model: None,
+        ..SpeechRequest::new("Hi.", "default")
     };
     let post = endpoint.post_json("/v1/rime-tts", body(endpoint, &request, 8_000));
     let response = endpoint

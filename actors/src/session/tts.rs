@@ -206,13 +206,10 @@ impl TtsPlayback {
             return;
         };
         let request = SpeechRequest {
-            text: text.clone(),
-            voice: self.voice.voice.clone(),
-            speed: 1.0,
-            pitch: 1.0,
             language: self.voice.language.clone(),
             output_rate: Some(self.output_rate),
             model: self.voice.model.clone(),
+            ..SpeechRequest::new(text.clone(), self.voice.voice.clone())
         };
         match self.engine.synthesize(request) {
             Ok(rx) => {

@@ -764,15 +764,7 @@ mod tests {
     }
 
     fn request(voice: &str, text: &str) -> SpeechRequest {
-        SpeechRequest {
-            text: text.into(),
-            voice: voice.into(),
-            speed: 1.0,
-            pitch: 1.0,
-            language: None,
-            output_rate: None,
-            model: None,
-        }
+        SpeechRequest::new(text, voice)
     }
 
     fn speak(request: SpeechRequest) -> (ServedVoice, Vec<f32>, u32) {
@@ -1149,15 +1141,7 @@ mod round_trip {
             ("espeak-en-us", 0.25),
         ] {
             let (_, chunks) = tts
-                .synthesize_blocking(SpeechRequest {
-                    text: text.into(),
-                    voice: voice.into(),
-                    speed: 1.0,
-                    pitch: 1.0,
-                    language: None,
-                    output_rate: None,
-                    model: None,
-                })
+                .synthesize_blocking(SpeechRequest::new(text, voice))
                 .unwrap();
             let rate = chunks[0].sample_rate;
             let audio: Vec<f32> = chunks.into_iter().flat_map(|c| c.samples).collect();
