@@ -1179,13 +1179,11 @@ fn late_terminator_chat_server() -> (String, Arc<AtomicUsize>) {
             "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n",
             "data: [DONE]\n\n"
         );
-        let answer = format!(
-            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n{:x}\r\n{events}\r\n",
-            events.len()
-        );
-        counting_http::send(stream, answer.as_bytes())?;
+        let mut answer = counting_http::chunked_head("text/event-stream");
+        answer.extend(counting_http::chunk(events.as_bytes()));
+        counting_http::send(stream, &answer)?;
         std::thread::sleep(Duration::from_millis(100));
-        counting_http::send(stream, b"0\r\n\r\n")
+        counting_http::send(stream, counting_http::LAST_CHUNK)
     });
     (format!("http://{address}/v1"), connections)
 }
@@ -1228,19 +1226,13 @@ fn two_part_speech_server() -> (String, Arc<AtomicUsize>) {
     let (address, connections) = counting_http::counting_server(|stream| {
         // 200 ms of 8 kHz µ-law a part (0xFF is silence).
         let part = [0xFFu8; 1_600];
-        let mut head = format!(
-            "HTTP/1.1 200 OK\r\ncontent-type: audio/basic\r\ntransfer-encoding: chunked\r\n\r\n{:x}\r\n",
-            part.len()
-        )
-        .into_bytes();
-        head.extend_from_slice(&part);
-        head.extend_from_slice(b"\r\n");
-        counting_http::send(stream, &head)?;
+        let mut first = counting_http::chunked_head("audio/basic");
+        first.extend(counting_http::chunk(&part));
+        counting_http::send(stream, &first)?;
         std::thread::sleep(Duration::from_millis(200));
-        let mut tail = format!("{:x}\r\n", part.len()).into_bytes();
-        tail.extend_from_slice(&part);
-        tail.extend_from_slice(b"\r\n0\r\n\r\n");
-        counting_http::send(stream, &tail)
+        let mut rest = counting_http::chunk(&part);
+        rest.extend_from_slice(counting_http::LAST_CHUNK);
+        counting_http::send(stream, &rest)
     });
     (format!("http://{address}"), connections)
 }

@@ -263,8 +263,8 @@ impl BodyReader<'_> {
         }
     }
 
-    /// Reads what is left of the body and throws it away, for at most [`DRAIN_DEADLINE`] and
-    /// [`DRAIN_MAX_BYTES`], so that a connection nobody reads any more can be used again. A
+    /// Reads what is left of the body and throws it away, for at most `DRAIN_DEADLINE` and
+    /// `DRAIN_MAX_BYTES`, so that a connection nobody reads any more can be used again. A
     /// body that does not end within those is dropped, which closes the connection.
     pub async fn drain(mut self) {
         let rest = async {
@@ -282,8 +282,8 @@ impl BodyReader<'_> {
 
 /// How long the rest of an answer nobody reads any more is read for before its connection is
 /// given up; and how much of it.
-pub const DRAIN_DEADLINE: Duration = Duration::from_secs(2);
-pub const DRAIN_MAX_BYTES: usize = 64 * 1024;
+const DRAIN_DEADLINE: Duration = Duration::from_secs(2);
+const DRAIN_MAX_BYTES: usize = 64 * 1024;
 
 /// PlayHT's two credentials from one key `<user id>:<secret key>`; a key without a colon is
 /// the secret alone (PlayHT then refuses it, which reaches the caller as its 401).

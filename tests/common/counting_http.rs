@@ -1,3 +1,4 @@
+#![allow(dead_code)]
 //! A keep-alive HTTP/1.1 server on loopback, in raw HTTP, that counts the connections opened
 //! to it: for tests of connection reuse, where a framework server would hide when and why a
 //! connection ends. Each request (its head and the body its `content-length` declares) is
@@ -73,3 +74,20 @@ pub fn send(stream: &mut TcpStream, bytes: &[u8]) -> std::io::Result<()> {
     stream.write_all(bytes)?;
     stream.flush()
 }
+
+/// The head of a `200 OK` answer of `content_type` whose body follows in chunks.
+pub fn chunked_head(content_type: &str) -> Vec<u8> {
+    format!("HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ntransfer-encoding: chunked\r\n\r\n")
+        .into_bytes()
+}
+
+/// `data` as one chunk of a chunked body.
+pub fn chunk(data: &[u8]) -> Vec<u8> {
+    let mut framed = format!("{:x}\r\n", data.len()).into_bytes();
+    framed.extend_from_slice(data);
+    framed.extend_from_slice(b"\r\n");
+    framed
+}
+
+/// The end of a chunked body.
+pub const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
