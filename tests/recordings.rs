@@ -94,18 +94,35 @@ async fn converse(
     how_long: Duration,
     clock: Instant,
 ) -> Option<Duration> {
+    converse_in_bursts(socket, caller, how_long, clock, 1).await
+}
+
+/// As [`converse`], with the caller's frames sent `burst` at a time in one write every
+/// `burst` × 20 ms: the same pace, as a congested network or a busy server's socket delivers
+/// them.
+async fn converse_in_bursts(
+    socket: &mut Socket,
+    caller: &[u8],
+    how_long: Duration,
+    clock: Instant,
+    burst: u32,
+) -> Option<Duration> {
     let started = Instant::now();
     let silence = [0xFFu8; 160];
     let mut frames = caller.chunks(160);
-    let mut tick = tokio::time::interval(Duration::from_millis(20));
+    let mut tick = tokio::time::interval(Duration::from_millis(20) * burst);
     let mut first_media = None;
     while started.elapsed() < how_long {
         tokio::select! {
             _ = tick.tick() => {
-                let frame = frames.next().unwrap_or(&silence);
-                let media = json!({"event": "media", "streamSid": STREAM_SID,
-                    "media": {"track": "inbound", "payload": BASE64.encode(frame)}});
-                if socket.send(Message::text(media.to_string())).await.is_err() {
+                let mut sent = Ok(());
+                for _ in 0..burst {
+                    let frame = frames.next().unwrap_or(&silence);
+                    let media = json!({"event": "media", "streamSid": STREAM_SID,
+                        "media": {"track": "inbound", "payload": BASE64.encode(frame)}});
+                    sent = sent.and(socket.feed(Message::text(media.to_string())).await);
+                }
+                if sent.and(socket.flush().await).is_err() {
                     break;
                 }
             }
@@ -346,6 +363,59 @@ async fn a_call_is_recorded_in_two_aligned_channels_and_served_in_ranges_to_its_
     let files: Vec<_> = walk(&dir);
     assert_eq!(files.len(), 1, "{files:?}");
     assert_eq!(std::fs::metadata(&files[0]).unwrap().len() as usize, size);
+}
+
+/// A loaded server, or a congested network, hands the transport several of a call's frames
+/// at once: they reach the recording whole and in order, and the caller is answered.
+#[tokio::test]
+async fn frames_that_arrive_together_are_heard_and_recorded_whole_and_in_order() {
+    let mock = vendor_mock::VendorMock::start();
+    let server = server_with_vendors(&mock, &[]).await;
+    let key = server.key().to_string();
+    new_agent(&server, &key, "recorded", json!({})).await;
+    let call_sid = "CA00000000000000000000000000000103";
+    let clock = Instant::now();
+    let (session_id, mut socket) = start_call(&server, &key, "recorded", call_sid).await;
+    converse_in_bursts(&mut socket, &[], Duration::from_secs(2), clock, 7).await;
+    let speech = caller_speech();
+    converse_in_bursts(&mut socket, &speech, Duration::from_secs(8), clock, 7).await;
+    hang_up(&mut socket, call_sid).await;
+
+    let response = finished_recording(&server, &key, call_sid).await;
+    assert_eq!(response.status(), 200);
+    let wav = response.bytes().await.unwrap().to_vec();
+    let reader = hound::WavReader::new(std::io::Cursor::new(&wav)).unwrap();
+    let samples: Vec<i16> = reader.into_samples::<i16>().map(Result::unwrap).collect();
+    let left: Vec<i16> = samples.iter().step_by(2).copied().collect();
+    // The caller's channel holds the sentence sample for sample, in one piece.
+    let spoken: Vec<i16> = speech.iter().map(|&b| mulaw::decode(b)).collect();
+    assert!(
+        left.windows(spoken.len()).any(|w| w == spoken.as_slice()),
+        "the caller's {} samples are not on the recording's {} in one piece",
+        spoken.len(),
+        left.len()
+    );
+
+    let mut detail = Value::Null;
+    for _ in 0..50 {
+        let (_, body) =
+            call(server.get(&format!("/v1/observability/sessions/{session_id}"), &key)).await;
+        if body["status"] != "active" {
+            detail = body;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let turns = detail["turns"].as_array().expect("the session's turns");
+    assert_eq!(
+        turns.iter().filter(|t| t["speaker"] == "user").count(),
+        1,
+        "one caller turn: {detail}"
+    );
+    assert!(
+        turns.iter().any(|t| t["latencyMs"].as_i64().is_some()),
+        "the caller was answered: {detail}"
+    );
 }
 
 fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
