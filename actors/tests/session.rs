@@ -11,8 +11,8 @@ use std::time::Duration;
 use support::*;
 use switchboard_actors::engine::{Role, ToolCall};
 use switchboard_actors::session::{
-    AgentProfile, EndReason, GetSnapshot, Hangup, SessionConfig, SessionEvent, SessionOutput,
-    SessionStatus, Speaker, TextIn, HISTORY_MESSAGES,
+    AgentProfile, BargeInRecord, EndReason, GetSnapshot, Hangup, SessionConfig, SessionEvent,
+    SessionOutput, SessionStatus, Speaker, TextIn, HISTORY_MESSAGES,
 };
 
 fn config(first_message: &str) -> SessionConfig {
@@ -227,6 +227,22 @@ async fn a_multi_turn_conversation_keeps_both_sides_in_history() {
 #[actix::test]
 async fn caller_speech_over_the_agent_clears_and_truncates_history() {
     tokio::time::pause();
+    interrupt_with_caller_frames_in_messages_of(1).await;
+}
+
+/// A transport that read several caller frames at once forwards them in one message: the
+/// interruption is decided as for frames one by one, at the same point of the speech.
+#[actix::test]
+async fn caller_speech_over_the_agent_in_multi_frame_messages_clears_the_same() {
+    tokio::time::pause();
+    let one_by_one = interrupt_with_caller_frames_in_messages_of(1).await;
+    let together = interrupt_with_caller_frames_in_messages_of(7).await;
+    assert_eq!(together.detection_ms, one_by_one.detection_ms);
+}
+
+/// Interrupts a long answer with caller speech sent `frames` frames a message; answers what
+/// the session recorded of the interruption.
+async fn interrupt_with_caller_frames_in_messages_of(frames: usize) -> BargeInRecord {
     let long_answer = "Our opening hours are from nine in the morning until six in the evening. \
         On Saturdays we open at ten and close at four. On Sundays and public holidays the \
         office stays closed, but the hotline answers calls all day long. You can also write \
@@ -255,7 +271,8 @@ async fn caller_speech_over_the_agent_clears_and_truncates_history() {
     .await;
     h.speak(&mulaw_silence(1_500), 160).await;
     // Barge in.
-    h.speak(&second, 160).await;
+    h.speak_paced(&second, 160 * frames, 20 * frames as u64)
+        .await;
     h.wait_for("clear", Duration::from_secs(1), |o| {
         matches!(o, SessionOutput::Clear)
     })
@@ -314,6 +331,7 @@ async fn caller_speech_over_the_agent_clears_and_truncates_history() {
     assert_eq!(snapshot.history[2].content, "Thanks, that is all.");
     hang_up_and_check_all_stopped(&mut h).await;
     assert_eq!(h.summary().expect("summary").interruptions, 1);
+    barge
 }
 
 #[actix::test]

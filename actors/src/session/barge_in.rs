@@ -7,6 +7,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use actix::prelude::*;
+use smallvec::SmallVec;
 use tokio::time::Instant;
 
 use crate::audio::{SpeechEvent, SpeechTracker, SpeechTrackerConfig, Voice};
@@ -33,9 +34,14 @@ pub struct ArmBargeIn {
 #[rtype(result = "()")]
 pub struct DisarmBargeIn;
 
-/// One caller frame's voice activity, forwarded while armed.
-#[derive(Debug, Clone, Copy, Message)]
+/// The voice activity of the caller frames of one `AudioIn`, in stream order: one message
+/// however many frames the transport read together.
+#[derive(Debug, Clone, Message)]
 #[rtype(result = "()")]
+pub struct CallerVoices(pub SmallVec<[CallerVoice; 4]>);
+
+/// One caller frame's voice activity, forwarded while the agent talks.
+#[derive(Debug, Clone, Copy)]
 pub struct CallerVoice {
     /// Stream time of the frame's start, in ms.
     pub start_ms: u64,
@@ -159,31 +165,35 @@ impl Handler<AgentAudioLevel> for BargeIn {
     }
 }
 
-impl Handler<CallerVoice> for BargeIn {
+impl Handler<CallerVoices> for BargeIn {
     type Result = ();
 
-    fn handle(&mut self, msg: CallerVoice, _: &mut Self::Context) {
-        let Some(response_id) = self.armed else {
-            return;
-        };
+    fn handle(&mut self, msg: CallerVoices, _: &mut Self::Context) {
         let now = Instant::now();
-        // Frames no louder than the agent's own echo count as quiet.
-        let counted = if msg.voice == Voice::Quiet || self.passes_gate(msg.energy_dbfs, now) {
-            msg.voice
-        } else {
-            Voice::Quiet
-        };
-        if let Some(SpeechEvent::SpeechStarted { at_ms }) =
-            self.tracker.update(msg.start_ms, FRAME_MS, counted)
-        {
-            self.armed = None;
-            self.tracker.reset();
-            self.session.do_send(BargeInDetected {
-                response_id,
-                onset_ms: at_ms,
-                decided_ms: msg.start_ms + u64::from(FRAME_MS),
-                decided_at: now,
-            });
+        for voice in msg.0 {
+            // Disarmed, or decided by an earlier frame: the rest is not an interruption.
+            let Some(response_id) = self.armed else {
+                return;
+            };
+            // Frames no louder than the agent's own echo count as quiet.
+            let counted = if voice.voice == Voice::Quiet || self.passes_gate(voice.energy_dbfs, now)
+            {
+                voice.voice
+            } else {
+                Voice::Quiet
+            };
+            if let Some(SpeechEvent::SpeechStarted { at_ms }) =
+                self.tracker.update(voice.start_ms, FRAME_MS, counted)
+            {
+                self.armed = None;
+                self.tracker.reset();
+                self.session.do_send(BargeInDetected {
+                    response_id,
+                    onset_ms: at_ms,
+                    decided_ms: voice.start_ms + u64::from(FRAME_MS),
+                    decided_at: now,
+                });
+            }
         }
     }
 }

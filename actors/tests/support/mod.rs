@@ -148,11 +148,17 @@ impl Harness {
 
     /// Sends caller audio in real-time-paced frames of `frame_bytes`.
     pub async fn speak(&mut self, audio: &[u8], frame_bytes: usize) {
-        for chunk in audio.chunks(frame_bytes) {
+        self.speak_paced(audio, frame_bytes, 20).await;
+    }
+
+    /// Sends caller audio in messages of `chunk_bytes`, one every `chunk_ms` (several frames
+    /// in one message, as a transport that read them together forwards them).
+    pub async fn speak_paced(&mut self, audio: &[u8], chunk_bytes: usize, chunk_ms: u64) {
+        for chunk in audio.chunks(chunk_bytes) {
             self.session
                 .addr()
                 .do_send(AudioIn(Bytes::copy_from_slice(chunk)));
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            tokio::time::sleep(Duration::from_millis(chunk_ms)).await;
             while let Ok(out) = self.outputs.try_recv() {
                 self.seen.push(out);
             }

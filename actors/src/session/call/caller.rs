@@ -11,7 +11,7 @@ use crate::audio::SpeechEvent;
 use crate::engine::SttInput;
 
 use super::super::audio_in::{CallerFrame, FRAME_MS};
-use super::super::barge_in::CallerVoice;
+use super::super::barge_in::{CallerVoice, CallerVoices};
 use super::super::error::TurnError;
 use super::super::messages::{AudioIn, SessionEvent};
 use super::super::observer::{EndReason, EndpointSource, Speaker, TurnRecord, UnrecognisedSpeech};
@@ -34,8 +34,8 @@ impl CallSession {
             self.last_speech_end_ms = frame.start_ms + u64::from(FRAME_MS);
         }
         if self.state == TurnState::AgentSpeaking {
-            if let Some(barge_in) = self.barge_in.as_ref() {
-                barge_in.do_send(CallerVoice {
+            if self.barge_in.is_some() {
+                self.caller_voices.push(CallerVoice {
                     start_ms: frame.start_ms,
                     voice: frame.vad.voice(),
                     energy_dbfs: frame.vad.energy_dbfs,
@@ -196,6 +196,13 @@ impl Handler<AudioIn> for CallSession {
                     }
                     break;
                 }
+            }
+        }
+        // The frames heard over the agent go to the barge-in watcher together.
+        if !self.caller_voices.is_empty() {
+            let voices = CallerVoices(std::mem::take(&mut self.caller_voices));
+            if let Some(barge_in) = self.barge_in.as_ref() {
+                barge_in.do_send(voices);
             }
         }
     }

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
+use smallvec::SmallVec;
 use tokio::time::Instant;
 
 use crate::audio::{SpeechTracker, SpeechTrackerConfig};
@@ -25,7 +26,7 @@ use crate::engine::{
 
 use super::audio_in::CallerAudio;
 use super::audio_out::OutputEncoder;
-use super::barge_in::BargeIn;
+use super::barge_in::{BargeIn, CallerVoice};
 use super::config::SessionConfig;
 use super::error::SessionError;
 use super::liveness::{LiveCounter, LiveGuard};
@@ -152,6 +153,9 @@ pub struct CallSession {
     history: Vec<ChatMessage>,
     stt: Option<Addr<SttStream>>,
     barge_in: Option<Addr<BargeIn>>,
+    /// Caller frames heard over the agent while one `AudioIn` is read, sent to `barge_in`
+    /// together at its end.
+    caller_voices: SmallVec<[CallerVoice; 4]>,
     tools: Option<Addr<ToolRunner>>,
     gate: PlaybackGate,
     reply: Option<Reply>,
@@ -213,6 +217,7 @@ impl CallSession {
             state: TurnState::Listening,
             stt: None,
             barge_in: None,
+            caller_voices: SmallVec::new(),
             tools: None,
             gate: PlaybackGate::default(),
             reply: None,
