@@ -195,7 +195,9 @@ fn start_server(bin: &str, data: &Path, vendors: &FixedVendors) -> anyhow::Resul
 }
 
 /// What the server still runs once every caller has hung up, from its `/metrics`: live
-/// sessions, session actors, threads.
+/// sessions, session actors, threads; and the agent frames it sent, with those it sent more
+/// than 40 ms after their time to play (the callers' late frames also count what waited in
+/// the sockets and in this process).
 async fn live_after(base: &str) -> anyhow::Result<String> {
     let text = reqwest::get(format!("{base}/metrics"))
         .await?
@@ -206,6 +208,8 @@ async fn live_after(base: &str) -> anyhow::Result<String> {
         "switchboard_sessions_active{transport=\"direct\"}",
         "switchboard_session_actors_live",
         "process_threads",
+        "switchboard_playback_frames_sent_total",
+        "switchboard_playback_frames_sent_late_total",
     ];
     let found: Vec<String> = text
         .lines()

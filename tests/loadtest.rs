@@ -240,6 +240,22 @@ async fn a_hundred_concurrent_phone_calls_are_served_and_leave_nothing_behind() 
             .await,
         100.0
     );
+    // The server counts the agent frames it sent: at least every one the callers received.
+    let received = summary["frames"]["received"].as_f64().unwrap();
+    let sent = server
+        .metric("switchboard_playback_frames_sent_total")
+        .await;
+    assert!(
+        received > 0.0 && sent >= received,
+        "sent {sent}, received {received}"
+    );
+    assert!(
+        server
+            .metric("switchboard_playback_frames_sent_late_total")
+            .await
+            .is_finite(),
+        "the late frames are exported"
+    );
 }
 
 #[tokio::test]

@@ -11,8 +11,8 @@ use std::time::Duration;
 use support::*;
 use switchboard_actors::engine::{Role, ToolCall};
 use switchboard_actors::session::{
-    AgentProfile, BargeInRecord, EndReason, GetSnapshot, Hangup, SessionConfig, SessionEvent,
-    SessionOutput, SessionStatus, Speaker, TextIn, HISTORY_MESSAGES,
+    frames_sent_in_process, AgentProfile, BargeInRecord, EndReason, GetSnapshot, Hangup,
+    SessionConfig, SessionEvent, SessionOutput, SessionStatus, Speaker, TextIn, HISTORY_MESSAGES,
 };
 
 fn config(first_message: &str) -> SessionConfig {
@@ -94,6 +94,39 @@ async fn greeting_audio_arrives_first_and_quickly() {
     assert_eq!(turns[0].speaker, Speaker::Agent);
     assert_eq!(turns[0].text, "Hello! How can I help you today?");
     assert!(!turns[0].interrupted);
+    hang_up_and_check_all_stopped(&mut h).await;
+}
+
+/// Frames leave ahead of their time to play; a playback that could not run for most of a
+/// second (its thread stalled) sends the frame after the gap late, and that is counted once.
+#[actix::test]
+async fn playback_that_falls_behind_counts_the_frame_sent_late() {
+    tokio::time::pause();
+    // 50 ms of speech a character: several seconds of greeting.
+    let mut h = Harness::start(
+        config("Hello! Thanks for calling, how can I help you today?"),
+        Scripted::new(&[], vec![]),
+    );
+    h.wait_for("greeting audio", Duration::from_secs(2), is_audio)
+        .await;
+    let (sent_before, late_before) = frames_sent_in_process();
+    h.drain_for(Duration::from_millis(600)).await;
+    let (sent, late) = frames_sent_in_process();
+    assert!(sent >= sent_before + 25, "{sent_before} then {sent}");
+    assert_eq!(
+        late, late_before,
+        "playback that keeps up sends nothing late"
+    );
+
+    // The session's thread makes no progress for 700 ms: well past the 300 ms lead.
+    tokio::time::advance(Duration::from_millis(700)).await;
+    h.drain_for(Duration::from_millis(300)).await;
+    let (_, late_after) = frames_sent_in_process();
+    assert_eq!(
+        late_after,
+        late + 1,
+        "the first frame after the gap is late"
+    );
     hang_up_and_check_all_stopped(&mut h).await;
 }
 

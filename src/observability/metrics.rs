@@ -5,14 +5,14 @@
 //! are read at scrape time. No metric carries a developer, agent or session id, so a scrape
 //! shows no customer's data.
 
-use std::sync::LazyLock;
+use std::sync::{LazyLock, Mutex};
 
 use prometheus::{
-    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts,
-    Registry, TextEncoder,
+    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
+    IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
-use switchboard_actors::session::live_actors_in_process;
+use switchboard_actors::session::{frames_sent_in_process, live_actors_in_process};
 
 use crate::engines::pool::PoolStats;
 
@@ -57,10 +57,19 @@ pub struct Metrics {
     workers_busy: IntGauge,
     workers: IntGauge,
     session_actors: IntGauge,
+    frames_sent: IntCounter,
+    frames_sent_late: IntCounter,
+    /// The process-wide counts are brought up to date one scrape at a time.
+    render: Mutex<()>,
 }
 
 fn counter(name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
     IntCounterVec::new(Opts::new(name, help), labels).expect("a valid metric definition")
+}
+
+/// Brings `counter` up to `total`, counted elsewhere since the process started.
+fn catch_up(counter: &IntCounter, total: u64) {
+    counter.inc_by(total.saturating_sub(counter.get()));
 }
 
 fn gauge(name: &str, help: &str) -> IntGauge {
@@ -155,6 +164,17 @@ impl Metrics {
                 "switchboard_session_actors_live",
                 "Actors of real-time sessions alive (each session and its children); back to 0 when no session runs.",
             ),
+            frames_sent: IntCounter::new(
+                "switchboard_playback_frames_sent_total",
+                "Agent audio frames (20 ms) sent to callers.",
+            )
+            .expect("a valid metric definition"),
+            frames_sent_late: IntCounter::new(
+                "switchboard_playback_frames_sent_late_total",
+                "Agent audio frames sent more than 40 ms after their time to play although they were ready before it: playback fell behind and the caller heard a gap.",
+            )
+            .expect("a valid metric definition"),
+            render: Mutex::new(()),
         };
         let registry = &metrics.registry;
         for collector in [
@@ -175,6 +195,8 @@ impl Metrics {
             Box::new(metrics.workers_busy.clone()),
             Box::new(metrics.workers.clone()),
             Box::new(metrics.session_actors.clone()),
+            Box::new(metrics.frames_sent.clone()),
+            Box::new(metrics.frames_sent_late.clone()),
             Box::new(prometheus::process_collector::ProcessCollector::for_self()),
         ] {
             registry
@@ -198,6 +220,10 @@ impl Metrics {
 
     /// The text exposition of every metric, with the worker pool's gauges as they are now.
     pub fn render(&self, pool: PoolStats) -> String {
+        let _one_at_a_time = self.render.lock().unwrap_or_else(|e| e.into_inner());
+        let (sent, late) = frames_sent_in_process();
+        catch_up(&self.frames_sent, sent);
+        catch_up(&self.frames_sent_late, late);
         self.queue_depth.set(pool.queued as i64);
         self.queue_limit.set(pool.queue_limit as i64);
         self.workers_busy.set(pool.busy as i64);
@@ -246,6 +272,14 @@ mod tests {
         assert!(text.contains("switchboard_engine_queue_depth 3"), "{text}");
         assert!(text.contains("switchboard_engine_workers_busy 1"));
         assert!(text.contains("switchboard_session_actors_live "), "{text}");
+        assert!(
+            text.contains("switchboard_playback_frames_sent_total "),
+            "{text}"
+        );
+        assert!(
+            text.contains("switchboard_playback_frames_sent_late_total "),
+            "{text}"
+        );
         assert!(text.contains("process_resident_memory_bytes "), "{text}");
         assert!(text.contains("switchboard_sessions_active{transport=\"twilio\"} 0"));
         assert!(

@@ -74,4 +74,4 @@ pub use playback::PlaybackLedger;
 pub use sentences::SentenceSplitter;
 pub use stt::SttStream;
 pub use tools::ToolRunner;
-pub use tts::TtsPlayback;
+pub use tts::{frames_sent_in_process, TtsPlayback, SENT_LATE_MS};

@@ -129,8 +129,27 @@ pub struct PlaybackLinks {
 
 #[derive(Debug)]
 enum Outgoing {
-    Audio(Bytes, f32),
+    /// A frame, its level in dBFS, and when it was ready to send.
+    Audio(Bytes, f32, Instant),
     Mark(String),
+}
+
+/// A frame that leaves more than this long after its time to play, although it was ready
+/// before then, was sent late by the platform: the caller hears a gap.
+pub const SENT_LATE_MS: u64 = 40;
+
+static FRAMES_SENT: AtomicU64 = AtomicU64::new(0);
+static FRAMES_SENT_LATE: AtomicU64 = AtomicU64::new(0);
+
+/// Agent audio frames sent by every session of this process so far, and how many of them
+/// left more than [`SENT_LATE_MS`] after their time to play although they were ready before
+/// it (the playback fell behind, not the voice). Counted where a caller would hear the gap:
+/// at the first frame after it.
+pub fn frames_sent_in_process() -> (u64, u64) {
+    (
+        FRAMES_SENT.load(Ordering::Relaxed),
+        FRAMES_SENT_LATE.load(Ordering::Relaxed),
+    )
 }
 
 #[derive(Debug)]
@@ -226,9 +245,10 @@ impl TtsPlayback {
 
     fn enqueue_frames(&mut self) {
         let frames = std::mem::take(&mut self.frames);
+        let now = Instant::now();
         for frame in &frames {
             self.queue
-                .push_back(Outgoing::Audio(frame.bytes.clone(), frame.level_dbfs));
+                .push_back(Outgoing::Audio(frame.bytes.clone(), frame.level_dbfs, now));
         }
         if let Some(current) = self.current.as_mut() {
             current.audio_ms += frames.len() as u64 * u64::from(FRAME_MS);
@@ -244,13 +264,13 @@ impl TtsPlayback {
         let now = Instant::now();
         let lead = u64::from(self.pacing.lead_ms);
         while let Some(front) = self.queue.front() {
-            match front {
+            match *front {
                 Outgoing::Mark(_) => {
                     if let Some(Outgoing::Mark(name)) = self.queue.pop_front() {
                         self.links.output.do_send(SessionOutput::Mark(name));
                     }
                 }
-                Outgoing::Audio(..) => {
+                Outgoing::Audio(_, _, ready_at) => {
                     match self.clock_start {
                         None => {
                             self.clock_start = Some(now);
@@ -263,8 +283,15 @@ impl TtsPlayback {
                             let mut elapsed =
                                 now.saturating_duration_since(start).as_millis() as u64;
                             if self.sent_ms < elapsed {
-                                // Underrun: everything sent has played. Restart the clock so the
-                                // next burst is no larger than the lead.
+                                // Underrun: everything sent has played. Was this frame ready
+                                // in time to play without a gap?
+                                let due = start + Duration::from_millis(self.sent_ms);
+                                let late = now.saturating_duration_since(due.max(ready_at));
+                                if late > Duration::from_millis(SENT_LATE_MS) {
+                                    FRAMES_SENT_LATE.fetch_add(1, Ordering::Relaxed);
+                                }
+                                // Restart the clock so the next burst is no larger than the
+                                // lead.
                                 self.clock_start = Some(
                                     now.checked_sub(Duration::from_millis(self.sent_ms))
                                         .unwrap_or(now),
@@ -276,7 +303,8 @@ impl TtsPlayback {
                             }
                         }
                     }
-                    if let Some(Outgoing::Audio(bytes, level_dbfs)) = self.queue.pop_front() {
+                    if let Some(Outgoing::Audio(bytes, level_dbfs, _)) = self.queue.pop_front() {
+                        FRAMES_SENT.fetch_add(1, Ordering::Relaxed);
                         self.links.output.do_send(SessionOutput::Audio(bytes));
                         self.sent_ms += u64::from(FRAME_MS);
                         if let Some(barge_in) = self.links.barge_in.as_ref() {
