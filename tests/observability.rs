@@ -657,17 +657,7 @@ async fn a_turn_lists_the_tool_calls_it_made() {
         }
     }
 
-    let mut detail = Value::Null;
-    for _ in 0..50 {
-        let (status, body) =
-            call(server.get(&format!("/v1/observability/sessions/{session_id}"), &key)).await;
-        assert_eq!(status, 200, "{body}");
-        if body["status"] != "active" {
-            detail = body;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let detail = ended_session(&server, &key, &session_id).await;
     let turns = detail["turns"].as_array().unwrap();
     assert_eq!(turns[0]["speaker"], "user", "{detail}");
     assert_eq!(turns[0]["endpoint"], "text");

@@ -289,16 +289,7 @@ async fn a_call_is_recorded_in_two_aligned_channels_and_served_in_ranges_to_its_
     );
 
     // The reply's position matches the latency the session measured.
-    let mut detail = Value::Null;
-    for _ in 0..50 {
-        let (_, body) =
-            call(server.get(&format!("/v1/observability/sessions/{session_id}"), &key)).await;
-        if body["status"] != "active" {
-            detail = body;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let detail = ended_session(&server, &key, &session_id).await;
     let latency_ms = detail["turns"]
         .as_array()
         .unwrap()
@@ -396,16 +387,7 @@ async fn frames_that_arrive_together_are_heard_and_recorded_whole_and_in_order()
         left.len()
     );
 
-    let mut detail = Value::Null;
-    for _ in 0..50 {
-        let (_, body) =
-            call(server.get(&format!("/v1/observability/sessions/{session_id}"), &key)).await;
-        if body["status"] != "active" {
-            detail = body;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let detail = ended_session(&server, &key, &session_id).await;
     let turns = detail["turns"].as_array().expect("the session's turns");
     assert_eq!(
         turns.iter().filter(|t| t["speaker"] == "user").count(),

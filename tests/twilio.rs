@@ -489,16 +489,7 @@ async fn a_phone_call_runs_on_vendor_engines_when_the_agent_names_them() {
     );
     assert!(mock.seen_at("/audio/speech").len() >= 2);
 
-    let mut detail = Value::Null;
-    for _ in 0..50 {
-        let (_, body) =
-            call(server.get(&format!("/v1/observability/sessions/{session_id}"), &key)).await;
-        if body["status"] != "active" {
-            detail = body;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let detail = ended_session(&server, &key, &session_id).await;
     let turns = detail["turns"].as_array().expect("turns");
     let asked = turns
         .iter()

@@ -356,6 +356,21 @@ pub async fn all_ids_at(server: &Server, key: &str, path: &str, limit: usize) ->
     }
 }
 
+/// The record of session `session_id` once it is no longer `active` (waiting up to 5 s for
+/// the call to be written as ended); `Value::Null` if it never is.
+pub async fn ended_session(server: &Server, key: &str, session_id: &str) -> Value {
+    for _ in 0..50 {
+        let (status, body) =
+            call(server.get(&format!("/v1/observability/sessions/{session_id}"), key)).await;
+        assert_eq!(status, 200, "{body}");
+        if body["status"] != "active" {
+            return body;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Value::Null
+}
+
 pub fn page_ids(page: &Value) -> Vec<String> {
     page["data"]
         .as_array()
