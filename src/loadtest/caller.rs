@@ -17,8 +17,9 @@ use super::protocol::{Inbound, Protocol};
 use super::report::{Live, SessionReport};
 use super::speech::{CallerSpeech, FRAME_MS};
 
-/// How long a frame may arrive after its playback slot before it counts as late.
-pub const LATE_FRAME_MS: f64 = 40.0;
+/// How long a frame may arrive after its playback slot before it counts as late: the same
+/// threshold the server counts its own late frames by.
+pub const LATE_FRAME_MS: f64 = switchboard_actors::session::SENT_LATE_MS as f64;
 
 /// What a caller does.
 #[derive(Debug, Clone)]

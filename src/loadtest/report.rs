@@ -57,7 +57,8 @@ pub struct SessionReport {
     pub clear_latencies_ms: Vec<f64>,
     /// Agent audio messages received.
     pub frames: u64,
-    /// Of those, the ones that arrived more than 40 ms after their playback slot.
+    /// Of those, the ones that arrived more than [`super::LATE_FRAME_MS`] after their playback
+    /// slot.
     pub late_frames: u64,
     /// The latest any frame was for its slot.
     pub max_late_ms: f64,
@@ -241,7 +242,7 @@ impl Summary {
              turn latency    {}\n\
              overhead        {}\n\
              barge-in        {} tried, {} cleared; clear after {}\n\
-             frames          {} received, {} late by > 40 ms (worst {} ms)\n\
+             frames          {} received, {} late by > {} ms (worst {} ms)\n\
              server errors   {}\n\
              caller lag      {} ms at worst (the load generator's own timing)\n",
             self.sessions.target,
@@ -261,6 +262,7 @@ impl Summary {
             p(&self.barge_in.clear_ms),
             self.frames.received,
             self.frames.late,
+            super::LATE_FRAME_MS,
             self.frames.max_late_ms,
             self.server_errors,
             self.caller_send_lag_max_ms,

@@ -12,7 +12,7 @@ use prometheus::{
     IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
-use switchboard_actors::session::{frames_sent_in_process, live_actors_in_process};
+use switchboard_actors::session::{frames_sent_in_process, live_actors_in_process, SENT_LATE_MS};
 
 use crate::engines::pool::PoolStats;
 
@@ -171,7 +171,7 @@ impl Metrics {
             .expect("a valid metric definition"),
             frames_sent_late: IntCounter::new(
                 "switchboard_playback_frames_sent_late_total",
-                "Agent audio frames sent more than 40 ms after their time to play although they were ready before it: playback fell behind and the caller heard a gap.",
+                &format!("Agent audio frames sent more than {SENT_LATE_MS} ms after their time to play although they were ready before it: playback fell behind and the caller heard a gap."),
             )
             .expect("a valid metric definition"),
             render: Mutex::new(()),
