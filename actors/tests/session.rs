@@ -6,13 +6,15 @@
 mod support;
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use support::*;
 use switchboard_actors::engine::{Role, ToolCall};
 use switchboard_actors::session::{
-    frames_sent_in_process, AgentProfile, BargeInRecord, EndReason, GetSnapshot, Hangup,
-    SessionConfig, SessionEvent, SessionOutput, SessionStatus, Speaker, TextIn, HISTORY_MESSAGES,
+    frames_sent_in_process, AgentProfile, BargeInRecord, CallSession, EndReason, GetSnapshot,
+    Hangup, OutputQueue, SessionConfig, SessionEvent, SessionOutput, SessionStatus, Speaker,
+    TextIn, HISTORY_MESSAGES,
 };
 
 fn config(first_message: &str) -> SessionConfig {
@@ -512,6 +514,26 @@ async fn idle_timeout_ends_the_session() {
     assert!(h.count(is_event("session.ended")) == 1);
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(h.session.live_actors(), 0);
+}
+
+#[actix::test]
+async fn a_session_ends_when_its_transport_stops_reading_even_with_nothing_to_send() {
+    tokio::time::pause();
+    let engines = Scripted::new(&[], vec![]);
+    let observer = Arc::new(RecordingObserver::default());
+    let (output, outputs) = OutputQueue::new();
+    // No greeting and no caller: once started, the session has nothing to send.
+    let session = CallSession::start(config(""), engines.session(), output, observer.clone())
+        .expect("valid configuration");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(observer.summary.lock().expect("not poisoned").is_none());
+    drop(outputs);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let summary = observer.summary.lock().expect("not poisoned").clone();
+    let summary = summary.expect("the session ended without waiting for its idle timeout");
+    assert_eq!(summary.reason, EndReason::TransportClosed);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(session.live_actors(), 0);
 }
 
 #[actix::test]

@@ -13,7 +13,6 @@
 
 use std::sync::Arc;
 
-use actix::prelude::*;
 use actix_web::{post, web, HttpRequest, HttpResponse};
 use actix_ws::{CloseCode, CloseReason, Message as WsMessage};
 use futures_util::StreamExt;
@@ -21,10 +20,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use switchboard_actors::audio::SampleRate;
 use switchboard_actors::session::{
-    AudioFormat, AudioIn, CallSession, Hangup, Interrupt, PlaybackAcks, PlaybackMark,
-    SessionConfig, SessionEvent, SessionOutput, TextIn, TransportClosed,
+    AudioFormat, AudioIn, CallSession, Hangup, Interrupt, OutputQueue, PlaybackAcks, PlaybackMark,
+    SessionConfig, SessionEvent, SessionOutput, SessionOutputs, TextIn, TransportClosed,
 };
-use tokio::sync::mpsc;
 use utoipa::ToSchema;
 
 use super::auth::Developer;
@@ -173,25 +171,6 @@ impl SocketAudio {
             TapFormat::Opus(self.rate)
         } else {
             TapFormat::Pcm16(self.rate.hz())
-        }
-    }
-}
-
-/// Forwards session output to the socket writer in order.
-struct Forwarder {
-    tx: mpsc::UnboundedSender<SessionOutput>,
-}
-
-impl Actor for Forwarder {
-    type Context = Context<Self>;
-}
-
-impl Handler<SessionOutput> for Forwarder {
-    type Result = ();
-
-    fn handle(&mut self, msg: SessionOutput, ctx: &mut Context<Self>) {
-        if self.tx.send(msg).is_err() {
-            ctx.stop();
         }
     }
 }
@@ -384,15 +363,14 @@ async fn start_direct(
     config.pacing.acks = audio.acks;
     let (response, socket, messages) =
         actix_ws::handle(req, body).map_err(|e| ApiError::bad_request(e.to_string()))?;
-    let (tx, rx) = mpsc::unbounded_channel();
-    let forwarder = Forwarder { tx }.start();
+    let (output, rx) = OutputQueue::new();
     let observer = Arc::new(SessionRecorder::new(
         state.sessions.clone(),
         state.metering.clone(),
         state.traces.clone(),
         "direct",
     ));
-    let handle = CallSession::start(config, engines, forwarder.recipient(), observer)
+    let handle = CallSession::start(config, engines, output, observer)
         .map_err(|e| ApiError::Internal(e.to_string()))?;
     slot.attach(handle.addr());
     actix_web::rt::spawn(pump(handle, socket, messages, rx, tap, slot));
@@ -503,7 +481,7 @@ async fn pump(
     handle: switchboard_actors::session::SessionHandle,
     socket: actix_ws::Session,
     mut messages: actix_ws::MessageStream,
-    mut outputs: mpsc::UnboundedReceiver<SessionOutput>,
+    mut outputs: SessionOutputs,
     tap: Option<RecordingTap>,
     slot: SessionSlot,
 ) {
@@ -558,11 +536,7 @@ async fn pump(
                     }
                     Some(Ok(WsMessage::Close(_))) | None | Some(Err(_)) => {
                         session.do_send(TransportClosed);
-                        while let Some(output) = outputs.recv().await {
-                            if matches!(output, SessionOutput::Ended) {
-                                break;
-                            }
-                        }
+                        outputs.until_ended().await;
                         return;
                     }
                     _ => {}

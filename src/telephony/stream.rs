@@ -25,10 +25,9 @@ use bytes::{Bytes, BytesMut};
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 use switchboard_actors::session::{
-    AgentProfile, AudioIn, CallSession, Dtmf, Hangup, PlaybackMark, SessionConfig, SessionEngines,
-    SessionHandle, SessionObserver, SessionOutput, TransportClosed,
+    AgentProfile, AudioIn, CallSession, Dtmf, Hangup, OutputQueue, PlaybackMark, SessionConfig,
+    SessionEngines, SessionHandle, SessionObserver, SessionOutput, TransportClosed,
 };
-use tokio::sync::mpsc;
 
 use super::token::{RelayClaims, TokenSigner};
 use crate::cluster::drain::Drain;
@@ -67,26 +66,6 @@ pub struct StreamContext {
     pub observer: Arc<dyn SessionObserver>,
     /// The node's live sessions (a stream is refused once the node drains).
     pub drain: Arc<Drain>,
-}
-
-/// Forwards the session's output into the socket writer's queue, keeping its order.
-struct OutputForwarder {
-    tx: mpsc::UnboundedSender<SessionOutput>,
-}
-
-impl Actor for OutputForwarder {
-    type Context = Context<Self>;
-}
-
-impl Handler<SessionOutput> for OutputForwarder {
-    type Result = ();
-
-    fn handle(&mut self, msg: SessionOutput, ctx: &mut Context<Self>) {
-        if self.tx.send(msg).is_err() {
-            // The socket is gone: stopping tells the session its output is dead.
-            ctx.stop();
-        }
-    }
 }
 
 /// Writes our outbound `media` messages (protocols.md §1.3), the one message sent 50 times a
@@ -273,7 +252,7 @@ fn parse_event_tree(text: &str, audio: &mut BytesMut) -> Result<StreamEvent, Mes
 /// Runs one media stream to its end.
 pub async fn run(context: StreamContext, socket: WsSession, mut messages: MessageStream) {
     let mut writer_socket = socket.clone();
-    let (out_tx, mut out_rx) = mpsc::unbounded_channel::<SessionOutput>();
+    let (output, mut out_rx) = OutputQueue::new();
     let deadline = tokio::time::sleep(START_TIMEOUT);
     tokio::pin!(deadline);
 
@@ -355,12 +334,11 @@ pub async fn run(context: StreamContext, socket: WsSession, mut messages: Messag
         .factory
         .recording(&recording_claims, call_sid.clone(), TapFormat::Mulaw8k)
         .await;
-    let forwarder = OutputForwarder { tx: out_tx }.start();
     // Held until the stream ends: the session lives as long as the call.
     let handle: SessionHandle = match CallSession::start(
         SessionConfig::twilio(session_id.clone(), profile),
         engines,
-        forwarder.recipient(),
+        output,
         context.observer.clone(),
     ) {
         Ok(started) => started,
@@ -448,12 +426,7 @@ pub async fn run(context: StreamContext, socket: WsSession, mut messages: Messag
                         Some(Ok(WsMessage::Close(_))) | None | Some(Err(_)) => {
                             batch.forward(tap.as_ref(), &session);
                             session.do_send(TransportClosed);
-                            // Keep draining output until the session says it ended.
-                            while let Some(output) = out_rx.recv().await {
-                                if matches!(output, SessionOutput::Ended) {
-                                    break;
-                                }
-                            }
+                            out_rx.until_ended().await;
                             return;
                         }
                         _ => {}

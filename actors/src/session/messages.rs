@@ -1,7 +1,8 @@
 //! The transport boundary: messages a transport sends a session ([`AudioIn`], [`TextIn`],
 //! [`Dtmf`], [`PlaybackMark`], [`Interrupt`], [`Hangup`], [`TransportClosed`],
 //! [`ServerShutdown`]) and what the
-//! session sends back ([`SessionOutput`], with [`SessionEvent`]s for the client).
+//! session sends back ([`SessionOutput`], with [`SessionEvent`]s for the client), through the
+//! transport's [`OutputQueue`].
 //!
 //! Audio crosses the boundary already in the configured wire format (raw bytes, no base64, no
 //! container). Events carry typed data; the transport chooses their JSON shape, using
@@ -9,6 +10,7 @@
 
 use actix::Message;
 use bytes::Bytes;
+use tokio::sync::mpsc;
 
 use super::observer::{SessionSummary, TurnRecord};
 use crate::engine::ToolCall;
@@ -78,6 +80,52 @@ pub enum SessionOutput {
     Event(SessionEvent),
     /// The session has stopped: close the socket. Always the last output.
     Ended,
+}
+
+/// Where a session's output goes: a queue the transport's socket task reads in order. The
+/// session and its playback put outputs straight on it (no actor in between, so an agent frame
+/// costs one queue push and one wake of the socket task). The transport going away shows as
+/// the queue closing: dropping the receiver ends the session.
+#[derive(Debug, Clone)]
+pub struct OutputQueue(mpsc::UnboundedSender<SessionOutput>);
+
+impl OutputQueue {
+    /// A queue and the transport's end of it.
+    pub fn new() -> (Self, SessionOutputs) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (Self(tx), SessionOutputs(rx))
+    }
+
+    /// Queues `output`; false when the transport has stopped reading.
+    pub fn send(&self, output: SessionOutput) -> bool {
+        self.0.send(output).is_ok()
+    }
+
+    /// Whether the transport has stopped reading.
+    pub fn is_closed(&self) -> bool {
+        self.0.is_closed()
+    }
+}
+
+/// The transport's end of an [`OutputQueue`]: the session's outputs, in order.
+#[derive(Debug)]
+pub struct SessionOutputs(mpsc::UnboundedReceiver<SessionOutput>);
+
+impl SessionOutputs {
+    /// The next output; `None` once the session and its playback are gone.
+    pub async fn recv(&mut self) -> Option<SessionOutput> {
+        self.0.recv().await
+    }
+
+    /// After the socket closed and the session was told ([`TransportClosed`]): waits for the
+    /// session to finish (its record flushed, `Ended` sent), discarding what it still sends.
+    pub async fn until_ended(mut self) {
+        while let Some(output) = self.0.recv().await {
+            if matches!(output, SessionOutput::Ended) {
+                return;
+            }
+        }
+    }
 }
 
 /// Events for the client, in the order they happen.

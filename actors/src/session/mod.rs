@@ -16,8 +16,8 @@
 //! # For transports
 //! 1. Fill a [`SessionConfig`] ([`SessionConfig::twilio`] or [`SessionConfig::direct`]) and a
 //!    [`SessionEngines`]; implement [`SessionObserver`] (or use [`NoopObserver`]).
-//! 2. Inside an actix system, call [`CallSession::start`] with a `Recipient<SessionOutput>`
-//!    (usually the transport's own actor). Keep the returned [`SessionHandle`].
+//! 2. Make an [`OutputQueue`] and, inside an actix system, call [`CallSession::start`] with
+//!    it. Keep the returned [`SessionHandle`] and read the queue's receiver.
 //! 3. Send the session [`AudioIn`] for every media payload, and [`TextIn`], [`Dtmf`],
 //!    [`PlaybackMark`], [`Interrupt`] as they arrive; [`Hangup`] or [`TransportClosed`] at the
 //!    end.
@@ -26,7 +26,7 @@
 //!    [`SessionEvent::name`]. Close the socket on `Ended`, which is always last.
 //!
 //! The greeting starts as soon as the session does. The session ends on `Hangup`,
-//! `TransportClosed`, when the output recipient stops accepting messages, after the idle
+//! `TransportClosed`, when the output queue's receiver is dropped, after the idle
 //! timeout, or on a fatal error; it then stops its children, reports the summary to the
 //! observer, sends `session.ended` and `Ended`. [`SessionHandle::live_actors`] counts its
 //! actors still alive (zero shortly after the end).
@@ -63,8 +63,8 @@ pub use error::{SessionError, TurnError};
 pub use liveness::{live_actors_in_process, LiveCounter};
 pub use llm::LlmStream;
 pub use messages::{
-    AudioIn, Dtmf, Hangup, Interrupt, PlaybackMark, ServerShutdown, SessionEvent, SessionOutput,
-    TextIn, TransportClosed,
+    AudioIn, Dtmf, Hangup, Interrupt, OutputQueue, PlaybackMark, ServerShutdown, SessionEvent,
+    SessionOutput, SessionOutputs, TextIn, TransportClosed,
 };
 pub use observer::{
     BargeInRecord, EndReason, EndpointSource, NoopObserver, SessionObserver, SessionStatus,

@@ -26,7 +26,7 @@ use super::call::CallSession;
 use super::config::{AudioFormat, Pacing};
 use super::error::TurnError;
 use super::liveness::LiveGuard;
-use super::messages::SessionOutput;
+use super::messages::{OutputQueue, SessionOutput};
 use super::stream::receiver_stream;
 use super::stt::Shutdown;
 
@@ -120,7 +120,7 @@ pub struct PlaybackLinks {
     /// The session.
     pub session: Addr<CallSession>,
     /// The transport.
-    pub output: Recipient<SessionOutput>,
+    pub output: OutputQueue,
     /// The barge-in detector, for the echo gate's levels.
     pub barge_in: Option<Addr<BargeIn>>,
     /// The session's playback gate.
@@ -267,7 +267,7 @@ impl TtsPlayback {
             match *front {
                 Outgoing::Mark(_) => {
                     if let Some(Outgoing::Mark(name)) = self.queue.pop_front() {
-                        self.links.output.do_send(SessionOutput::Mark(name));
+                        self.links.output.send(SessionOutput::Mark(name));
                     }
                 }
                 Outgoing::Audio(_, _, ready_at) => {
@@ -305,7 +305,7 @@ impl TtsPlayback {
                     }
                     if let Some(Outgoing::Audio(bytes, level_dbfs, _)) = self.queue.pop_front() {
                         FRAMES_SENT.fetch_add(1, Ordering::Relaxed);
-                        self.links.output.do_send(SessionOutput::Audio(bytes));
+                        self.links.output.send(SessionOutput::Audio(bytes));
                         self.sent_ms += u64::from(FRAME_MS);
                         if let Some(barge_in) = self.links.barge_in.as_ref() {
                             barge_in.do_send(AgentAudioLevel { level_dbfs });

@@ -14,8 +14,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use switchboard_actors::engine::KnowledgeRetriever;
 use switchboard_actors::session::{
-    AudioIn, CallSession, SessionConfig, SessionEngines, SessionHandle, SessionObserver,
-    SessionOutput, SessionSummary, TurnRecord,
+    AudioIn, CallSession, OutputQueue, SessionConfig, SessionEngines, SessionHandle,
+    SessionObserver, SessionOutput, SessionSummary, TurnRecord,
 };
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -38,6 +38,22 @@ impl SessionObserver for RecordingObserver {
 
     fn session_ended(&self, _: &str, summary: &SessionSummary) {
         *self.summary.lock().expect("not poisoned") = Some(summary.clone());
+    }
+}
+
+impl Scripted {
+    /// The engines as a session takes them.
+    pub fn session(&self) -> SessionEngines {
+        SessionEngines {
+            stt: self.stt.clone(),
+            llm: self.llm.clone(),
+            tts: self.tts.clone(),
+            tools: self.tools.clone(),
+            knowledge: self
+                .knowledge
+                .clone()
+                .map(|k| k as Arc<dyn KnowledgeRetriever>),
+        }
     }
 }
 
@@ -66,23 +82,17 @@ impl Harness {
     ) -> Self {
         let (tx, outputs) = mpsc::unbounded_channel();
         let fake = FakeTransport::start(tx, transport);
+        // The fake hears the session's outputs in order, as a transport's socket task would.
+        let (output, mut queued) = OutputQueue::new();
+        let listener = fake.clone();
+        actix::spawn(async move {
+            while let Some(output) = queued.recv().await {
+                listener.do_send(output);
+            }
+        });
         let observer = Arc::new(RecordingObserver::default());
-        let session = CallSession::start(
-            config,
-            SessionEngines {
-                stt: engines.stt.clone(),
-                llm: engines.llm.clone(),
-                tts: engines.tts.clone(),
-                tools: engines.tools.clone(),
-                knowledge: engines
-                    .knowledge
-                    .clone()
-                    .map(|k| k as Arc<dyn KnowledgeRetriever>),
-            },
-            fake.clone().recipient(),
-            observer.clone(),
-        )
-        .expect("valid configuration");
+        let session = CallSession::start(config, engines.session(), output, observer.clone())
+            .expect("valid configuration");
         fake.do_send(Attach(session.addr().clone()));
         Self {
             session,

@@ -31,7 +31,8 @@ use super::config::SessionConfig;
 use super::error::SessionError;
 use super::liveness::{LiveCounter, LiveGuard};
 use super::messages::{
-    Dtmf, Hangup, Interrupt, ServerShutdown, SessionEvent, SessionOutput, TextIn, TransportClosed,
+    Dtmf, Hangup, Interrupt, OutputQueue, ServerShutdown, SessionEvent, SessionOutput, TextIn,
+    TransportClosed,
 };
 use super::observer::{EndReason, SessionObserver, SessionStatus, SessionSummary, TurnRecord};
 use super::stt::{Shutdown, SttStream};
@@ -143,7 +144,7 @@ struct Totals {
 pub struct CallSession {
     config: SessionConfig,
     engines: SessionEngines,
-    output: Recipient<SessionOutput>,
+    output: OutputQueue,
     observer: Arc<dyn SessionObserver>,
     live: LiveCounter,
     started_at: Instant,
@@ -187,7 +188,7 @@ impl CallSession {
     pub fn start(
         config: SessionConfig,
         engines: SessionEngines,
-        output: Recipient<SessionOutput>,
+        output: OutputQueue,
         observer: Arc<dyn SessionObserver>,
     ) -> Result<SessionHandle, SessionError> {
         config.validate()?;
@@ -247,9 +248,7 @@ impl CallSession {
 
     /// Sends `output` to the transport, noticing when it is gone.
     fn send(&mut self, output: SessionOutput) {
-        if self.output.connected() {
-            self.output.do_send(output);
-        } else {
+        if !self.output.send(output) {
             self.transport_gone = true;
         }
     }
@@ -405,7 +404,7 @@ impl Actor for CallSession {
         let idle = self.config.idle_timeout;
         let check = (idle / 10).clamp(Duration::from_millis(10), Duration::from_secs(1));
         ctx.run_interval(check, move |act, ctx| {
-            if act.transport_gone {
+            if act.transport_gone || act.output.is_closed() {
                 act.end(EndReason::TransportClosed, ctx);
             } else if act.last_audio_at.elapsed() >= idle {
                 act.end(EndReason::IdleTimeout, ctx);
