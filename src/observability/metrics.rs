@@ -171,7 +171,7 @@ impl Metrics {
             .expect("a valid metric definition"),
             frames_sent_late: IntCounter::new(
                 "switchboard_playback_frames_sent_late_total",
-                &format!("Agent audio frames sent more than {SENT_LATE_MS} ms after their time to play although they were ready before it: playback fell behind and the caller heard a gap."),
+                format!("Agent audio frames sent more than {SENT_LATE_MS} ms after their time to play although they were ready before it: playback fell behind and the caller heard a gap."),
             )
             .expect("a valid metric definition"),
             render: Mutex::new(()),
