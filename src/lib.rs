@@ -4,6 +4,7 @@
 //! `switchboard-actors`.
 
 pub mod billing;
+pub mod caller_audio;
 pub mod cli;
 pub mod cluster;
 pub mod config;

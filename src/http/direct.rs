@@ -20,13 +20,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use switchboard_actors::audio::SampleRate;
 use switchboard_actors::session::{
-    AudioFormat, AudioIn, CallSession, Hangup, Interrupt, OutputQueue, PlaybackAcks, PlaybackMark,
+    AudioFormat, CallSession, Hangup, Interrupt, OutputQueue, PlaybackAcks, PlaybackMark,
     SessionConfig, SessionEvent, SessionOutput, SessionOutputs, TextIn, TransportClosed,
 };
 use utoipa::ToSchema;
 
 use super::auth::Developer;
 use super::AppState;
+use crate::caller_audio::{arrived, CallerBatch};
 use crate::cluster::drain::SessionSlot;
 use crate::error::{ApiError, ErrorBody};
 use crate::observability::recorder::SessionRecorder;
@@ -373,7 +374,7 @@ async fn start_direct(
     let handle = CallSession::start(config, engines, output, observer)
         .map_err(|e| ApiError::Internal(e.to_string()))?;
     slot.attach(handle.addr());
-    actix_web::rt::spawn(pump(handle, socket, messages, rx, tap, slot));
+    actix_web::rt::spawn(pump(handle, socket, messages, rx, tap, slot, audio.opus));
     Ok(response)
 }
 
@@ -484,9 +485,16 @@ async fn pump(
     mut outputs: SessionOutputs,
     tap: Option<RecordingTap>,
     slot: SessionSlot,
+    opus: bool,
 ) {
     let session = handle.addr().clone();
     let mut writer = socket.clone();
+    // An Opus packet is decoded on its own, so each goes to the session alone.
+    let mut batch = if opus {
+        CallerBatch::of_at_most(1)
+    } else {
+        CallerBatch::new()
+    };
     loop {
         tokio::select! {
             output = outputs.recv() => {
@@ -513,34 +521,46 @@ async fn pump(
                 }
             }
             incoming = messages.next() => {
-                match incoming {
-                    Some(Ok(WsMessage::Binary(audio))) => {
-                        if let Some(tap) = &tap {
-                            tap.caller(&audio);
+                // Messages that are already here are read before the session hears of them,
+                // so PCM frames that arrived together reach it as one message.
+                let mut incoming = incoming;
+                loop {
+                    match incoming {
+                        Some(Ok(WsMessage::Binary(audio))) => batch.push(audio),
+                        Some(Ok(WsMessage::Text(text))) => {
+                            batch.forward(tap.as_ref(), &session);
+                            match parse_client_message(&text) {
+                                Ok(ClientMessage::Text(text)) => session.do_send(TextIn(text)),
+                                Ok(ClientMessage::Interrupt) => session.do_send(Interrupt),
+                                Ok(ClientMessage::Mark(name)) => session.do_send(PlaybackMark { name }),
+                                Ok(ClientMessage::End) => session.do_send(Hangup),
+                                Ok(ClientMessage::Ignored) => {}
+                                Err(e) => {
+                                    let error = json!({"type": "error", "code": e.code(), "message": e.to_string()});
+                                    let _ = writer.text(error.to_string()).await;
+                                }
+                            }
                         }
-                        session.do_send(AudioIn(audio))
-                    }
-                    Some(Ok(WsMessage::Text(text))) => match parse_client_message(&text) {
-                        Ok(ClientMessage::Text(text)) => session.do_send(TextIn(text)),
-                        Ok(ClientMessage::Interrupt) => session.do_send(Interrupt),
-                        Ok(ClientMessage::Mark(name)) => session.do_send(PlaybackMark { name }),
-                        Ok(ClientMessage::End) => session.do_send(Hangup),
-                        Ok(ClientMessage::Ignored) => {}
-                        Err(e) => {
-                            let error = json!({"type": "error", "code": e.code(), "message": e.to_string()});
-                            let _ = writer.text(error.to_string()).await;
+                        Some(Ok(WsMessage::Ping(bytes))) => {
+                            let _ = writer.pong(&bytes).await;
                         }
-                    },
-                    Some(Ok(WsMessage::Ping(bytes))) => {
-                        let _ = writer.pong(&bytes).await;
+                        Some(Ok(WsMessage::Close(_))) | None | Some(Err(_)) => {
+                            batch.forward(tap.as_ref(), &session);
+                            session.do_send(TransportClosed);
+                            outputs.until_ended().await;
+                            return;
+                        }
+                        _ => {}
                     }
-                    Some(Ok(WsMessage::Close(_))) | None | Some(Err(_)) => {
-                        session.do_send(TransportClosed);
-                        outputs.until_ended().await;
-                        return;
+                    if batch.is_full() {
+                        break;
                     }
-                    _ => {}
+                    match arrived(&mut messages).await {
+                        Some(next) => incoming = next,
+                        None => break,
+                    }
                 }
+                batch.forward(tap.as_ref(), &session);
             }
         }
     }

@@ -11,25 +11,22 @@ use std::borrow::Cow;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::Poll;
 use std::time::Duration;
 
 use actix::prelude::*;
-use actix_ws::{
-    CloseCode, CloseReason, Message as WsMessage, MessageStream, ProtocolError,
-    Session as WsSession,
-};
+use actix_ws::{CloseCode, CloseReason, Message as WsMessage, MessageStream, Session as WsSession};
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
 use bytes::{Bytes, BytesMut};
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 use switchboard_actors::session::{
-    AgentProfile, AudioIn, CallSession, Dtmf, Hangup, OutputQueue, PlaybackMark, SessionConfig,
+    AgentProfile, CallSession, Dtmf, Hangup, OutputQueue, PlaybackMark, SessionConfig,
     SessionEngines, SessionHandle, SessionObserver, SessionOutput, TransportClosed,
 };
 
 use super::token::{RelayClaims, TokenSigner};
+use crate::caller_audio::{arrived, CallerBatch};
 use crate::cluster::drain::Drain;
 use crate::recording::{RecordingTap, TapFormat};
 use crate::registry::sessions::{ClaimSession, SessionRegistry};
@@ -352,7 +349,7 @@ pub async fn run(context: StreamContext, socket: WsSession, mut messages: Messag
     slot.attach(&session);
     let media = MediaWriter::new(&stream_sid);
     let mut caller_audio = BytesMut::new();
-    let mut batch = CallerBatch::default();
+    let mut batch = CallerBatch::new();
 
     loop {
         tokio::select! {
@@ -455,71 +452,6 @@ pub async fn run(context: StreamContext, socket: WsSession, mut messages: Messag
     }
 }
 
-/// The next message of the stream if it has already arrived; `None` when reading it would
-/// wait. Polled with the task's own waker, so a `None` leaves the task woken by the next one.
-async fn arrived(messages: &mut MessageStream) -> Option<Option<Result<WsMessage, ProtocolError>>> {
-    std::future::poll_fn(|cx| match messages.poll_next_unpin(cx) {
-        Poll::Ready(message) => Poll::Ready(Some(message)),
-        Poll::Pending => Poll::Ready(None),
-    })
-    .await
-}
-
-/// At most this many caller frames (320 ms of a phone call) go to the session in one message.
-const BATCH_FRAMES: usize = 16;
-
-/// Caller audio read from the socket in one go, forwarded to the session (and the recording)
-/// as one `AudioIn`. A loaded server reads a call's socket after several frames have queued
-/// in it; forwarding them together wakes the session once for all of them instead of once a
-/// frame. The session re-frames whatever length it is given, so this changes nothing it
-/// hears, and frames that arrive alone still go on at once.
-#[derive(Default)]
-struct CallerBatch {
-    /// The first frame, forwarded as it is when nothing joins it.
-    first: Option<Bytes>,
-    /// The frames so far, copied together once a second one arrives.
-    joined: BytesMut,
-    frames: usize,
-}
-
-impl CallerBatch {
-    fn push(&mut self, audio: Bytes) {
-        self.frames += 1;
-        match self.first.take() {
-            None if self.joined.is_empty() => self.first = Some(audio),
-            first => {
-                if let Some(first) = first {
-                    self.joined.extend_from_slice(&first);
-                }
-                self.joined.extend_from_slice(&audio);
-            }
-        }
-    }
-
-    fn is_full(&self) -> bool {
-        self.frames >= BATCH_FRAMES
-    }
-
-    /// Everything gathered since the last take, in order; `None` when nothing was.
-    fn take(&mut self) -> Option<Bytes> {
-        self.frames = 0;
-        match self.first.take() {
-            Some(audio) => Some(audio),
-            None if !self.joined.is_empty() => Some(self.joined.split().freeze()),
-            None => None,
-        }
-    }
-
-    /// Sends what is gathered to the session, the recording first.
-    fn forward(&mut self, tap: Option<&RecordingTap>, session: &Addr<CallSession>) {
-        let Some(audio) = self.take() else { return };
-        if let Some(tap) = tap {
-            tap.caller(&audio);
-        }
-        session.do_send(AudioIn(audio));
-    }
-}
-
 async fn close(socket: WsSession, code: CloseCode, description: &str) {
     let _ = socket
         .close(Some(CloseReason {
@@ -532,33 +464,6 @@ async fn close(socket: WsSession, code: CloseCode, description: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn frames_read_together_are_forwarded_as_one_in_order() {
-        let mut batch = CallerBatch::default();
-        assert_eq!(batch.take(), None);
-        let one = Bytes::from_static(&[1; 160]);
-        batch.push(one.clone());
-        let taken = batch.take().unwrap();
-        assert_eq!(taken, one);
-        assert_eq!(taken.as_ptr(), one.as_ptr(), "a frame alone is not copied");
-        assert_eq!(batch.take(), None);
-
-        for byte in 2..=BATCH_FRAMES as u8 + 1 {
-            assert!(!batch.is_full());
-            batch.push(Bytes::from(vec![byte; 160]));
-        }
-        assert!(batch.is_full());
-        let expected: Vec<u8> = (2..=BATCH_FRAMES as u8 + 1)
-            .flat_map(|byte| [byte; 160])
-            .collect();
-        assert_eq!(batch.take().unwrap(), expected);
-        assert!(!batch.is_full());
-        assert_eq!(batch.take(), None);
-        batch.push(Bytes::from_static(&[7; 3]));
-        batch.push(Bytes::from_static(&[8; 2]));
-        assert_eq!(batch.take().unwrap(), [7, 7, 7, 8, 8][..]);
-    }
 
     #[test]
     fn media_messages_written_directly_are_the_json_of_the_tree() {
