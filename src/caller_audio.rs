@@ -15,9 +15,7 @@ use crate::recording::RecordingTap;
 
 /// The next message of the stream if it has already arrived; `None` when reading it would
 /// wait. Polled with the task's own waker, so a `None` leaves the task woken by the next one.
-pub async fn arrived(
-    messages: &mut MessageStream,
-) -> Option<Option<Result<WsMessage, ProtocolError>>> {
+async fn arrived(messages: &mut MessageStream) -> Option<Option<Result<WsMessage, ProtocolError>>> {
     std::future::poll_fn(|cx| match messages.poll_next_unpin(cx) {
         Poll::Ready(message) => Poll::Ready(Some(message)),
         Poll::Pending => Poll::Ready(None),
@@ -82,6 +80,18 @@ impl CallerBatch {
     /// Whether the next message must wait for what is gathered to be forwarded.
     pub fn is_full(&self) -> bool {
         self.frames >= self.limit
+    }
+
+    /// The next message to read into this batch: one that has already arrived, unless the
+    /// batch is full. `None` means forward what is gathered now.
+    pub async fn next_arrived(
+        &self,
+        messages: &mut MessageStream,
+    ) -> Option<Option<Result<WsMessage, ProtocolError>>> {
+        if self.is_full() {
+            return None;
+        }
+        arrived(messages).await
     }
 
     /// Everything gathered since the last take, in order; `None` when nothing was.

@@ -27,7 +27,7 @@ use utoipa::ToSchema;
 
 use super::auth::Developer;
 use super::AppState;
-use crate::caller_audio::{arrived, CallerBatch};
+use crate::caller_audio::CallerBatch;
 use crate::cluster::drain::SessionSlot;
 use crate::error::{ApiError, ErrorBody};
 use crate::observability::recorder::SessionRecorder;
@@ -552,10 +552,7 @@ async fn pump(
                         }
                         _ => {}
                     }
-                    if batch.is_full() {
-                        break;
-                    }
-                    match arrived(&mut messages).await {
+                    match batch.next_arrived(&mut messages).await {
                         Some(next) => incoming = next,
                         None => break,
                     }

@@ -26,7 +26,7 @@ use switchboard_actors::session::{
 };
 
 use super::token::{RelayClaims, TokenSigner};
-use crate::caller_audio::{arrived, CallerBatch};
+use crate::caller_audio::CallerBatch;
 use crate::cluster::drain::Drain;
 use crate::recording::{RecordingTap, TapFormat};
 use crate::registry::sessions::{ClaimSession, SessionRegistry};
@@ -428,10 +428,7 @@ pub async fn run(context: StreamContext, socket: WsSession, mut messages: Messag
                         }
                         _ => {}
                     }
-                    if batch.is_full() {
-                        break;
-                    }
-                    match arrived(&mut messages).await {
+                    match batch.next_arrived(&mut messages).await {
                         Some(next) => incoming = next,
                         None => break,
                     }
