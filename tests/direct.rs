@@ -2,6 +2,8 @@
 //! JSON events and binary PCM16 audio, typed text turns, and a clean end.
 
 mod common;
+#[path = "common/vendor_mock.rs"]
+mod vendor_mock;
 
 use std::time::{Duration, Instant};
 
@@ -501,4 +503,107 @@ async fn a_session_token_opens_one_session_only() {
     })
     .await;
     assert_ne!(events.last().unwrap()["sessionId"], session.as_str());
+}
+
+/// A browser whose frames reach the server several at a time (a busy tab, a congested link):
+/// PCM16 frames read together reach the session and the recording whole and in order. The
+/// engines are the local vendor stand-in, so the test does not wait on embedded inference.
+#[tokio::test]
+async fn pcm_frames_that_arrive_together_are_heard_and_recorded_whole_and_in_order() {
+    let mock = vendor_mock::VendorMock::start();
+    let env = mock.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let server = Server::start_with(Storage::fresh().await, &env).await;
+    let key = server.key().to_string();
+    let agent = json!({"id": "recorded", "name": "Recorded", "firstMessage": null,
+                       "sttProvider": "openai", "llmProvider": "openai", "ttsProvider": "openai",
+                       "metadata": {"recordDirectSessions": true}});
+    let (status, body) = call(server.post("/v1/agents", &key, agent)).await;
+    assert_eq!(status, 201, "{body}");
+    let mut socket = open(&server, &key, "recorded", "sampleRate=16000").await;
+
+    // JFK's sentence and then silence, as 20 ms frames written seven at a time.
+    const BURST: usize = 7;
+    let spoken = jfk_at(16_000);
+    let mut caller = spoken.clone();
+    caller.resize(caller.len().div_ceil(320) * 320 + 16_000 * 2, 0);
+    let frames: Vec<Vec<u8>> = caller
+        .chunks_exact(320)
+        .map(|frame| frame.iter().flat_map(|s| s.to_le_bytes()).collect())
+        .collect();
+    let mut bursts = frames.chunks(BURST);
+    let mut tick = tokio::time::interval(Duration::from_millis(20 * BURST as u64));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut session_id = String::new();
+    let mut finals = Vec::new();
+    let mut all_sent = false;
+    // Until the whole sentence was sent and recognised; the agent's replies are not awaited.
+    while Instant::now() < deadline && !(all_sent && !finals.is_empty()) {
+        tokio::select! {
+            _ = tick.tick(), if !all_sent => match bursts.next() {
+                Some(burst) => {
+                    for frame in burst {
+                        socket.feed(Message::binary(frame.clone())).await.unwrap();
+                    }
+                    socket.flush().await.unwrap();
+                }
+                None => all_sent = true,
+            },
+            message = socket.next() => match message {
+                Some(Ok(Message::Binary(_))) => {}
+                Some(Ok(Message::Text(text))) => {
+                    let event: Value = serde_json::from_str(&text).unwrap();
+                    assert_ne!(event["type"], "error", "{event}");
+                    match event["type"].as_str().unwrap_or("") {
+                        "session.started" => session_id = event["sessionId"].as_str().unwrap().into(),
+                        "transcript.final" => finals.push(event["text"].as_str().unwrap_or("").to_string()),
+                        _ => {}
+                    }
+                }
+                _ => break,
+            }
+        }
+    }
+    assert!(all_sent, "the caller's audio was not all sent in time");
+    // The caller was heard: its utterances (the sentence has pauses) reached the recognizer.
+    assert!(
+        !finals.is_empty() && finals.iter().all(|f| f == "What are your opening hours?"),
+        "{finals:?}"
+    );
+    socket
+        .send(Message::text(json!({"type": "end"}).to_string()))
+        .await
+        .unwrap();
+    while let Some(Ok(message)) = socket.next().await {
+        if matches!(message, Message::Close(_)) {
+            break;
+        }
+    }
+
+    // The caller's channel of the recording holds the sentence sample for sample, in one piece.
+    let wav = loop {
+        let response = server
+            .get(&format!("/v1/recordings/{session_id}"), &key)
+            .send()
+            .await
+            .unwrap();
+        if response.status() == 200 {
+            break response.bytes().await.unwrap().to_vec();
+        }
+        assert_eq!(response.status(), 409, "the recording is being finished");
+        assert!(Instant::now() < deadline, "the recording never finished");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let reader = hound::WavReader::new(std::io::Cursor::new(&wav)).unwrap();
+    assert_eq!(reader.spec().sample_rate, 16_000);
+    let samples: Vec<i16> = reader.into_samples::<i16>().map(Result::unwrap).collect();
+    let caller_channel: Vec<i16> = samples.iter().step_by(2).copied().collect();
+    assert!(
+        caller_channel
+            .windows(spoken.len())
+            .any(|w| w == spoken.as_slice()),
+        "the caller's {} samples are not on the recording's {} in one piece",
+        spoken.len(),
+        caller_channel.len()
+    );
 }
