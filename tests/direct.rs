@@ -538,7 +538,7 @@ async fn pcm_frames_that_arrive_together_are_heard_and_recorded_whole_and_in_ord
     let mut finals = Vec::new();
     let mut all_sent = false;
     // Until the whole sentence was sent and recognised; the agent's replies are not awaited.
-    while Instant::now() < deadline && !(all_sent && !finals.is_empty()) {
+    while Instant::now() < deadline && (!all_sent || finals.is_empty()) {
         tokio::select! {
             _ = tick.tick(), if !all_sent => match bursts.next() {
                 Some(burst) => {

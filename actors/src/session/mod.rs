@@ -5,7 +5,7 @@
 //! |---|---|
 //! | [`CallSession`] (`call/`) | turn state machine, conversation history, turn records, child lifecycle |
 //! | [`SttStream`] (`stt`) | the recognizer stream: caller audio in, partial/final transcripts out |
-//! | [`BargeIn`] (`barge_in`) | deciding that the caller interrupted the agent, with the echo gate |
+//! | [`BargeIn`] (`barge_in`) | deciding that the caller interrupted the agent, with the echo gate: run by the session on each caller frame, not an actor (see its module docs) |
 //! | [`LlmStream`] (`llm`) | one model round: tokens, speakable sentences, tool calls |
 //! | [`ToolRunner`] (`tools`) | tool calls with timeouts |
 //! | [`TtsPlayback`] (`tts`) | one reply's synthesis, encoding, pacing and marks |

@@ -21,7 +21,7 @@ use crate::engine::{EngineError, SpeechChunk, SpeechRequest, TextToSpeech};
 
 use super::audio_in::FRAME_MS;
 use super::audio_out::{EncodedFrame, OutputEncoder};
-use super::barge_in::{AgentAudioLevel, BargeIn};
+use super::barge_in::AgentAudioLevel;
 use super::call::CallSession;
 use super::config::{AudioFormat, Pacing};
 use super::error::TurnError;
@@ -121,8 +121,8 @@ pub struct PlaybackLinks {
     pub session: Addr<CallSession>,
     /// The transport.
     pub output: OutputQueue,
-    /// The barge-in detector, for the echo gate's levels.
-    pub barge_in: Option<Addr<BargeIn>>,
+    /// Where the level of each frame sent goes, when the session has an echo gate.
+    pub echo_levels: Option<Recipient<AgentAudioLevel>>,
     /// The session's playback gate.
     pub gate: PlaybackGate,
 }
@@ -307,8 +307,11 @@ impl TtsPlayback {
                         FRAMES_SENT.fetch_add(1, Ordering::Relaxed);
                         self.links.output.send(SessionOutput::Audio(bytes));
                         self.sent_ms += u64::from(FRAME_MS);
-                        if let Some(barge_in) = self.links.barge_in.as_ref() {
-                            barge_in.do_send(AgentAudioLevel { level_dbfs });
+                        if let Some(levels) = self.links.echo_levels.as_ref() {
+                            levels.do_send(AgentAudioLevel {
+                                level_dbfs,
+                                sent_at: now,
+                            });
                         }
                     }
                 }

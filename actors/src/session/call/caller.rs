@@ -11,7 +11,7 @@ use crate::audio::SpeechEvent;
 use crate::engine::SttInput;
 
 use super::super::audio_in::{CallerFrame, FRAME_MS};
-use super::super::barge_in::{CallerVoice, CallerVoices};
+use super::super::barge_in::{AgentAudioLevel, CallerVoice};
 use super::super::error::TurnError;
 use super::super::messages::{AudioIn, SessionEvent};
 use super::super::observer::{EndReason, EndpointSource, Speaker, TurnRecord, UnrecognisedSpeech};
@@ -34,12 +34,13 @@ impl CallSession {
             self.last_speech_end_ms = frame.start_ms + u64::from(FRAME_MS);
         }
         if self.state == TurnState::AgentSpeaking {
-            if self.barge_in.is_some() {
-                self.caller_voices.push(CallerVoice {
-                    start_ms: frame.start_ms,
-                    voice: frame.vad.voice(),
-                    energy_dbfs: frame.vad.energy_dbfs,
-                });
+            let voice = CallerVoice {
+                start_ms: frame.start_ms,
+                voice: frame.vad.voice(),
+                energy_dbfs: frame.vad.energy_dbfs,
+            };
+            if let Some(detected) = self.barge_in.hear(voice, Instant::now()) {
+                self.barged_in(detected, ctx);
             }
             return;
         }
@@ -198,13 +199,14 @@ impl Handler<AudioIn> for CallSession {
                 }
             }
         }
-        // The frames heard over the agent go to the barge-in watcher together.
-        if !self.caller_voices.is_empty() {
-            let voices = CallerVoices(std::mem::take(&mut self.caller_voices));
-            if let Some(barge_in) = self.barge_in.as_ref() {
-                barge_in.do_send(voices);
-            }
-        }
+    }
+}
+
+impl Handler<AgentAudioLevel> for CallSession {
+    type Result = ();
+
+    fn handle(&mut self, msg: AgentAudioLevel, _: &mut Self::Context) {
+        self.barge_in.agent_level(msg.level_dbfs, msg.sent_at);
     }
 }
 

@@ -15,7 +15,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
-use smallvec::SmallVec;
 use tokio::time::Instant;
 
 use crate::audio::{SpeechTracker, SpeechTrackerConfig};
@@ -26,7 +25,7 @@ use crate::engine::{
 
 use super::audio_in::CallerAudio;
 use super::audio_out::OutputEncoder;
-use super::barge_in::{BargeIn, CallerVoice};
+use super::barge_in::BargeIn;
 use super::config::SessionConfig;
 use super::error::SessionError;
 use super::liveness::{LiveCounter, LiveGuard};
@@ -153,10 +152,8 @@ pub struct CallSession {
     state: TurnState,
     history: Vec<ChatMessage>,
     stt: Option<Addr<SttStream>>,
-    barge_in: Option<Addr<BargeIn>>,
-    /// Caller frames heard over the agent while one `AudioIn` is read, sent to `barge_in`
-    /// together at its end.
-    caller_voices: SmallVec<[CallerVoice; 4]>,
+    /// Decides, frame by frame while the agent talks, that the caller interrupted.
+    barge_in: BargeIn,
     tools: Option<Addr<ToolRunner>>,
     gate: PlaybackGate,
     reply: Option<Reply>,
@@ -217,8 +214,7 @@ impl CallSession {
             tracker,
             state: TurnState::Listening,
             stt: None,
-            barge_in: None,
-            caller_voices: SmallVec::new(),
+            barge_in: BargeIn::new(config.turn.barge_in_sustain_ms, config.echo_gate),
             tools: None,
             gate: PlaybackGate::default(),
             reply: None,
@@ -292,9 +288,7 @@ impl CallSession {
         if let Some(stt) = self.stt.take() {
             stt.do_send(Shutdown);
         }
-        if let Some(barge_in) = self.barge_in.take() {
-            barge_in.do_send(Shutdown);
-        }
+        self.barge_in.disarm();
         if let Some(tools) = self.tools.take() {
             tools.do_send(Shutdown);
         }
@@ -373,15 +367,6 @@ impl Actor for CallSession {
                 self.engines.stt.clone(),
                 options,
                 me.clone(),
-                self.live.guard(),
-            )
-            .start(),
-        );
-        self.barge_in = Some(
-            BargeIn::new(
-                me.clone(),
-                self.config.turn.barge_in_sustain_ms,
-                self.config.echo_gate,
                 self.live.guard(),
             )
             .start(),

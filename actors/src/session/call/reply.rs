@@ -11,7 +11,7 @@ use tokio::time::Instant;
 
 use crate::engine::{ChatMessage, ChatRequest, KnowledgeRetriever, Role, ToolCall};
 
-use super::super::barge_in::{ArmBargeIn, BargeInDetected, DisarmBargeIn};
+use super::super::barge_in::BargeInDetected;
 use super::super::error::TurnError;
 use super::super::llm::{AgentTextDelta, LlmFailed, LlmFinished, LlmStream, SentenceReady};
 use super::super::messages::{PlaybackMark, SessionEvent, SessionOutput};
@@ -107,10 +107,10 @@ impl CallSession {
             session: ctx.address(),
             output: self.output.clone(),
             // Agent levels only matter to an echo gate; without one they are not sent.
-            barge_in: self
+            echo_levels: self
                 .barge_in
-                .clone()
-                .filter(|_| self.config.echo_gate.is_some()),
+                .wants_agent_levels()
+                .then(|| ctx.address().recipient()),
             gate: self.gate.clone(),
         };
         let voice = Voice {
@@ -326,9 +326,7 @@ impl CallSession {
         }
         let cleared_at = Instant::now();
         reply.stop_children(self.tools.as_ref());
-        if let Some(barge_in) = self.barge_in.as_ref() {
-            barge_in.do_send(DisarmBargeIn);
-        }
+        self.barge_in.disarm();
         let played = reply.ledger.words_played_at(cleared_at);
         let record = match detected {
             Some(d) => {
@@ -373,9 +371,7 @@ impl CallSession {
             });
         }
         reply.stop_children(self.tools.as_ref());
-        if let Some(barge_in) = self.barge_in.as_ref() {
-            barge_in.do_send(DisarmBargeIn);
-        }
+        self.barge_in.disarm();
         let played = reply.ledger.words_played_at(Instant::now());
         self.close_dangling_tool_calls(&reply);
         self.truncate_history(&reply, played);
@@ -409,9 +405,7 @@ impl CallSession {
             return;
         };
         self.gate.close();
-        if let Some(barge_in) = self.barge_in.as_ref() {
-            barge_in.do_send(DisarmBargeIn);
-        }
+        self.barge_in.disarm();
         let text = reply.ledger.queued_text();
         self.finish_agent_turn(&reply, text, false, None, None);
         if self.state != TurnState::UserSpeaking {
@@ -644,9 +638,7 @@ impl Handler<PlaybackStarted> for CallSession {
             self.state = TurnState::AgentSpeaking;
             self.tracker.reset();
         }
-        if let Some(barge_in) = self.barge_in.as_ref() {
-            barge_in.do_send(ArmBargeIn { response_id: id });
-        }
+        self.barge_in.arm(id);
         self.emit(SessionEvent::AgentAudioStart { response_id: id });
     }
 }
@@ -725,10 +717,9 @@ impl Handler<TtsFailed> for CallSession {
     }
 }
 
-impl Handler<BargeInDetected> for CallSession {
-    type Result = ();
-
-    fn handle(&mut self, msg: BargeInDetected, ctx: &mut Self::Context) {
+impl CallSession {
+    /// The caller interrupted: cut the reply short and start the caller's turn at the onset.
+    pub(super) fn barged_in(&mut self, msg: BargeInDetected, ctx: &mut Context<Self>) {
         if self.ended || self.current_reply(msg.response_id).is_none() {
             return;
         }
@@ -744,9 +735,7 @@ impl Handler<BargeInDetected> for CallSession {
         self.tracker.update(msg.onset_ms, onset_ms, true);
         self.user_started(msg.onset_ms);
     }
-}
 
-impl CallSession {
     /// Starts the answer to a caller turn that came in while a reply was still finishing.
     fn answer_if_waiting(&mut self, ctx: &mut Context<Self>) {
         if self.reply.is_none()
