@@ -18,6 +18,7 @@ use actix_ws::{CloseCode, CloseReason, Message as WsMessage, MessageStream, Sess
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
 use bytes::{Bytes, BytesMut};
+use bytestring::ByteString;
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 use switchboard_actors::session::{
@@ -66,11 +67,12 @@ pub struct StreamContext {
 }
 
 /// Writes our outbound `media` messages (protocols.md §1.3), the one message sent 50 times a
-/// second while the agent talks, straight into a string sized for it: the same JSON as a
-/// `json!` tree, without building the tree.
+/// second while the agent talks: the same JSON as a `json!` tree, without building the tree,
+/// each message split off one buffer so that a run of them shares an allocation.
 struct MediaWriter {
     /// `{"event":"media","streamSid":<sid>,"media":{"payload":"`, the sid JSON-escaped.
     prefix: String,
+    buffer: BytesMut,
 }
 
 impl MediaWriter {
@@ -80,17 +82,32 @@ impl MediaWriter {
         let sid = Value::String(stream_sid.to_string());
         Self {
             prefix: format!(r#"{{"event":"media","streamSid":{sid},"media":{{"payload":""#),
+            buffer: BytesMut::new(),
         }
     }
 
-    fn message(&self, audio: &[u8]) -> String {
-        let mut out = String::with_capacity(
-            self.prefix.len() + audio.len().div_ceil(3) * 4 + Self::SUFFIX.len(),
-        );
-        out.push_str(&self.prefix);
-        BASE64.encode_string(audio, &mut out);
-        out.push_str(Self::SUFFIX);
-        out
+    /// Messages' worth of room the buffer takes at a time.
+    const BATCH: usize = 16;
+
+    fn message(&mut self, audio: &[u8]) -> ByteString {
+        let payload_at = self.prefix.len();
+        let suffix_at = payload_at + audio.len().div_ceil(3) * 4;
+        let len = suffix_at + Self::SUFFIX.len();
+        if self.buffer.capacity() < len {
+            self.buffer.reserve(len * Self::BATCH);
+        }
+        self.buffer.resize(len, 0);
+        self.buffer[..payload_at].copy_from_slice(self.prefix.as_bytes());
+        let written = BASE64
+            .encode_slice(audio, &mut self.buffer[payload_at..suffix_at])
+            .unwrap_or(0);
+        debug_assert_eq!(written, suffix_at - payload_at);
+        self.buffer[suffix_at..].copy_from_slice(Self::SUFFIX.as_bytes());
+        let message = self.buffer.split().freeze();
+        // The prefix is a string and the rest is ASCII, so this holds; a message that did not
+        // would be sent as what it is, never as invalid UTF-8.
+        ByteString::try_from(message.clone())
+            .unwrap_or_else(|_| String::from_utf8_lossy(&message).into_owned().into())
     }
 }
 
@@ -347,7 +364,7 @@ pub async fn run(context: StreamContext, socket: WsSession, mut messages: Messag
     };
     let session = handle.addr().clone();
     slot.attach(&session);
-    let media = MediaWriter::new(&stream_sid);
+    let mut media = MediaWriter::new(&stream_sid);
     let mut caller_audio = BytesMut::new();
     let mut batch = CallerBatch::new();
 
@@ -470,8 +487,15 @@ mod tests {
             "",
             "odd \"sid\"\\ \u{1}é",
         ] {
-            for len in [0, 1, 2, 3, 160, audio.len()] {
-                let written = MediaWriter::new(sid).message(&audio[..len]);
+            // One writer for every message, all kept until the end: a message split off the
+            // shared buffer is not changed by those written after it.
+            let mut writer = MediaWriter::new(sid);
+            let lens = [0, 1, 2, 3, 160, audio.len()].repeat(MediaWriter::BATCH);
+            let written: Vec<_> = lens
+                .iter()
+                .map(|&len| writer.message(&audio[..len]))
+                .collect();
+            for (len, written) in lens.into_iter().zip(written) {
                 let expected = json!({
                     "event": "media",
                     "streamSid": sid,

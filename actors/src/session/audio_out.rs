@@ -3,7 +3,7 @@
 //! mu-law 8 kHz, PCM16 little-endian or Opus — and measures each frame's level for the
 //! barge-in echo gate. Runs per sentence, off the listening hot path.
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use rubato::audioadapter_buffers::direct::InterleavedSlice;
 use rubato::{Fft, FixedSync, Resampler};
 
@@ -30,7 +30,13 @@ pub struct OutputEncoder {
     resamplers: Vec<(u32, Fft<f32>)>,
     opus: Option<OpusEncoder>,
     scratch: Vec<i16>,
+    /// Where µ-law and PCM16 frames are encoded: each frame is split off it, so the frames of
+    /// a batch share one allocation instead of one each.
+    arena: BytesMut,
 }
+
+/// Frames' worth of room the encoding arena takes at a time.
+const ARENA_FRAMES: usize = 16;
 
 impl std::fmt::Debug for OutputEncoder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -58,6 +64,7 @@ impl OutputEncoder {
             resamplers: Vec::new(),
             opus,
             scratch: vec![0; frame_len],
+            arena: BytesMut::new(),
         })
     }
 
@@ -135,14 +142,14 @@ impl OutputEncoder {
             let level_dbfs = level_dbfs(&self.scratch);
             let bytes = match self.format {
                 AudioFormat::Mulaw8k => {
-                    let mut b = vec![0u8; self.frame_len];
-                    mulaw::encode_into(&self.scratch, &mut b)?;
-                    Bytes::from(b)
+                    let b = arena_frame(&mut self.arena, self.frame_len);
+                    mulaw::encode_into(&self.scratch, b)?;
+                    self.arena.split().freeze()
                 }
                 AudioFormat::Pcm16 { .. } => {
-                    let mut b = vec![0u8; self.frame_len * 2];
-                    pcm::i16_to_pcm16le(&self.scratch, &mut b)?;
-                    Bytes::from(b)
+                    let b = arena_frame(&mut self.arena, self.frame_len * 2);
+                    pcm::i16_to_pcm16le(&self.scratch, b)?;
+                    self.arena.split().freeze()
                 }
                 AudioFormat::Opus { .. } => {
                     let encoder = self
@@ -156,6 +163,16 @@ impl OutputEncoder {
         }
         Ok(())
     }
+}
+
+/// `len` zeroed bytes at the end of the (empty) arena, taking room for [`ARENA_FRAMES`]
+/// frames whenever it has none left.
+fn arena_frame(arena: &mut BytesMut, len: usize) -> &mut [u8] {
+    if arena.capacity() < len {
+        arena.reserve(len * ARENA_FRAMES);
+    }
+    arena.resize(len, 0);
+    &mut arena[..]
 }
 
 /// RMS level of a frame in dBFS, floored at -100.
@@ -217,5 +234,35 @@ mod tests {
         enc.push(&tone(24_000, 100), 24_000, &mut out)
             .expect("encodes");
         assert_eq!(out.len(), 5);
+    }
+
+    #[test]
+    fn frames_sharing_a_buffer_each_keep_their_own_samples() {
+        // A ramp, so every frame differs; more frames than one buffer holds, all kept alive.
+        let samples: Vec<f32> = (0..8_000 * 3)
+            .map(|i| ((i % 4_000) as f32 / 4_000.0 - 0.5) * 0.8)
+            .collect();
+        let expected: Vec<i16> = samples.iter().map(|&s| pcm::f32_to_i16_sample(s)).collect();
+        let mut enc = OutputEncoder::new(AudioFormat::Mulaw8k).expect("builds");
+        let mut out = Vec::new();
+        for piece in samples.chunks(800) {
+            enc.push(piece, 8_000, &mut out).expect("encodes");
+        }
+        assert_eq!(out.len(), 150);
+        for (frame, want) in out.iter().zip(expected.chunks(160)) {
+            let want: Vec<u8> = want.iter().map(|&s| mulaw::encode(s)).collect();
+            assert_eq!(frame.bytes[..], want[..]);
+        }
+        let mut enc = OutputEncoder::new(AudioFormat::Pcm16 {
+            rate: SampleRate::Hz8000,
+        })
+        .expect("builds");
+        let mut out = Vec::new();
+        enc.push(&samples, 8_000, &mut out).expect("encodes");
+        assert_eq!(out.len(), 150);
+        for (frame, want) in out.iter().zip(expected.chunks(160)) {
+            let want: Vec<u8> = want.iter().flat_map(|s| s.to_le_bytes()).collect();
+            assert_eq!(frame.bytes[..], want[..]);
+        }
     }
 }

@@ -244,17 +244,14 @@ impl TtsPlayback {
     }
 
     fn enqueue_frames(&mut self) {
-        let frames = std::mem::take(&mut self.frames);
         let now = Instant::now();
-        for frame in &frames {
-            self.queue
-                .push_back(Outgoing::Audio(frame.bytes.clone(), frame.level_dbfs, now));
-        }
         if let Some(current) = self.current.as_mut() {
-            current.audio_ms += frames.len() as u64 * u64::from(FRAME_MS);
+            current.audio_ms += self.frames.len() as u64 * u64::from(FRAME_MS);
         }
-        self.frames = frames;
-        self.frames.clear();
+        for frame in self.frames.drain(..) {
+            self.queue
+                .push_back(Outgoing::Audio(frame.bytes, frame.level_dbfs, now));
+        }
     }
 
     fn pump(&mut self, ctx: &mut Context<Self>) {
