@@ -1,6 +1,6 @@
 //! Vendors of fixed latency for session benchmarks: an OpenAI-protocol recogniser and language
-//! model and a Deepgram-protocol voice (8 kHz mu-law, as phone calls ask for), each answering
-//! after a set delay with a fixed result. They keep no record of requests, so they stay lean
+//! model and a Deepgram-protocol voice (8 kHz mu-law, as phone calls ask for, or 16-bit PCM at
+//! the rate a direct socket asks for), each answering after a set delay with a fixed result. They keep no record of requests, so they stay lean
 //! under thousands of calls; one actix worker serves them all.
 
 use std::net::TcpListener;
@@ -34,6 +34,16 @@ struct Prepared {
     answer_events: Vec<Bytes>,
     /// The voice's audio, µ-law 8 kHz, in 100 ms pieces.
     speech_pieces: Vec<Bytes>,
+    /// The same as 16-bit PCM at 16, 24 and 48 kHz, in 100 ms pieces.
+    linear_pieces: Vec<(u32, Vec<Bytes>)>,
+}
+
+/// `audio` cut into pieces of `piece` bytes.
+fn pieces(audio: Bytes, piece: usize) -> Vec<Bytes> {
+    (0..audio.len())
+        .step_by(piece)
+        .map(|at| audio.slice(at..(at + piece).min(audio.len())))
+        .collect()
 }
 
 impl From<Behaviour> for Prepared {
@@ -53,23 +63,32 @@ impl From<Behaviour> for Prepared {
         answer_events.push(Bytes::from(format!("data: {done}\n\n")));
         answer_events.push(Bytes::from_static(b"data: [DONE]\n\n"));
         // A 300 Hz tone at a speaking level.
-        let samples = (behaviour.speech.as_millis() as usize) * 8;
-        let audio: Vec<u8> = (0..samples)
-            .map(|i| {
-                let s = (i as f32 * 300.0 * std::f32::consts::TAU / 8_000.0).sin() * 6_000.0;
-                switchboard_actors::audio::mulaw::encode(s as i16)
-            })
+        let tone = |rate: u32| -> Vec<i16> {
+            let samples = behaviour.speech.as_millis() as usize * rate as usize / 1_000;
+            (0..samples)
+                .map(|i| {
+                    let s = (i as f32 * 300.0 * std::f32::consts::TAU / rate as f32).sin();
+                    (s * 6_000.0) as i16
+                })
+                .collect()
+        };
+        let mulaw: Vec<u8> = tone(8_000)
+            .into_iter()
+            .map(switchboard_actors::audio::mulaw::encode)
             .collect();
-        let audio = Bytes::from(audio);
-        let speech_pieces = (0..audio.len())
-            .step_by(800)
-            .map(|at| audio.slice(at..(at + 800).min(audio.len())))
+        let linear_pieces = [16_000, 24_000, 48_000]
+            .into_iter()
+            .map(|rate| {
+                let pcm: Vec<u8> = tone(rate).iter().flat_map(|s| s.to_le_bytes()).collect();
+                (rate, pieces(Bytes::from(pcm), rate as usize / 5))
+            })
             .collect();
         Prepared {
             latency: behaviour.latency,
             transcript: behaviour.transcript,
             answer_events,
-            speech_pieces,
+            speech_pieces: pieces(Bytes::from(mulaw), 800),
+            linear_pieces,
         }
     }
 }
@@ -153,9 +172,28 @@ async fn handle(
         "/v1/chat/completions" => HttpResponse::Ok()
             .content_type("text/event-stream")
             .streaming(stream::iter(behaviour.answer_events.clone()).map(Ok::<_, std::io::Error>)),
-        "/v1/speak" => HttpResponse::Ok()
-            .content_type("audio/basic")
-            .streaming(stream::iter(behaviour.speech_pieces.clone()).map(Ok::<_, std::io::Error>)),
+        "/v1/speak" => {
+            // The encoding and rate the server asked for, as Deepgram honours them.
+            let query = req.query_string();
+            let rate = query
+                .split('&')
+                .find_map(|pair| pair.strip_prefix("sample_rate="))
+                .and_then(|rate| rate.parse::<u32>().ok());
+            let linear = query.split('&').any(|pair| pair == "encoding=linear16");
+            let pieces = match rate.filter(|_| linear) {
+                Some(rate) => match behaviour.linear_pieces.iter().find(|(r, _)| *r == rate) {
+                    Some((_, pieces)) => pieces.clone(),
+                    None => {
+                        return HttpResponse::BadRequest()
+                            .json(json!({"err_msg": format!("no stand-in audio at {rate} Hz")}))
+                    }
+                },
+                None => behaviour.speech_pieces.clone(),
+            };
+            HttpResponse::Ok()
+                .content_type(if linear { "audio/l16" } else { "audio/basic" })
+                .streaming(stream::iter(pieces).map(Ok::<_, std::io::Error>))
+        }
         path => HttpResponse::NotFound().json(json!({"error": {"message": format!("no route {path}")}})),
     }
 }
