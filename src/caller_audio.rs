@@ -78,7 +78,7 @@ impl CallerBatch {
     }
 
     /// Whether the next message must wait for what is gathered to be forwarded.
-    pub fn is_full(&self) -> bool {
+    fn is_full(&self) -> bool {
         self.frames >= self.limit
     }
 

@@ -1,7 +1,8 @@
 //! Vendors of fixed latency for session benchmarks: an OpenAI-protocol recogniser and language
 //! model and a Deepgram-protocol voice (8 kHz mu-law, as phone calls ask for, or 16-bit PCM at
-//! the rate a direct socket asks for), each answering after a set delay with a fixed result. They keep no record of requests, so they stay lean
-//! under thousands of calls; one actix worker serves them all.
+//! the rate a direct socket asks for), each answering after a set delay with a fixed result.
+//! They keep no record of requests, so they stay lean under thousands of calls; one actix
+//! worker serves them all.
 
 use std::net::TcpListener;
 use std::sync::Arc;
