@@ -103,6 +103,16 @@ fn assert_healthy_run(summary: &Value, sessions: u64) {
         barge_in["clearMs"]["p50"].as_f64().unwrap() >= 200.0,
         "{summary:#}"
     );
+    // The generator's own lag is part of each clear's latency, never more than all of it.
+    assert_eq!(
+        barge_in["callerLagMs"]["count"], barge_in["cleared"],
+        "{summary:#}"
+    );
+    assert!(
+        barge_in["callerLagMs"]["max"].as_f64().unwrap()
+            <= barge_in["clearMs"]["max"].as_f64().unwrap(),
+        "{summary:#}"
+    );
     assert!(
         summary["frames"]["received"].as_u64().unwrap() > 100,
         "{summary:#}"

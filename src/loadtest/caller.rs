@@ -122,7 +122,9 @@ pub async fn converse<P: Protocol>(
     let mut playback = Playback::new(opened);
     let mut phase = Phase::Greeting;
     let mut turns = 0u32;
-    let mut pending_clear: Option<Instant> = None;
+    // A barge-in waiting for its clear: when its speech started, and how far behind that
+    // speech's own schedule the caller has sent it at worst so far.
+    let mut pending_clear: Option<(Instant, f64)> = None;
     let mut tick = tokio::time::interval(Duration::from_millis(FRAME_MS));
     tick.set_missed_tick_behavior(MissedTickBehavior::Burst);
     let mut next_frame_at = opened;
@@ -157,7 +159,11 @@ pub async fn converse<P: Protocol>(
                 let frame = match &mut phase {
                     Phase::Speaking { next, barge_in } => {
                         if *next == 0 && *barge_in {
-                            pending_clear = Some(now);
+                            pending_clear = Some((now, 0.0));
+                        }
+                        if let Some((started, lag)) = &mut pending_clear {
+                            let due = *started + Duration::from_millis(FRAME_MS * *next as u64);
+                            *lag = lag.max(ms_since(due, now));
                         }
                         let frame = speech.frames[*next].clone();
                         *next += 1;
@@ -213,8 +219,9 @@ pub async fn converse<P: Protocol>(
                                 let _ = socket.send(answer).await;
                             }
                         }
-                        if let Some(started) = pending_clear.take() {
+                        if let Some((started, lag)) = pending_clear.take() {
                             report.clear_latencies_ms.push(ms_since(started, now));
+                            report.clear_send_lag_ms.push(lag);
                         }
                     }
                     Inbound::Error(e) => {

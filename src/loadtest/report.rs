@@ -55,6 +55,9 @@ pub struct SessionReport {
     pub barge_ins: u64,
     /// Start of talking over the agent to the server's clear.
     pub clear_latencies_ms: Vec<f64>,
+    /// For each of those, how far behind its own 20 ms schedule the caller had sent that
+    /// speech at worst before the clear arrived: the load generator's share of the latency.
+    pub clear_send_lag_ms: Vec<f64>,
     /// Agent audio messages received.
     pub frames: u64,
     /// Of those, the ones that arrived more than [`super::LATE_FRAME_MS`] after their playback
@@ -141,6 +144,12 @@ pub struct BargeIns {
     pub count: u64,
     pub cleared: u64,
     pub clear_ms: Option<Percentiles>,
+    /// How far behind its schedule each caller sent its speech over the answer, at worst,
+    /// before the clear came: the load generator's own share of `clear_ms`.
+    pub caller_lag_ms: Option<Percentiles>,
+    /// Each clear's latency less that lag: the server's share, with the network both ways and
+    /// the callers' lateness in reading the clear.
+    pub clear_less_caller_lag_ms: Option<Percentiles>,
 }
 
 /// Agent audio as the callers received it.
@@ -212,6 +221,14 @@ impl Summary {
                 count: sum(|r| r.barge_ins),
                 cleared: sum(|r| r.clear_latencies_ms.len() as u64),
                 clear_ms: all(|r| &r.clear_latencies_ms),
+                caller_lag_ms: all(|r| &r.clear_send_lag_ms),
+                clear_less_caller_lag_ms: Percentiles::of(
+                    reports
+                        .iter()
+                        .flat_map(|r| r.clear_latencies_ms.iter().zip(&r.clear_send_lag_ms))
+                        .map(|(clear, lag)| clear - lag)
+                        .collect(),
+                ),
             },
             frames: Frames {
                 received: sum(|r| r.frames),
@@ -242,6 +259,8 @@ impl Summary {
              turn latency    {}\n\
              overhead        {}\n\
              barge-in        {} tried, {} cleared; clear after {}\n\
+             \x20               of that, the callers' own lag sending the speech {}\n\
+             \x20               clear after, less that lag {}\n\
              frames          {} received, {} late by > {} ms (worst {} ms)\n\
              server errors   {}\n\
              caller lag      {} ms at worst (the load generator's own timing)\n",
@@ -260,6 +279,8 @@ impl Summary {
             self.barge_in.count,
             self.barge_in.cleared,
             p(&self.barge_in.clear_ms),
+            p(&self.barge_in.caller_lag_ms),
+            p(&self.barge_in.clear_less_caller_lag_ms),
             self.frames.received,
             self.frames.late,
             super::LATE_FRAME_MS,
