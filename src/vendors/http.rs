@@ -389,27 +389,34 @@ pub struct SseEvent {
 }
 
 /// Splits a byte stream into server-sent events (lines, `\n` or `\r\n`; a blank line ends an
-/// event; `data:` lines are joined with `\n`; comments are skipped).
+/// event; `data:` lines are joined with `\n`; comments are skipped). Lines are read where they
+/// lie in the buffer, and what is left of a chunk is moved to the front once per chunk, so a
+/// read that holds many events costs one pass over it.
 #[derive(Debug, Default)]
 pub struct SseDecoder {
+    /// Bytes after the last complete line.
     pending: Vec<u8>,
     event: String,
-    data: Vec<String>,
+    /// The event's `data:` lines so far, joined with `\n`; `None` before its first.
+    data: Option<String>,
 }
 
 impl SseDecoder {
+    /// Reads the next bytes of the stream; answers the events they complete.
     pub fn push(&mut self, chunk: &[u8]) -> Vec<SseEvent> {
         self.pending.extend_from_slice(chunk);
         let mut events = Vec::new();
-        while let Some(end) = self.pending.iter().position(|&b| b == b'\n') {
-            let line: Vec<u8> = self.pending.drain(..=end).collect();
-            let line = String::from_utf8_lossy(&line);
-            let line = line.trim_end_matches(['\n', '\r']);
+        let mut start = 0;
+        while let Some(offset) = self.pending[start..].iter().position(|&b| b == b'\n') {
+            let end = start + offset;
+            let line = String::from_utf8_lossy(&self.pending[start..end]);
+            start = end + 1;
+            let line = line.trim_end_matches('\r');
             if line.is_empty() {
-                if !self.data.is_empty() || !self.event.is_empty() {
+                if self.data.is_some() || !self.event.is_empty() {
                     events.push(SseEvent {
                         event: std::mem::take(&mut self.event),
-                        data: std::mem::take(&mut self.data).join("\n"),
+                        data: self.data.take().unwrap_or_default(),
                     });
                 }
                 continue;
@@ -420,11 +427,21 @@ impl SseDecoder {
             let (field, value) = line.split_once(':').unwrap_or((line, ""));
             let value = value.strip_prefix(' ').unwrap_or(value);
             match field {
-                "event" => self.event = value.to_string(),
-                "data" => self.data.push(value.to_string()),
+                "event" => {
+                    self.event.clear();
+                    self.event.push_str(value);
+                }
+                "data" => match &mut self.data {
+                    Some(data) => {
+                        data.push('\n');
+                        data.push_str(value);
+                    }
+                    None => self.data = Some(value.to_string()),
+                },
                 _ => {}
             }
         }
+        self.pending.drain(..start);
         events
     }
 
@@ -467,6 +484,30 @@ mod tests {
                 data: "[DONE]".into()
             })
         );
+    }
+
+    #[test]
+    fn a_read_of_many_events_yields_them_all_in_order() {
+        let mut decoder = SseDecoder::default();
+        let stream: String = (0..500)
+            .map(|i| format!("data: {{\"n\":{i}}}\r\n\r\n"))
+            .collect::<String>()
+            + "event: ping\ndata:\n\ndata: tail";
+        let events = decoder.push(stream.as_bytes());
+        assert_eq!(events.len(), 501);
+        assert!(events[..500]
+            .iter()
+            .enumerate()
+            .all(|(i, e)| e.event.is_empty() && e.data == format!("{{\"n\":{i}}}")));
+        // An empty `data:` line still makes an event; the unfinished one waits for the end.
+        assert_eq!(
+            events[500],
+            SseEvent {
+                event: "ping".into(),
+                data: String::new()
+            }
+        );
+        assert_eq!(decoder.finish().map(|e| e.data), Some("tail".to_string()));
     }
 
     #[test]
