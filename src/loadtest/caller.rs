@@ -14,7 +14,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 use tokio_tungstenite::tungstenite::Message;
 
 use super::protocol::{Inbound, Protocol};
-use super::report::{Live, SessionReport};
+use super::report::{Cleared, Live, SessionReport};
 use super::speech::{CallerSpeech, FRAME_MS};
 
 /// How long a frame may arrive after its playback slot before it counts as late: the same
@@ -220,8 +220,10 @@ pub async fn converse<P: Protocol>(
                             }
                         }
                         if let Some((started, lag)) = pending_clear.take() {
-                            report.clear_latencies_ms.push(ms_since(started, now));
-                            report.clear_send_lag_ms.push(lag);
+                            report.clears.push(Cleared {
+                                after_ms: ms_since(started, now),
+                                caller_lag_ms: lag,
+                            });
                         }
                     }
                     Inbound::Error(e) => {

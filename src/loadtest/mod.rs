@@ -24,7 +24,7 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 pub use caller::{Script, LATE_FRAME_MS};
 pub use protocol::{Direct, Inbound, Protocol, Twilio};
-pub use report::{Live, Percentiles, SessionReport, Summary};
+pub use report::{Cleared, Live, Percentiles, SessionReport, Summary};
 pub use speech::{CallerSpeech, Encoding};
 
 /// Which real-time protocol the callers speak.

@@ -34,6 +34,16 @@ impl Live {
     }
 }
 
+/// One barge-in the server answered with a clear, as the caller measured it.
+#[derive(Debug, Clone, Copy)]
+pub struct Cleared {
+    /// Start of talking over the agent to the server's clear.
+    pub after_ms: f64,
+    /// How far behind its own 20 ms schedule the caller had sent that speech at worst before
+    /// the clear arrived: the load generator's share of `after_ms`.
+    pub caller_lag_ms: f64,
+}
+
 /// One caller's measurements.
 #[derive(Debug, Default)]
 pub struct SessionReport {
@@ -53,11 +63,8 @@ pub struct SessionReport {
     pub turn_latencies_ms: Vec<f64>,
     /// Times the caller talked over the agent.
     pub barge_ins: u64,
-    /// Start of talking over the agent to the server's clear.
-    pub clear_latencies_ms: Vec<f64>,
-    /// For each of those, how far behind its own 20 ms schedule the caller had sent that
-    /// speech at worst before the clear arrived: the load generator's share of the latency.
-    pub clear_send_lag_ms: Vec<f64>,
+    /// Each barge-in the server answered with a clear.
+    pub clears: Vec<Cleared>,
     /// Agent audio messages received.
     pub frames: u64,
     /// Of those, the ones that arrived more than [`super::LATE_FRAME_MS`] after their playback
@@ -192,6 +199,14 @@ impl Summary {
         let all = |f: fn(&SessionReport) -> &Vec<f64>| {
             Percentiles::of(reports.iter().flat_map(|r| f(r).iter().copied()).collect())
         };
+        let of_clears = |f: fn(&Cleared) -> f64| {
+            Percentiles::of(
+                reports
+                    .iter()
+                    .flat_map(|r| r.clears.iter().map(f))
+                    .collect(),
+            )
+        };
         let mut failures = BTreeMap::new();
         for failure in reports.iter().filter_map(|r| r.failure.as_ref()) {
             *failures.entry(failure.clone()).or_insert(0) += 1;
@@ -219,16 +234,10 @@ impl Summary {
             platform_overhead_ms: all(|r| &r.platform_ms),
             barge_in: BargeIns {
                 count: sum(|r| r.barge_ins),
-                cleared: sum(|r| r.clear_latencies_ms.len() as u64),
-                clear_ms: all(|r| &r.clear_latencies_ms),
-                caller_lag_ms: all(|r| &r.clear_send_lag_ms),
-                clear_less_caller_lag_ms: Percentiles::of(
-                    reports
-                        .iter()
-                        .flat_map(|r| r.clear_latencies_ms.iter().zip(&r.clear_send_lag_ms))
-                        .map(|(clear, lag)| clear - lag)
-                        .collect(),
-                ),
+                cleared: sum(|r| r.clears.len() as u64),
+                clear_ms: of_clears(|c| c.after_ms),
+                caller_lag_ms: of_clears(|c| c.caller_lag_ms),
+                clear_less_caller_lag_ms: of_clears(|c| c.after_ms - c.caller_lag_ms),
             },
             frames: Frames {
                 received: sum(|r| r.frames),
