@@ -65,8 +65,7 @@ pub struct TransportClosed;
 pub struct ServerShutdown;
 
 /// What a session sends its transport.
-#[derive(Debug, Clone, Message)]
-#[rtype(result = "()")]
+#[derive(Debug, Clone)]
 pub enum SessionOutput {
     /// Agent audio in the configured output format: one 20 ms frame (for Twilio, 160 bytes
     /// to base64 into a `media` message).

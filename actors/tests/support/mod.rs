@@ -87,7 +87,7 @@ impl Harness {
         let listener = fake.clone();
         actix::spawn(async move {
             while let Some(output) = queued.recv().await {
-                listener.do_send(output);
+                listener.do_send(Deliver(output));
             }
         });
         let observer = Arc::new(RecordingObserver::default());

@@ -27,6 +27,11 @@ pub struct FakeTransportConfig {
     pub echo_db: Option<f32>,
 }
 
+/// One session output, delivered to the fake as its socket task would hand it on.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Deliver(pub SessionOutput);
+
 /// Gives the fake transport its session.
 #[derive(Message)]
 #[rtype(result = "()")]
@@ -67,10 +72,10 @@ impl Handler<Attach> for FakeTransport {
     }
 }
 
-impl Handler<SessionOutput> for FakeTransport {
+impl Handler<Deliver> for FakeTransport {
     type Result = ();
 
-    fn handle(&mut self, msg: SessionOutput, ctx: &mut Self::Context) {
+    fn handle(&mut self, Deliver(msg): Deliver, ctx: &mut Self::Context) {
         let now = Instant::now();
         let _ = self.tx.send(Stamped {
             at: now,
