@@ -8,7 +8,7 @@ use std::sync::Arc;
 use hnsw_rs::anndists::dist::Distance;
 use hnsw_rs::hnsw::{Hnsw, Neighbour};
 
-use super::index::{dot, ChunkRef};
+use super::vectors::{dot, ChunkRef};
 
 /// Neighbours kept per node and layer (twice as many on the bottom layer).
 const GRAPH_CONNECTIONS: usize = 24;

@@ -33,19 +33,14 @@ use std::sync::Arc;
 
 use super::graph::{DoneKind, Graph, JobKind};
 pub use super::graph::{Finished, GraphDone, GraphJob, RetiredGraph, GRAPH_EF_SEARCH};
+use super::vectors::dot;
+pub use super::vectors::ChunkRef;
 
 /// Collections with at least this many live chunks are searched through an HNSW graph.
 pub const ANN_MIN_CHUNKS: usize = 100_000;
 /// A graph is rebuilt over the live chunks once this fraction of its index's slots are
 /// tombstones (deleted chunks still in the graph). Below it, searches skip them.
 pub const REBUILD_TOMBSTONE_FRACTION: f64 = 0.2;
-
-/// Where a vector came from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ChunkRef {
-    pub document_id: String,
-    pub chunk_index: i32,
-}
 
 /// One search hit.
 #[derive(Debug, Clone, PartialEq)]
@@ -477,20 +472,6 @@ impl VectorIndex {
         }
         best.into_vec()
     }
-}
-
-/// Dot product in eight independent lanes, which the compiler turns into SIMD.
-pub(super) fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut lanes = [0.0f32; 8];
-    let (a_chunks, b_chunks) = (a.chunks_exact(8), b.chunks_exact(8));
-    let (a_rest, b_rest) = (a_chunks.remainder(), b_chunks.remainder());
-    for (x, y) in a_chunks.zip(b_chunks) {
-        for lane in 0..8 {
-            lanes[lane] += x[lane] * y[lane];
-        }
-    }
-    let tail: f32 = a_rest.iter().zip(b_rest).map(|(x, y)| x * y).sum();
-    lanes.iter().sum::<f32>() + tail
 }
 
 /// A min-heap entry: the heap's top is the worst of the best so far.

@@ -7,3 +7,4 @@ pub mod graph;
 pub mod html;
 pub mod index;
 pub mod search;
+mod vectors;
