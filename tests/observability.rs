@@ -6,6 +6,8 @@
 //! developers.
 
 mod common;
+#[path = "common/media_stream.rs"]
+mod media_stream;
 #[path = "common/otlp_collector.rs"]
 mod otlp_collector;
 #[path = "common/vendor_mock.rs"]
@@ -17,32 +19,12 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
 use common::*;
 use futures_util::{SinkExt, StreamExt};
+use media_stream::*;
 use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
 use opentelemetry_proto::tonic::trace::v1::Span;
 use serde_json::{json, Value};
-use switchboard::media::{decode, resample};
-use switchboard_actors::audio::mulaw;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
-
-type Socket =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
-const STREAM_SID: &str = "MZ00000000000000000000000000000001";
-
-/// One spoken sentence (the right channel of the stereo fixture) as 8 kHz mu-law.
-fn caller_speech() -> Vec<u8> {
-    let audio = decode(&fixture("stereo_diarization.wav"), Some("wav")).unwrap();
-    let pcm = resample(&audio.channels[1], audio.sample_rate, 8_000);
-    pcm.iter()
-        .map(|s| mulaw::encode((s.clamp(-1.0, 1.0) * 32767.0) as i16))
-        .collect()
-}
-
-/// `ms` of mu-law silence.
-fn silence(ms: usize) -> Vec<u8> {
-    vec![0xFF; ms * 8]
-}
 
 /// A server whose vendors are the stand-in, with extra environment on top.
 async fn server_with(mock: &vendor_mock::VendorMock, extra: &[(&str, &str)]) -> Server {
@@ -55,50 +37,6 @@ async fn server_with(mock: &vendor_mock::VendorMock, extra: &[(&str, &str)]) -> 
 async fn new_agent(server: &Server, key: &str, body: Value) {
     let (status, created) = call(server.post("/v1/agents", key, body)).await;
     assert_eq!(status, 201, "{created}");
-}
-
-/// Sets up a call for agent `phone`, answers (session id, stream URL, token).
-async fn setup_call(server: &Server, key: &str) -> (String, String, String) {
-    let (status, body) = call(server.post(
-        "/v1/sessions/twilio",
-        key,
-        json!({"agentId": "phone", "from": "+14155550100", "to": "+14155550199"}),
-    ))
-    .await;
-    assert_eq!(status, 200, "{body}");
-    let twiml = body["twiml"].as_str().unwrap();
-    let token = twiml
-        .split("name=\"token\" value=\"")
-        .nth(1)
-        .and_then(|rest| rest.split('"').next())
-        .expect("a token parameter")
-        .to_string();
-    (
-        body["sessionId"].as_str().unwrap().to_string(),
-        body["streamUrl"].as_str().unwrap().to_string(),
-        token,
-    )
-}
-
-async fn connect(url: &str, token: &str, call_sid: &str) -> Socket {
-    let (mut socket, _) = tokio_tungstenite::connect_async(url)
-        .await
-        .expect("the stream connects");
-    let start = json!({
-        "event": "start", "sequenceNumber": "1", "streamSid": STREAM_SID,
-        "start": {"accountSid": "AC00000000000000000000000000000001", "callSid": call_sid,
-                  "streamSid": STREAM_SID, "tracks": ["inbound"],
-                  "mediaFormat": {"encoding": "audio/x-mulaw", "sampleRate": 8000, "channels": 1},
-                  "customParameters": {"token": token}}
-    });
-    socket
-        .send(Message::text(
-            json!({"event": "connected", "protocol": "Call", "version": "1.0.0"}).to_string(),
-        ))
-        .await
-        .unwrap();
-    socket.send(Message::text(start.to_string())).await.unwrap();
-    socket
 }
 
 /// Longest wait for the agent's first audio frame (a loaded machine starts sessions slowly).
@@ -223,9 +161,10 @@ async fn a_slow_model_behind_a_failed_one_is_named_as_the_root_cause() {
                "metadata": {"fallbacks": {"llm": ["openai"]}}}),
     )
     .await;
-    let (session_id, url, token) = setup_call(&server, &key).await;
+    let placed = place_call(&server, &key, "phone").await;
+    let session_id = placed.session_id;
     let call_sid = "CA00000000000000000000000000000901";
-    let mut socket = connect(&url, &token, call_sid).await;
+    let mut socket = open_stream(&placed.stream_url, &placed.token, call_sid).await;
     // The caller answers once the short greeting has played.
     let (media, _) = converse(
         &mut socket,
@@ -352,8 +291,9 @@ const LONG_GREETING: &str = "Hello and welcome to the bakery. We are open every 
 /// Calls agent `phone` and talks over its greeting 1.2 s into it; answers the session's
 /// detail.
 async fn call_and_interrupt(server: &Server, key: &str, call_sid: &str) -> (String, Value) {
-    let (session_id, url, token) = setup_call(server, key).await;
-    let mut socket = connect(&url, &token, call_sid).await;
+    let placed = place_call(server, key, "phone").await;
+    let session_id = placed.session_id;
+    let mut socket = open_stream(&placed.stream_url, &placed.token, call_sid).await;
     let (media, clears) = converse(
         &mut socket,
         &caller_speech(),
@@ -721,8 +661,9 @@ async fn answered_call(server: &Server, call_sid: &str) -> (String, Value) {
                "sttProvider": "groq", "llmProvider": "openai", "ttsProvider": "elevenlabs"}),
     )
     .await;
-    let (session_id, url, token) = setup_call(server, &key).await;
-    let mut socket = connect(&url, &token, call_sid).await;
+    let placed = place_call(server, &key, "phone").await;
+    let session_id = placed.session_id;
+    let mut socket = open_stream(&placed.stream_url, &placed.token, call_sid).await;
     let (media, _) = converse(
         &mut socket,
         &caller_speech(),

@@ -6,6 +6,8 @@
 //! 440 Hz tone of one second per sentence); the caller's audio is recorded speech.
 
 mod common;
+#[path = "common/media_stream.rs"]
+mod media_stream;
 #[path = "common/vendor_mock.rs"]
 mod vendor_mock;
 
@@ -15,24 +17,10 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
 use common::*;
 use futures_util::{SinkExt, StreamExt};
+use media_stream::*;
 use serde_json::{json, Value};
-use switchboard::media::{decode, resample};
 use switchboard_actors::audio::mulaw;
 use tokio_tungstenite::tungstenite::Message;
-
-type Socket =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
-const STREAM_SID: &str = "MZ00000000000000000000000000000001";
-
-/// One sentence of recorded speech as 8 kHz mu-law.
-fn caller_speech() -> Vec<u8> {
-    let audio = decode(&fixture("stereo_diarization.wav"), Some("wav")).unwrap();
-    let pcm = resample(&audio.channels[1], audio.sample_rate, 8_000);
-    pcm.iter()
-        .map(|s| mulaw::encode((s.clamp(-1.0, 1.0) * 32767.0) as i16))
-        .collect()
-}
 
 async fn server_with_vendors(mock: &vendor_mock::VendorMock, extra: &[(&str, &str)]) -> Server {
     let env = mock.env();
@@ -52,38 +40,11 @@ async fn new_agent(server: &Server, key: &str, id: &str, extra: Value) {
     assert_eq!(status, 201, "{answer}");
 }
 
+/// Places a call to `agent` and opens its media stream as call `call_sid`.
 async fn start_call(server: &Server, key: &str, agent: &str, call_sid: &str) -> (String, Socket) {
-    let (status, body) = call(server.post(
-        "/v1/sessions/twilio",
-        key,
-        json!({"agentId": agent, "from": "+14155550100", "to": "+14155550199"}),
-    ))
-    .await;
-    assert_eq!(status, 200, "{body}");
-    let twiml = body["twiml"].as_str().unwrap();
-    let token = twiml
-        .split("name=\"token\" value=\"")
-        .nth(1)
-        .and_then(|rest| rest.split('"').next())
-        .unwrap();
-    let (mut socket, _) = tokio_tungstenite::connect_async(body["streamUrl"].as_str().unwrap())
-        .await
-        .unwrap();
-    let start = json!({
-        "event": "start", "sequenceNumber": "1", "streamSid": STREAM_SID,
-        "start": {"accountSid": "AC00000000000000000000000000000001", "callSid": call_sid,
-                  "streamSid": STREAM_SID, "tracks": ["inbound"],
-                  "mediaFormat": {"encoding": "audio/x-mulaw", "sampleRate": 8000, "channels": 1},
-                  "customParameters": {"token": token}}
-    });
-    socket
-        .send(Message::text(
-            json!({"event": "connected", "protocol": "Call", "version": "1.0.0"}).to_string(),
-        ))
-        .await
-        .unwrap();
-    socket.send(Message::text(start.to_string())).await.unwrap();
-    (body["sessionId"].as_str().unwrap().to_string(), socket)
+    let placed = place_call(server, key, agent).await;
+    let socket = open_stream(&placed.stream_url, &placed.token, call_sid).await;
+    (placed.session_id, socket)
 }
 
 /// Plays Twilio for `how_long`: caller audio at real-time pace (then silence), marks echoed.

@@ -3,6 +3,8 @@
 //! mu-law in 20 ms frames at real-time pace and echoing marks as Twilio does.
 
 mod common;
+#[path = "common/media_stream.rs"]
+mod media_stream;
 #[path = "common/vendor_mock.rs"]
 mod vendor_mock;
 
@@ -12,24 +14,11 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
 use common::*;
 use futures_util::{SinkExt, StreamExt};
+use media_stream::*;
 use serde_json::{json, Value};
-use switchboard::media::{decode, resample};
-use switchboard_actors::audio::mulaw;
 use tokio_tungstenite::tungstenite::Message;
 
 const RIGHT: &str = "The horizon seems extremely distant.";
-
-type Socket =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
-/// The right channel of the stereo fixture (one sentence) as 8 kHz mu-law.
-fn caller_speech() -> Vec<u8> {
-    let audio = decode(&fixture("stereo_diarization.wav"), Some("wav")).unwrap();
-    let pcm = resample(&audio.channels[1], audio.sample_rate, 8_000);
-    pcm.iter()
-        .map(|s| mulaw::encode((s.clamp(-1.0, 1.0) * 32767.0) as i16))
-        .collect()
-}
 
 async fn new_agent(server: &Server, key: &str) {
     let (status, body) = call(server.post(
@@ -40,54 +29,6 @@ async fn new_agent(server: &Server, key: &str) {
     ))
     .await;
     assert_eq!(status, 201, "{body}");
-}
-
-/// Sets up a session and answers (session id, stream URL, token).
-async fn setup_call(server: &Server, key: &str) -> (String, String, String) {
-    setup_call_with(server, key, "phone").await
-}
-
-/// Sets up a session with `agent` and answers (session id, stream URL, token).
-async fn setup_call_with(server: &Server, key: &str, agent: &str) -> (String, String, String) {
-    let (status, body) = call(server.post(
-        "/v1/sessions/twilio",
-        key,
-        json!({"agentId": agent, "from": "+14155550100", "to": "+14155550199"}),
-    ))
-    .await;
-    assert_eq!(status, 200, "{body}");
-    let twiml = body["twiml"].as_str().unwrap();
-    let token = twiml
-        .split("name=\"token\" value=\"")
-        .nth(1)
-        .and_then(|rest| rest.split('"').next())
-        .expect("a token parameter")
-        .to_string();
-    (
-        body["sessionId"].as_str().unwrap().to_string(),
-        body["streamUrl"].as_str().unwrap().to_string(),
-        token,
-    )
-}
-
-async fn connect(url: &str, token: &str, call_sid: &str) -> Socket {
-    let (mut socket, _) = tokio_tungstenite::connect_async(url)
-        .await
-        .expect("the stream connects");
-    let connected = json!({"event": "connected", "protocol": "Call", "version": "1.0.0"});
-    socket
-        .send(Message::text(connected.to_string()))
-        .await
-        .unwrap();
-    let start = json!({
-        "event": "start", "sequenceNumber": "1", "streamSid": "MZ00000000000000000000000000000001",
-        "start": {"accountSid": "AC00000000000000000000000000000001", "callSid": call_sid,
-                  "streamSid": "MZ00000000000000000000000000000001", "tracks": ["inbound"],
-                  "mediaFormat": {"encoding": "audio/x-mulaw", "sampleRate": 8000, "channels": 1},
-                  "customParameters": {"token": token}}
-    });
-    socket.send(Message::text(start.to_string())).await.unwrap();
-    socket
 }
 
 /// What Twilio saw of the agent.
@@ -177,8 +118,14 @@ async fn a_phone_call_greets_listens_answers_and_is_recorded() {
     let server = Server::start().await;
     let key = server.key().to_string();
     new_agent(&server, &key).await;
-    let (session_id, url, token) = setup_call(&server, &key).await;
-    let mut socket = connect(&url, &token, "CA00000000000000000000000000000042").await;
+    let placed = place_call(&server, &key, "phone").await;
+    let session_id = placed.session_id;
+    let mut socket = open_stream(
+        &placed.stream_url,
+        &placed.token,
+        "CA00000000000000000000000000000042",
+    )
+    .await;
 
     // The greeting arrives first, with marks after its sentences.
     let greeting = listen_from_first_audio(&mut socket, Duration::from_secs(4)).await;
@@ -283,20 +230,20 @@ async fn forged_expired_and_reused_tokens_get_no_audio() {
     let server = Server::start().await;
     let key = server.key().to_string();
     new_agent(&server, &key).await;
-    let (_, url, token) = setup_call(&server, &key).await;
+    let placed = place_call(&server, &key, "phone").await;
 
-    let (payload, signature) = token.split_once('.').unwrap();
+    let (payload, signature) = placed.token.split_once('.').unwrap();
     let forged = format!("{payload}.{}", signature.chars().rev().collect::<String>());
-    let mut socket = connect(&url, &forged, "CA1").await;
+    let mut socket = open_stream(&placed.stream_url, &forged, "CA1").await;
     assert!(closed_without_audio(&mut socket).await, "a forged token");
-    let mut socket = connect(&url, "not-a-token", "CA2").await;
+    let mut socket = open_stream(&placed.stream_url, "not-a-token", "CA2").await;
     assert!(closed_without_audio(&mut socket).await, "a malformed token");
 
     // The real token works once.
-    let mut first = connect(&url, &token, "CA3").await;
+    let mut first = open_stream(&placed.stream_url, &placed.token, "CA3").await;
     let heard = listen_from_first_audio(&mut first, Duration::from_secs(1)).await;
     assert!(heard.media_frames > 0, "{}", server.log());
-    let mut second = connect(&url, &token, "CA4").await;
+    let mut second = open_stream(&placed.stream_url, &placed.token, "CA4").await;
     assert!(closed_without_audio(&mut second).await, "a reused token");
 }
 
@@ -305,8 +252,8 @@ async fn malformed_messages_are_skipped_and_the_call_goes_on() {
     let server = Server::start().await;
     let key = server.key().to_string();
     new_agent(&server, &key).await;
-    let (_, url, token) = setup_call(&server, &key).await;
-    let mut socket = connect(&url, &token, "CA5").await;
+    let placed = place_call(&server, &key, "phone").await;
+    let mut socket = open_stream(&placed.stream_url, &placed.token, "CA5").await;
     for junk in [
         "{not json".to_string(),
         json!({"event": "media", "media": {"payload": "***not base64***"}}).to_string(),
@@ -430,8 +377,14 @@ async fn a_phone_call_runs_on_vendor_engines_when_the_agent_names_them() {
     ))
     .await;
     assert_eq!(status, 201, "{body}");
-    let (session_id, url, token) = setup_call(&server, &key).await;
-    let mut socket = connect(&url, &token, "CA00000000000000000000000000000077").await;
+    let placed = place_call(&server, &key, "phone").await;
+    let session_id = placed.session_id;
+    let mut socket = open_stream(
+        &placed.stream_url,
+        &placed.token,
+        "CA00000000000000000000000000000077",
+    )
+    .await;
 
     // The greeting is the vendor's audio (one second of it), resampled to 8 kHz mu-law.
     let greeting = converse(&mut socket, None, Duration::from_secs(3)).await;
@@ -590,9 +543,9 @@ async fn a_phone_call_speaks_with_every_synthesis_vendor_and_barge_in_hangs_up_o
         let server = &server;
         let key = key.clone();
         async move {
-            let (_, url, token) = setup_call_with(server, &key, &format!("phone-{vendor}")).await;
+            let placed = place_call(server, &key, &format!("phone-{vendor}")).await;
             let sid = format!("CA{:032}", 100 + i);
-            let mut socket = connect(&url, &token, &sid).await;
+            let mut socket = open_stream(&placed.stream_url, &placed.token, &sid).await;
             let greeting = converse(&mut socket, None, Duration::from_secs(3)).await;
             let interrupted = if streams {
                 converse(&mut socket, Some(&caller_speech()), Duration::from_secs(6)).await
