@@ -10,6 +10,8 @@
 //! played); `{"type": "end"}`. Server events: `{"type": "<event name>", ...}` for
 //! session.started, transcript.partial/final, agent.text.delta, agent.audio.start/end,
 //! audio.clear, audio.mark, tool.call, tool.result, turn.metrics, error, session.ended.
+//! Those JSON messages are decoded and written in `wire`; this module admits the socket and
+//! moves its messages to and from the session.
 
 use std::sync::Arc;
 
@@ -17,13 +19,18 @@ use actix_web::{post, web, HttpRequest, HttpResponse};
 use actix_ws::{CloseCode, CloseReason, Message as WsMessage};
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::json;
 use switchboard_actors::audio::SampleRate;
 use switchboard_actors::session::{
     AudioFormat, CallSession, Hangup, Interrupt, OutputQueue, PlaybackAcks, PlaybackMark,
-    SessionConfig, SessionEvent, SessionOutput, SessionOutputs, TextIn, TransportClosed,
+    SessionConfig, SessionOutput, SessionOutputs, TextIn, TransportClosed,
 };
 use utoipa::ToSchema;
+
+mod wire;
+
+use wire::event_json;
+pub use wire::{parse_client_message, ClientMessage, ClientMessageError};
 
 use super::auth::Developer;
 use super::AppState;
@@ -423,60 +430,6 @@ async fn authenticate(
     }
 }
 
-/// Longest text message passed on to the session, in characters; the rest is dropped.
-const MAX_TEXT_CHARS: usize = 10_000;
-
-/// One JSON text message from the client, as the socket acts on it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ClientMessage {
-    /// `{"type": "text"}`: the text, cut to [`MAX_TEXT_CHARS`] characters.
-    Text(String),
-    Interrupt,
-    Mark(String),
-    End,
-    /// A known type missing what it needs (a blank text, a mark without a name).
-    Ignored,
-}
-
-/// Why a client message was refused; the client is told with an `error` event.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ClientMessageError {
-    #[error("messages must be JSON objects")]
-    NotJson,
-    #[error("unknown message type '{0}'")]
-    UnknownType(String),
-}
-
-impl ClientMessageError {
-    /// The `code` of the `error` event sent back.
-    pub fn code(&self) -> &'static str {
-        match self {
-            ClientMessageError::NotJson => "bad_message",
-            ClientMessageError::UnknownType(_) => "unknown_message",
-        }
-    }
-}
-
-/// Decodes one text message from the client. Never panics on any input: this is what the
-/// socket runs on every text frame.
-pub fn parse_client_message(text: &str) -> Result<ClientMessage, ClientMessageError> {
-    let message: Value = serde_json::from_str(text).map_err(|_| ClientMessageError::NotJson)?;
-    let parsed = match message["type"].as_str().unwrap_or("") {
-        "text" => match message["text"].as_str().filter(|t| !t.trim().is_empty()) {
-            Some(text) => ClientMessage::Text(text.chars().take(MAX_TEXT_CHARS).collect()),
-            None => ClientMessage::Ignored,
-        },
-        "interrupt" => ClientMessage::Interrupt,
-        "mark" => match message["name"].as_str() {
-            Some(name) => ClientMessage::Mark(name.to_string()),
-            None => ClientMessage::Ignored,
-        },
-        "end" => ClientMessage::End,
-        other => return Err(ClientMessageError::UnknownType(other.to_string())),
-    };
-    Ok(parsed)
-}
-
 /// Moves messages between the socket and the session until either ends.
 async fn pump(
     handle: switchboard_actors::session::SessionHandle,
@@ -576,111 +529,4 @@ async fn pump(
     };
     let _ = socket.close(Some(reason)).await;
     drop(slot);
-}
-
-/// A session event as the direct socket sends it.
-fn event_json(event: &SessionEvent) -> Value {
-    let name = event.name();
-    match event {
-        SessionEvent::SessionStarted { session_id } => {
-            json!({"type": name, "sessionId": session_id})
-        }
-        SessionEvent::TranscriptPartial { text } | SessionEvent::TranscriptFinal { text } => {
-            json!({"type": name, "text": text})
-        }
-        SessionEvent::AgentTextDelta { response_id, text } => {
-            json!({"type": name, "responseId": response_id, "text": text})
-        }
-        SessionEvent::AgentAudioStart { response_id }
-        | SessionEvent::AudioClear { response_id } => {
-            json!({"type": name, "responseId": response_id})
-        }
-        SessionEvent::AgentAudioEnd {
-            response_id,
-            interrupted,
-        } => json!({"type": name, "responseId": response_id, "interrupted": interrupted}),
-        SessionEvent::ToolCall(call) => json!({
-            "type": name, "id": call.id, "name": call.name,
-            "arguments": serde_json::from_str::<Value>(&call.arguments).unwrap_or(Value::Null),
-        }),
-        SessionEvent::ToolResult {
-            call_id,
-            name: tool,
-            output,
-            is_error,
-            duration_ms,
-        } => {
-            json!({"type": name, "id": call_id, "name": tool, "output": output, "isError": is_error, "durationMs": duration_ms})
-        }
-        SessionEvent::TurnMetrics(turn) => {
-            let mut metrics = json!({
-                "type": name, "index": turn.index, "speaker": turn.speaker.as_str(), "text": turn.text,
-                "startMs": turn.start_ms, "endMs": turn.end_ms, "sttMs": turn.stt_ms, "llmMs": turn.llm_ms,
-                "ttsMs": turn.tts_ms, "interrupted": turn.interrupted, "error": turn.error,
-                "latencyMs": turn.latency.map(|l| l.total_ms),
-            });
-            // Where an answer's latency went, for clients that chart it.
-            if let Some(l) = turn.latency {
-                metrics["endpointMs"] = l.endpoint_ms.into();
-                metrics["toolMs"] = l.tool_ms.into();
-                metrics["platformMs"] = l.platform_ms.into();
-            }
-            metrics
-        }
-        SessionEvent::Error { code, message } => {
-            json!({"type": name, "code": code, "message": message})
-        }
-        SessionEvent::SessionEnded(summary) => json!({
-            "type": name, "totalDurationMs": summary.total_duration_ms,
-            "avgTurnLatencyMs": summary.avg_turn_latency_ms, "turns": summary.turns,
-            "toolExecutions": summary.tool_executions,
-        }),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_documented_client_messages_decode() {
-        assert_eq!(
-            parse_client_message(r#"{"type": "text", "text": "hello"}"#),
-            Ok(ClientMessage::Text("hello".into()))
-        );
-        assert_eq!(
-            parse_client_message(r#"{"type": "interrupt"}"#),
-            Ok(ClientMessage::Interrupt)
-        );
-        assert_eq!(
-            parse_client_message(r#"{"type": "mark", "name": "m1"}"#),
-            Ok(ClientMessage::Mark("m1".into()))
-        );
-        assert_eq!(
-            parse_client_message(r#"{"type": "end"}"#),
-            Ok(ClientMessage::End)
-        );
-        assert_eq!(
-            parse_client_message(r#"{"type": "text", "text": "  "}"#),
-            Ok(ClientMessage::Ignored)
-        );
-        let long = format!(r#"{{"type": "text", "text": "{}"}}"#, "é".repeat(20_000));
-        let Ok(ClientMessage::Text(cut)) = parse_client_message(&long) else {
-            panic!("a long text is still a text message");
-        };
-        assert_eq!(cut.chars().count(), MAX_TEXT_CHARS);
-    }
-
-    #[test]
-    fn bad_messages_are_told_apart() {
-        let not_json = parse_client_message("hello").unwrap_err();
-        assert_eq!(not_json.code(), "bad_message");
-        let unknown = parse_client_message(r#"{"type": "dance"}"#).unwrap_err();
-        assert_eq!(unknown.code(), "unknown_message");
-        assert_eq!(unknown.to_string(), "unknown message type 'dance'");
-        assert_eq!(
-            parse_client_message("[]"),
-            Err(ClientMessageError::UnknownType(String::new()))
-        );
-    }
 }
