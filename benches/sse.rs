@@ -1,11 +1,50 @@
-//! Reading a vendor's streamed answer: server-sent events split out of the bytes as they
-//! arrive, for a chat-completions stream of 200 tokens, fed one event per read (a vendor
-//! streaming as it generates) and all in one read (a burst the socket buffered).
+//! A chat-completions exchange with a vendor, as every agent turn makes one:
+//!
+//! - `chat_request`: the request body written from a call's conversation (a system prompt and
+//!   twenty exchanges: the whole history goes out with every turn);
+//! - `sse_decode`: the streamed answer's server-sent events split out of the bytes as they
+//!   arrive, for 200 tokens, fed one event per read (a vendor streaming as it generates) and
+//!   all in one read (a burst the socket buffered).
 //!
 //! Run: `cargo bench --bench sse`.
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use switchboard::vendors::http::SseDecoder;
+use switchboard::vendors::openai::chat_body;
+use switchboard_actors::engine::{ChatMessage, ChatRequest, Role};
+
+/// A call's conversation twenty exchanges in.
+fn conversation() -> ChatRequest {
+    let prompt = "You are a phone agent for a delivery company. Answer in one or two short \
+                  sentences, politely, and never make up an order status. ";
+    let mut messages = vec![ChatMessage::new(Role::System, prompt.repeat(4))];
+    for i in 0..20 {
+        messages.push(ChatMessage::new(
+            Role::User,
+            format!("Hi, I am calling about my order number {i}; it has not arrived yet."),
+        ));
+        messages.push(ChatMessage::new(
+            Role::Assistant,
+            format!("I am sorry. Order {i} left our warehouse yesterday and arrives tomorrow."),
+        ));
+    }
+    ChatRequest {
+        model: None,
+        messages,
+        tools: Vec::new(),
+        temperature: 0.7,
+        max_tokens: 200,
+    }
+}
+
+fn chat_request(c: &mut Criterion) {
+    let request = conversation();
+    let mut group = c.benchmark_group("chat_request");
+    group.bench_function("body_of_41_messages", |b| {
+        b.iter(|| chat_body("gpt-4o-mini", &request).expect("writes"))
+    });
+    group.finish();
+}
 
 /// One chat-completions stream as OpenAI sends it: 200 token events, then `[DONE]`.
 fn openai_stream() -> Vec<Vec<u8>> {
@@ -56,5 +95,5 @@ fn sse(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, sse);
+criterion_group!(benches, chat_request, sse);
 criterion_main!(benches);

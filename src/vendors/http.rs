@@ -97,9 +97,19 @@ impl Endpoint {
 
     /// A POST of `body` as JSON to `path`, authorized; what adapters stream from.
     pub fn post_json(&self, path: &str, body: serde_json::Value) -> impl Fn() -> RequestBuilder {
+        self.post_serialized(path, Bytes::from(body.to_string()))
+    }
+
+    /// A POST of a JSON body serialized once, authorized: every attempt sends the same bytes.
+    pub fn post_serialized(&self, path: &str, body: Bytes) -> impl Fn() -> RequestBuilder {
         let endpoint = self.clone();
         let url = self.url(path);
-        move || endpoint.authorize(endpoint.client.post(&url)).json(&body)
+        move || {
+            endpoint
+                .authorize(endpoint.client.post(&url))
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(body.clone())
+        }
     }
 
     /// The vendor's cheapest authenticated call (a GET of `path`) succeeds with this key.

@@ -6,11 +6,15 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use bytes::Bytes;
+use serde::ser::{SerializeMap, Serializer};
+use serde::Serialize;
 use serde_json::{json, Value};
 use switchboard_actors::engine::{
     ChatMessage, ChatRequest, EngineError, EngineErrorKind, EngineFuture, EngineStream,
     FinishReason, LanguageModel, LlmEvent, Role, SpeechChunk, SpeechRequest, SpeechToText,
-    TextToSpeech, ToolCall, TranscribeOptions, Transcript, TranscriptSegment, TranscriptWord,
+    TextToSpeech, ToolCall, ToolSpec, TranscribeOptions, Transcript, TranscriptSegment,
+    TranscriptWord,
 };
 
 use super::audio::{wav_16k, RawAudioChunker, RawEncoding};
@@ -70,7 +74,9 @@ impl LanguageModel for OpenAiChat {
     fn stream(&self, request: ChatRequest) -> Result<EngineStream<LlmEvent>, EngineError> {
         let endpoint = self.endpoint.clone();
         let model = endpoint.llm_model(&request.model, defaults(&endpoint.vendor).llm_model);
-        let build = endpoint.post_json("/chat/completions", chat_body(&model, &request));
+        let body = chat_body(&model, &request)
+            .map_err(|e| EngineError::internal(format!("cannot write the chat request: {e}")))?;
+        let build = endpoint.post_serialized("/chat/completions", body);
         Ok(spawn_chat_stream(
             endpoint.clone(),
             build,
@@ -79,57 +85,124 @@ impl LanguageModel for OpenAiChat {
     }
 }
 
-/// The request body: our conversation and tools in chat-completions terms.
-pub fn chat_body(model: &str, request: &ChatRequest) -> Value {
-    let messages: Vec<Value> = request.messages.iter().map(message_json).collect();
-    let mut body = json!({
-        "model": model,
-        "messages": messages,
-        "stream": true,
-        "stream_options": {"include_usage": true},
-        "temperature": request.temperature,
-        "max_tokens": request.max_tokens,
-    });
-    if !request.tools.is_empty() {
-        body["tools"] = request
-            .tools
-            .iter()
-            .map(|tool| {
-                json!({
-                    "type": "function",
-                    "function": {
-                        "name": tool.name,
-                        "description": tool.description,
-                        "parameters": schema_json(&tool.parameters),
-                    }
-                })
-            })
-            .collect();
-    }
-    body
+/// The request body: our conversation and tools in chat-completions terms, written straight
+/// from the conversation (a call's whole history goes out with every turn, so it is not
+/// copied into a JSON tree first).
+pub fn chat_body(model: &str, request: &ChatRequest) -> serde_json::Result<Bytes> {
+    let body = ChatBody {
+        model,
+        messages: request.messages.iter().map(WireMessage).collect(),
+        stream: true,
+        stream_options: StreamOptions {
+            include_usage: true,
+        },
+        temperature: request.temperature,
+        max_tokens: request.max_tokens,
+        tools: request.tools.iter().map(WireTool::of).collect(),
+    };
+    serde_json::to_vec(&body).map(Bytes::from)
 }
 
-fn message_json(message: &ChatMessage) -> Value {
-    match message.role {
-        Role::System => json!({"role": "system", "content": message.content}),
-        Role::User => json!({"role": "user", "content": message.content}),
-        Role::Tool => json!({
-            "role": "tool",
-            "tool_call_id": message.tool_call_id.clone().unwrap_or_default(),
-            "content": message.content,
-        }),
-        Role::Assistant if message.tool_calls.is_empty() => {
-            json!({"role": "assistant", "content": message.content})
+#[derive(Serialize)]
+struct ChatBody<'a> {
+    model: &'a str,
+    messages: Vec<WireMessage<'a>>,
+    stream: bool,
+    stream_options: StreamOptions,
+    temperature: f32,
+    max_tokens: u32,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<WireTool<'a>>,
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+/// One message of the conversation as chat completions take it.
+struct WireMessage<'a>(&'a ChatMessage);
+
+impl Serialize for WireMessage<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let message = self.0;
+        let calls = !message.tool_calls.is_empty();
+        let mut map = serializer.serialize_map(None)?;
+        match message.role {
+            Role::System => map.serialize_entry("role", "system")?,
+            Role::User => map.serialize_entry("role", "user")?,
+            Role::Assistant => map.serialize_entry("role", "assistant")?,
+            Role::Tool => {
+                map.serialize_entry("role", "tool")?;
+                let id = message.tool_call_id.as_deref().unwrap_or_default();
+                map.serialize_entry("tool_call_id", id)?;
+            }
         }
-        Role::Assistant => json!({
-            "role": "assistant",
-            "content": if message.content.is_empty() { Value::Null } else { json!(message.content) },
-            "tool_calls": message.tool_calls.iter().map(|call| json!({
-                "id": call.id,
-                "type": "function",
-                "function": {"name": call.name, "arguments": call.arguments},
-            })).collect::<Vec<_>>(),
-        }),
+        if matches!(message.role, Role::Assistant) && calls {
+            // An assistant turn that only calls tools has no content.
+            let content = Some(message.content.as_str()).filter(|c| !c.is_empty());
+            map.serialize_entry("content", &content)?;
+            let calls: Vec<WireToolCall> =
+                message.tool_calls.iter().map(WireToolCall::of).collect();
+            map.serialize_entry("tool_calls", &calls)?;
+        } else {
+            map.serialize_entry("content", &message.content)?;
+        }
+        map.end()
+    }
+}
+
+#[derive(Serialize)]
+struct WireToolCall<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireFunctionCall<'a>,
+}
+
+#[derive(Serialize)]
+struct WireFunctionCall<'a> {
+    name: &'a str,
+    arguments: &'a str,
+}
+
+impl<'a> WireToolCall<'a> {
+    fn of(call: &'a ToolCall) -> Self {
+        WireToolCall {
+            id: &call.id,
+            kind: "function",
+            function: WireFunctionCall {
+                name: &call.name,
+                arguments: &call.arguments,
+            },
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct WireTool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct WireFunction<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: Value,
+}
+
+impl<'a> WireTool<'a> {
+    fn of(tool: &'a ToolSpec) -> Self {
+        WireTool {
+            kind: "function",
+            function: WireFunction {
+                name: &tool.name,
+                description: &tool.description,
+                parameters: schema_json(&tool.parameters),
+            },
+        }
     }
 }
 
@@ -445,4 +518,89 @@ impl TextToSpeech for OpenAiSpeech {
 /// The cheapest authenticated call: the model list.
 pub async fn verify(endpoint: &Endpoint) -> Result<(), EngineError> {
     endpoint.check_key("/models").await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_chat_body_is_the_conversation_in_chat_completions_terms() {
+        let call = ToolCall {
+            id: "call_1".into(),
+            name: "lookup_order".into(),
+            arguments: r#"{"order":"A1"}"#.into(),
+        };
+        let mut asks = ChatMessage::new(Role::Assistant, "");
+        asks.tool_calls = vec![call.clone()];
+        let mut says_and_asks = ChatMessage::new(Role::Assistant, "One moment.");
+        says_and_asks.tool_calls = vec![call];
+        let mut answer = ChatMessage::new(Role::Tool, "shipped");
+        answer.tool_call_id = Some("call_1".into());
+        let request = ChatRequest {
+            model: None,
+            messages: vec![
+                ChatMessage::new(Role::System, "Be brief. \"Quoted\" \u{1} é"),
+                ChatMessage::new(Role::User, "Where is my order?"),
+                asks,
+                says_and_asks,
+                answer,
+                ChatMessage::new(Role::Assistant, "It has shipped."),
+                ChatMessage::new(Role::Tool, "no id"),
+            ],
+            tools: vec![
+                ToolSpec {
+                    name: "lookup_order".into(),
+                    description: "Finds an order.".into(),
+                    parameters: r#"{"type":"object","properties":{"order":{"type":"string"}}}"#
+                        .into(),
+                },
+                ToolSpec {
+                    name: "broken".into(),
+                    description: "Its schema is not JSON.".into(),
+                    parameters: "{not json".into(),
+                },
+            ],
+            temperature: 0.5,
+            max_tokens: 40,
+        };
+        let body: Value = serde_json::from_slice(&chat_body("gpt-4o-mini", &request).unwrap())
+            .expect("the body is JSON");
+        let tool_call = json!({"id": "call_1", "type": "function",
+                               "function": {"name": "lookup_order", "arguments": "{\"order\":\"A1\"}"}});
+        assert_eq!(
+            body,
+            json!({
+                "model": "gpt-4o-mini",
+                "messages": [
+                    {"role": "system", "content": "Be brief. \"Quoted\" \u{1} é"},
+                    {"role": "user", "content": "Where is my order?"},
+                    {"role": "assistant", "content": null, "tool_calls": [tool_call]},
+                    {"role": "assistant", "content": "One moment.", "tool_calls": [tool_call]},
+                    {"role": "tool", "tool_call_id": "call_1", "content": "shipped"},
+                    {"role": "assistant", "content": "It has shipped."},
+                    {"role": "tool", "tool_call_id": "", "content": "no id"},
+                ],
+                "stream": true,
+                "stream_options": {"include_usage": true},
+                "temperature": 0.5,
+                "max_tokens": 40,
+                "tools": [
+                    {"type": "function", "function": {"name": "lookup_order", "description": "Finds an order.",
+                        "parameters": {"type": "object", "properties": {"order": {"type": "string"}}}}},
+                    {"type": "function", "function": {"name": "broken", "description": "Its schema is not JSON.",
+                        "parameters": {"type": "object", "properties": {}}}},
+                ],
+            })
+        );
+
+        // Without tools the field is left out, as before.
+        let plain = ChatRequest {
+            tools: Vec::new(),
+            ..request
+        };
+        let body: Value =
+            serde_json::from_slice(&chat_body("m", &plain).unwrap()).expect("the body is JSON");
+        assert!(body.get("tools").is_none(), "{body}");
+    }
 }
