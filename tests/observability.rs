@@ -42,18 +42,36 @@ async fn new_agent(server: &Server, key: &str, body: Value) {
 /// Longest wait for the agent's first audio frame (a loaded machine starts sessions slowly).
 const FIRST_AUDIO_LIMIT: Duration = Duration::from_secs(30);
 
+/// What the caller heard in [`converse`].
+struct Heard {
+    media: usize,
+    clears: usize,
+    /// When the stream opened.
+    connected: Instant,
+    /// What happened when, from the stream's opening, for a failure's message.
+    timeline: Vec<String>,
+}
+
+impl Heard {
+    fn note(&mut self, what: String) {
+        let at = self.connected.elapsed().as_millis();
+        self.timeline.push(format!("{at:>6} ms {what}"));
+    }
+}
+
 /// Plays Twilio: streams silence until `cue` after the agent's first audio frame, then the
 /// `caller`'s audio (then silence) for `listen` more, in 20 ms frames at real-time pace;
-/// echoes marks; answers the media frames and clears received. Cueing on what the caller
-/// hears, as a person would, keeps a slow session start from moving the caller's words.
-async fn converse(
-    socket: &mut Socket,
-    caller: &[u8],
-    cue: Duration,
-    listen: Duration,
-) -> (usize, usize) {
-    let connected = Instant::now();
-    let (mut media, mut clears) = (0, 0);
+/// plays the agent's audio on Twilio's clock, echoing each mark when the audio before it has
+/// played ([`Playback`]); answers what was heard. Cueing on what the caller hears, as a
+/// person would, keeps a slow session start from moving the caller's words.
+async fn converse(socket: &mut Socket, caller: &[u8], cue: Duration, listen: Duration) -> Heard {
+    let mut heard = Heard {
+        media: 0,
+        clears: 0,
+        connected: Instant::now(),
+        timeline: Vec::new(),
+    };
+    let mut playback = Playback::default();
     let quiet = silence(20);
     let mut frames = caller.chunks(160);
     let mut first_audio: Option<Instant> = None;
@@ -61,19 +79,26 @@ async fn converse(
     let mut tick = tokio::time::interval(Duration::from_millis(20));
     let mut chunk = 1u64;
     loop {
-        if speaking_since.is_none() && first_audio.is_some_and(|heard| heard.elapsed() >= cue) {
+        if speaking_since.is_none() && first_audio.is_some_and(|at| at.elapsed() >= cue) {
             speaking_since = Some(Instant::now());
+            heard.note(format!("caller speaks ({} frames heard)", heard.media));
         }
         match speaking_since {
             Some(since) if since.elapsed() >= listen => break,
             None => assert!(
-                connected.elapsed() < FIRST_AUDIO_LIMIT,
+                heard.connected.elapsed() < FIRST_AUDIO_LIMIT,
                 "no agent audio within {FIRST_AUDIO_LIMIT:?}"
             ),
             _ => {}
         }
         tokio::select! {
             _ = tick.tick() => {
+                for name in playback.due(Instant::now()) {
+                    heard.note(format!("mark {name} played ({} frames heard)", heard.media));
+                    if socket.send(mark_echo(&name)).await.is_err() {
+                        return heard;
+                    }
+                }
                 let frame = match speaking_since {
                     Some(_) => frames.next().unwrap_or(&quiet),
                     None => &quiet,
@@ -83,25 +108,49 @@ async fn converse(
                               "timestamp": (chunk * 20).to_string(), "payload": BASE64.encode(frame)}});
                 chunk += 1;
                 if socket.send(Message::text(message.to_string())).await.is_err() {
+                    heard.note("the stream closed".into());
                     break;
                 }
             }
             message = socket.next() => {
-                let Some(Ok(Message::Text(text))) = message else { break };
+                let text = match message {
+                    Some(Ok(Message::Text(text))) => text,
+                    Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
+                    other => {
+                        heard.note(format!("the stream ended: {other:?}"));
+                        break;
+                    }
+                };
                 let event: Value = serde_json::from_str(&text).unwrap();
                 match event["event"].as_str().unwrap_or("") {
                     "media" => {
-                        media += 1;
-                        first_audio.get_or_insert_with(Instant::now);
+                        heard.media += 1;
+                        playback.media(Instant::now());
+                        if first_audio.is_none() {
+                            first_audio = Some(Instant::now());
+                            heard.note("first agent audio".into());
+                        }
                     }
-                    "mark" => socket.send(Message::text(text.to_string())).await.unwrap(),
-                    "clear" => clears += 1,
+                    "mark" => {
+                        let name = event["mark"]["name"].as_str().unwrap_or("");
+                        heard.note(format!("mark {name} sent ({} frames heard)", heard.media));
+                        playback.mark(name, Instant::now());
+                    }
+                    "clear" => {
+                        heard.clears += 1;
+                        heard.note(format!("clear ({} frames heard)", heard.media));
+                        for name in playback.clear() {
+                            if socket.send(mark_echo(&name)).await.is_err() {
+                                return heard;
+                            }
+                        }
+                    }
                     _ => {}
                 }
             }
         }
     }
-    (media, clears)
+    heard
 }
 
 /// Hangs up and waits for the session's record to be complete.
@@ -166,14 +215,18 @@ async fn a_slow_model_behind_a_failed_one_is_named_as_the_root_cause() {
     let call_sid = "CA00000000000000000000000000000901";
     let mut socket = open_stream(&placed.stream_url, &placed.token, call_sid).await;
     // The caller answers once the short greeting has played.
-    let (media, _) = converse(
+    let heard = converse(
         &mut socket,
         &caller_speech(),
         Duration::from_millis(2_200),
         Duration::from_secs(11),
     )
     .await;
-    assert!(media > 50, "greeting and answer audio: {media} frames");
+    assert!(
+        heard.media > 50,
+        "greeting and answer audio: {} frames",
+        heard.media
+    );
     let detail = hang_up(&server, &key, socket, &session_id).await;
 
     // The detail: the answer's latency breakdown and the providers that served.
@@ -294,26 +347,33 @@ async fn call_and_interrupt(server: &Server, key: &str, call_sid: &str) -> (Stri
     let placed = place_call(server, key, "phone").await;
     let session_id = placed.session_id;
     let mut socket = open_stream(&placed.stream_url, &placed.token, call_sid).await;
-    let (media, clears) = converse(
+    let heard = converse(
         &mut socket,
         &caller_speech(),
         Duration::from_millis(1_200),
         Duration::from_millis(7_500),
     )
     .await;
+    let detail = hang_up(server, key, socket, &session_id).await;
     assert!(
-        clears >= 1,
-        "the caller's speech cleared the agent's audio ({media} frames heard); server log:\n{}",
+        heard.clears >= 1,
+        "the caller's speech cleared the agent's audio; the call:\n{}\nits record: {detail}\n\
+         server log:\n{}",
+        heard.timeline.join("\n"),
         server.log()
     );
-    let detail = hang_up(server, key, socket, &session_id).await;
     (session_id, detail)
 }
 
 #[tokio::test]
 async fn interruptions_are_measured_and_false_ones_found() {
     let mock = vendor_mock::VendorMock::start();
-    let server = server_with(&mock, &[]).await;
+    // The media stream logs the session's events: a failure's message shows them.
+    let server = server_with(
+        &mock,
+        &[("SWITCHBOARD_LOG", "warn,switchboard::telephony=debug")],
+    )
+    .await;
     let key = server.key().to_string();
     new_agent(
         &server,
@@ -664,14 +724,18 @@ async fn answered_call(server: &Server, call_sid: &str) -> (String, Value) {
     let placed = place_call(server, &key, "phone").await;
     let session_id = placed.session_id;
     let mut socket = open_stream(&placed.stream_url, &placed.token, call_sid).await;
-    let (media, _) = converse(
+    let heard = converse(
         &mut socket,
         &caller_speech(),
         Duration::from_millis(2_200),
         Duration::from_secs(8),
     )
     .await;
-    assert!(media > 50, "greeting and answer audio: {media} frames");
+    assert!(
+        heard.media > 50,
+        "greeting and answer audio: {} frames",
+        heard.media
+    );
     let detail = hang_up(server, &key, socket, &session_id).await;
     (session_id, detail)
 }

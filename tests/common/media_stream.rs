@@ -2,7 +2,11 @@
 //! Placing a phone call on the test server and opening its media stream as Twilio does:
 //! `POST /v1/sessions/twilio`, the relay token read from the TwiML, then the WebSocket with
 //! Twilio's `connected` and `start` messages field for field (reference/protocols.md §1).
-//! Also the caller's voice: one recorded sentence as the 8 kHz mu-law Twilio sends.
+//! Also the caller's voice: one recorded sentence as the 8 kHz mu-law Twilio sends, and
+//! Twilio's playback of the agent's audio ([`Playback`]), which decides when marks come back.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
 
 use futures_util::SinkExt;
 use serde_json::json;
@@ -82,4 +86,53 @@ pub async fn open_stream(url: &str, token: &str, call_sid: &str) -> Socket {
     });
     socket.send(Message::text(start.to_string())).await.unwrap();
     socket
+}
+
+/// Twilio's playback of the agent's audio, as protocols.md §1.4 describes it: each 20 ms
+/// frame received plays after those before it, a mark comes back when the audio before it
+/// has played, and `clear` drops what has not played and sends every pending mark back at
+/// once. Echoing marks as they arrive instead would tell the session its audio played up to
+/// the pacing lead early.
+#[derive(Debug, Default)]
+pub struct Playback {
+    /// When the audio received so far will have played out.
+    played_until: Option<Instant>,
+    /// Marks waiting for their audio, with the time it will have played.
+    pending: VecDeque<(Instant, String)>,
+}
+
+impl Playback {
+    /// A frame of agent audio arrived at `now`.
+    pub fn media(&mut self, now: Instant) {
+        let starts = self.played_until.filter(|t| *t > now).unwrap_or(now);
+        self.played_until = Some(starts + Duration::from_millis(20));
+    }
+
+    /// Mark `name` arrived at `now`: it is due when the audio before it has played.
+    pub fn mark(&mut self, name: &str, now: Instant) {
+        let due = self.played_until.filter(|t| *t > now).unwrap_or(now);
+        self.pending.push_back((due, name.to_string()));
+    }
+
+    /// `clear` arrived: nothing more plays, and every pending mark is due now.
+    pub fn clear(&mut self) -> Vec<String> {
+        self.played_until = None;
+        self.pending.drain(..).map(|(_, name)| name).collect()
+    }
+
+    /// The marks whose audio has played by `now`, in order.
+    pub fn due(&mut self, now: Instant) -> Vec<String> {
+        let mut due = Vec::new();
+        while self.pending.front().is_some_and(|(at, _)| *at <= now) {
+            due.extend(self.pending.pop_front().map(|(_, name)| name));
+        }
+        due
+    }
+}
+
+/// Twilio's echo of mark `name`.
+pub fn mark_echo(name: &str) -> Message {
+    Message::text(
+        json!({"event": "mark", "streamSid": STREAM_SID, "mark": {"name": name}}).to_string(),
+    )
 }
