@@ -47,15 +47,17 @@ async fn start_call(server: &Server, key: &str, agent: &str, call_sid: &str) -> 
     (placed.session_id, socket)
 }
 
-/// Plays Twilio for `how_long`: caller audio at real-time pace (then silence), marks echoed.
-/// Answers when the first agent audio arrived, relative to `clock`.
+/// Plays Twilio for `how_long`: caller audio at real-time pace (then silence), the agent's
+/// audio played on the call's `playback` clock (which echoes the marks). Answers when the
+/// first agent audio arrived, relative to `clock`.
 async fn converse(
     socket: &mut Socket,
+    playback: &mut Playback,
     caller: &[u8],
     how_long: Duration,
     clock: Instant,
 ) -> Option<Duration> {
-    converse_in_bursts(socket, caller, how_long, clock, 1).await
+    converse_in_bursts(socket, playback, caller, how_long, clock, 1).await
 }
 
 /// As [`converse`], with the caller's frames sent `burst` at a time in one write every
@@ -63,6 +65,7 @@ async fn converse(
 /// them.
 async fn converse_in_bursts(
     socket: &mut Socket,
+    playback: &mut Playback,
     caller: &[u8],
     how_long: Duration,
     clock: Instant,
@@ -77,6 +80,9 @@ async fn converse_in_bursts(
         tokio::select! {
             _ = tick.tick() => {
                 let mut sent = Ok(());
+                for name in playback.due(Instant::now()) {
+                    sent = sent.and(socket.feed(mark_echo(&name)).await);
+                }
                 for _ in 0..burst {
                     let frame = frames.next().unwrap_or(&silence);
                     let media = json!({"event": "media", "streamSid": STREAM_SID,
@@ -91,8 +97,16 @@ async fn converse_in_bursts(
                 let Some(Ok(Message::Text(text))) = message else { break };
                 let event: Value = serde_json::from_str(&text).unwrap();
                 match event["event"].as_str().unwrap() {
-                    "media" => { first_media.get_or_insert(clock.elapsed()); }
-                    "mark" => socket.send(Message::text(text.to_string())).await.unwrap(),
+                    "media" => {
+                        playback.media(Instant::now());
+                        first_media.get_or_insert(clock.elapsed());
+                    }
+                    "mark" => playback.mark(event["mark"]["name"].as_str().unwrap(), Instant::now()),
+                    "clear" => {
+                        for name in playback.clear() {
+                            socket.send(mark_echo(&name)).await.unwrap();
+                        }
+                    }
                     _ => {}
                 }
             }
@@ -154,16 +168,30 @@ async fn a_call_is_recorded_in_two_aligned_channels_and_served_in_ranges_to_its_
     let call_sid = "CA00000000000000000000000000000101";
     let clock = Instant::now();
     let (session_id, mut socket) = start_call(&server, &key, "recorded", call_sid).await;
+    let mut playback = Playback::default();
 
-    let greeting_at = converse(&mut socket, &[], Duration::from_secs(3), clock)
-        .await
-        .expect("the greeting plays");
+    let greeting_at = converse(
+        &mut socket,
+        &mut playback,
+        &[],
+        Duration::from_secs(3),
+        clock,
+    )
+    .await
+    .expect("the greeting plays");
     // While the call runs its recording is not served yet.
     let (status, body) = call(server.get(&format!("/v1/recordings/{call_sid}"), &key)).await;
     assert_eq!(status, 409, "{body}");
     let speech = caller_speech();
     let speech_sent_at = clock.elapsed();
-    converse(&mut socket, &speech, Duration::from_secs(9), clock).await;
+    converse(
+        &mut socket,
+        &mut playback,
+        &speech,
+        Duration::from_secs(9),
+        clock,
+    )
+    .await;
     hang_up(&mut socket, call_sid).await;
     let call_length = clock.elapsed();
 
@@ -328,9 +356,26 @@ async fn frames_that_arrive_together_are_heard_and_recorded_whole_and_in_order()
     let call_sid = "CA00000000000000000000000000000103";
     let clock = Instant::now();
     let (session_id, mut socket) = start_call(&server, &key, "recorded", call_sid).await;
-    converse_in_bursts(&mut socket, &[], Duration::from_secs(2), clock, 7).await;
+    let mut playback = Playback::default();
+    converse_in_bursts(
+        &mut socket,
+        &mut playback,
+        &[],
+        Duration::from_secs(2),
+        clock,
+        7,
+    )
+    .await;
     let speech = caller_speech();
-    converse_in_bursts(&mut socket, &speech, Duration::from_secs(8), clock, 7).await;
+    converse_in_bursts(
+        &mut socket,
+        &mut playback,
+        &speech,
+        Duration::from_secs(8),
+        clock,
+        7,
+    )
+    .await;
     hang_up(&mut socket, call_sid).await;
 
     let response = finished_recording(&server, &key, call_sid).await;
@@ -406,11 +451,27 @@ async fn recordings_expire_after_their_retention_and_agents_may_opt_out() {
         "CA00000000000000000000000000000201",
     )
     .await;
-    converse(&mut socket, &[], Duration::from_millis(600), clock).await;
+    let mut playback = Playback::default();
+    converse(
+        &mut socket,
+        &mut playback,
+        &[],
+        Duration::from_millis(600),
+        clock,
+    )
+    .await;
     hang_up(&mut socket, "CA00000000000000000000000000000201").await;
     let (_, mut socket) =
         start_call(&server, &key, "kept", "CA00000000000000000000000000000202").await;
-    converse(&mut socket, &[], Duration::from_millis(600), clock).await;
+    let mut playback = Playback::default();
+    converse(
+        &mut socket,
+        &mut playback,
+        &[],
+        Duration::from_millis(600),
+        clock,
+    )
+    .await;
     hang_up(&mut socket, "CA00000000000000000000000000000202").await;
 
     let response = finished_recording(&server, &key, "CA00000000000000000000000000000202").await;
@@ -519,9 +580,16 @@ async fn recordings_go_to_an_s3_store_and_are_served_from_it() {
     let call_sid = "CA00000000000000000000000000000301";
     let clock = Instant::now();
     let (_, mut socket) = start_call(&server, &key, "recorded", call_sid).await;
-    converse(&mut socket, &caller_speech(), Duration::from_secs(6), clock)
-        .await
-        .expect("the greeting plays");
+    let mut playback = Playback::default();
+    converse(
+        &mut socket,
+        &mut playback,
+        &caller_speech(),
+        Duration::from_secs(6),
+        clock,
+    )
+    .await
+    .expect("the greeting plays");
     hang_up(&mut socket, call_sid).await;
 
     let response = finished_recording(&server, &key, call_sid).await;

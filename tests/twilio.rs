@@ -1,6 +1,7 @@
 //! Phone calls over the Twilio Media Streams protocol against the real server and its embedded
 //! engines: a real WebSocket client plays Twilio, sending recorded speech converted to 8 kHz
-//! mu-law in 20 ms frames at real-time pace and echoing marks as Twilio does.
+//! mu-law in 20 ms frames at real-time pace and echoing each mark when the audio before it has
+//! played, as Twilio does ([`Playback`]).
 
 mod common;
 #[path = "common/media_stream.rs"]
@@ -44,21 +45,32 @@ struct Heard {
 /// machine busy with other work can take seconds.
 const FIRST_AUDIO_LIMIT: Duration = Duration::from_secs(30);
 
-/// Reads the stream for `for_how_long`, echoing marks, and optionally sending caller audio
-/// paced at real time (then silence).
-async fn converse(socket: &mut Socket, caller: Option<&[u8]>, for_how_long: Duration) -> Heard {
-    converse_until(socket, caller, for_how_long, false).await
+/// Reads the stream for `for_how_long`, playing the agent's audio on the call's `playback`
+/// clock (which echoes the marks), and optionally sending caller audio paced at real time
+/// (then silence).
+async fn converse(
+    socket: &mut Socket,
+    playback: &mut Playback,
+    caller: Option<&[u8]>,
+    for_how_long: Duration,
+) -> Heard {
+    converse_until(socket, playback, caller, for_how_long, false).await
 }
 
 /// Listens (sending silence, echoing marks) for `window` from the agent's first audio, which
 /// may take up to [`FIRST_AUDIO_LIMIT`] to come: how fast it comes is the session benchmark's
 /// business, these tests check what is said.
-async fn listen_from_first_audio(socket: &mut Socket, window: Duration) -> Heard {
-    converse_until(socket, None, window, true).await
+async fn listen_from_first_audio(
+    socket: &mut Socket,
+    playback: &mut Playback,
+    window: Duration,
+) -> Heard {
+    converse_until(socket, playback, None, window, true).await
 }
 
 async fn converse_until(
     socket: &mut Socket,
+    playback: &mut Playback,
     caller: Option<&[u8]>,
     for_how_long: Duration,
     from_first_audio: bool,
@@ -80,6 +92,11 @@ async fn converse_until(
     while started.elapsed() < window_start(&heard) + for_how_long {
         tokio::select! {
             _ = tick.tick() => {
+                for name in playback.due(Instant::now()) {
+                    if socket.send(mark_echo(&name)).await.is_err() {
+                        return heard;
+                    }
+                }
                 let frame = frames.next().unwrap_or(&silence);
                 let media = json!({"event": "media", "sequenceNumber": (chunk + 1).to_string(),
                     "streamSid": "MZ00000000000000000000000000000001",
@@ -96,15 +113,21 @@ async fn converse_until(
                 match event["event"].as_str().unwrap() {
                     "media" => {
                         heard.media_frames += 1;
+                        playback.media(Instant::now());
                         heard.first_media.get_or_insert(started.elapsed());
                         assert!(!event["media"]["payload"].as_str().unwrap().is_empty());
                         assert_eq!(event["streamSid"], "MZ00000000000000000000000000000001");
                     }
                     "mark" => {
                         heard.marks += 1;
-                        socket.send(Message::text(text.to_string())).await.unwrap();
+                        playback.mark(event["mark"]["name"].as_str().unwrap(), Instant::now());
                     }
-                    "clear" => heard.clears += 1,
+                    "clear" => {
+                        heard.clears += 1;
+                        for name in playback.clear() {
+                            socket.send(mark_echo(&name)).await.unwrap();
+                        }
+                    }
                     other => panic!("unexpected message {other}"),
                 }
             }
@@ -126,9 +149,11 @@ async fn a_phone_call_greets_listens_answers_and_is_recorded() {
         "CA00000000000000000000000000000042",
     )
     .await;
+    let mut playback = Playback::default();
 
     // The greeting arrives first, with marks after its sentences.
-    let greeting = listen_from_first_audio(&mut socket, Duration::from_secs(4)).await;
+    let greeting =
+        listen_from_first_audio(&mut socket, &mut playback, Duration::from_secs(4)).await;
     assert!(
         greeting.media_frames >= 50,
         "greeting frames: {}",
@@ -140,7 +165,13 @@ async fn a_phone_call_greets_listens_answers_and_is_recorded() {
 
     // The caller speaks; the agent answers.
     let speech = caller_speech();
-    let answer = converse(&mut socket, Some(&speech), Duration::from_secs(25)).await;
+    let answer = converse(
+        &mut socket,
+        &mut playback,
+        Some(&speech),
+        Duration::from_secs(25),
+    )
+    .await;
     assert!(
         answer.media_frames >= 25,
         "answer frames: {}",
@@ -241,7 +272,8 @@ async fn forged_expired_and_reused_tokens_get_no_audio() {
 
     // The real token works once.
     let mut first = open_stream(&placed.stream_url, &placed.token, "CA3").await;
-    let heard = listen_from_first_audio(&mut first, Duration::from_secs(1)).await;
+    let mut playback = Playback::default();
+    let heard = listen_from_first_audio(&mut first, &mut playback, Duration::from_secs(1)).await;
     assert!(heard.media_frames > 0, "{}", server.log());
     let mut second = open_stream(&placed.stream_url, &placed.token, "CA4").await;
     assert!(closed_without_audio(&mut second).await, "a reused token");
@@ -254,6 +286,7 @@ async fn malformed_messages_are_skipped_and_the_call_goes_on() {
     new_agent(&server, &key).await;
     let placed = place_call(&server, &key, "phone").await;
     let mut socket = open_stream(&placed.stream_url, &placed.token, "CA5").await;
+    let mut playback = Playback::default();
     for junk in [
         "{not json".to_string(),
         json!({"event": "media", "media": {"payload": "***not base64***"}}).to_string(),
@@ -263,7 +296,7 @@ async fn malformed_messages_are_skipped_and_the_call_goes_on() {
     ] {
         socket.send(Message::text(junk)).await.unwrap();
     }
-    let heard = listen_from_first_audio(&mut socket, Duration::from_secs(4)).await;
+    let heard = listen_from_first_audio(&mut socket, &mut playback, Duration::from_secs(4)).await;
     assert!(
         heard.media_frames >= 50,
         "the greeting still plays: {}",
@@ -385,16 +418,23 @@ async fn a_phone_call_runs_on_vendor_engines_when_the_agent_names_them() {
         "CA00000000000000000000000000000077",
     )
     .await;
+    let mut playback = Playback::default();
 
     // The greeting is the vendor's audio (one second of it), resampled to 8 kHz mu-law.
-    let greeting = converse(&mut socket, None, Duration::from_secs(3)).await;
+    let greeting = converse(&mut socket, &mut playback, None, Duration::from_secs(3)).await;
     assert!(
         greeting.media_frames >= 40,
         "greeting frames: {}",
         greeting.media_frames
     );
     let speech = caller_speech();
-    let answer = converse(&mut socket, Some(&speech), Duration::from_secs(10)).await;
+    let answer = converse(
+        &mut socket,
+        &mut playback,
+        Some(&speech),
+        Duration::from_secs(10),
+    )
+    .await;
     assert!(
         answer.media_frames >= 40,
         "answer frames: {}",
@@ -404,7 +444,7 @@ async fn a_phone_call_runs_on_vendor_engines_when_the_agent_names_them() {
     let dtmf = json!({"event": "dtmf", "streamSid": "MZ00000000000000000000000000000001",
                       "sequenceNumber": "900", "dtmf": {"track": "inbound_track", "digit": "5"}});
     socket.send(Message::text(dtmf.to_string())).await.unwrap();
-    let after_key = converse(&mut socket, None, Duration::from_secs(5)).await;
+    let after_key = converse(&mut socket, &mut playback, None, Duration::from_secs(5)).await;
     assert!(
         after_key.media_frames >= 40,
         "frames answering the key press: {}",
@@ -546,9 +586,16 @@ async fn a_phone_call_speaks_with_every_synthesis_vendor_and_barge_in_hangs_up_o
             let placed = place_call(server, &key, &format!("phone-{vendor}")).await;
             let sid = format!("CA{:032}", 100 + i);
             let mut socket = open_stream(&placed.stream_url, &placed.token, &sid).await;
-            let greeting = converse(&mut socket, None, Duration::from_secs(3)).await;
+            let mut playback = Playback::default();
+            let greeting = converse(&mut socket, &mut playback, None, Duration::from_secs(3)).await;
             let interrupted = if streams {
-                converse(&mut socket, Some(&caller_speech()), Duration::from_secs(6)).await
+                converse(
+                    &mut socket,
+                    &mut playback,
+                    Some(&caller_speech()),
+                    Duration::from_secs(6),
+                )
+                .await
             } else {
                 Heard::default()
             };
