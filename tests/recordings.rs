@@ -41,36 +41,40 @@ async fn new_agent(server: &Server, key: &str, id: &str, extra: Value) {
 }
 
 /// Places a call to `agent` and opens its media stream as call `call_sid`.
-async fn start_call(server: &Server, key: &str, agent: &str, call_sid: &str) -> (String, Socket) {
+async fn start_call(
+    server: &Server,
+    key: &str,
+    agent: &str,
+    call_sid: &str,
+) -> (String, TwilioStream) {
     let placed = place_call(server, key, agent).await;
-    let socket = open_stream(&placed.stream_url, &placed.token, call_sid).await;
-    (placed.session_id, socket)
+    let stream = TwilioStream::open(&placed.stream_url, &placed.token, call_sid).await;
+    (placed.session_id, stream)
 }
 
 /// Plays Twilio for `how_long`: caller audio at real-time pace (then silence), the agent's
-/// audio played on the call's `playback` clock (which echoes the marks). Answers when the
+/// audio played on the call's playback clock (which echoes the marks). Answers when the
 /// first agent audio arrived, relative to `clock`.
 async fn converse(
-    socket: &mut Socket,
-    playback: &mut Playback,
+    stream: &mut TwilioStream,
     caller: &[u8],
     how_long: Duration,
     clock: Instant,
 ) -> Option<Duration> {
-    converse_in_bursts(socket, playback, caller, how_long, clock, 1).await
+    converse_in_bursts(stream, caller, how_long, clock, 1).await
 }
 
 /// As [`converse`], with the caller's frames sent `burst` at a time in one write every
 /// `burst` × 20 ms: the same pace, as a congested network or a busy server's socket delivers
 /// them.
 async fn converse_in_bursts(
-    socket: &mut Socket,
-    playback: &mut Playback,
+    stream: &mut TwilioStream,
     caller: &[u8],
     how_long: Duration,
     clock: Instant,
     burst: u32,
 ) -> Option<Duration> {
+    let TwilioStream { socket, playback } = stream;
     let started = Instant::now();
     let silence = [0xFFu8; 160];
     let mut frames = caller.chunks(160);
@@ -167,32 +171,18 @@ async fn a_call_is_recorded_in_two_aligned_channels_and_served_in_ranges_to_its_
     new_agent(&server, &key, "recorded", json!({})).await;
     let call_sid = "CA00000000000000000000000000000101";
     let clock = Instant::now();
-    let (session_id, mut socket) = start_call(&server, &key, "recorded", call_sid).await;
-    let mut playback = Playback::default();
+    let (session_id, mut stream) = start_call(&server, &key, "recorded", call_sid).await;
 
-    let greeting_at = converse(
-        &mut socket,
-        &mut playback,
-        &[],
-        Duration::from_secs(3),
-        clock,
-    )
-    .await
-    .expect("the greeting plays");
+    let greeting_at = converse(&mut stream, &[], Duration::from_secs(3), clock)
+        .await
+        .expect("the greeting plays");
     // While the call runs its recording is not served yet.
     let (status, body) = call(server.get(&format!("/v1/recordings/{call_sid}"), &key)).await;
     assert_eq!(status, 409, "{body}");
     let speech = caller_speech();
     let speech_sent_at = clock.elapsed();
-    converse(
-        &mut socket,
-        &mut playback,
-        &speech,
-        Duration::from_secs(9),
-        clock,
-    )
-    .await;
-    hang_up(&mut socket, call_sid).await;
+    converse(&mut stream, &speech, Duration::from_secs(9), clock).await;
+    hang_up(&mut stream.socket, call_sid).await;
     let call_length = clock.elapsed();
 
     let response = finished_recording(&server, &key, call_sid).await;
@@ -355,28 +345,11 @@ async fn frames_that_arrive_together_are_heard_and_recorded_whole_and_in_order()
     new_agent(&server, &key, "recorded", json!({})).await;
     let call_sid = "CA00000000000000000000000000000103";
     let clock = Instant::now();
-    let (session_id, mut socket) = start_call(&server, &key, "recorded", call_sid).await;
-    let mut playback = Playback::default();
-    converse_in_bursts(
-        &mut socket,
-        &mut playback,
-        &[],
-        Duration::from_secs(2),
-        clock,
-        7,
-    )
-    .await;
+    let (session_id, mut stream) = start_call(&server, &key, "recorded", call_sid).await;
+    converse_in_bursts(&mut stream, &[], Duration::from_secs(2), clock, 7).await;
     let speech = caller_speech();
-    converse_in_bursts(
-        &mut socket,
-        &mut playback,
-        &speech,
-        Duration::from_secs(8),
-        clock,
-        7,
-    )
-    .await;
-    hang_up(&mut socket, call_sid).await;
+    converse_in_bursts(&mut stream, &speech, Duration::from_secs(8), clock, 7).await;
+    hang_up(&mut stream.socket, call_sid).await;
 
     let response = finished_recording(&server, &key, call_sid).await;
     assert_eq!(response.status(), 200);
@@ -444,35 +417,19 @@ async fn recordings_expire_after_their_retention_and_agents_may_opt_out() {
     .await;
 
     let clock = Instant::now();
-    let (_, mut socket) = start_call(
+    let (_, mut stream) = start_call(
         &server,
         &key,
         "private",
         "CA00000000000000000000000000000201",
     )
     .await;
-    let mut playback = Playback::default();
-    converse(
-        &mut socket,
-        &mut playback,
-        &[],
-        Duration::from_millis(600),
-        clock,
-    )
-    .await;
-    hang_up(&mut socket, "CA00000000000000000000000000000201").await;
-    let (_, mut socket) =
+    converse(&mut stream, &[], Duration::from_millis(600), clock).await;
+    hang_up(&mut stream.socket, "CA00000000000000000000000000000201").await;
+    let (_, mut stream) =
         start_call(&server, &key, "kept", "CA00000000000000000000000000000202").await;
-    let mut playback = Playback::default();
-    converse(
-        &mut socket,
-        &mut playback,
-        &[],
-        Duration::from_millis(600),
-        clock,
-    )
-    .await;
-    hang_up(&mut socket, "CA00000000000000000000000000000202").await;
+    converse(&mut stream, &[], Duration::from_millis(600), clock).await;
+    hang_up(&mut stream.socket, "CA00000000000000000000000000000202").await;
 
     let response = finished_recording(&server, &key, "CA00000000000000000000000000000202").await;
     assert_eq!(response.status(), 200);
@@ -579,18 +536,11 @@ async fn recordings_go_to_an_s3_store_and_are_served_from_it() {
     new_agent(&server, &key, "recorded", json!({})).await;
     let call_sid = "CA00000000000000000000000000000301";
     let clock = Instant::now();
-    let (_, mut socket) = start_call(&server, &key, "recorded", call_sid).await;
-    let mut playback = Playback::default();
-    converse(
-        &mut socket,
-        &mut playback,
-        &caller_speech(),
-        Duration::from_secs(6),
-        clock,
-    )
-    .await
-    .expect("the greeting plays");
-    hang_up(&mut socket, call_sid).await;
+    let (_, mut stream) = start_call(&server, &key, "recorded", call_sid).await;
+    converse(&mut stream, &caller_speech(), Duration::from_secs(6), clock)
+        .await
+        .expect("the greeting plays");
+    hang_up(&mut stream.socket, call_sid).await;
 
     let response = finished_recording(&server, &key, call_sid).await;
     assert_eq!(response.status(), 200);

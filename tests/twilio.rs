@@ -49,32 +49,27 @@ const FIRST_AUDIO_LIMIT: Duration = Duration::from_secs(30);
 /// clock (which echoes the marks), and optionally sending caller audio paced at real time
 /// (then silence).
 async fn converse(
-    socket: &mut Socket,
-    playback: &mut Playback,
+    stream: &mut TwilioStream,
     caller: Option<&[u8]>,
     for_how_long: Duration,
 ) -> Heard {
-    converse_until(socket, playback, caller, for_how_long, false).await
+    converse_until(stream, caller, for_how_long, false).await
 }
 
 /// Listens (sending silence, echoing marks) for `window` from the agent's first audio, which
 /// may take up to [`FIRST_AUDIO_LIMIT`] to come: how fast it comes is the session benchmark's
 /// business, these tests check what is said.
-async fn listen_from_first_audio(
-    socket: &mut Socket,
-    playback: &mut Playback,
-    window: Duration,
-) -> Heard {
-    converse_until(socket, playback, None, window, true).await
+async fn listen_from_first_audio(stream: &mut TwilioStream, window: Duration) -> Heard {
+    converse_until(stream, None, window, true).await
 }
 
 async fn converse_until(
-    socket: &mut Socket,
-    playback: &mut Playback,
+    stream: &mut TwilioStream,
     caller: Option<&[u8]>,
     for_how_long: Duration,
     from_first_audio: bool,
 ) -> Heard {
+    let TwilioStream { socket, playback } = stream;
     let started = Instant::now();
     let window_start = |heard: &Heard| match (from_first_audio, heard.first_media) {
         (false, _) => Duration::ZERO,
@@ -143,17 +138,15 @@ async fn a_phone_call_greets_listens_answers_and_is_recorded() {
     new_agent(&server, &key).await;
     let placed = place_call(&server, &key, "phone").await;
     let session_id = placed.session_id;
-    let mut socket = open_stream(
+    let mut stream = TwilioStream::open(
         &placed.stream_url,
         &placed.token,
         "CA00000000000000000000000000000042",
     )
     .await;
-    let mut playback = Playback::default();
 
     // The greeting arrives first, with marks after its sentences.
-    let greeting =
-        listen_from_first_audio(&mut socket, &mut playback, Duration::from_secs(4)).await;
+    let greeting = listen_from_first_audio(&mut stream, Duration::from_secs(4)).await;
     assert!(
         greeting.media_frames >= 50,
         "greeting frames: {}",
@@ -165,13 +158,7 @@ async fn a_phone_call_greets_listens_answers_and_is_recorded() {
 
     // The caller speaks; the agent answers.
     let speech = caller_speech();
-    let answer = converse(
-        &mut socket,
-        &mut playback,
-        Some(&speech),
-        Duration::from_secs(25),
-    )
-    .await;
+    let answer = converse(&mut stream, Some(&speech), Duration::from_secs(25)).await;
     assert!(
         answer.media_frames >= 25,
         "answer frames: {}",
@@ -180,9 +167,13 @@ async fn a_phone_call_greets_listens_answers_and_is_recorded() {
 
     let stop = json!({"event": "stop", "sequenceNumber": "9999", "streamSid": "MZ00000000000000000000000000000001",
                       "stop": {"accountSid": "AC00000000000000000000000000000001", "callSid": "CA00000000000000000000000000000042"}});
-    socket.send(Message::text(stop.to_string())).await.unwrap();
+    stream
+        .socket
+        .send(Message::text(stop.to_string()))
+        .await
+        .unwrap();
     let closed = tokio::time::timeout(Duration::from_secs(10), async {
-        while let Some(message) = socket.next().await {
+        while let Some(message) = stream.socket.next().await {
             if matches!(message, Ok(Message::Close(_)) | Err(_)) {
                 break;
             }
@@ -271,9 +262,8 @@ async fn forged_expired_and_reused_tokens_get_no_audio() {
     assert!(closed_without_audio(&mut socket).await, "a malformed token");
 
     // The real token works once.
-    let mut first = open_stream(&placed.stream_url, &placed.token, "CA3").await;
-    let mut playback = Playback::default();
-    let heard = listen_from_first_audio(&mut first, &mut playback, Duration::from_secs(1)).await;
+    let mut first = TwilioStream::open(&placed.stream_url, &placed.token, "CA3").await;
+    let heard = listen_from_first_audio(&mut first, Duration::from_secs(1)).await;
     assert!(heard.media_frames > 0, "{}", server.log());
     let mut second = open_stream(&placed.stream_url, &placed.token, "CA4").await;
     assert!(closed_without_audio(&mut second).await, "a reused token");
@@ -285,8 +275,7 @@ async fn malformed_messages_are_skipped_and_the_call_goes_on() {
     let key = server.key().to_string();
     new_agent(&server, &key).await;
     let placed = place_call(&server, &key, "phone").await;
-    let mut socket = open_stream(&placed.stream_url, &placed.token, "CA5").await;
-    let mut playback = Playback::default();
+    let mut stream = TwilioStream::open(&placed.stream_url, &placed.token, "CA5").await;
     for junk in [
         "{not json".to_string(),
         json!({"event": "media", "media": {"payload": "***not base64***"}}).to_string(),
@@ -294,9 +283,9 @@ async fn malformed_messages_are_skipped_and_the_call_goes_on() {
         json!({"event": "dance"}).to_string(),
         json!({"event": "media", "sequenceNumber": 7, "media": {"payload": BASE64.encode([0xFFu8; 160]), "chunk": 3}}).to_string(),
     ] {
-        socket.send(Message::text(junk)).await.unwrap();
+        stream.socket.send(Message::text(junk)).await.unwrap();
     }
-    let heard = listen_from_first_audio(&mut socket, &mut playback, Duration::from_secs(4)).await;
+    let heard = listen_from_first_audio(&mut stream, Duration::from_secs(4)).await;
     assert!(
         heard.media_frames >= 50,
         "the greeting still plays: {}",
@@ -304,7 +293,7 @@ async fn malformed_messages_are_skipped_and_the_call_goes_on() {
     );
     // The client vanishing mid-call ends the session cleanly: its record is closed and none
     // of its actors is left running.
-    drop(socket);
+    drop(stream);
     let mut ended = Value::Null;
     for _ in 0..100 {
         let (status, detail) = call(server.get("/v1/observability/calls/CA5", &key)).await;
@@ -412,29 +401,22 @@ async fn a_phone_call_runs_on_vendor_engines_when_the_agent_names_them() {
     assert_eq!(status, 201, "{body}");
     let placed = place_call(&server, &key, "phone").await;
     let session_id = placed.session_id;
-    let mut socket = open_stream(
+    let mut stream = TwilioStream::open(
         &placed.stream_url,
         &placed.token,
         "CA00000000000000000000000000000077",
     )
     .await;
-    let mut playback = Playback::default();
 
     // The greeting is the vendor's audio (one second of it), resampled to 8 kHz mu-law.
-    let greeting = converse(&mut socket, &mut playback, None, Duration::from_secs(3)).await;
+    let greeting = converse(&mut stream, None, Duration::from_secs(3)).await;
     assert!(
         greeting.media_frames >= 40,
         "greeting frames: {}",
         greeting.media_frames
     );
     let speech = caller_speech();
-    let answer = converse(
-        &mut socket,
-        &mut playback,
-        Some(&speech),
-        Duration::from_secs(10),
-    )
-    .await;
+    let answer = converse(&mut stream, Some(&speech), Duration::from_secs(10)).await;
     assert!(
         answer.media_frames >= 40,
         "answer frames: {}",
@@ -443,8 +425,12 @@ async fn a_phone_call_runs_on_vendor_engines_when_the_agent_names_them() {
     // A key press is a caller turn of its own, answered like words (Twilio's `dtmf` event).
     let dtmf = json!({"event": "dtmf", "streamSid": "MZ00000000000000000000000000000001",
                       "sequenceNumber": "900", "dtmf": {"track": "inbound_track", "digit": "5"}});
-    socket.send(Message::text(dtmf.to_string())).await.unwrap();
-    let after_key = converse(&mut socket, &mut playback, None, Duration::from_secs(5)).await;
+    stream
+        .socket
+        .send(Message::text(dtmf.to_string()))
+        .await
+        .unwrap();
+    let after_key = converse(&mut stream, None, Duration::from_secs(5)).await;
     assert!(
         after_key.media_frames >= 40,
         "frames answering the key press: {}",
@@ -452,7 +438,11 @@ async fn a_phone_call_runs_on_vendor_engines_when_the_agent_names_them() {
     );
     let stop = json!({"event": "stop", "sequenceNumber": "9999", "streamSid": "MZ00000000000000000000000000000001",
                       "stop": {"accountSid": "AC00000000000000000000000000000001", "callSid": "CA00000000000000000000000000000077"}});
-    socket.send(Message::text(stop.to_string())).await.unwrap();
+    stream
+        .socket
+        .send(Message::text(stop.to_string()))
+        .await
+        .unwrap();
 
     // Every stage went to the vendor with the platform key.
     let transcriptions = mock.seen_at("/audio/transcriptions");
@@ -585,23 +575,16 @@ async fn a_phone_call_speaks_with_every_synthesis_vendor_and_barge_in_hangs_up_o
         async move {
             let placed = place_call(server, &key, &format!("phone-{vendor}")).await;
             let sid = format!("CA{:032}", 100 + i);
-            let mut socket = open_stream(&placed.stream_url, &placed.token, &sid).await;
-            let mut playback = Playback::default();
-            let greeting = converse(&mut socket, &mut playback, None, Duration::from_secs(3)).await;
+            let mut stream = TwilioStream::open(&placed.stream_url, &placed.token, &sid).await;
+            let greeting = converse(&mut stream, None, Duration::from_secs(3)).await;
             let interrupted = if streams {
-                converse(
-                    &mut socket,
-                    &mut playback,
-                    Some(&caller_speech()),
-                    Duration::from_secs(6),
-                )
-                .await
+                converse(&mut stream, Some(&caller_speech()), Duration::from_secs(6)).await
             } else {
                 Heard::default()
             };
             let stop = json!({"event": "stop", "sequenceNumber": "9999", "streamSid": "MZ00000000000000000000000000000001",
                               "stop": {"accountSid": "AC00000000000000000000000000000001", "callSid": sid}});
-            let _ = socket.send(Message::text(stop.to_string())).await;
+            let _ = stream.socket.send(Message::text(stop.to_string())).await;
             (vendor, greeting, interrupted)
         }
     };

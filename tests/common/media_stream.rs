@@ -136,3 +136,20 @@ pub fn mark_echo(name: &str) -> Message {
         json!({"event": "mark", "streamSid": STREAM_SID, "mark": {"name": name}}).to_string(),
     )
 }
+
+/// A call's media stream as Twilio holds it: the socket, and the playback of the agent's
+/// audio on it, which lasts as long as the call.
+pub struct TwilioStream {
+    pub socket: Socket,
+    pub playback: Playback,
+}
+
+impl TwilioStream {
+    /// Opens the stream as [`open_stream`] does; nothing has played yet.
+    pub async fn open(url: &str, token: &str, call_sid: &str) -> TwilioStream {
+        TwilioStream {
+            socket: open_stream(url, token, call_sid).await,
+            playback: Playback::default(),
+        }
+    }
+}
