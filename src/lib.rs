@@ -21,6 +21,7 @@ pub mod portal;
 pub mod recording;
 pub mod registry;
 pub mod server;
+pub mod socket_close;
 pub mod speech;
 pub mod store;
 pub mod telephony;

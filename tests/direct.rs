@@ -414,6 +414,31 @@ async fn a_client_interrupt_clears_the_agent_and_marks_are_answered() {
 }
 
 #[tokio::test]
+async fn a_client_that_closes_gets_the_closing_handshake_and_a_broken_frame_a_close_code() {
+    use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+    use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+
+    let server = Server::start().await;
+    let key = server.key().to_string();
+    new_agent(&server, &key).await;
+    // The client closes: the server answers with the same code (RFC 6455 §5.5.1).
+    let mut socket = open(&server, &key, "widget", "").await;
+    let bye = CloseFrame {
+        code: CloseCode::Away,
+        reason: "bye".into(),
+    };
+    socket.send(Message::Close(Some(bye))).await.unwrap();
+    assert_eq!(close_code(&mut socket).await, Some(CloseCode::Away));
+    // A frame over the socket's size limit: 1009, not a dropped connection.
+    let mut socket = open(&server, &key, "widget", "").await;
+    socket
+        .send(Message::binary(vec![0u8; 100_000]))
+        .await
+        .unwrap();
+    assert_eq!(close_code(&mut socket).await, Some(CloseCode::Size));
+}
+
+#[tokio::test]
 async fn unknown_audio_options_are_refused_before_the_upgrade() {
     let server = Server::start().await;
     let key = server.key().to_string();

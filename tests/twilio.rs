@@ -17,6 +17,8 @@ use common::*;
 use futures_util::{SinkExt, StreamExt};
 use media_stream::*;
 use serde_json::{json, Value};
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::Message;
 
 const RIGHT: &str = "The horizon seems extremely distant.";
@@ -315,6 +317,46 @@ async fn malformed_messages_are_skipped_and_the_call_goes_on() {
             .await,
         0.0
     );
+}
+
+#[tokio::test]
+async fn a_caller_that_closes_gets_the_closing_handshake_and_a_broken_frame_a_close_code() {
+    let server = Server::start().await;
+    let key = server.key().to_string();
+    new_agent(&server, &key).await;
+
+    // Mid-call, the client closes: the server answers with the same code (RFC 6455 §5.5.1).
+    let placed = place_call(&server, &key, "phone").await;
+    let mut stream = TwilioStream::open(&placed.stream_url, &placed.token, "CA6").await;
+    let heard = listen_from_first_audio(&mut stream, Duration::from_millis(500)).await;
+    assert!(heard.media_frames > 0, "the call is under way");
+    let bye = CloseFrame {
+        code: CloseCode::Away,
+        reason: "bye".into(),
+    };
+    stream.socket.send(Message::Close(Some(bye))).await.unwrap();
+    assert_eq!(close_code(&mut stream.socket).await, Some(CloseCode::Away));
+
+    // A frame over the socket's size limit ends the call with 1009, not a dropped connection.
+    let placed = place_call(&server, &key, "phone").await;
+    let mut stream = TwilioStream::open(&placed.stream_url, &placed.token, "CA7").await;
+    listen_from_first_audio(&mut stream, Duration::from_millis(500)).await;
+    let huge = Message::text("x".repeat(100_000));
+    stream.socket.send(huge).await.unwrap();
+    assert_eq!(close_code(&mut stream.socket).await, Some(CloseCode::Size));
+    for sid in ["CA6", "CA7"] {
+        let mut ended = Value::Null;
+        for _ in 0..50 {
+            let (_, detail) =
+                call(server.get(&format!("/v1/observability/calls/{sid}"), &key)).await;
+            if detail["status"] != "active" {
+                ended = detail;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(ended["endReason"], "transport_closed", "{sid}: {ended}");
+    }
 }
 
 #[tokio::test]

@@ -14,7 +14,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
-use actix_ws::{CloseCode, CloseReason, Message as WsMessage, MessageStream, Session as WsSession};
+use actix_ws::{
+    CloseCode, CloseReason, Message as WsMessage, MessageStream, ProtocolError,
+    Session as WsSession,
+};
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
 use bytes::{Bytes, BytesMut};
@@ -31,6 +34,7 @@ use crate::caller_audio::CallerBatch;
 use crate::cluster::drain::Drain;
 use crate::recording::{RecordingTap, TapFormat};
 use crate::registry::sessions::{ClaimSession, SessionRegistry};
+use crate::socket_close;
 use crate::time::now_ms;
 
 /// How long a new stream may take to send `start`.
@@ -278,7 +282,13 @@ pub async fn run(context: StreamContext, socket: WsSession, mut messages: Messag
                 return;
             }
             message = messages.next() => {
-                let Some(Ok(message)) = message else { return };
+                let message = match message {
+                    Some(Ok(WsMessage::Close(_))) | Some(Err(_)) | None => {
+                        answer_ending(socket, &message).await;
+                        return;
+                    }
+                    Some(Ok(message)) => message,
+                };
                 match message {
                     WsMessage::Text(text) => match parse_event(&text) {
                         Ok(StreamEvent::Start(start)) => break start,
@@ -291,7 +301,6 @@ pub async fn run(context: StreamContext, socket: WsSession, mut messages: Messag
                         let mut s = socket.clone();
                         let _ = s.pong(&bytes).await;
                     }
-                    WsMessage::Close(_) => return,
                     _ => {}
                 }
             }
@@ -437,9 +446,10 @@ pub async fn run(context: StreamContext, socket: WsSession, mut messages: Messag
                         Some(Ok(WsMessage::Ping(bytes))) => {
                             let _ = writer_socket.pong(&bytes).await;
                         }
-                        Some(Ok(WsMessage::Close(_))) | None | Some(Err(_)) => {
+                        ending @ (Some(Ok(WsMessage::Close(_))) | None | Some(Err(_))) => {
                             batch.forward(tap.as_ref(), &session);
                             session.do_send(TransportClosed);
+                            answer_ending(writer_socket, &ending).await;
                             out_rx.until_ended().await;
                             return;
                         }
@@ -463,6 +473,17 @@ pub async fn run(context: StreamContext, socket: WsSession, mut messages: Messag
         .await;
     } else {
         close(writer_socket, CloseCode::Normal, "the call ended").await;
+    }
+}
+
+/// The client closed the stream or broke the protocol: answer as [`socket_close::answer`]
+/// says.
+async fn answer_ending(socket: WsSession, ending: &Option<Result<WsMessage, ProtocolError>>) {
+    if let Some(Err(e)) = ending {
+        tracing::warn!("media stream: closed on a protocol error: {e}");
+    }
+    if let Some(reason) = socket_close::answer(ending) {
+        let _ = socket.close(Some(reason)).await;
     }
 }
 

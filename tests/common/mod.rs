@@ -458,3 +458,35 @@ pub fn word_error_rate(reference: &str, hypothesis: &str) -> f64 {
     }
     row[h.len()] as f64 / r.len().max(1) as f64
 }
+
+/// How the server closed `socket`: the code of its `Close` frame, or `None` when the
+/// connection ended without one (or nothing came within 10 s). Messages before it are read
+/// and dropped.
+pub async fn close_code<S>(
+    socket: &mut S,
+) -> Option<tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode>
+where
+    S: futures_util::Stream<
+            Item = Result<
+                tokio_tungstenite::tungstenite::Message,
+                tokio_tungstenite::tungstenite::Error,
+            >,
+        > + Unpin,
+{
+    use futures_util::StreamExt;
+    use tokio_tungstenite::tungstenite::Message;
+    let closed = async {
+        while let Some(message) = socket.next().await {
+            match message {
+                Ok(Message::Close(frame)) => return frame.map(|f| f.code),
+                Ok(_) => continue,
+                Err(_) => return None,
+            }
+        }
+        None
+    };
+    tokio::time::timeout(Duration::from_secs(10), closed)
+        .await
+        .ok()
+        .flatten()
+}

@@ -44,6 +44,7 @@ use crate::registry::keys::{hash_key, CheckKey, KeyCheck};
 use crate::registry::metering::{Admit, CloseSession, OpenSession, SessionMetering};
 use crate::registry::new_id;
 use crate::registry::sessions::{ClaimTokenSession, CreateSession, EndSession};
+use crate::socket_close;
 use crate::store::sessions::{SessionEnd, SessionRow, STATUS_ACTIVE, STATUS_FAILED};
 use crate::telephony::token::RelayClaims;
 use crate::time::{self, iso};
@@ -497,9 +498,15 @@ async fn pump(
                         Some(Ok(WsMessage::Ping(bytes))) => {
                             let _ = writer.pong(&bytes).await;
                         }
-                        Some(Ok(WsMessage::Close(_))) | None | Some(Err(_)) => {
+                        ending @ (Some(Ok(WsMessage::Close(_))) | None | Some(Err(_))) => {
                             batch.forward(tap.as_ref(), &session);
                             session.do_send(TransportClosed);
+                            if let Some(Err(e)) = &ending {
+                                tracing::warn!("direct socket: closed on a protocol error: {e}");
+                            }
+                            if let Some(reason) = socket_close::answer(&ending) {
+                                let _ = writer.clone().close(Some(reason)).await;
+                            }
                             outputs.until_ended().await;
                             return;
                         }
