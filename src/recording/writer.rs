@@ -42,10 +42,12 @@ impl TapFormat {
     }
 }
 
-/// Turns one channel's frames into samples: Opus keeps decoder state across a channel's packets.
+/// Turns one channel's frames into samples: Opus keeps decoder state across a channel's
+/// packets, and 16-bit PCM the odd byte a frame may end with (the direct socket takes frames
+/// of any length), which begins the next frame's first sample.
 enum ChannelDecoder {
     Mulaw,
-    Pcm16,
+    Pcm16 { odd_byte: Option<u8> },
     Opus(Box<OpusDecoder>),
 }
 
@@ -53,7 +55,7 @@ impl ChannelDecoder {
     fn new(format: TapFormat) -> Result<Self, String> {
         Ok(match format {
             TapFormat::Mulaw8k => ChannelDecoder::Mulaw,
-            TapFormat::Pcm16(_) => ChannelDecoder::Pcm16,
+            TapFormat::Pcm16(_) => ChannelDecoder::Pcm16 { odd_byte: None },
             TapFormat::Opus(rate) => ChannelDecoder::Opus(Box::new(
                 OpusDecoder::new(rate).map_err(|e| format!("cannot start an Opus decoder: {e}"))?,
             )),
@@ -66,11 +68,19 @@ impl ChannelDecoder {
         out.clear();
         match self {
             ChannelDecoder::Mulaw => out.extend(bytes.iter().map(|&b| mulaw::decode(b))),
-            ChannelDecoder::Pcm16 => out.extend(
-                bytes
-                    .chunks_exact(2)
-                    .map(|p| i16::from_le_bytes([p[0], p[1]])),
-            ),
+            ChannelDecoder::Pcm16 { odd_byte } => {
+                let mut bytes = bytes;
+                if let (Some(low), Some((&high, rest))) = (*odd_byte, bytes.split_first()) {
+                    out.push(i16::from_le_bytes([low, high]));
+                    *odd_byte = None;
+                    bytes = rest;
+                }
+                let pairs = bytes.chunks_exact(2);
+                if let [last] = pairs.remainder() {
+                    *odd_byte = Some(*last);
+                }
+                out.extend(pairs.map(|p| i16::from_le_bytes([p[0], p[1]])));
+            }
             ChannelDecoder::Opus(decoder) => {
                 if let Ok(samples) = decoder.decode(bytes) {
                     out.extend_from_slice(samples);
@@ -503,6 +513,19 @@ mod tests {
     use std::path::Path;
 
     use super::*;
+
+    #[test]
+    fn pcm_frames_of_odd_lengths_decode_as_one_stream() {
+        let samples: Vec<i16> = (0..100).map(|i| i * 300 - 15_000).collect();
+        let bytes: Vec<u8> = samples.iter().flat_map(|s| s.to_le_bytes()).collect();
+        let mut decoder = ChannelDecoder::new(TapFormat::Pcm16(16_000)).unwrap();
+        let (mut decoded, mut out) = (Vec::new(), Vec::new());
+        for frame in [&bytes[..41], &bytes[41..42], &bytes[42..119], &bytes[119..]] {
+            decoder.decode_into(frame, &mut out);
+            decoded.extend_from_slice(&out);
+        }
+        assert_eq!(decoded, samples);
+    }
 
     #[test]
     fn the_resampler_keeps_the_rate_across_frames() {
