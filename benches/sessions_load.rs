@@ -228,6 +228,9 @@ struct StoredTurns {
     /// Each interruption's `detectionLatencyMs` and `stopLatencyMs`.
     detection_ms: Vec<f64>,
     stop_ms: Vec<f64>,
+    /// How many sessions ended for each `endReason`: every caller hangs up with `stop`, so
+    /// anything but `hangup` is a call the server ended or lost.
+    end_reasons: std::collections::BTreeMap<String, u64>,
 }
 
 /// Reads every session of the run back through the observability API once the calls ended.
@@ -272,6 +275,8 @@ async fn stored_turns(base: &str, key: &str) -> anyhow::Result<StoredTurns> {
             .error_for_status()?
             .json()
             .await?;
+        let reason = session["endReason"].as_str().unwrap_or("none").to_string();
+        *stored.end_reasons.entry(reason).or_default() += 1;
         for turn in session["turns"]
             .as_array()
             .context("a session without turns")?
@@ -473,6 +478,12 @@ fn main() -> anyhow::Result<()> {
                 "decision to the clear sent (stopLatencyMs)",
                 stored.stop_ms,
             );
+            let reasons: Vec<String> = stored
+                .end_reasons
+                .iter()
+                .map(|(reason, n)| format!("{reason} {n}"))
+                .collect();
+            println!("stored endings  {}", reasons.join(", "));
         }
         Err(e) => println!("stored turns    the session records are unreadable: {e}"),
     }
