@@ -75,12 +75,18 @@ impl Drain {
         );
     }
 
-    /// Admits a new session, unless the node drains. The slot is held for the session's
-    /// life; dropping it counts the session as ended.
+    /// Admits a new session, unless the node drains (`Draining`) or the session is live on it
+    /// already (`Conflict`: a replayed token must not take the live call's place). The slot
+    /// is held for the session's life; dropping it counts the session as ended.
     pub fn admit(self: &Arc<Self>, session_id: &str) -> Result<SessionSlot, ApiError> {
         let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
         if self.is_draining() {
             return Err(ApiError::Draining(DRAINING_MESSAGE.into()));
+        }
+        if sessions.contains_key(session_id) {
+            return Err(ApiError::Conflict(format!(
+                "session {session_id} is already live on this node"
+            )));
         }
         sessions.insert(session_id.to_string(), None);
         self.live.send_replace(sessions.len());
@@ -192,6 +198,20 @@ mod tests {
         assert!(!drain.sessions_ended(Duration::from_millis(20)).await);
         drop(live);
         assert!(drain.sessions_ended(Duration::from_millis(20)).await);
+        assert_eq!(drain.live_sessions(), 0);
+    }
+
+    #[test]
+    fn a_session_live_already_is_not_admitted_again_and_stays_live() {
+        let drain = Drain::new();
+        let live = drain.admit("ses_1").expect("admitted");
+        assert!(matches!(drain.admit("ses_1"), Err(ApiError::Conflict(_))));
+        assert_eq!(
+            drain.live_sessions(),
+            1,
+            "the refusal leaves the live one counted"
+        );
+        drop(live);
         assert_eq!(drain.live_sessions(), 0);
     }
 
