@@ -6,16 +6,17 @@
 use std::task::Poll;
 
 use actix::Addr;
-use actix_ws::{Message as WsMessage, MessageStream, ProtocolError};
+use actix_ws::AggregatedMessageStream;
 use bytes::{Bytes, BytesMut};
 use futures_util::StreamExt;
 use switchboard_actors::session::{AudioIn, CallSession};
 
+use crate::realtime_socket::Incoming;
 use crate::recording::RecordingTap;
 
 /// The next message of the stream if it has already arrived; `None` when reading it would
 /// wait. Polled with the task's own waker, so a `None` leaves the task woken by the next one.
-async fn arrived(messages: &mut MessageStream) -> Option<Option<Result<WsMessage, ProtocolError>>> {
+async fn arrived(messages: &mut AggregatedMessageStream) -> Option<Incoming> {
     std::future::poll_fn(|cx| match messages.poll_next_unpin(cx) {
         Poll::Ready(message) => Poll::Ready(Some(message)),
         Poll::Pending => Poll::Ready(None),
@@ -84,10 +85,7 @@ impl CallerBatch {
 
     /// The next message to read into this batch: one that has already arrived, unless the
     /// batch is full. `None` means forward what is gathered now.
-    pub async fn next_arrived(
-        &self,
-        messages: &mut MessageStream,
-    ) -> Option<Option<Result<WsMessage, ProtocolError>>> {
+    pub async fn next_arrived(&self, messages: &mut AggregatedMessageStream) -> Option<Incoming> {
         if self.is_full() {
             return None;
         }

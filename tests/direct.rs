@@ -84,6 +84,11 @@ async fn a_browser_session_with_a_token_greets_and_answers_typed_text() {
     );
     // At 16 kHz PCM16, "Hi there!" is well over a quarter second.
     assert!(audio > 8_000, "greeting audio bytes: {audio}");
+    // On the playback clock (the default), the client is sent no marks to answer.
+    assert!(
+        events.iter().all(|e| e["type"] != "audio.mark"),
+        "{events:?}"
+    );
 
     socket
         .send(Message::text(
@@ -176,6 +181,14 @@ async fn the_socket_needs_a_key_or_a_token_for_that_agent() {
     })
     .await;
     assert_eq!(events.last().unwrap()["type"], "session.started");
+    // The scheme's name is case-insensitive, as on every other endpoint.
+    let mut request = base.as_str().into_client_request().unwrap();
+    request
+        .headers_mut()
+        .insert("Authorization", format!("bearer {key}").parse().unwrap());
+    tokio_tungstenite::connect_async(request)
+        .await
+        .expect("a lowercase scheme is accepted");
 }
 
 type Socket =
@@ -327,19 +340,25 @@ async fn an_opus_session_hears_speech_and_answers_in_opus() {
     assert!(audio > 0, "still answering after a bad packet");
 }
 
-#[tokio::test]
-async fn a_client_interrupt_clears_the_agent_and_marks_are_answered() {
-    let server = Server::start().await;
-    let key = server.key().to_string();
+/// Creates agent `talker`, whose greeting is two long sentences; answers the greeting.
+async fn new_talker(server: &Server, key: &str) -> &'static str {
     let long = "Thank you for calling the city library. Our opening hours are nine to five on \
                 weekdays and ten to two on Saturdays, and the reading room stays open late.";
     let (status, body) = call(server.post(
         "/v1/agents",
-        &key,
+        key,
         json!({"id": "talker", "name": "Talker", "firstMessage": long, "maxTokens": 30}),
     ))
     .await;
     assert_eq!(status, 201, "{body}");
+    long
+}
+
+#[tokio::test]
+async fn a_client_interrupt_clears_the_agent_and_marks_are_answered() {
+    let server = Server::start().await;
+    let key = server.key().to_string();
+    new_talker(&server, &key).await;
     let mut socket = open(&server, &key, "talker", "acks=marks").await;
 
     // Marks arrive with the greeting's sentences; the client answers each as it "plays".
@@ -415,7 +434,8 @@ async fn a_client_interrupt_clears_the_agent_and_marks_are_answered() {
 
 #[tokio::test]
 async fn a_client_that_closes_gets_the_closing_handshake_and_a_broken_frame_a_close_code() {
-    use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+    use tokio_tungstenite::tungstenite::protocol::frame::coding::{CloseCode, Data, OpCode};
+    use tokio_tungstenite::tungstenite::protocol::frame::Frame;
     use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 
     let server = Server::start().await;
@@ -436,6 +456,39 @@ async fn a_client_that_closes_gets_the_closing_handshake_and_a_broken_frame_a_cl
         .await
         .unwrap();
     assert_eq!(close_code(&mut socket).await, Some(CloseCode::Size));
+    // A text frame that is not UTF-8: 1007 (RFC 6455 §7.4.1).
+    let mut socket = open(&server, &key, "widget", "").await;
+    let garbled = Frame::message(vec![0xff, 0xfe, 0x80], OpCode::Data(Data::Text), true);
+    socket.send(Message::Frame(garbled)).await.unwrap();
+    assert_eq!(close_code(&mut socket).await, Some(CloseCode::Invalid));
+}
+
+#[tokio::test]
+async fn a_client_that_ends_and_drops_the_connection_at_once_is_recorded_as_hanging_up() {
+    let server = Server::start().await;
+    let key = server.key().to_string();
+    new_agent(&server, &key).await;
+    // `end`, `Close` and the end of the connection arrive together, as from a page that is
+    // closing: the `end` still counts.
+    for _ in 0..5 {
+        let mut socket = open(&server, &key, "widget", "").await;
+        let (events, _) = read_until(&mut socket, Duration::from_secs(5), |e| {
+            e["type"] == "session.started"
+        })
+        .await;
+        let session = events.last().unwrap()["sessionId"]
+            .as_str()
+            .expect("a session id")
+            .to_string();
+        socket
+            .feed(Message::text(json!({"type": "end"}).to_string()))
+            .await
+            .unwrap();
+        socket.close(None).await.unwrap();
+        drop(socket);
+        let ended = ended_session(&server, &key, &session).await;
+        assert_eq!(ended["endReason"], "hangup", "{session}: {ended}");
+    }
 }
 
 #[tokio::test]
@@ -447,6 +500,8 @@ async fn unknown_audio_options_are_refused_before_the_upgrade() {
         ("encoding=mp3", "encoding"),
         ("encoding=OPUS", "encoding"),
         ("sampleRate=44100", "sampleRate"),
+        ("sampleRate=abc", "sampleRate"),
+        ("sampleRate=16000.0", "sampleRate"),
         ("acks=sometimes", "acks"),
     ] {
         let (status, body) =
@@ -464,6 +519,12 @@ async fn a_session_token_opens_one_session_only() {
         call(server.post("/v1/agents/widget/session-token", &key, json!({}))).await;
     assert_eq!(status, 200, "{minted}");
     let url = minted["url"].as_str().unwrap().to_string();
+    // A plain GET of the URL (a link preview, a health check) is refused and spends nothing.
+    let plain = url.replacen("ws://", "http://", 1);
+    let response = server.http.get(&plain).send().await.unwrap();
+    assert_eq!(response.status(), 400);
+    let (_, sessions) = call(server.get("/v1/observability/sessions?agentId=widget", &key)).await;
+    assert_eq!(sessions["data"], json!([]), "{sessions}");
     let (mut first, _) = tokio_tungstenite::connect_async(url.as_str())
         .await
         .expect("the token opens its session");
@@ -630,5 +691,159 @@ async fn pcm_frames_that_arrive_together_are_heard_and_recorded_whole_and_in_ord
         "the caller's {} samples are not on the recording's {} in one piece",
         spoken.len(),
         caller_channel.len()
+    );
+}
+
+#[tokio::test]
+async fn fragmented_messages_are_put_together_up_to_the_limit() {
+    use tokio_tungstenite::tungstenite::protocol::frame::coding::{CloseCode, Data, OpCode};
+    use tokio_tungstenite::tungstenite::protocol::frame::Frame;
+
+    let server = Server::start().await;
+    let key = server.key().to_string();
+    new_agent(&server, &key).await;
+    // `end` in two fragments (RFC 6455 §5.4) ends the session like `end` in one.
+    let mut socket = open(&server, &key, "widget", "").await;
+    let end = json!({"type": "end"}).to_string().into_bytes();
+    let (head, tail) = end.split_at(5);
+    let first = Frame::message(head.to_vec(), OpCode::Data(Data::Text), false);
+    let last = Frame::message(tail.to_vec(), OpCode::Data(Data::Continue), true);
+    socket.send(Message::Frame(first)).await.unwrap();
+    socket.send(Message::Frame(last)).await.unwrap();
+    let (events, _) = read_until(&mut socket, Duration::from_secs(10), |e| {
+        e["type"] == "session.ended"
+    })
+    .await;
+    assert_eq!(
+        events.last().map(|e| e["type"].clone()),
+        Some(json!("session.ended")),
+        "{events:?}"
+    );
+    // Fragments adding up to more than one message may hold: 1009, as for one large frame.
+    let mut socket = open(&server, &key, "widget", "").await;
+    let piece = vec![0u8; 40_000];
+    let first = Frame::message(piece.clone(), OpCode::Data(Data::Binary), false);
+    let last = Frame::message(piece, OpCode::Data(Data::Continue), true);
+    socket.send(Message::Frame(first)).await.unwrap();
+    socket.send(Message::Frame(last)).await.unwrap();
+    assert_eq!(close_code(&mut socket).await, Some(CloseCode::Size));
+}
+
+#[tokio::test]
+async fn a_client_that_stops_reading_is_let_go_and_its_session_ended() {
+    let server = Server::start().await;
+    let key = server.key().to_string();
+    new_agent(&server, &key).await;
+    // A client with a small receive buffer that never reads what the server sends.
+    let url = server
+        .url("/v1/agents/widget/session")
+        .replacen("http://", "ws://", 1);
+    let mut request = url.as_str().into_client_request().unwrap();
+    request
+        .headers_mut()
+        .insert("Authorization", format!("Bearer {key}").parse().unwrap());
+    let address = server
+        .base
+        .trim_start_matches("http://")
+        .parse::<std::net::SocketAddr>()
+        .unwrap();
+    let tcp = tokio::net::TcpSocket::new_v4().unwrap();
+    tcp.set_recv_buffer_size(4096).unwrap();
+    let tcp = tcp.connect(address).await.unwrap();
+    let tcp = tokio_tungstenite::MaybeTlsStream::Plain(tcp);
+    let (mut socket, _) = tokio_tungstenite::client_async(request, tcp)
+        .await
+        .expect("the direct socket opens");
+    let (events, _) = read_until(&mut socket, Duration::from_secs(5), |e| {
+        e["type"] == "session.started"
+    })
+    .await;
+    let session = events.last().unwrap()["sessionId"]
+        .as_str()
+        .expect("a session id")
+        .to_string();
+    // Every unknown message is answered with an error the client never reads, until the
+    // server's writes wait on it and it stops reading the client in turn.
+    let nonsense = json!({"type": "nonsense"}).to_string();
+    let flooding = Instant::now();
+    loop {
+        let sent = tokio::time::timeout(
+            Duration::from_secs(2),
+            socket.send(Message::text(nonsense.clone())),
+        )
+        .await;
+        if sent.is_err() {
+            break;
+        }
+        assert!(
+            flooding.elapsed() < Duration::from_secs(60),
+            "the server never stopped reading"
+        );
+    }
+    // The server gives up on the client: the session ends, and its record says how.
+    let mut ended = Value::Null;
+    for _ in 0..300 {
+        let (_, detail) =
+            call(server.get(&format!("/v1/observability/sessions/{session}"), &key)).await;
+        if detail["status"] != "active" {
+            ended = detail;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(ended["endReason"], "transport_closed", "{ended}");
+    let (_, health) = call(server.get("/health", &key)).await;
+    assert_eq!(health["liveSessions"], 0, "{health}");
+    drop(socket);
+}
+
+#[tokio::test]
+async fn a_session_ended_over_the_agent_records_what_was_heard_of_its_turn() {
+    let server = Server::start().await;
+    let key = server.key().to_string();
+    let long = new_talker(&server, &key).await;
+    let mut socket = open(&server, &key, "talker", "").await;
+    // About two seconds of the greeting (16 kHz PCM16), then the client ends the session.
+    let mut audio = 0;
+    let mut session = String::new();
+    while audio < 64_000 {
+        let Ok(Some(Ok(message))) =
+            tokio::time::timeout(Duration::from_secs(20), socket.next()).await
+        else {
+            panic!("the greeting stopped after {audio} bytes");
+        };
+        match message {
+            Message::Binary(bytes) => audio += bytes.len(),
+            Message::Text(text) => {
+                let event: Value = serde_json::from_str(&text).unwrap();
+                if event["type"] == "session.started" {
+                    session = event["sessionId"].as_str().unwrap().to_string();
+                }
+            }
+            _ => {}
+        }
+    }
+    socket
+        .send(Message::text(json!({"type": "end"}).to_string()))
+        .await
+        .unwrap();
+    let (events, _) = read_until(&mut socket, Duration::from_secs(10), |e| {
+        e["type"] == "session.ended"
+    })
+    .await;
+    let audio_end = events
+        .iter()
+        .find(|e| e["type"] == "agent.audio.end")
+        .unwrap_or_else(|| panic!("no agent.audio.end: {events:?}"));
+    assert_eq!(audio_end["interrupted"], true, "{events:?}");
+    let ended = ended_session(&server, &key, &session).await;
+    let turns = ended["turns"].as_array().expect("turns");
+    assert_eq!(turns.len(), 1, "{ended}");
+    let heard = turns[0]["text"].as_str().unwrap();
+    assert_eq!(turns[0]["speaker"], "agent", "{ended}");
+    assert_eq!(turns[0]["interrupted"], true, "{ended}");
+    assert!(
+        !heard.is_empty() && long.starts_with(heard) && heard.len() < long.len(),
+        "the words heard before the end: {heard:?}"
     );
 }

@@ -11,12 +11,13 @@ mod vendor_mock;
 
 use std::time::{Duration, Instant};
 
-use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::engine::general_purpose::{STANDARD as BASE64, URL_SAFE_NO_PAD};
 use base64::Engine as _;
 use common::*;
 use futures_util::{SinkExt, StreamExt};
 use media_stream::*;
 use serde_json::{json, Value};
+use switchboard::telephony::token::{RelayClaims, TokenSigner};
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::Message;
@@ -263,12 +264,99 @@ async fn forged_expired_and_reused_tokens_get_no_audio() {
     let mut socket = open_stream(&placed.stream_url, "not-a-token", "CA2").await;
     assert!(closed_without_audio(&mut socket).await, "a malformed token");
 
+    // The same claims, signed with the server's own secret, but expired.
+    let secret = std::fs::read_to_string(server.storage.data_dir.path().join("relay-secret"))
+        .expect("the server wrote its relay secret");
+    let signer = TokenSigner::new(secret.trim());
+    let mut claims: RelayClaims =
+        serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).unwrap()).unwrap();
+    claims.exp = chrono_now_ms() - 1_000;
+    let expired = signer.sign(&claims);
+    let mut socket = open_stream(&placed.stream_url, &expired, "CA0").await;
+    assert!(closed_without_audio(&mut socket).await, "an expired token");
+
     // The real token works once.
     let mut first = TwilioStream::open(&placed.stream_url, &placed.token, "CA3").await;
     let heard = listen_from_first_audio(&mut first, Duration::from_secs(1)).await;
     assert!(heard.media_frames > 0, "{}", server.log());
     let mut second = open_stream(&placed.stream_url, &placed.token, "CA4").await;
     assert!(closed_without_audio(&mut second).await, "a reused token");
+    // The replay takes nothing from the live call: the node still counts it (and would end
+    // it cleanly on shutdown), and it goes on.
+    let (_, health) = call(server.get("/health", &key)).await;
+    assert_eq!(health["liveSessions"], 1, "{health}");
+    let heard = listen_from_first_audio(&mut first, Duration::from_millis(500)).await;
+    assert!(heard.media_frames > 0, "the first call goes on");
+}
+
+fn chrono_now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+#[tokio::test]
+async fn a_call_that_cannot_start_ends_its_record_as_failed() {
+    let server = Server::start().await;
+    let key = server.key().to_string();
+    new_agent(&server, &key).await;
+    // The agent is deleted between placing the call and the stream opening.
+    let placed = place_call(&server, &key, "phone").await;
+    let (status, body) = call(server.delete("/v1/agents/phone", &key)).await;
+    assert_eq!(status, 204, "{body}");
+    let mut socket = open_stream(&placed.stream_url, &placed.token, "CA9").await;
+    assert_eq!(close_code(&mut socket).await, Some(CloseCode::Error));
+    let ended = ended_call(&server, &key, "CA9").await;
+    assert_eq!(ended["status"], "failed", "{ended}");
+    assert!(ended["endedAt"].is_string(), "{ended}");
+    assert!(
+        ended["endReason"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("start_failed")),
+        "{ended}"
+    );
+    let (_, health) = call(server.get("/health", &key)).await;
+    assert_eq!(health["liveSessions"], 0, "{health}");
+}
+
+#[tokio::test]
+async fn a_fragmented_start_opens_the_call() {
+    use tokio_tungstenite::tungstenite::protocol::frame::coding::{Data, OpCode};
+    use tokio_tungstenite::tungstenite::protocol::frame::Frame;
+
+    let server = Server::start().await;
+    let key = server.key().to_string();
+    new_agent(&server, &key).await;
+    let placed = place_call(&server, &key, "phone").await;
+    let (socket, _) = tokio_tungstenite::connect_async(placed.stream_url.as_str())
+        .await
+        .expect("the stream connects");
+    let mut stream = TwilioStream {
+        socket,
+        playback: Playback::default(),
+    };
+    // `start` split over three frames, as a proxy may split it (RFC 6455 §5.4).
+    let start = start_message(&placed.token, "CA10").into_bytes();
+    let third = start.len() / 3;
+    let frames = [
+        Frame::message(start[..third].to_vec(), OpCode::Data(Data::Text), false),
+        Frame::message(
+            start[third..2 * third].to_vec(),
+            OpCode::Data(Data::Continue),
+            false,
+        ),
+        Frame::message(
+            start[2 * third..].to_vec(),
+            OpCode::Data(Data::Continue),
+            true,
+        ),
+    ];
+    for frame in frames {
+        stream.socket.send(Message::Frame(frame)).await.unwrap();
+    }
+    let heard = listen_from_first_audio(&mut stream, Duration::from_secs(2)).await;
+    assert!(heard.media_frames > 0, "the greeting plays");
 }
 
 #[tokio::test]
@@ -345,17 +433,37 @@ async fn a_caller_that_closes_gets_the_closing_handshake_and_a_broken_frame_a_cl
     stream.socket.send(huge).await.unwrap();
     assert_eq!(close_code(&mut stream.socket).await, Some(CloseCode::Size));
     for sid in ["CA6", "CA7"] {
-        let mut ended = Value::Null;
-        for _ in 0..50 {
-            let (_, detail) =
-                call(server.get(&format!("/v1/observability/calls/{sid}"), &key)).await;
-            if detail["status"] != "active" {
-                ended = detail;
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        let ended = ended_call(&server, &key, sid).await;
         assert_eq!(ended["endReason"], "transport_closed", "{sid}: {ended}");
+    }
+}
+
+#[tokio::test]
+async fn a_caller_that_sends_stop_and_drops_the_connection_at_once_is_recorded_as_hanging_up() {
+    let server = Server::start().await;
+    let key = server.key().to_string();
+    new_agent(&server, &key).await;
+
+    // `stop`, `Close` and the end of the connection arrive together, as from a carrier that
+    // hangs up without waiting for the closing handshake: the stop still counts.
+    for n in 0..5 {
+        let sid = format!("CA8{n}");
+        let placed = place_call(&server, &key, "phone").await;
+        let mut stream = TwilioStream::open(&placed.stream_url, &placed.token, &sid).await;
+        let heard = listen_from_first_audio(&mut stream, Duration::from_millis(300)).await;
+        assert!(heard.media_frames > 0, "the call is under way");
+        let stop = json!({"event": "stop", "sequenceNumber": "9999", "streamSid": STREAM_SID,
+                          "stop": {"accountSid": "AC00000000000000000000000000000001", "callSid": sid}});
+        stream
+            .socket
+            .feed(Message::text(stop.to_string()))
+            .await
+            .unwrap();
+        stream.socket.close(None).await.unwrap();
+        drop(stream);
+        let ended = ended_call(&server, &key, &sid).await;
+        assert_eq!(ended["endReason"], "hangup", "{sid}: {ended}");
+        assert_eq!(ended["status"], "completed", "{sid}: {ended}");
     }
 }
 
@@ -388,6 +496,32 @@ async fn the_markup_is_served_as_xml_when_asked_and_requests_are_validated() {
         xml.contains("/v1/sessions/twilio/stream\"><Parameter name=\"token\""),
         "{xml}"
     );
+    // Weights decide, `q` in any case; a header that does not parse gets the default JSON.
+    for (accept, xml) in [
+        ("application/json;q=0.5, text/xml;Q=0.1", false),
+        ("application/json;q=0.5, application/xml;q=0.9", true),
+        ("text/xml;q=0", false),
+        ("application/json, text/xml;q=2", false),
+        ("*/*", false),
+    ] {
+        let response = server
+            .post(
+                "/v1/sessions/twilio",
+                &key,
+                json!({"agentId": "phone", "from": "+14155550100", "to": "+14155550199"}),
+            )
+            .header("Accept", accept)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "{accept}");
+        let content_type = response.headers()["content-type"].to_str().unwrap();
+        assert_eq!(
+            content_type.starts_with("text/xml"),
+            xml,
+            "{accept}: {content_type}"
+        );
+    }
 
     for (body, param) in [
         (json!({"from": "+1", "to": "+2"}), "agentId"),

@@ -85,25 +85,23 @@ pub async fn require_api_key(
     Ok(response)
 }
 
+/// The credentials of an `Authorization: Bearer <credentials>` header; the scheme's name is
+/// case-insensitive (RFC 9110 §11.1).
+pub fn bearer_credentials(header: &HeaderValue) -> Option<&str> {
+    let (scheme, key) = header.to_str().ok()?.trim().split_once(' ')?;
+    let key = key.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !key.is_empty()).then_some(key)
+}
+
 pub async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Principal, ApiError> {
     let header = headers.get(AUTHORIZATION).ok_or_else(|| {
         ApiError::Unauthorized(
             "missing API key: send the header `Authorization: Bearer <API key>`".into(),
         )
     })?;
-    let raw = header
-        .to_str()
-        .ok()
-        .and_then(|value| {
-            let (scheme, key) = value.trim().split_once(' ')?;
-            scheme.eq_ignore_ascii_case("bearer").then(|| key.trim())
-        })
-        .filter(|key| !key.is_empty())
-        .ok_or_else(|| {
-            ApiError::Unauthorized(
-                "malformed Authorization header: expected `Bearer <API key>`".into(),
-            )
-        })?;
+    let raw = bearer_credentials(header).ok_or_else(|| {
+        ApiError::Unauthorized("malformed Authorization header: expected `Bearer <API key>`".into())
+    })?;
     if !raw.starts_with(&state.config.auth.key_prefix) {
         return Err(ApiError::Unauthorized("invalid API key".into()));
     }

@@ -7,7 +7,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use actix_web::http::header::ACCEPT;
+use actix_web::http::header::{Accept, Header, Quality};
 use actix_web::{post, web, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -29,11 +29,11 @@ use crate::observability::served;
 use crate::recording::{RecordingOf, RecordingTap, TapFormat, DIRECT_RATE, PHONE_RATE};
 use crate::registry::agents::GetAgent;
 use crate::registry::instances::{GetInstance, InstanceLookup};
-use crate::registry::metering::{OpenSession, SessionMetering};
+use crate::registry::metering::{CloseSession, OpenSession, SessionMetering};
 use crate::registry::new_id;
-use crate::registry::sessions::CreateSession;
+use crate::registry::sessions::{CreateSession, EndSession};
 use crate::store::agents::AgentRow;
-use crate::store::sessions::{SessionRow, STATUS_PENDING};
+use crate::store::sessions::{SessionEnd, SessionRow, STATUS_FAILED, STATUS_PENDING};
 use crate::telephony::stream::{self, SessionFactory, SessionParts, StreamContext};
 use crate::telephony::token::RelayClaims;
 use crate::telephony::twiml;
@@ -246,29 +246,23 @@ pub async fn issue_stream(
     })
 }
 
-/// True when Accept ranks an XML type above JSON.
+/// True when Accept ranks an XML type above JSON (RFC 9110 §12.5.1, parsed by actix-web: `q`
+/// in any case, weights from 0 to 1). An Accept header that does not parse asks for nothing,
+/// so the answer is the default JSON.
 fn prefers_xml(req: &HttpRequest) -> bool {
-    let Some(accept) = req.headers().get(ACCEPT).and_then(|v| v.to_str().ok()) else {
+    let Ok(Accept(items)) = Accept::parse(req) else {
         return false;
     };
-    let quality = |wanted: &[&str]| -> f32 {
-        accept
-            .split(',')
-            .filter_map(|part| {
-                let mut pieces = part.split(';');
-                let mime = pieces.next()?.trim().to_ascii_lowercase();
-                if !wanted.contains(&mime.as_str()) {
-                    return None;
-                }
-                let q = pieces
-                    .find_map(|p| p.trim().strip_prefix("q=").and_then(|q| q.parse().ok()))
-                    .unwrap_or(1.0);
-                Some(q)
-            })
-            .fold(0.0, f32::max)
+    let quality = |wanted: &[&str]| {
+        items
+            .iter()
+            .filter(|item| wanted.contains(&item.item.essence_str()))
+            .map(|item| item.quality)
+            .max()
+            .unwrap_or(Quality::ZERO)
     };
     let xml = quality(&["text/xml", "application/xml"]);
-    xml > 0.0 && xml > quality(&["application/json"])
+    xml > Quality::ZERO && xml > quality(&["application/json"])
 }
 
 /// `GET /v1/sessions/twilio/stream`: the media stream WebSocket (503 `draining`, before the
@@ -280,7 +274,7 @@ pub async fn twilio_stream(
 ) -> Result<HttpResponse, actix_web::Error> {
     // A stopping node takes no new call (a load balancer retries it on another node).
     state.drain.refuse_if_draining()?;
-    let (response, socket, messages) = actix_ws::handle(&req, body)?;
+    let (response, socket, messages) = crate::realtime_socket::accept(&req, body)?;
     let context = StreamContext {
         drain: state.drain.clone(),
         signer: state.signer.clone(),
@@ -298,6 +292,33 @@ pub async fn twilio_stream(
 }
 
 /// The factory live sessions of this server are built with.
+/// Frees what a real-time session took before it started (its place among the tier's
+/// concurrent sessions, its providers' slots) when it cannot start after all.
+pub fn release_unstarted(state: &AppState, session_id: &str) {
+    state.metering.do_send(CloseSession {
+        session_id: session_id.to_string(),
+    });
+    served::forget(session_id);
+}
+
+/// A real-time session whose token was spent could not start: frees what it took and ends
+/// its record as `failed` with `endReason` `start_failed: <reason>`, so nothing of it outlives
+/// the refused socket and no record reads as active for ever.
+pub fn abandon_unstarted(state: &AppState, session_id: &str, reason: &str) {
+    release_unstarted(state, session_id);
+    state.sessions.do_send(EndSession {
+        session_id: session_id.to_string(),
+        end: SessionEnd {
+            status: STATUS_FAILED.into(),
+            tool_executions: 0,
+            total_duration_ms: 0,
+            avg_turn_latency_ms: 0,
+            end_reason: Some(format!("start_failed: {reason}")),
+            ended_at: Some(crate::time::now_ms()),
+        },
+    });
+}
+
 pub fn app_session_factory(state: web::Data<AppState>) -> Arc<dyn SessionFactory> {
     Arc::new(AppSessionFactory { state })
 }
@@ -308,6 +329,10 @@ struct AppSessionFactory {
 }
 
 impl SessionFactory for AppSessionFactory {
+    fn abandon(&self, session_id: &str, reason: &str) {
+        abandon_unstarted(&self.state, session_id, reason);
+    }
+
     fn recording(
         &self,
         claims: &RelayClaims,

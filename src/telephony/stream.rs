@@ -14,10 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
-use actix_ws::{
-    CloseCode, CloseReason, Message as WsMessage, MessageStream, ProtocolError,
-    Session as WsSession,
-};
+use actix_ws::{AggregatedMessage as WsMessage, AggregatedMessageStream, CloseCode, CloseReason};
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
 use bytes::{Bytes, BytesMut};
@@ -32,9 +29,10 @@ use switchboard_actors::session::{
 use super::token::{RelayClaims, TokenSigner};
 use crate::caller_audio::CallerBatch;
 use crate::cluster::drain::Drain;
+use crate::error::ApiError;
+use crate::realtime_socket::{self, SocketWriter};
 use crate::recording::{RecordingTap, TapFormat};
 use crate::registry::sessions::{ClaimSession, SessionRegistry};
-use crate::socket_close;
 use crate::time::now_ms;
 
 /// How long a new stream may take to send `start`.
@@ -46,6 +44,10 @@ pub type SessionParts = Result<(AgentProfile, SessionEngines), String>;
 /// Builds what a session needs from its verified claims (the agent's profile and engines).
 pub trait SessionFactory: Send + Sync + 'static {
     fn build(&self, claims: RelayClaims) -> Pin<Box<dyn Future<Output = SessionParts> + Send>>;
+
+    /// Session `session_id`, whose token was spent, could not start (`reason`): frees what
+    /// [`build`](Self::build) took and ends its record as failed.
+    fn abandon(&self, session_id: &str, reason: &str);
 
     /// Starts recording the session when it should be recorded (by configuration and the
     /// agent's choice); `format` is the transport's audio encoding.
@@ -268,7 +270,11 @@ fn parse_event_tree(text: &str, audio: &mut BytesMut) -> Result<StreamEvent, Mes
 }
 
 /// Runs one media stream to its end.
-pub async fn run(context: StreamContext, socket: WsSession, mut messages: MessageStream) {
+pub async fn run(
+    context: StreamContext,
+    socket: SocketWriter,
+    mut messages: AggregatedMessageStream,
+) {
     let mut writer_socket = socket.clone();
     let (output, mut out_rx) = OutputQueue::new();
     let deadline = tokio::time::sleep(START_TIMEOUT);
@@ -284,7 +290,7 @@ pub async fn run(context: StreamContext, socket: WsSession, mut messages: Messag
             message = messages.next() => {
                 let message = match message {
                     Some(Ok(WsMessage::Close(_))) | Some(Err(_)) | None => {
-                        answer_ending(socket, &message).await;
+                        realtime_socket::close_after(socket, &message, "media stream").await;
                         return;
                     }
                     Some(Ok(message)) => message,
@@ -297,10 +303,8 @@ pub async fn run(context: StreamContext, socket: WsSession, mut messages: Messag
                         }
                         _ => {}
                     },
-                    WsMessage::Ping(bytes) => {
-                        let mut s = socket.clone();
-                        let _ = s.pong(&bytes).await;
-                    }
+                    // A client that does not take the answer is gone.
+                    WsMessage::Ping(bytes) if socket.clone().pong(&bytes).await.is_err() => return,
                     _ => {}
                 }
             }
@@ -324,6 +328,11 @@ pub async fn run(context: StreamContext, socket: WsSession, mut messages: Messag
     // session pending.
     let slot = match context.drain.admit(&claims.sid) {
         Ok(slot) => slot,
+        Err(ApiError::Conflict(_)) => {
+            tracing::warn!(session = %claims.sid, "media stream refused: the token's call is live");
+            close(socket, CloseCode::Policy, "relay token already used").await;
+            return;
+        }
         Err(_) => {
             tracing::warn!(session = %claims.sid, "media stream refused: the server is shutting down");
             close(socket, CloseCode::Away, "the server is shutting down").await;
@@ -348,6 +357,7 @@ pub async fn run(context: StreamContext, socket: WsSession, mut messages: Messag
         Ok(built) => built,
         Err(reason) => {
             tracing::error!(session = %session_id, "cannot start the call: {reason}");
+            context.factory.abandon(&session_id, &reason);
             close(socket, CloseCode::Error, "the agent is not available").await;
             return;
         }
@@ -367,6 +377,7 @@ pub async fn run(context: StreamContext, socket: WsSession, mut messages: Messag
         Ok(started) => started,
         Err(e) => {
             tracing::error!(session = %session_id, "cannot start the call: {e}");
+            context.factory.abandon(&session_id, &e.to_string());
             close(socket, CloseCode::Error, "the session could not start").await;
             return;
         }
@@ -419,6 +430,7 @@ pub async fn run(context: StreamContext, socket: WsSession, mut messages: Messag
                 // Messages that are already here are read before the session hears of them,
                 // so caller frames that arrived together reach it as one message.
                 let mut incoming = incoming;
+                let mut gone = false;
                 loop {
                     match incoming {
                         Some(Ok(WsMessage::Text(text))) => match parse_event_into(&text, &mut caller_audio) {
@@ -443,17 +455,18 @@ pub async fn run(context: StreamContext, socket: WsSession, mut messages: Messag
                                 tracing::warn!(session = %session_id, "media stream: skipped bad base64");
                             }
                         },
-                        Some(Ok(WsMessage::Ping(bytes))) => {
-                            let _ = writer_socket.pong(&bytes).await;
-                        }
+                        Some(Ok(WsMessage::Ping(bytes))) => gone = writer_socket.pong(&bytes).await.is_err(),
                         ending @ (Some(Ok(WsMessage::Close(_))) | None | Some(Err(_))) => {
                             batch.forward(tap.as_ref(), &session);
                             session.do_send(TransportClosed);
-                            answer_ending(writer_socket, &ending).await;
+                            realtime_socket::close_after(writer_socket, &ending, "media stream").await;
                             out_rx.until_ended().await;
                             return;
                         }
-                        _ => {}
+                        Some(Ok(WsMessage::Binary(_) | WsMessage::Pong(_))) => {}
+                    }
+                    if gone {
+                        break;
                     }
                     match batch.next_arrived(&mut messages).await {
                         Some(next) => incoming = next,
@@ -461,6 +474,10 @@ pub async fn run(context: StreamContext, socket: WsSession, mut messages: Messag
                     }
                 }
                 batch.forward(tap.as_ref(), &session);
+                if gone {
+                    session.do_send(TransportClosed);
+                    break;
+                }
             }
         }
     }
@@ -476,19 +493,8 @@ pub async fn run(context: StreamContext, socket: WsSession, mut messages: Messag
     }
 }
 
-/// The client closed the stream or broke the protocol: answer as [`socket_close::answer`]
-/// says.
-async fn answer_ending(socket: WsSession, ending: &Option<Result<WsMessage, ProtocolError>>) {
-    if let Some(Err(e)) = ending {
-        tracing::warn!("media stream: closed on a protocol error: {e}");
-    }
-    if let Some(reason) = socket_close::answer(ending) {
-        let _ = socket.close(Some(reason)).await;
-    }
-}
-
-async fn close(socket: WsSession, code: CloseCode, description: &str) {
-    let _ = socket
+async fn close(socket: SocketWriter, code: CloseCode, description: &str) {
+    socket
         .close(Some(CloseReason {
             code,
             description: Some(description.to_string()),

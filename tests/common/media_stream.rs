@@ -77,15 +77,23 @@ pub async fn open_stream(url: &str, token: &str, call_sid: &str) -> Socket {
         .send(Message::text(connected.to_string()))
         .await
         .unwrap();
-    let start = json!({
+    socket
+        .send(Message::text(start_message(token, call_sid)))
+        .await
+        .unwrap();
+    socket
+}
+
+/// Twilio's `start` for call `call_sid`, carrying `token` as a custom parameter.
+pub fn start_message(token: &str, call_sid: &str) -> String {
+    json!({
         "event": "start", "sequenceNumber": "1", "streamSid": STREAM_SID,
         "start": {"accountSid": "AC00000000000000000000000000000001", "callSid": call_sid,
                   "streamSid": STREAM_SID, "tracks": ["inbound"],
                   "mediaFormat": {"encoding": "audio/x-mulaw", "sampleRate": 8000, "channels": 1},
                   "customParameters": {"token": token}}
-    });
-    socket.send(Message::text(start.to_string())).await.unwrap();
-    socket
+    })
+    .to_string()
 }
 
 /// Twilio's playback of the agent's audio, as protocols.md §1.4 describes it: each 20 ms

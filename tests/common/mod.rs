@@ -359,9 +359,22 @@ pub async fn all_ids_at(server: &Server, key: &str, path: &str, limit: usize) ->
 /// The record of session `session_id` once it is no longer `active` (waiting up to 5 s for
 /// the call to be written as ended); `Value::Null` if it never is.
 pub async fn ended_session(server: &Server, key: &str, session_id: &str) -> Value {
+    ended_record(
+        server,
+        key,
+        &format!("/v1/observability/sessions/{session_id}"),
+    )
+    .await
+}
+
+/// As [`ended_session`], for the phone call with Twilio's `call_sid`.
+pub async fn ended_call(server: &Server, key: &str, call_sid: &str) -> Value {
+    ended_record(server, key, &format!("/v1/observability/calls/{call_sid}")).await
+}
+
+async fn ended_record(server: &Server, key: &str, path: &str) -> Value {
     for _ in 0..50 {
-        let (status, body) =
-            call(server.get(&format!("/v1/observability/sessions/{session_id}"), key)).await;
+        let (status, body) = call(server.get(path, key)).await;
         assert_eq!(status, 200, "{body}");
         if body["status"] != "active" {
             return body;

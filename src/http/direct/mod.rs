@@ -16,7 +16,7 @@
 use std::sync::Arc;
 
 use actix_web::{post, web, HttpRequest, HttpResponse};
-use actix_ws::{CloseCode, CloseReason, Message as WsMessage};
+use actix_ws::{AggregatedMessage as WsMessage, AggregatedMessageStream, CloseCode, CloseReason};
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -32,20 +32,21 @@ mod wire;
 use wire::event_json;
 pub use wire::{parse_client_message, ClientMessage, ClientMessageError};
 
-use super::auth::Developer;
+use super::auth::{bearer_credentials, Developer};
+use super::sessions::{abandon_unstarted, release_unstarted};
 use super::AppState;
 use crate::caller_audio::CallerBatch;
 use crate::cluster::drain::SessionSlot;
 use crate::error::{ApiError, ErrorBody};
 use crate::observability::recorder::SessionRecorder;
+use crate::realtime_socket::{self, SocketWriter};
 use crate::recording::{RecordingTap, TapFormat};
 use crate::registry::agents::GetAgent;
 use crate::registry::keys::{hash_key, CheckKey, KeyCheck};
-use crate::registry::metering::{Admit, CloseSession, OpenSession, SessionMetering};
+use crate::registry::metering::{Admit, OpenSession, SessionMetering};
 use crate::registry::new_id;
-use crate::registry::sessions::{ClaimTokenSession, CreateSession, EndSession};
-use crate::socket_close;
-use crate::store::sessions::{SessionEnd, SessionRow, STATUS_ACTIVE, STATUS_FAILED};
+use crate::registry::sessions::{ClaimTokenSession, CreateSession};
+use crate::store::sessions::{SessionRow, STATUS_ACTIVE};
 use crate::telephony::token::RelayClaims;
 use crate::time::{self, iso};
 
@@ -115,7 +116,8 @@ async fn session_token(
 #[serde(rename_all = "camelCase")]
 pub struct DirectQuery {
     token: Option<String>,
-    sample_rate: Option<u32>,
+    /// Read as text, so that a rate that is not a number is refused naming the parameter.
+    sample_rate: Option<String>,
     acks: Option<String>,
     encoding: Option<String>,
 }
@@ -132,15 +134,15 @@ struct SocketAudio {
 impl SocketAudio {
     /// Reads `sampleRate`, `encoding` and `acks`, each with its documented default.
     fn from_query(query: &DirectQuery) -> Result<Self, ApiError> {
-        let rate = match query.sample_rate.unwrap_or(16_000) {
-            8_000 => SampleRate::Hz8000,
-            16_000 => SampleRate::Hz16000,
-            24_000 => SampleRate::Hz24000,
-            48_000 => SampleRate::Hz48000,
+        let rate = match query.sample_rate.as_deref().unwrap_or("16000") {
+            "8000" => SampleRate::Hz8000,
+            "16000" => SampleRate::Hz16000,
+            "24000" => SampleRate::Hz24000,
+            "48000" => SampleRate::Hz48000,
             other => {
                 return Err(ApiError::invalid(
                     "sampleRate",
-                    format!("sampleRate {other} is not one of 8000, 16000, 24000, 48000"),
+                    format!("sampleRate '{other}' is not one of 8000, 16000, 24000, 48000"),
                 ))
             }
         };
@@ -213,6 +215,9 @@ pub async fn direct_session(
     let agent_id = path.into_inner();
     let query = query.into_inner();
     let audio = SocketAudio::from_query(&query)?;
+    // Not a WebSocket handshake: refused before a session token is spent or a session made.
+    actix_http::ws::verify_handshake(req.head())
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
     let (developer_id, rate_key, token_session) =
         authenticate(&state, &req, query.token.as_deref(), &agent_id).await?;
     // A socket counts once against the rate limit, at connect.
@@ -278,30 +283,15 @@ pub async fn direct_session(
     };
     let started = start_direct(&state, &req, body, &agent, admitted, audio).await;
     if let Err(error) = &started {
-        // Nothing of the session may outlive it: its tier slot, its provider slots, and a
-        // record that would read as active for ever.
-        state.metering.do_send(CloseSession {
-            session_id: session_id.clone(),
-        });
-        crate::observability::served::forget(&session_id);
-        // A conflict on the record: another node opened this token's session first; that
-        // record is not this socket's to end.
+        // Nothing of the session may outlive it. A conflict on the record: another node
+        // opened this token's session first; that record is not this socket's to end.
         if matches!(error, ApiError::Conflict(_)) {
+            release_unstarted(&state, &session_id);
             return Err(ApiError::Unauthorized(
                 "session token refused: it was already used; mint a new one".into(),
             ));
         }
-        state.sessions.do_send(EndSession {
-            session_id: session_id.clone(),
-            end: SessionEnd {
-                status: STATUS_FAILED.into(),
-                tool_executions: 0,
-                total_duration_ms: 0,
-                avg_turn_latency_ms: 0,
-                end_reason: Some(format!("start_failed: {error}")),
-                ended_at: Some(time::now_ms()),
-            },
-        });
+        abandon_unstarted(&state, &session_id, &error.to_string());
     }
     started
 }
@@ -371,7 +361,7 @@ async fn start_direct(
     config.output = audio.format();
     config.pacing.acks = audio.acks;
     let (response, socket, messages) =
-        actix_ws::handle(req, body).map_err(|e| ApiError::bad_request(e.to_string()))?;
+        realtime_socket::accept(req, body).map_err(|e| ApiError::bad_request(e.to_string()))?;
     let (output, rx) = OutputQueue::new();
     let observer = Arc::new(SessionRecorder::new(
         state.sessions.clone(),
@@ -382,7 +372,7 @@ async fn start_direct(
     let handle = CallSession::start(config, engines, output, observer)
         .map_err(|e| ApiError::Internal(e.to_string()))?;
     slot.attach(handle.addr());
-    actix_web::rt::spawn(pump(handle, socket, messages, rx, tap, slot, audio.opus));
+    actix_web::rt::spawn(pump(handle, socket, messages, rx, tap, slot, audio));
     Ok(response)
 }
 
@@ -411,9 +401,7 @@ async fn authenticate(
     let raw = req
         .headers()
         .get(actix_web::http::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().strip_prefix("Bearer "))
-        .map(str::trim)
+        .and_then(bearer_credentials)
         .ok_or_else(|| {
             ApiError::Unauthorized(
                 "send `Authorization: Bearer <API key>` or `?token=<session token>`".into(),
@@ -434,17 +422,17 @@ async fn authenticate(
 /// Moves messages between the socket and the session until either ends.
 async fn pump(
     handle: switchboard_actors::session::SessionHandle,
-    socket: actix_ws::Session,
-    mut messages: actix_ws::MessageStream,
+    socket: SocketWriter,
+    mut messages: AggregatedMessageStream,
     mut outputs: SessionOutputs,
     tap: Option<RecordingTap>,
     slot: SessionSlot,
-    opus: bool,
+    audio: SocketAudio,
 ) {
     let session = handle.addr().clone();
     let mut writer = socket.clone();
     // An Opus packet is decoded on its own, so each goes to the session alone.
-    let mut batch = if opus {
+    let mut batch = if audio.opus {
         CallerBatch::of_at_most(1)
     } else {
         CallerBatch::new()
@@ -460,6 +448,8 @@ async fn pump(
                         }
                         writer.binary(audio).await
                     }
+                    // A client on the clock answers no marks, and is sent none.
+                    Some(SessionOutput::Mark(_)) if audio.acks == PlaybackAcks::Clock => Ok(()),
                     Some(SessionOutput::Mark(name)) => writer.text(json!({"type": "audio.mark", "name": name}).to_string()).await,
                     Some(SessionOutput::Clear) => {
                         if let Some(tap) = &tap {
@@ -478,6 +468,7 @@ async fn pump(
                 // Messages that are already here are read before the session hears of them,
                 // so PCM frames that arrived together reach it as one message.
                 let mut incoming = incoming;
+                let mut gone = false;
                 loop {
                     match incoming {
                         Some(Ok(WsMessage::Binary(audio))) => batch.push(audio),
@@ -491,26 +482,22 @@ async fn pump(
                                 Ok(ClientMessage::Ignored) => {}
                                 Err(e) => {
                                     let error = json!({"type": "error", "code": e.code(), "message": e.to_string()});
-                                    let _ = writer.text(error.to_string()).await;
+                                    gone = writer.text(error.to_string()).await.is_err();
                                 }
                             }
                         }
-                        Some(Ok(WsMessage::Ping(bytes))) => {
-                            let _ = writer.pong(&bytes).await;
-                        }
+                        Some(Ok(WsMessage::Ping(bytes))) => gone = writer.pong(&bytes).await.is_err(),
                         ending @ (Some(Ok(WsMessage::Close(_))) | None | Some(Err(_))) => {
                             batch.forward(tap.as_ref(), &session);
                             session.do_send(TransportClosed);
-                            if let Some(Err(e)) = &ending {
-                                tracing::warn!("direct socket: closed on a protocol error: {e}");
-                            }
-                            if let Some(reason) = socket_close::answer(&ending) {
-                                let _ = writer.clone().close(Some(reason)).await;
-                            }
+                            realtime_socket::close_after(writer.clone(), &ending, "direct socket").await;
                             outputs.until_ended().await;
                             return;
                         }
-                        _ => {}
+                        Some(Ok(WsMessage::Pong(_))) => {}
+                    }
+                    if gone {
+                        break;
                     }
                     match batch.next_arrived(&mut messages).await {
                         Some(next) => incoming = next,
@@ -518,6 +505,10 @@ async fn pump(
                     }
                 }
                 batch.forward(tap.as_ref(), &session);
+                if gone {
+                    session.do_send(TransportClosed);
+                    break;
+                }
             }
         }
     }
@@ -534,6 +525,6 @@ async fn pump(
             description: Some("the session ended".into()),
         }
     };
-    let _ = socket.close(Some(reason)).await;
+    socket.close(Some(reason)).await;
     drop(slot);
 }

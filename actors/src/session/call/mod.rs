@@ -284,6 +284,10 @@ impl CallSession {
         self.gate.close();
         if let Some(reply) = self.reply.take() {
             reply.stop_children(self.tools.as_ref());
+            // The call ended over the agent: its turn is what the caller heard of it.
+            if reply.audio_started {
+                self.finish_cut_off_reply(&reply);
+            }
         }
         if let Some(stt) = self.stt.take() {
             stt.do_send(Shutdown);

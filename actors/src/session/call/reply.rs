@@ -358,6 +358,14 @@ impl CallSession {
         self.finish_agent_turn(&reply, text, true, None, Some(record));
     }
 
+    /// The session ended while the reply was playing: the agent's turn is recorded as
+    /// interrupted, with the words played by now.
+    pub(super) fn finish_cut_off_reply(&mut self, reply: &Reply) {
+        let played = reply.ledger.words_played_at(Instant::now());
+        let text = reply.ledger.words_between(0, played);
+        self.finish_agent_turn(reply, text, true, None, None);
+    }
+
     /// The reply failed: stop it, record the failure, apologise (unless the apology failed).
     fn fail_reply(&mut self, error: TurnError, ctx: &mut Context<Self>) {
         let Some(reply) = self.reply.take() else {
