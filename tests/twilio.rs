@@ -289,6 +289,41 @@ async fn forged_expired_and_reused_tokens_get_no_audio() {
     assert!(heard.media_frames > 0, "the first call goes on");
 }
 
+#[tokio::test]
+async fn a_relay_token_is_refused_once_the_key_that_placed_the_call_is_revoked() {
+    let server = Server::start().await;
+    let key = server.key().to_string();
+    new_agent(&server, &key).await;
+    let (status, second) = call(server.post("/v1/keys", &key, json!({"name": "dialer"}))).await;
+    assert_eq!(status, 201, "{second}");
+    let dialer = second["key"].as_str().unwrap().to_string();
+    let revoked = place_call(&server, &dialer, "phone").await;
+    let (status, body) = call(server.delete(
+        &format!("/v1/keys/{}", second["id"].as_str().unwrap()),
+        &key,
+    ))
+    .await;
+    assert_eq!(status, 204, "{body}");
+
+    let mut socket = open_stream(&revoked.stream_url, &revoked.token, "CA21").await;
+    assert_eq!(close_code(&mut socket).await, Some(CloseCode::Policy));
+    let ended = ended_call(&server, &key, "CA21").await;
+    assert_eq!(ended["status"], "failed", "{ended}");
+    assert!(
+        ended["endReason"]
+            .as_str()
+            .is_some_and(|r| r.contains("revoked")),
+        "{ended}"
+    );
+    let (_, health) = call(server.get("/health", &key)).await;
+    assert_eq!(health["liveSessions"], 0, "{health}");
+    // The developer's other key is untouched: a call it places connects.
+    let placed = place_call(&server, &key, "phone").await;
+    let mut live = TwilioStream::open(&placed.stream_url, &placed.token, "CA22").await;
+    let heard = listen_from_first_audio(&mut live, Duration::from_secs(1)).await;
+    assert!(heard.media_frames > 0, "{}", server.log());
+}
+
 fn chrono_now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

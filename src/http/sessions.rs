@@ -29,6 +29,7 @@ use crate::observability::served;
 use crate::recording::{RecordingOf, RecordingTap, TapFormat, DIRECT_RATE, PHONE_RATE};
 use crate::registry::agents::GetAgent;
 use crate::registry::instances::{GetInstance, InstanceLookup};
+use crate::registry::keys::{CheckIssuer, KeyCheck};
 use crate::registry::metering::{CloseSession, OpenSession, SessionMetering};
 use crate::registry::new_id;
 use crate::registry::sessions::{CreateSession, EndSession};
@@ -118,6 +119,7 @@ async fn create_twilio_session(
             to: request.to,
             instance_id: instance,
             call_sid: None,
+            key_id: Some(developer.0.key_id.clone()),
         },
     )
     .await?;
@@ -185,6 +187,9 @@ pub struct StreamFor {
     pub instance_id: Option<String>,
     /// Known when Twilio asks for the markup itself (outbound connect, inbound webhook).
     pub call_sid: Option<String>,
+    /// The API key asking for the session, when one does (`POST /v1/sessions/twilio`): its
+    /// revocation also revokes the relay token.
+    pub key_id: Option<String>,
 }
 
 /// A pending phone session and the markup that connects a call to it.
@@ -235,6 +240,7 @@ pub async fn issue_stream(
         from: target.from,
         to: target.to,
         inst: target.instance_id,
+        key: target.key_id,
         exp: expires,
     });
     let stream_url = twiml::stream_url(&super::public_base(state, req));
@@ -319,6 +325,29 @@ pub fn abandon_unstarted(state: &AppState, session_id: &str, reason: &str) {
     });
 }
 
+/// Whether the API key that minted a relay or session token still vouches for it (tokens
+/// minted without a key, for Twilio's own webhooks, always do). `Err` says why not.
+pub async fn token_issuer_in_force(state: &AppState, claims: &RelayClaims) -> Result<(), String> {
+    let Some(key_id) = claims.key.clone() else {
+        return Ok(());
+    };
+    let check = state
+        .keys
+        .send(CheckIssuer {
+            developer_id: claims.dev.clone(),
+            key_id,
+        })
+        .await
+        .map_err(|e| format!("the key registry did not answer: {e}"))?
+        .map_err(|e| format!("the issuing key could not be checked: {e}"))?;
+    match check {
+        KeyCheck::Valid(_) => Ok(()),
+        KeyCheck::Revoked => Err("the API key that issued the token was revoked".into()),
+        KeyCheck::Expired => Err("the API key that issued the token has expired".into()),
+        KeyCheck::Unknown => Err("the API key that issued the token is unknown".into()),
+    }
+}
+
 pub fn app_session_factory(state: web::Data<AppState>) -> Arc<dyn SessionFactory> {
     Arc::new(AppSessionFactory { state })
 }
@@ -331,6 +360,15 @@ struct AppSessionFactory {
 impl SessionFactory for AppSessionFactory {
     fn abandon(&self, session_id: &str, reason: &str) {
         abandon_unstarted(&self.state, session_id, reason);
+    }
+
+    fn issuer_in_force(
+        &self,
+        claims: &RelayClaims,
+    ) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send>> {
+        let state = self.state.clone();
+        let claims = claims.clone();
+        Box::pin(async move { token_issuer_in_force(&state, &claims).await })
     }
 
     fn recording(

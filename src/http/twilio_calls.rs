@@ -428,6 +428,7 @@ async fn task_connect(
             to: Some(task.from_number.clone()),
             instance_id: instance,
             call_sid: call_sid.clone(),
+            key_id: None,
         },
     )
     .await?;
@@ -625,6 +626,7 @@ async fn inbound_call(
             to: Some(called),
             instance_id: instance,
             call_sid: form.get("CallSid").map(str::to_string),
+            key_id: None,
         },
     )
     .await?;

@@ -322,6 +322,40 @@ impl Handler<CheckKey> for KeyRegistry {
     }
 }
 
+/// Whether key `key_id` of `developer_id` may still vouch for what it issued: asked when a
+/// relay or session token it minted is presented, so that revoking a key (or its expiry)
+/// also stops the tokens it handed out. Read from storage each time: it is asked once per
+/// session start, and a revocation on another node counts at once.
+#[derive(Message)]
+#[rtype(result = "Result<KeyCheck, ApiError>")]
+pub struct CheckIssuer {
+    pub developer_id: String,
+    pub key_id: String,
+}
+
+impl Handler<CheckIssuer> for KeyRegistry {
+    type Result = ResponseFuture<Result<KeyCheck, ApiError>>;
+
+    fn handle(&mut self, msg: CheckIssuer, _: &mut Context<Self>) -> Self::Result {
+        let db = self.db.clone();
+        Box::pin(async move {
+            let row = keys::find_by_id(&db, &msg.key_id).await?;
+            Ok(match row {
+                Some(row) if row.developer_id != msg.developer_id => KeyCheck::Unknown,
+                None => KeyCheck::Unknown,
+                Some(row) if row.revoked_at.is_some() => KeyCheck::Revoked,
+                Some(row) if row.expires_at.is_some_and(|at| at <= time::now_ms()) => {
+                    KeyCheck::Expired
+                }
+                Some(row) => KeyCheck::Valid(Principal {
+                    developer_id: row.developer_id,
+                    key_id: row.id,
+                }),
+            })
+        })
+    }
+}
+
 #[derive(Message)]
 #[rtype(result = "Result<IssuedKey, ApiError>")]
 pub struct CreateKey {

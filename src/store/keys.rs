@@ -56,6 +56,17 @@ pub async fn find_by_hash(db: &Db, hash: &str) -> StoreResult<Option<KeyRow>> {
     })
 }
 
+pub async fn find_by_id(db: &Db, id: &str) -> StoreResult<Option<KeyRow>> {
+    db_run!(db, |conn| {
+        Ok(api_keys::table
+            .filter(api_keys::id.eq(id))
+            .select(KeyRow::as_select())
+            .first(conn)
+            .await
+            .optional()?)
+    })
+}
+
 /// A developer's live (not revoked) keys in creation order, after `after` (a `seq`).
 pub async fn list(db: &Db, developer: &str, after: i64, limit: i64) -> StoreResult<Vec<KeyRow>> {
     db_run!(db, |conn| {

@@ -45,6 +45,15 @@ pub type SessionParts = Result<(AgentProfile, SessionEngines), String>;
 pub trait SessionFactory: Send + Sync + 'static {
     fn build(&self, claims: RelayClaims) -> Pin<Box<dyn Future<Output = SessionParts> + Send>>;
 
+    /// Whether the API key that minted the token (`claims.key`) still vouches for it: a
+    /// revoked or expired key takes the tokens it handed out with it. `Err` says why not.
+    fn issuer_in_force(
+        &self,
+        _claims: &RelayClaims,
+    ) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send>> {
+        Box::pin(async { Ok(()) })
+    }
+
     /// Session `session_id`, whose token was spent, could not start (`reason`): frees what
     /// [`build`](Self::build) took and ends its record as failed.
     fn abandon(&self, session_id: &str, reason: &str);
@@ -352,6 +361,12 @@ pub async fn run(
         return;
     }
     let session_id = claims.sid.clone();
+    if let Err(reason) = context.factory.issuer_in_force(&claims).await {
+        tracing::warn!(session = %session_id, "media stream refused: {reason}");
+        context.factory.abandon(&session_id, &reason);
+        close(socket, CloseCode::Policy, "relay token revoked").await;
+        return;
+    }
     let recording_claims = claims.clone();
     let (profile, engines) = match context.factory.build(claims).await {
         Ok(built) => built,

@@ -26,6 +26,10 @@ pub struct RelayClaims {
     pub to: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inst: Option<String>,
+    /// The API key that minted the token, when one did: the token is refused once that key is
+    /// revoked or expires, even before its own expiry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
     /// Expiry, Unix epoch milliseconds.
     pub exp: i64,
 }
@@ -112,6 +116,7 @@ mod tests {
             from: Some("+14155550100".into()),
             to: Some("+14155550199".into()),
             inst: None,
+            key: Some("key_1".into()),
             exp,
         }
     }

@@ -99,6 +99,7 @@ async fn session_token(
         from: None,
         to: None,
         inst: None,
+        key: Some(developer.0.key_id.clone()),
         exp: expires,
     });
     let base = super::public_base(&state, &req);
@@ -349,6 +350,7 @@ async fn start_direct(
         from: None,
         to: None,
         inst: None,
+        key: None,
         exp: now + SESSION_TOKEN_TTL_MS,
     };
     let (profile, engines) = factory
@@ -395,6 +397,9 @@ async fn authenticate(
                 "this session token is for another agent".into(),
             ));
         }
+        super::sessions::token_issuer_in_force(state, &claims)
+            .await
+            .map_err(|reason| ApiError::Unauthorized(format!("session token refused: {reason}")))?;
         let rate_key = format!("session-token:{}", claims.dev);
         return Ok((claims.dev, rate_key, Some((claims.sid, claims.exp))));
     }
