@@ -591,6 +591,132 @@ async fn a_session_token_opens_one_session_only() {
     assert_ne!(events.last().unwrap()["sessionId"], session.as_str());
 }
 
+/// The model's `end_conversation` ends a live session: its goodbye plays to the end, then the
+/// session ends as `agent_ended` and the socket closes normally.
+#[tokio::test]
+async fn the_agent_ends_the_session_after_its_goodbye_when_the_model_calls_end_conversation() {
+    let mock = vendor_mock::VendorMock::start();
+    let env = mock.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let server = Server::start_with(Storage::fresh().await, &env).await;
+    let key = server.key().to_string();
+    let agent = json!({"id": "closer", "name": "Closer", "firstMessage": null,
+                       "sttProvider": "openai", "llmProvider": "openai", "ttsProvider": "openai"});
+    let (status, body) = call(server.post("/v1/agents", &key, agent)).await;
+    assert_eq!(status, 201, "{body}");
+    let mut socket = open(&server, &key, "closer", "sampleRate=16000").await;
+
+    // A turn that does not end the conversation leaves the session open.
+    socket
+        .send(Message::text(
+            json!({"type": "text", "text": "Hello there."}).to_string(),
+        ))
+        .await
+        .unwrap();
+    let (events, audio) = read_until(&mut socket, Duration::from_secs(20), |e| {
+        e["type"] == "agent.audio.end"
+    })
+    .await;
+    assert!(audio > 0, "{events:?}");
+    assert!(
+        !events.iter().any(|e| e["type"] == "session.ended"),
+        "{events:?}"
+    );
+    let session = events
+        .iter()
+        .find(|e| e["type"] == "session.started")
+        .and_then(|e| e["sessionId"].as_str())
+        .expect("session.started")
+        .to_string();
+
+    socket
+        .send(Message::text(
+            json!({"type": "text", "text": "Thanks, goodbye!"}).to_string(),
+        ))
+        .await
+        .unwrap();
+    let (events, audio) = read_until(&mut socket, Duration::from_secs(20), |e| {
+        e["type"] == "session.ended"
+    })
+    .await;
+    let position = |kind: &str| events.iter().position(|e| e["type"] == kind);
+    let tool = events
+        .iter()
+        .find(|e| e["type"] == "tool.result")
+        .unwrap_or_else(|| panic!("no tool result: {events:?}"));
+    assert_eq!(tool["name"], "end_conversation", "{tool}");
+    assert!(audio > 0, "the goodbye was spoken: {events:?}");
+    let (Some(end_of_goodbye), Some(ended)) =
+        (position("agent.audio.end"), position("session.ended"))
+    else {
+        panic!("the goodbye and the end: {events:?}");
+    };
+    assert!(end_of_goodbye < ended, "{events:?}");
+    assert_eq!(events[end_of_goodbye]["interrupted"], false, "{events:?}");
+    assert_eq!(events[ended]["reason"], "agent_ended", "{events:?}");
+    // The server closes the socket, normally.
+    let closed = tokio::time::timeout(Duration::from_secs(5), async {
+        while let Some(message) = socket.next().await {
+            if let Ok(Message::Close(frame)) = message {
+                return frame.map(|f| u16::from(f.code));
+            }
+        }
+        None
+    })
+    .await
+    .expect("the socket closes");
+    assert_eq!(closed, Some(1000));
+
+    let ended = ended_session(&server, &key, &session).await;
+    assert_eq!(ended["status"], "completed", "{ended}");
+    assert_eq!(ended["endReason"], "agent_ended", "{ended}");
+}
+
+/// Revoking an API key also revokes the session tokens it minted and nobody has used yet.
+#[tokio::test]
+async fn a_session_token_is_refused_once_the_key_that_minted_it_is_revoked() {
+    let server = Server::start().await;
+    let key = server.key().to_string();
+    new_agent(&server, &key).await;
+    let (status, minter) =
+        call(server.post("/v1/keys", &key, json!({"name": "widget backend"}))).await;
+    assert_eq!(status, 201, "{minter}");
+    let minter_key = minter["key"].as_str().unwrap();
+    let (status, minted) =
+        call(server.post("/v1/agents/widget/session-token", minter_key, json!({}))).await;
+    assert_eq!(status, 200, "{minted}");
+    let (status, body) = call(server.delete(
+        &format!("/v1/keys/{}", minter["id"].as_str().unwrap()),
+        &key,
+    ))
+    .await;
+    assert_eq!(status, 204, "{body}");
+
+    match tokio_tungstenite::connect_async(minted["url"].as_str().unwrap()).await {
+        Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
+            assert_eq!(response.status().as_u16(), 401);
+            let body: Value =
+                serde_json::from_slice(response.body().as_deref().unwrap_or_default()).unwrap();
+            assert_eq!(body["error"]["code"], "unauthorized", "{body}");
+            let message = body["error"]["message"].as_str().unwrap_or_default();
+            assert!(message.contains("revoked"), "{body}");
+        }
+        Err(other) => panic!("expected a 401 refusal, got {other}"),
+        Ok(_) => panic!("a token of a revoked key opened a session"),
+    }
+    let (_, sessions) = call(server.get("/v1/observability/sessions?agentId=widget", &key)).await;
+    assert_eq!(
+        sessions["data"],
+        json!([]),
+        "no session was made: {sessions}"
+    );
+    // A token the developer's other key mints works.
+    let (_, fresh) = call(server.post("/v1/agents/widget/session-token", &key, json!({}))).await;
+    tokio_tungstenite::connect_async(fresh["url"].as_str().unwrap())
+        .await
+        .expect("a token of a live key opens its session");
+}
+
 /// A browser whose frames reach the server several at a time (a busy tab, a congested link):
 /// PCM16 frames read together reach the session and the recording whole and in order. The
 /// engines are the local vendor stand-in, so the test does not wait on embedded inference.

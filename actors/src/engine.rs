@@ -360,6 +360,14 @@ pub trait TextToSpeech: Send + Sync + 'static {
 pub trait ToolExecutor: Send + Sync + 'static {
     /// Runs one tool call and returns the text handed back to the model.
     fn execute(&self, call: ToolCall) -> EngineFuture<String>;
+
+    /// Whether `call`, once it has run without error, ends the session (a tool such as
+    /// `end_conversation`): the reply goes on to its last words, and the session ends when
+    /// they have played.
+    fn ends_session(&self, call: &ToolCall) -> bool {
+        let _ = call;
+        false
+    }
 }
 
 /// Knowledge looked up before the model answers a caller, for models that cannot search on

@@ -239,6 +239,10 @@ impl ToolExecutor for AgentTools {
         let tools = self.clone();
         Box::pin(async move { Ok(tools.run(&call).await.result) })
     }
+
+    fn ends_session(&self, call: &ToolCall) -> bool {
+        call.name == END_CONVERSATION
+    }
 }
 
 #[cfg(test)]

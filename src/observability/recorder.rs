@@ -82,13 +82,14 @@ fn estimated_tokens(text: &str) -> u64 {
 }
 
 /// A session's end reason as stored: `hangup`, `transport_closed`, `idle_timeout`,
-/// `shutdown` (the server stopped after its drain time), or the
+/// `agent_ended` (the agent's `end_conversation`), `shutdown` (the server stopped after its drain time), or the
 /// fatal error's code and message.
 pub fn end_reason(reason: &EndReason) -> String {
     match reason {
         EndReason::Hangup => "hangup".into(),
         EndReason::TransportClosed => "transport_closed".into(),
         EndReason::IdleTimeout => "idle_timeout".into(),
+        EndReason::AgentEnded => "agent_ended".into(),
         EndReason::Shutdown => "shutdown".into(),
         EndReason::Fatal { code, message } => format!("{code}: {message}"),
     }

@@ -368,7 +368,8 @@ fn sse(events: Vec<String>, cut: bool) -> HttpResponse {
 }
 
 /// The answer a model gives: a tool call when tools are offered and the caller asks about an
-/// order, the tool's result read back after it ran, a greeting otherwise.
+/// order (`order_status`) or says goodbye (`end_conversation`), the tool's result read back
+/// after it ran, a greeting otherwise.
 enum Answer {
     Text(String),
     Tool(&'static str, Value),
@@ -388,6 +389,9 @@ fn answer(messages: &[Value], offered_tools: bool) -> Answer {
         return Answer::Text(format!("The tool said: {result}"));
     }
     let said = last.to_string().to_lowercase();
+    if offered_tools && said.contains("goodbye") {
+        return Answer::Tool("end_conversation", json!({}));
+    }
     if offered_tools && said.contains("order") {
         return Answer::Tool("order_status", json!({"orderId": "ORD-7"}));
     }

@@ -119,6 +119,9 @@ pub enum EndReason {
     TransportClosed,
     /// No caller audio for the configured idle time.
     IdleTimeout,
+    /// The agent ended the conversation (a tool that ends the session, `end_conversation`),
+    /// once its last words had played.
+    AgentEnded,
     /// The server stopped while the session was still live
     /// ([`ServerShutdown`](super::ServerShutdown)).
     Shutdown,

@@ -45,6 +45,8 @@ pub struct ToolOutcome {
     pub is_error: bool,
     /// Execution time.
     pub duration_ms: u64,
+    /// The call ran and ends the session ([`ToolExecutor::ends_session`]).
+    pub ends_session: bool,
 }
 
 /// Every call of a round has answered.
@@ -96,6 +98,7 @@ impl Handler<RunTools> for ToolRunner {
         let timeout = self.timeout;
         let calls = msg.calls.into_iter().map(|call| {
             let started = Instant::now();
+            let ends_session = self.executor.ends_session(&call);
             let work = self.executor.execute(call.clone());
             async move {
                 let (output, is_error) = match tokio::time::timeout(timeout, work).await {
@@ -114,6 +117,7 @@ impl Handler<RunTools> for ToolRunner {
                     output,
                     is_error,
                     duration_ms: started.elapsed().as_millis() as u64,
+                    ends_session: ends_session && !is_error,
                 }
             }
         });

@@ -114,6 +114,7 @@ pub(super) fn event_json(event: &SessionEvent) -> Value {
             "type": name, "totalDurationMs": summary.total_duration_ms,
             "avgTurnLatencyMs": summary.avg_turn_latency_ms, "turns": summary.turns,
             "toolExecutions": summary.tool_executions,
+            "reason": crate::observability::recorder::end_reason(&summary.reason),
         }),
     }
 }

@@ -15,7 +15,7 @@ use super::super::barge_in::BargeInDetected;
 use super::super::error::TurnError;
 use super::super::llm::{AgentTextDelta, LlmFailed, LlmFinished, LlmStream, SentenceReady};
 use super::super::messages::{PlaybackMark, SessionEvent, SessionOutput};
-use super::super::observer::{BargeInRecord, Speaker, TurnLatency, TurnRecord};
+use super::super::observer::{BargeInRecord, EndReason, Speaker, TurnLatency, TurnRecord};
 use super::super::playback::{first_words, PlaybackLedger};
 use super::super::sentences::split_text;
 use super::super::stt::Shutdown;
@@ -63,6 +63,9 @@ pub(super) struct Reply {
     first_sentence_at: Option<Instant>,
     first_audio_at: Option<Instant>,
     latency: Option<TurnLatency>,
+    /// A tool of this reply ended the conversation: the session ends once the reply has
+    /// played to its end (not when the caller talks over it: they have more to say).
+    ends_session: bool,
 }
 
 impl Reply {
@@ -163,6 +166,7 @@ impl CallSession {
             first_sentence_at: None,
             first_audio_at: None,
             latency: None,
+            ends_session: false,
         })
     }
 
@@ -400,7 +404,7 @@ impl CallSession {
 
     /// Completes the reply if the model is done, all audio was sent and has played (or
     /// `force`, when the last mark is overdue).
-    fn maybe_complete(&mut self, force: bool) {
+    fn maybe_complete(&mut self, force: bool, ctx: &mut Context<Self>) {
         let now = Instant::now();
         let ready = self
             .reply
@@ -416,6 +420,10 @@ impl CallSession {
         self.barge_in.disarm();
         let text = reply.ledger.queued_text();
         self.finish_agent_turn(&reply, text, false, None, None);
+        if reply.ends_session {
+            self.end(EndReason::AgentEnded, ctx);
+            return;
+        }
         if self.state != TurnState::UserSpeaking {
             self.state = TurnState::Listening;
             self.tracker.reset();
@@ -551,7 +559,7 @@ impl Handler<LlmFinished> for CallSession {
                 self.history
                     .push(ChatMessage::new(Role::Assistant, msg.content.trim()));
             }
-            self.maybe_complete(false);
+            self.maybe_complete(false, ctx);
             self.answer_if_waiting(ctx);
             return;
         }
@@ -598,6 +606,7 @@ impl Handler<ToolsFinished> for CallSession {
             reply.tool_ms += ms_between(started, Instant::now());
         }
         reply.tools_pending.clear();
+        reply.ends_session |= msg.outcomes.iter().any(|o| o.ends_session);
         for outcome in msg.outcomes {
             self.totals.tool_executions += 1;
             self.observer
@@ -676,7 +685,7 @@ impl Handler<PlaybackMark> for CallSession {
             .as_mut()
             .is_some_and(|r| r.ledger.acked(&msg.name, now));
         if matched {
-            self.maybe_complete(false);
+            self.maybe_complete(false, ctx);
             self.answer_if_waiting(ctx);
         }
     }
@@ -697,7 +706,7 @@ impl Handler<PlaybackDrained> for CallSession {
         let id = reply.id;
         ctx.run_later(Duration::from_millis(remaining + grace), move |act, ctx| {
             if act.reply.as_ref().is_some_and(|r| r.id == id) {
-                act.maybe_complete(true);
+                act.maybe_complete(true, ctx);
                 act.answer_if_waiting(ctx);
             }
         });
@@ -705,12 +714,12 @@ impl Handler<PlaybackDrained> for CallSession {
             // In clock mode nothing else will wake the session when the audio has played.
             ctx.run_later(Duration::from_millis(remaining), move |act, ctx| {
                 if act.reply.as_ref().is_some_and(|r| r.id == id) {
-                    act.maybe_complete(false);
+                    act.maybe_complete(false, ctx);
                     act.answer_if_waiting(ctx);
                 }
             });
         }
-        self.maybe_complete(false);
+        self.maybe_complete(false, ctx);
         self.answer_if_waiting(ctx);
     }
 }
