@@ -224,14 +224,19 @@ async fn an_opus_session_hears_speech_and_answers_in_opus() {
 
     let server = Server::start().await;
     let key = server.key().to_string();
-    new_agent(&server, &key).await;
-    let mut socket = open(&server, &key, "widget", "encoding=opus&sampleRate=48000").await;
+    // JFK pauses for up to 1.2 s between phrases: an agent that waits 2 s before taking its
+    // turn hears the sentence as one caller turn, recognised and answered once.
+    let agent = json!({"id": "patient", "name": "Patient", "firstMessage": "Hi there!", "maxTokens": 30,
+                       "metadata": {"turnTaking": {"endpointSilenceMs": 2000}}});
+    let (status, body) = call(server.post("/v1/agents", &key, agent)).await;
+    assert_eq!(status, 201, "{body}");
+    let mut socket = open(&server, &key, "patient", "encoding=opus&sampleRate=48000").await;
 
     // The caller: JFK's sentence, then silence, as 20 ms Opus packets at real-time pace.
     let mut encoder = OpusEncoder::new(SampleRate::Hz48000).unwrap();
     let frame = encoder.frame_len();
     let mut speech = jfk_at(48_000);
-    speech.resize(speech.len().div_ceil(frame) * frame + 48_000 * 2, 0);
+    speech.resize(speech.len().div_ceil(frame) * frame + 48_000 * 3, 0);
     let packets: Vec<Vec<u8>> = speech
         .chunks_exact(frame)
         .map(|f| encoder.encode(f).unwrap().to_vec())
@@ -291,8 +296,14 @@ async fn an_opus_session_hears_speech_and_answers_in_opus() {
         }
     }
     assert_eq!(undecodable, 0, "every packet the server sent decodes");
-    // The speech has long pauses, so it arrives as several caller turns; each short piece is
-    // recognised on its own (a lone "ask not" may come back as "as not").
+    let turns = events
+        .iter()
+        .filter(|e| e["type"] == "turn.metrics" && e["speaker"] == "user")
+        .count();
+    assert_eq!(
+        turns, 1,
+        "the whole sentence is one caller turn: {events:?}"
+    );
     let text = events
         .iter()
         .filter(|e| e["type"] == "transcript.final")
