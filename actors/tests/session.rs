@@ -12,9 +12,9 @@ use std::time::Duration;
 use support::*;
 use switchboard_actors::engine::{Role, ToolCall};
 use switchboard_actors::session::{
-    frames_sent_in_process, AgentProfile, BargeInRecord, CallSession, EndReason, GetSnapshot,
-    Hangup, OutputQueue, SessionConfig, SessionEvent, SessionOutput, SessionStatus, Speaker,
-    TextIn, HISTORY_MESSAGES,
+    frames_sent_in_process, AgentProfile, BargeInRecord, CallSession, EndReason, EndpointSource,
+    GetSnapshot, Hangup, OutputQueue, SessionConfig, SessionEvent, SessionOutput, SessionStatus,
+    Speaker, TextIn, HISTORY_MESSAGES,
 };
 
 fn config(first_message: &str) -> SessionConfig {
@@ -707,4 +707,89 @@ async fn a_long_call_keeps_its_latest_exchanges_and_sends_the_model_no_more() {
     // Every turn is still recorded for the call's transcript.
     assert_eq!(h.turns().len(), 1 + 2 * turns);
     hang_up_and_check_all_stopped(&mut h).await;
+}
+
+/// A caller who talks for 40 s without pausing (or a line whose noise the VAD takes for
+/// speech) is not held in one turn: the turn is cut at 30 s and recognised, and the speech
+/// that goes on is the next turn.
+#[actix::test]
+async fn a_turn_without_a_pause_is_cut_at_the_longest_turn() {
+    tokio::time::pause();
+    let engines = Scripted::new(
+        &["The first thirty seconds.", "And the rest."],
+        vec![LlmTurn::Say("I see.".into())],
+    );
+    let stt = engines.stt.clone();
+    let mut h = Harness::start(config("Hello."), engines);
+    wait_until_listening(&mut h).await;
+
+    // The left speaker's speech with every pause cut to 200 ms, repeated to 40 s: no silence
+    // the endpointing (600 ms) could take for the end of the turn.
+    let (left, _) = two_speakers_16k();
+    let mut quiet_run = 0;
+    let unpaused: Vec<i16> = left
+        .chunks_exact(320)
+        .filter(|frame| {
+            let energy = frame.iter().map(|&s| f64::from(s).powi(2)).sum::<f64>() / 320.0;
+            quiet_run = if energy.sqrt() < 500.0 {
+                quiet_run + 1
+            } else {
+                0
+            };
+            quiet_run <= 10
+        })
+        .flatten()
+        .copied()
+        .collect();
+    let talking: Vec<i16> = unpaused.iter().copied().cycle().take(16_000 * 40).collect();
+    h.speak(&to_mulaw_8k(&talking), 160).await;
+    h.speak(&mulaw_silence(1_000), 160).await;
+    h.wait_for(
+        "the answer",
+        Duration::from_secs(10),
+        is_event("agent.audio.start"),
+    )
+    .await;
+
+    let callers: Vec<_> = h
+        .turns()
+        .into_iter()
+        .filter(|t| t.speaker == Speaker::User)
+        .collect();
+    assert_eq!(callers.len(), 2, "{callers:?}");
+    assert_eq!(callers[0].endpoint, Some(EndpointSource::MaxLength));
+    assert_eq!(callers[0].text, "The first thirty seconds.");
+    let first_ms = callers[0].end_ms - callers[0].start_ms;
+    assert!(
+        (29_000..=30_100).contains(&first_ms),
+        "the first turn lasted {first_ms} ms"
+    );
+    assert_eq!(callers[1].endpoint, Some(EndpointSource::Vad));
+    // The second turn goes straight on (its start is read off the wall clock when it ends,
+    // and the harness's 20 ms sleeps run about 1 ms long each: up to half a second apart).
+    let gap_ms = callers[1].start_ms.abs_diff(callers[0].end_ms);
+    assert!(
+        gap_ms < 1_000,
+        "{gap_ms} ms between the two turns: {callers:?}"
+    );
+    // The agent waited for the caller to finish: its answer follows the second turn and was
+    // not talked over.
+    let agents: Vec<_> = h
+        .turns()
+        .into_iter()
+        .filter(|t| t.speaker == Speaker::Agent)
+        .collect();
+    assert_eq!(
+        agents.len(),
+        1,
+        "only the greeting has ended so far: {agents:?}"
+    );
+    assert!(!h.turns().iter().any(|t| t.interrupted), "{:?}", h.turns());
+    assert_eq!(stt.utterances.load(Ordering::SeqCst), 2);
+    // What the recognizer heard is the 40 s, with at most the pre-roll of each turn again.
+    let heard_s = stt.samples.load(Ordering::SeqCst) as f64 / 16_000.0;
+    assert!(
+        (39.0..=41.0).contains(&heard_s),
+        "{heard_s} s sent to the recognizer"
+    );
 }

@@ -92,7 +92,7 @@ pub struct TurnBody {
     pub interrupted: bool,
     pub error: Option<String>,
     /// Caller turns: how the end of the turn was decided: `vad` (silence), `stt` (the
-    /// recogniser's own endpoint) or `text` (typed).
+    /// recogniser's own endpoint), `text` (typed) or `max_length` (30 s without a pause).
     pub endpoint: Option<String>,
     /// Agent replies to the caller: where the latency went.
     pub latency: Option<LatencyBody>,

@@ -281,6 +281,7 @@ impl SessionObserver for SessionRecorder {
                     EndpointSource::Vad => "vad",
                     EndpointSource::Stt => "stt",
                     EndpointSource::Text => "text",
+                    EndpointSource::MaxLength => "max_length",
                 }
                 .to_string()
             }),

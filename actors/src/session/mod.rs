@@ -53,7 +53,7 @@ pub use audio_out::{EncodedFrame, OutputEncoder};
 pub use barge_in::BargeIn;
 pub use call::{
     CallSession, GetSnapshot, SessionEngines, SessionHandle, SessionSnapshot, TurnState,
-    HISTORY_MESSAGES,
+    HISTORY_MESSAGES, MAX_UTTERANCE_MS,
 };
 pub use config::{
     AgentProfile, AudioFormat, EchoGate, Pacing, PlaybackAcks, SessionConfig, StageTimeouts,

@@ -32,6 +32,9 @@ pub enum EndpointSource {
     Stt,
     /// Typed text or a DTMF digit: no audio to endpoint.
     Text,
+    /// The caller spoke without a pause for [`MAX_UTTERANCE_MS`](super::MAX_UTTERANCE_MS):
+    /// the turn was cut there (speech that goes on is the next turn).
+    MaxLength,
 }
 
 /// Where an agent turn's latency went: from the end of the caller's speech (the end of the

@@ -21,6 +21,12 @@ use super::{AnswerTiming, CallSession, PendingUtterance, TurnState};
 /// Captured caller audio is sent to the recognizer in chunks of this length.
 const STT_CHUNK_MS: u32 = 100;
 
+/// The longest caller turn, in stream milliseconds: a turn that goes on without a pause this
+/// long is ended here and recognised, and speech that goes on starts the next turn. Whisper
+/// reads at most 30 s at a time, and a line whose noise the VAD takes for speech must not
+/// grow a capture (and the recording of a turn) for as long as the call lasts.
+pub const MAX_UTTERANCE_MS: u64 = 30_000;
+
 impl CallSession {
     /// Wall-clock instant of caller stream time `stream_ms`, from the frame just processed.
     fn stream_instant(&self, stream_ms: u64, now: Instant) -> Instant {
@@ -54,9 +60,28 @@ impl CallSession {
         }
         match event {
             Some(SpeechEvent::SpeechStarted { at_ms }) => self.user_started(at_ms),
-            Some(SpeechEvent::SpeechEnded { at_ms }) => self.user_stopped(at_ms, ctx),
-            None => {}
+            Some(SpeechEvent::SpeechEnded { at_ms }) => {
+                self.user_stopped(at_ms, EndpointSource::Vad, ctx)
+            }
+            None => self.cut_overlong_turn(frame.start_ms + u64::from(FRAME_MS), ctx),
         }
+    }
+
+    /// Ends the caller's turn at stream time `now_ms` if it has lasted [`MAX_UTTERANCE_MS`].
+    fn cut_overlong_turn(&mut self, now_ms: u64, ctx: &mut Context<Self>) {
+        let Some(onset_ms) = self.utterance_onset_ms else {
+            return;
+        };
+        if self.state != TurnState::UserSpeaking
+            || now_ms.saturating_sub(onset_ms) < MAX_UTTERANCE_MS
+        {
+            return;
+        }
+        // The caller is still talking: the next turn starts here (with the recognizer's
+        // pre-roll again, so a word cut in two is heard whole in one of them), and the agent
+        // waits for its end as for any turn.
+        self.user_stopped(now_ms, EndpointSource::MaxLength, ctx);
+        self.user_started(now_ms);
     }
 
     fn feed_stt(&self, input: SttInput) {
@@ -77,8 +102,8 @@ impl CallSession {
         self.audio.start_capture(onset_ms.saturating_sub(preroll));
     }
 
-    /// VAD endpoint: the caller's speech ended at stream time `end_ms`.
-    fn user_stopped(&mut self, end_ms: u64, ctx: &mut Context<Self>) {
+    /// The caller's turn ended at stream time `end_ms` (VAD silence, or the length limit).
+    fn user_stopped(&mut self, end_ms: u64, source: EndpointSource, ctx: &mut Context<Self>) {
         let now = Instant::now();
         if let Some(chunk) = self.audio.stop_capture() {
             self.feed_stt(SttInput::Audio(chunk));
@@ -91,6 +116,7 @@ impl CallSession {
         let speech_end_at = self.stream_instant(end_ms, now);
         self.pending.push_back(PendingUtterance {
             seq,
+            source,
             start_ms: self.session_ms(onset_at),
             end_ms: self.session_ms(speech_end_at),
             speech_end_at,
@@ -229,7 +255,10 @@ impl Handler<TranscriptFinal> for CallSession {
         }
         let now = Instant::now();
         let (pending, endpoint) = match self.pending.pop_front() {
-            Some(p) => (p, EndpointSource::Vad),
+            Some(p) => {
+                let source = p.source;
+                (p, source)
+            }
             None => {
                 // The recognizer decided the end of the utterance itself.
                 if let Some(chunk) = self.audio.stop_capture() {
@@ -247,6 +276,7 @@ impl Handler<TranscriptFinal> for CallSession {
                 let speech_end_at = self.stream_instant(self.last_speech_end_ms, now);
                 let p = PendingUtterance {
                     seq: 0,
+                    source: EndpointSource::Stt,
                     start_ms: self.session_ms(onset_at),
                     end_ms: self.session_ms(speech_end_at),
                     speech_end_at,

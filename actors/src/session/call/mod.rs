@@ -10,6 +10,8 @@
 mod caller;
 mod reply;
 
+pub use caller::MAX_UTTERANCE_MS;
+
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,7 +35,9 @@ use super::messages::{
     Dtmf, Hangup, Interrupt, OutputQueue, ServerShutdown, SessionEvent, SessionOutput, TextIn,
     TransportClosed,
 };
-use super::observer::{EndReason, SessionObserver, SessionStatus, SessionSummary, TurnRecord};
+use super::observer::{
+    EndReason, EndpointSource, SessionObserver, SessionStatus, SessionSummary, TurnRecord,
+};
 use super::stt::{Shutdown, SttStream};
 use super::tools::ToolRunner;
 use super::tts::PlaybackGate;
@@ -114,6 +118,8 @@ impl SessionHandle {
 #[derive(Debug, Clone, Copy)]
 struct PendingUtterance {
     seq: u64,
+    /// What ended it: VAD silence, or the length limit.
+    source: EndpointSource,
     start_ms: u64,
     end_ms: u64,
     speech_end_at: Instant,
