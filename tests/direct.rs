@@ -90,12 +90,7 @@ async fn a_browser_session_with_a_token_greets_and_answers_typed_text() {
         "{events:?}"
     );
 
-    socket
-        .send(Message::text(
-            json!({"type": "text", "text": "Say hello back to me."}).to_string(),
-        ))
-        .await
-        .unwrap();
+    type_text(&mut socket, "Say hello back to me.").await;
     let (events, audio) = read_until(&mut socket, Duration::from_secs(30), |e| {
         e["type"] == "agent.audio.end"
     })
@@ -207,6 +202,16 @@ async fn open(server: &Server, key: &str, agent: &str, query: &str) -> Socket {
         .await
         .expect("the direct socket opens");
     socket
+}
+
+/// Sends the caller's typed turn `text` (the `text` event).
+async fn type_text(socket: &mut Socket, text: &str) {
+    socket
+        .send(Message::text(
+            json!({"type": "text", "text": text}).to_string(),
+        ))
+        .await
+        .unwrap();
 }
 
 /// The JFK fixture as 16-bit samples at `rate`.
@@ -335,12 +340,7 @@ async fn an_opus_session_hears_speech_and_answers_in_opus() {
 
     // A packet that is not Opus is reported once and the session goes on.
     socket.send(Message::binary(vec![0xFFu8; 3])).await.unwrap();
-    socket
-        .send(Message::text(
-            json!({"type": "text", "text": "Thanks."}).to_string(),
-        ))
-        .await
-        .unwrap();
+    type_text(&mut socket, "Thanks.").await;
     let (events, audio) = read_until(&mut socket, Duration::from_secs(30), |e| {
         e["type"] == "agent.audio.end"
     })
@@ -618,12 +618,7 @@ async fn the_agent_ends_the_session_after_its_goodbye_when_the_model_calls_end_c
     let mut socket = open(&server, &key, "closer", "sampleRate=16000").await;
 
     // A turn that does not end the conversation leaves the session open.
-    socket
-        .send(Message::text(
-            json!({"type": "text", "text": "Hello there."}).to_string(),
-        ))
-        .await
-        .unwrap();
+    type_text(&mut socket, "Hello there.").await;
     let (events, audio) = read_until(&mut socket, Duration::from_secs(20), |e| {
         e["type"] == "agent.audio.end"
     })
@@ -640,12 +635,7 @@ async fn the_agent_ends_the_session_after_its_goodbye_when_the_model_calls_end_c
         .expect("session.started")
         .to_string();
 
-    socket
-        .send(Message::text(
-            json!({"type": "text", "text": "Thanks, goodbye!"}).to_string(),
-        ))
-        .await
-        .unwrap();
+    type_text(&mut socket, "Thanks, goodbye!").await;
     let (events, audio) = read_until(&mut socket, Duration::from_secs(20), |e| {
         e["type"] == "session.ended"
     })
