@@ -108,6 +108,8 @@ pub struct ServerConfig {
     pub models_dir: PathBuf,
     pub workers: usize,
     pub max_json_bytes: usize,
+    /// How long an idle HTTP connection is kept open for the client's next request.
+    pub keep_alive_seconds: u64,
     /// On SIGTERM/SIGINT: how long live real-time sessions may run on before they are ended
     /// (new ones are refused meanwhile).
     pub drain_timeout_seconds: u64,

@@ -185,6 +185,9 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     // Real-time audio goes out as small WebSocket messages (a 20 ms frame, a mark, a clear):
     // each must leave at once, not wait for the peer's (delayed) acknowledgement of the last.
     .tcp_nodelay(true)
+    .keep_alive(std::time::Duration::from_secs(
+        config.server.keep_alive_seconds,
+    ))
     // Signals are ours: a stop drains live calls first (see `stop_gracefully`).
     .disable_signals()
     .shutdown_timeout(HTTP_SHUTDOWN_SECONDS);

@@ -476,3 +476,35 @@ async fn a_chat_answer_matches_the_schema_the_document_gives_it() {
     );
     assert!(account["properties"]["credits"].is_object(), "{account}");
 }
+
+/// An idle connection stays open well past the 5 s many servers keep one, so a client (or a
+/// load balancer) that reuses it after a pause is answered, not cut off mid-request.
+#[tokio::test]
+async fn an_idle_connection_is_kept_for_the_next_request() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let server = Server::start().await;
+    let address = server.url("").trim_start_matches("http://").to_string();
+    let mut connection = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let request = format!("GET /health HTTP/1.1\r\nHost: {address}\r\n\r\n");
+    for round in 0..2 {
+        connection.write_all(request.as_bytes()).await.unwrap();
+        let mut answer = Vec::new();
+        let mut buffer = [0u8; 4096];
+        while !String::from_utf8_lossy(&answer).contains("\"status\"") {
+            let read = tokio::time::timeout(
+                std::time::Duration::from_secs(5),
+                connection.read(&mut buffer),
+            )
+            .await
+            .expect("an answer within 5 s")
+            .unwrap();
+            assert!(read > 0, "round {round}: the server closed the connection");
+            answer.extend_from_slice(&buffer[..read]);
+        }
+        assert!(answer.starts_with(b"HTTP/1.1 200"), "round {round}");
+        if round == 0 {
+            tokio::time::sleep(std::time::Duration::from_secs(7)).await;
+        }
+    }
+}
