@@ -356,7 +356,6 @@ async fn transcriptions(
             word_timestamps: words,
             prompt: form.text("prompt").map(str::to_string),
             temperature,
-            live_turn: false,
         },
         diarize: false,
     };

@@ -32,16 +32,6 @@ pub const ENGLISH_MODEL: &str = "whisper-tiny.en";
 pub const MULTILINGUAL_MODEL: &str = "whisper-base";
 /// Beams in accurate mode.
 pub const BEAM_SIZE: usize = 5;
-/// Padding after the speech of a live turn, in mel frames (10 ms): the encoder of a live
-/// turn reads the turn and 5 s more, rounded up to whole seconds, not a padded 30 s. On a
-/// 3.5 s turn that is 2.5-3 times less work with the same words (benches/stt.rs); with 2 s
-/// or less the decoder repeats itself on some turns.
-const LIVE_TURN_PADDING_FRAMES: usize = 500;
-/// Tokens a live turn may decode per second of speech, over a floor of
-/// [`LIVE_TURN_MIN_TOKENS`]: twice a fast talker's rate, timestamps included, so that a
-/// decoder that starts repeating itself stops early instead of filling its context.
-const LIVE_TURN_TOKENS_PER_SECOND: usize = 8;
-const LIVE_TURN_MIN_TOKENS: usize = 16;
 
 /// Above this no-speech probability a window whose text is also unlikely is silence.
 const NO_SPEECH_THRESHOLD: f32 = 0.6;
@@ -364,31 +354,6 @@ fn is_repetitive(tokens: &[u32]) -> bool {
 }
 
 /// The long-form loop.
-/// Mel frames the encoder reads for a window of `content` frames: the full 30 s the model was
-/// trained on, or for a live turn the speech with [`LIVE_TURN_PADDING_FRAMES`] after it.
-fn encoder_frames(content: usize, options: &TranscribeOptions) -> usize {
-    if options.live_turn {
-        (content + LIVE_TURN_PADDING_FRAMES)
-            .div_ceil(100)
-            .saturating_mul(100)
-            .min(N_FRAMES)
-    } else {
-        N_FRAMES
-    }
-}
-
-/// The most tokens one window may decode: half the text context, and for a live turn no more
-/// than its length calls for.
-fn max_new_tokens(content: usize, options: &TranscribeOptions, n_ctx: usize) -> usize {
-    let ceiling = n_ctx / 2;
-    if options.live_turn {
-        let seconds = (content * HOP_LENGTH).div_ceil(STT_SAMPLE_RATE as usize);
-        (LIVE_TURN_MIN_TOKENS + LIVE_TURN_TOKENS_PER_SECOND * seconds).min(ceiling)
-    } else {
-        ceiling
-    }
-}
-
 fn run(
     m: &Loaded,
     audio: &[f32],
@@ -422,10 +387,7 @@ fn run(
         let window_started = std::time::Instant::now();
         let features = m
             .model
-            .encode(
-                &mel.window(seek, encoder_frames(window_frames, options))
-                    .map_err(inference)?,
-            )
+            .encode(&mel.window(seek).map_err(inference)?)
             .map_err(inference)?;
         let cross = m.model.cross_kv(&features).map_err(inference)?;
         let encoded_ms = window_started.elapsed().as_millis() as u64;
@@ -459,7 +421,7 @@ fn run(
             sot_index,
             beam_size,
             temperature: options.temperature.max(0.0),
-            max_new_tokens: max_new_tokens(window_frames, options, n_ctx),
+            max_new_tokens: n_ctx / 2,
             suppress: &m.suppress,
         };
         let mut decoded = decode_window(&m.model, vocab, &cross, &request).map_err(inference)?;
@@ -471,7 +433,7 @@ fn run(
                     sot_index: 0,
                     beam_size: 1,
                     temperature,
-                    max_new_tokens: max_new_tokens(window_frames, options, n_ctx),
+                    max_new_tokens: n_ctx / 2,
                     suppress: &m.suppress,
                 };
                 decoded = decode_window(&m.model, vocab, &cross, &request).map_err(inference)?;
