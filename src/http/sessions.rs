@@ -297,7 +297,6 @@ pub async fn twilio_stream(
     Ok(response)
 }
 
-/// The factory live sessions of this server are built with.
 /// Frees what a real-time session took before it started (its place among the tier's
 /// concurrent sessions, its providers' slots) when it cannot start after all.
 pub fn release_unstarted(state: &AppState, session_id: &str) {
@@ -348,6 +347,7 @@ pub async fn token_issuer_in_force(state: &AppState, claims: &RelayClaims) -> Re
     }
 }
 
+/// The factory live sessions of this server are built with.
 pub fn app_session_factory(state: web::Data<AppState>) -> Arc<dyn SessionFactory> {
     Arc::new(AppSessionFactory { state })
 }

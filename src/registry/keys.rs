@@ -230,20 +230,42 @@ impl KeyRegistry {
         .spawn(ctx);
     }
 
+    /// The entry's verdict now; a valid key's use is recorded.
     fn check_cached(&mut self, entry: &CachedKey) -> KeyCheck {
-        match entry {
+        let now = time::now_ms();
+        let check = entry.check(now);
+        if let KeyCheck::Valid(principal) = &check {
+            self.unflushed_last_used
+                .insert(principal.key_id.clone(), now);
+        }
+        check
+    }
+}
+
+impl CachedKey {
+    /// What storage says of a key (`None`: there is no such key).
+    fn from_row(row: Option<KeyRow>) -> Self {
+        match row {
+            None => CachedKey::Unknown,
+            Some(row) if row.revoked_at.is_some() => CachedKey::Revoked,
+            Some(row) => CachedKey::Live {
+                principal: Principal {
+                    developer_id: row.developer_id,
+                    key_id: row.id,
+                },
+                expires_at: row.expires_at,
+            },
+        }
+    }
+
+    /// The verdict at `now_ms`.
+    fn check(&self, now_ms: i64) -> KeyCheck {
+        match self {
             CachedKey::Live {
-                principal,
-                expires_at,
-            } => {
-                let now = time::now_ms();
-                if expires_at.is_some_and(|at| at <= now) {
-                    return KeyCheck::Expired;
-                }
-                self.unflushed_last_used
-                    .insert(principal.key_id.clone(), now);
-                KeyCheck::Valid(principal.clone())
-            }
+                expires_at: Some(at),
+                ..
+            } if *at <= now_ms => KeyCheck::Expired,
+            CachedKey::Live { principal, .. } => KeyCheck::Valid(principal.clone()),
             CachedKey::Revoked => KeyCheck::Revoked,
             CachedKey::Unknown => KeyCheck::Unknown,
         }
@@ -304,17 +326,7 @@ impl Handler<CheckKey> for KeyRegistry {
             .into_actor(self)
             .map(move |result, registry, _| {
                 let (hash, row) = result?;
-                let entry = match row {
-                    None => CachedKey::Unknown,
-                    Some(row) if row.revoked_at.is_some() => CachedKey::Revoked,
-                    Some(row) => CachedKey::Live {
-                        principal: Principal {
-                            developer_id: row.developer_id,
-                            key_id: row.id,
-                        },
-                        expires_at: row.expires_at,
-                    },
-                };
+                let entry = CachedKey::from_row(row);
                 registry.cache.fill(generation, hash, entry.clone());
                 Ok(registry.check_cached(&entry))
             }),
@@ -339,19 +351,10 @@ impl Handler<CheckIssuer> for KeyRegistry {
     fn handle(&mut self, msg: CheckIssuer, _: &mut Context<Self>) -> Self::Result {
         let db = self.db.clone();
         Box::pin(async move {
-            let row = keys::find_by_id(&db, &msg.key_id).await?;
-            Ok(match row {
-                Some(row) if row.developer_id != msg.developer_id => KeyCheck::Unknown,
-                None => KeyCheck::Unknown,
-                Some(row) if row.revoked_at.is_some() => KeyCheck::Revoked,
-                Some(row) if row.expires_at.is_some_and(|at| at <= time::now_ms()) => {
-                    KeyCheck::Expired
-                }
-                Some(row) => KeyCheck::Valid(Principal {
-                    developer_id: row.developer_id,
-                    key_id: row.id,
-                }),
-            })
+            let row = keys::find_by_id(&db, &msg.key_id)
+                .await?
+                .filter(|row| row.developer_id == msg.developer_id);
+            Ok(CachedKey::from_row(row).check(time::now_ms()))
         })
     }
 }

@@ -254,11 +254,8 @@ impl Handler<TranscriptFinal> for CallSession {
             return;
         }
         let now = Instant::now();
-        let (pending, endpoint) = match self.pending.pop_front() {
-            Some(p) => {
-                let source = p.source;
-                (p, source)
-            }
+        let pending = match self.pending.pop_front() {
+            Some(p) => p,
             None => {
                 // The recognizer decided the end of the utterance itself.
                 if let Some(chunk) = self.audio.stop_capture() {
@@ -274,17 +271,17 @@ impl Handler<TranscriptFinal> for CallSession {
                 }
                 let onset_at = self.stream_instant(onset_ms, now);
                 let speech_end_at = self.stream_instant(self.last_speech_end_ms, now);
-                let p = PendingUtterance {
+                PendingUtterance {
                     seq: 0,
                     source: EndpointSource::Stt,
                     start_ms: self.session_ms(onset_at),
                     end_ms: self.session_ms(speech_end_at),
                     speech_end_at,
                     end_of_utterance_at: now,
-                };
-                (p, EndpointSource::Stt)
+                }
             }
         };
+        let endpoint = pending.source;
         let stt_ms = now
             .saturating_duration_since(pending.end_of_utterance_at)
             .as_millis() as u64;
