@@ -974,3 +974,86 @@ async fn a_session_ended_over_the_agent_records_what_was_heard_of_its_turn() {
         "the words heard before the end: {heard:?}"
     );
 }
+
+/// Transcribes JFK's sentence over `POST /v1/transcribe` on the server at `base` (a batch job
+/// for the embedded recognizer); answers the status.
+async fn transcribe_jfk(base: String, key: String) -> u16 {
+    let form = reqwest::multipart::Form::new().part(
+        "file",
+        reqwest::multipart::Part::bytes(fixture("jfk.flac")).file_name("jfk.flac"),
+    );
+    let response = reqwest::Client::new()
+        .post(format!("{base}/v1/transcribe"))
+        .bearer_auth(key)
+        .multipart(form)
+        .send()
+        .await
+        .expect("the request reaches the server");
+    response.status().as_u16()
+}
+
+#[tokio::test]
+async fn a_callers_turn_is_recognised_ahead_of_file_transcriptions_already_waiting() {
+    // One inference worker: a job runs only when the one before it is done.
+    let env = [("SWITCHBOARD__ENGINES__WORKERS", "1")];
+    let server = Server::start_with(Storage::fresh().await, &env).await;
+    let key = server.key().to_string();
+    let agent =
+        json!({"id": "listener", "name": "Listener", "firstMessage": null, "maxTokens": 10});
+    let (status, body) = call(server.post("/v1/agents", &key, agent)).await;
+    assert_eq!(status, 201, "{body}");
+    // Loads the recognizer, so every job below is recognition alone.
+    assert_eq!(transcribe_jfk(server.url(""), key.clone()).await, 200);
+    let mut socket = open(&server, &key, "listener", "sampleRate=16000").await;
+
+    // Five file transcriptions wait behind a sixth that runs.
+    const WAITING: u64 = 5;
+    let finished = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut batch = tokio::task::JoinSet::new();
+    for _ in 0..=WAITING {
+        let (base, key, finished) = (server.url(""), key.clone(), finished.clone());
+        batch.spawn(async move {
+            let status = transcribe_jfk(base, key).await;
+            finished.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            status
+        });
+    }
+    let queued_by = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, health) = call(server.get("/health", &key)).await;
+        let pool = &health["engines"]["inferenceQueue"];
+        if pool["busy"] == 1 && pool["queued"] == WAITING {
+            break;
+        }
+        assert!(Instant::now() < queued_by, "the jobs never queued: {pool}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    // The caller's turn, "And so my fellow Americans" and a second of silence, sent at once.
+    let mut turn = jfk_at(16_000)[..16_000 * 3].to_vec();
+    turn.resize(turn.len() + 16_000, 0);
+    for frame in turn.chunks_exact(320) {
+        let bytes: Vec<u8> = frame.iter().flat_map(|s| s.to_le_bytes()).collect();
+        socket.feed(Message::binary(bytes)).await.unwrap();
+    }
+    socket.flush().await.unwrap();
+    let (events, _) = read_until(&mut socket, Duration::from_secs(60), |e| {
+        e["type"] == "transcript.final" || e["type"] == "error"
+    })
+    .await;
+    let done_before = finished.load(std::sync::atomic::Ordering::SeqCst);
+    let heard = events
+        .iter()
+        .find(|e| e["type"] == "transcript.final")
+        .unwrap_or_else(|| panic!("the turn was recognised: {events:?}"));
+    let text = heard["text"].as_str().unwrap_or("").to_lowercase();
+    assert!(text.contains("americans"), "{heard}");
+    // Waiting in line, the turn would have been heard after all six.
+    assert!(
+        done_before <= 2,
+        "the caller's turn waited for {done_before} file transcriptions"
+    );
+    while let Some(status) = batch.join_next().await {
+        assert_eq!(status.unwrap(), 200, "every file transcription finished");
+    }
+}

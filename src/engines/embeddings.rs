@@ -24,7 +24,7 @@ use switchboard_actors::engine::{EngineError, EngineFuture};
 use tokenizers::{Tokenizer, TruncationParams};
 
 use super::llm::ModelStatus;
-use super::pool::WorkerPool;
+use super::pool::{Lane, WorkerPool};
 
 /// The model folder of the default embedder, relative to the models directory.
 pub const MINILM_DIR: &str = "all-minilm-l6-v2";
@@ -67,11 +67,12 @@ struct Loaded {
 #[derive(Clone)]
 pub struct MiniLmEmbedder {
     shared: Arc<Shared>,
+    /// The pool lane this handle's embeddings wait in.
+    pool: WorkerPool,
 }
 
 struct Shared {
     dir: PathBuf,
-    pool: WorkerPool,
     tokenizer: OnceLock<Result<Arc<Tokenizer>, EngineError>>,
     model: Mutex<Option<Result<Arc<Loaded>, EngineError>>>,
     loading: Mutex<()>,
@@ -87,9 +88,9 @@ impl MiniLmEmbedder {
     /// or [`MiniLmEmbedder::preload`].
     pub fn new(dir: impl Into<PathBuf>, pool: WorkerPool) -> Self {
         Self {
+            pool,
             shared: Arc::new(Shared {
                 dir: dir.into(),
-                pool,
                 tokenizer: OnceLock::new(),
                 model: Mutex::new(None),
                 loading: Mutex::new(()),
@@ -117,10 +118,15 @@ impl MiniLmEmbedder {
     /// Loads the model now (on the pool) instead of on first use.
     pub async fn preload(&self) -> Result<(), EngineError> {
         let shared = Arc::clone(&self.shared);
-        self.shared
-            .pool
-            .run(move || shared.load().map(|_| ()))
-            .await
+        self.pool.run(move || shared.load().map(|_| ())).await
+    }
+
+    /// The same model, its embeddings waiting in `lane` of the worker pool.
+    pub fn on_lane(&self, lane: Lane) -> Self {
+        Self {
+            shared: Arc::clone(&self.shared),
+            pool: self.pool.lane(lane),
+        }
     }
 
     /// Embeds on the calling thread. Blocking: for the pool, benchmarks and tools.
@@ -257,6 +263,7 @@ fn embed_batches(loaded: &Loaded, texts: &[String]) -> Result<Vec<Vec<f32>>, Eng
 impl Embedder for MiniLmEmbedder {
     fn embed(&self, texts: Vec<String>) -> EngineFuture<Vec<Vec<f32>>> {
         let shared = Arc::clone(&self.shared);
+        let pool = self.pool.clone();
         Box::pin(async move {
             if texts.is_empty() {
                 return Ok(Vec::new());
@@ -265,13 +272,11 @@ impl Embedder for MiniLmEmbedder {
                 return Err(shared.missing(&path));
             }
             let worker = Arc::clone(&shared);
-            shared
-                .pool
-                .run(move || {
-                    let loaded = worker.load()?;
-                    embed_batches(&loaded, &texts)
-                })
-                .await
+            pool.run(move || {
+                let loaded = worker.load()?;
+                embed_batches(&loaded, &texts)
+            })
+            .await
         })
     }
 

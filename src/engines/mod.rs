@@ -17,6 +17,7 @@ use switchboard_actors::engine::{LanguageModel, SpeechToText, TextToSpeech};
 use crate::config::Config;
 use embeddings::{Embedder, MiniLmEmbedder};
 use llm::LocalLlm;
+use pool::Lane;
 use tts::TtsEngine;
 use whisper::WhisperEngine;
 
@@ -28,10 +29,22 @@ pub struct Engines {
     pub tts: Arc<dyn TextToSpeech>,
     pub llm: Arc<dyn LanguageModel>,
     pub embedder: Arc<dyn Embedder>,
+    /// The same engines for live conversations.
+    pub live: LiveEngines,
     whisper: WhisperEngine,
     voices: TtsEngine,
     local_llm: LocalLlm,
     minilm: MiniLmEmbedder,
+}
+
+/// The embedded engines as a live conversation uses them: the same models, their jobs
+/// waiting in the worker pool's live lane, ahead of HTTP requests and batch work.
+#[derive(Clone)]
+pub struct LiveEngines {
+    pub stt: Arc<dyn SpeechToText>,
+    pub tts: Arc<dyn TextToSpeech>,
+    pub llm: Arc<dyn LanguageModel>,
+    pub embedder: Arc<dyn Embedder>,
 }
 
 impl Engines {
@@ -39,13 +52,21 @@ impl Engines {
     /// model loads now (failures are logged and reported by `/health`), otherwise each loads
     /// on first use.
     pub fn start(config: &Config) -> Engines {
+        // This handle submits batch jobs; `live` submits to the live lane.
         let pool = pool::WorkerPool::new(config.engines.worker_threads(), config.engines.queue);
         let models = &config.server.models_dir;
         let whisper = WhisperEngine::new(models, pool.clone());
         let voices = TtsEngine::new(models, pool.clone());
         let local_llm = LocalLlm::from_models_dir(models, pool.clone());
         let minilm = MiniLmEmbedder::from_models_dir(models, pool.clone());
+        let live = LiveEngines {
+            stt: Arc::new(whisper.on_lane(Lane::Live)),
+            tts: Arc::new(voices.on_lane(Lane::Live)),
+            llm: Arc::new(local_llm.on_lane(Lane::Live)),
+            embedder: Arc::new(minilm.on_lane(Lane::Live)),
+        };
         let engines = Engines {
+            live,
             stt: Arc::new(whisper.clone()),
             tts: Arc::new(voices.clone()),
             llm: Arc::new(local_llm.clone()),

@@ -1,28 +1,47 @@
 //! The bounded worker pool every CPU-heavy inference runs on (Whisper, the local LLM,
 //! embeddings, the neural voice), off the actix arbiters and the tokio runtime.
 //!
-//! A fixed number of OS threads take jobs from a bounded queue. Submitting to a full queue
-//! fails at once with `Overloaded` (the client sees 503) instead of stalling the caller: an
-//! audio loop never waits for a worker to free up.
+//! A fixed number of OS threads take jobs from two bounded queues, one per [`Lane`]: a live
+//! conversation's turn is taken before any waiting batch job (a file transcription, an ingest's
+//! embeddings), and each lane has its own limit, so batch work can neither delay a caller's
+//! turn behind it nor fill the queue under it. Submitting to a full lane fails at once with
+//! `Overloaded` (the client sees 503, a session its apology line) instead of stalling the
+//! caller: an audio loop never waits for a worker to free up.
+//!
+//! A job that is already running is not interrupted: a live job still waits for a worker to
+//! finish the job it has.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
 
-use crossbeam_channel::{Sender, TrySendError};
+use crossbeam_channel::{select_biased, Receiver, Sender, TrySendError};
 use switchboard_actors::engine::{EngineError, EngineErrorKind};
 use tokio::sync::oneshot;
 
 type Job = Box<dyn FnOnce() + Send + 'static>;
 
-/// Cheap to clone; all clones share the threads and the queue.
+/// Which queue a job waits in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lane {
+    /// A live conversation's turn: recognising the caller, the reply, its speech, the
+    /// knowledge it looks up. Taken before every waiting batch job.
+    Live,
+    /// Everything else: HTTP requests, transcription jobs, ingest.
+    Batch,
+}
+
+/// Cheap to clone; all clones share the threads and the queues. A handle submits to one
+/// lane ([`WorkerPool::lane`]); a new pool's handle submits batch jobs.
 #[derive(Clone)]
 pub struct WorkerPool {
     inner: Arc<Inner>,
+    lane: Lane,
 }
 
 struct Inner {
-    jobs: Sender<Job>,
+    live: Sender<Job>,
+    batch: Sender<Job>,
     threads: usize,
     queue_limit: usize,
     busy: AtomicUsize,
@@ -34,28 +53,36 @@ struct Inner {
 pub struct PoolStats {
     pub threads: usize,
     pub busy: usize,
+    /// Jobs waiting in both lanes.
     pub queued: usize,
+    /// Of those, live conversations' jobs.
+    pub queued_live: usize,
+    /// The limit of each lane.
     pub queue_limit: usize,
 }
 
 impl WorkerPool {
-    /// Starts `threads` workers (at least one) over a queue of at most `queue_limit` waiting jobs.
+    /// Starts `threads` workers (at least one) over two lanes of at most `queue_limit`
+    /// waiting jobs each.
     pub fn new(threads: usize, queue_limit: usize) -> Self {
         let threads = threads.max(1);
-        let (jobs, receiver) = crossbeam_channel::bounded::<Job>(queue_limit.max(1));
+        let queue_limit = queue_limit.max(1);
+        let (live, live_jobs) = crossbeam_channel::bounded::<Job>(queue_limit);
+        let (batch, batch_jobs) = crossbeam_channel::bounded::<Job>(queue_limit);
         let inner = Arc::new(Inner {
-            jobs,
+            live,
+            batch,
             threads,
-            queue_limit: queue_limit.max(1),
+            queue_limit,
             busy: AtomicUsize::new(0),
         });
         for index in 0..threads {
-            let receiver = receiver.clone();
+            let (live_jobs, batch_jobs) = (live_jobs.clone(), batch_jobs.clone());
             let weak = Arc::downgrade(&inner);
             thread::Builder::new()
                 .name(format!("engine-worker-{index}"))
                 .spawn(move || {
-                    while let Ok(job) = receiver.recv() {
+                    while let Some(job) = next_job(&live_jobs, &batch_jobs) {
                         let counter = weak.upgrade();
                         if let Some(inner) = &counter {
                             inner.busy.fetch_add(1, Ordering::Relaxed);
@@ -72,11 +99,23 @@ impl WorkerPool {
                 })
                 .expect("spawning an engine worker thread");
         }
-        Self { inner }
+        Self {
+            inner,
+            lane: Lane::Batch,
+        }
     }
 
-    /// Queues a job and returns a receiver for its result, or `Overloaded` when the queue is
-    /// full. If the job panics, the receiver reports a closed channel.
+    /// A handle on the same workers that submits to `lane`.
+    pub fn lane(&self, lane: Lane) -> WorkerPool {
+        WorkerPool {
+            inner: Arc::clone(&self.inner),
+            lane,
+        }
+    }
+
+    /// Queues a job in this handle's lane and returns a receiver for its result, or
+    /// `Overloaded` when the lane is full. If the job panics, the receiver reports a closed
+    /// channel.
     pub fn submit<T, F>(&self, job: F) -> Result<oneshot::Receiver<T>, EngineError>
     where
         T: Send + 'static,
@@ -86,13 +125,21 @@ impl WorkerPool {
         let boxed: Job = Box::new(move || {
             let _ = tx.send(job());
         });
-        match self.inner.jobs.try_send(boxed) {
+        let lane = match self.lane {
+            Lane::Live => &self.inner.live,
+            Lane::Batch => &self.inner.batch,
+        };
+        match lane.try_send(boxed) {
             Ok(()) => Ok(rx),
             Err(TrySendError::Full(_)) => Err(EngineError::new(
                 EngineErrorKind::Overloaded,
                 format!(
-                    "the inference queue is full ({} jobs waiting); retry shortly",
-                    self.inner.queue_limit
+                    "the inference queue is full ({} {} jobs waiting); retry shortly",
+                    self.inner.queue_limit,
+                    match self.lane {
+                        Lane::Live => "live",
+                        Lane::Batch => "batch",
+                    }
                 ),
             )),
             Err(TrySendError::Disconnected(_)) => Err(EngineError::unavailable(
@@ -116,9 +163,21 @@ impl WorkerPool {
         PoolStats {
             threads: self.inner.threads,
             busy: self.inner.busy.load(Ordering::Relaxed),
-            queued: self.inner.jobs.len(),
+            queued: self.inner.live.len() + self.inner.batch.len(),
+            queued_live: self.inner.live.len(),
             queue_limit: self.inner.queue_limit,
         }
+    }
+}
+
+/// The next job for a worker: a waiting live job if there is one, else whichever lane has a
+/// job first. `None` once the pool is gone and both lanes are empty.
+fn next_job(live: &Receiver<Job>, batch: &Receiver<Job>) -> Option<Job> {
+    // Both senders live in the pool's `Inner`, so a lane that reports itself closed means the
+    // pool is gone: what is left in the other lane still runs.
+    select_biased! {
+        recv(live) -> job => job.or_else(|_| batch.recv()).ok(),
+        recv(batch) -> job => job.or_else(|_| live.recv()).ok(),
     }
 }
 
@@ -154,6 +213,102 @@ mod tests {
         assert_eq!(pool.stats().queued, 1);
         release_tx.send(()).unwrap();
         first.await.unwrap();
+    }
+
+    /// Occupies the pool's only worker until the returned sender is dropped or sent to.
+    fn occupy(pool: &WorkerPool) -> (mpsc::Sender<()>, oneshot::Receiver<()>) {
+        let (release_tx, release_rx) = mpsc::channel::<()>();
+        let (started_tx, started_rx) = mpsc::channel::<()>();
+        let running = pool
+            .submit(move || {
+                started_tx.send(()).unwrap();
+                let _ = release_rx.recv();
+            })
+            .unwrap();
+        started_rx.recv_timeout(Duration::from_secs(5)).unwrap();
+        (release_tx, running)
+    }
+
+    #[tokio::test]
+    async fn live_jobs_are_taken_before_batch_jobs_that_waited_longer() {
+        let pool = WorkerPool::new(1, 8);
+        let live = pool.lane(Lane::Live);
+        let (release, running) = occupy(&pool);
+        let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = |name: &'static str| {
+            let order = order.clone();
+            move || order.lock().unwrap().push(name)
+        };
+        let mut done = vec![
+            pool.submit(log("batch 1")).unwrap(),
+            pool.submit(log("batch 2")).unwrap(),
+            live.submit(log("live 1")).unwrap(),
+            pool.submit(log("batch 3")).unwrap(),
+            live.submit(log("live 2")).unwrap(),
+        ];
+        assert_eq!(
+            pool.stats(),
+            PoolStats {
+                threads: 1,
+                busy: 1,
+                queued: 5,
+                queued_live: 2,
+                queue_limit: 8
+            }
+        );
+        release.send(()).unwrap();
+        running.await.unwrap();
+        for job in done.drain(..) {
+            job.await.unwrap();
+        }
+        assert_eq!(
+            *order.lock().unwrap(),
+            ["live 1", "live 2", "batch 1", "batch 2", "batch 3"]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_full_batch_lane_leaves_room_for_live_jobs() {
+        let pool = WorkerPool::new(1, 2);
+        let live = pool.lane(Lane::Live);
+        let (release, running) = occupy(&pool);
+        let _batch = [pool.submit(|| ()).unwrap(), pool.submit(|| ()).unwrap()];
+        assert_eq!(
+            pool.submit(|| ()).unwrap_err().kind,
+            EngineErrorKind::Overloaded
+        );
+        let answer = live.submit(|| 42).unwrap();
+        let _second = live.submit(|| 0).unwrap();
+        // The live lane has a limit of its own.
+        assert_eq!(
+            live.submit(|| 0).unwrap_err().kind,
+            EngineErrorKind::Overloaded
+        );
+        drop(release);
+        running.await.unwrap();
+        assert_eq!(answer.await.unwrap(), 42);
+    }
+
+    #[test]
+    fn jobs_still_queued_when_the_pool_is_dropped_run() {
+        let pool = WorkerPool::new(1, 4);
+        let (release, running) = occupy(&pool);
+        let (ran_tx, ran_rx) = mpsc::channel::<&str>();
+        let (batch_ran, live_ran) = (ran_tx.clone(), ran_tx);
+        let _batch = pool
+            .submit(move || batch_ran.send("batch").unwrap())
+            .unwrap();
+        let _live = pool
+            .lane(Lane::Live)
+            .submit(move || live_ran.send("live").unwrap())
+            .unwrap();
+        drop(pool);
+        drop(running);
+        release.send(()).unwrap();
+        let ran: Vec<_> = (0..2)
+            .map(|_| ran_rx.recv_timeout(Duration::from_secs(5)).unwrap())
+            .collect();
+        assert_eq!(ran, ["live", "batch"]);
     }
 
     #[tokio::test]

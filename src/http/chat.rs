@@ -19,6 +19,7 @@ use crate::conversation::prompt::system_prompt;
 use crate::conversation::retrieval;
 use crate::conversation::tools::{http_tools, AgentTools};
 use crate::conversation::turn::{run_turn, ToolCallRecord, TurnSettings};
+use crate::engines::pool::Lane;
 use crate::error::{ApiError, ErrorBody};
 use crate::knowledge::search::KnowledgeHit;
 use crate::registry::agents::GetAgent;
@@ -121,6 +122,7 @@ async fn chat(
         Caller {
             developer_id: &developer_id,
             headers: Some(http.headers()),
+            lane: Lane::Batch,
         },
     )
     .await?;

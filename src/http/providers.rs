@@ -10,6 +10,7 @@ use actix_web::HttpResponseBuilder;
 use switchboard_actors::engine::{LanguageModel, SpeechToText, TextToSpeech};
 
 use super::AppState;
+use crate::engines::pool::Lane;
 use crate::error::ApiError;
 use crate::store::agents::AgentRow;
 use crate::store::stored_json;
@@ -71,11 +72,13 @@ impl<E: ?Sized> Chosen<E> {
     }
 }
 
-/// Who the engine is for: the developer and, for HTTP requests, the request's headers.
+/// Who the engine is for: the developer, for HTTP requests the request's headers, and which
+/// lane of the worker pool an embedded engine's jobs wait in (a live conversation's go first).
 #[derive(Clone, Copy)]
 pub struct Caller<'a> {
     pub developer_id: &'a str,
     pub headers: Option<&'a HeaderMap>,
+    pub lane: Lane,
 }
 
 impl<'a> Caller<'a> {
@@ -94,7 +97,10 @@ pub async fn tts(
     caller: Caller<'_>,
 ) -> Result<Chosen<dyn TextToSpeech>, ApiError> {
     if check(param, provider, Kind::Tts)? {
-        return Ok(embedded(state.engines.tts.clone()));
+        return Ok(embedded(match caller.lane {
+            Lane::Live => state.engines.live.tts.clone(),
+            Lane::Batch => state.engines.tts.clone(),
+        }));
     }
     let (endpoint, key_source) = vendor_endpoint(state, Kind::Tts, provider, caller).await?;
     let engine = vendors::tts_adapter(endpoint).ok_or_else(|| no_adapter(provider, Kind::Tts))?;
@@ -108,7 +114,10 @@ pub async fn stt(
     caller: Caller<'_>,
 ) -> Result<Chosen<dyn SpeechToText>, ApiError> {
     if check(param, provider, Kind::Stt)? {
-        return Ok(embedded(state.engines.stt.clone()));
+        return Ok(embedded(match caller.lane {
+            Lane::Live => state.engines.live.stt.clone(),
+            Lane::Batch => state.engines.stt.clone(),
+        }));
     }
     let (endpoint, key_source) = vendor_endpoint(state, Kind::Stt, provider, caller).await?;
     let engine = vendors::stt_adapter(endpoint).ok_or_else(|| no_adapter(provider, Kind::Stt))?;
@@ -122,7 +131,10 @@ pub async fn llm(
     caller: Caller<'_>,
 ) -> Result<Chosen<dyn LanguageModel>, ApiError> {
     if check(param, provider, Kind::Llm)? {
-        return Ok(embedded(state.engines.llm.clone()));
+        return Ok(embedded(match caller.lane {
+            Lane::Live => state.engines.live.llm.clone(),
+            Lane::Batch => state.engines.llm.clone(),
+        }));
     }
     let (endpoint, key_source) = vendor_endpoint(state, Kind::Llm, provider, caller).await?;
     let engine = vendors::llm_adapter(endpoint).ok_or_else(|| no_adapter(provider, Kind::Llm))?;

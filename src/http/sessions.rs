@@ -23,6 +23,7 @@ use crate::conversation::prompt::{substitute, system_prompt};
 use crate::conversation::retrieval::CollectionKnowledge;
 use crate::conversation::tools::{http_tools, AgentTools};
 use crate::conversation::turn_taking;
+use crate::engines::pool::Lane;
 use crate::error::{ApiError, ErrorBody};
 use crate::observability::recorder::SessionRecorder;
 use crate::observability::served;
@@ -454,7 +455,7 @@ impl SessionFactory for AppSessionFactory {
                 TurnPreferences::default()
             });
             let tools = AgentTools::new(
-                state.engines.embedder.clone(),
+                state.engines.live.embedder.clone(),
                 state.knowledge.clone(),
                 state.fetcher.clone(),
                 agent.collection_id.clone(),
@@ -490,9 +491,11 @@ impl SessionFactory for AppSessionFactory {
                 turn,
             };
             // A call has no request headers: the developer's stored key, else the platform's.
+            // Its embedded engines' jobs wait in the pool's live lane, ahead of batch work.
             let caller = Caller {
                 developer_id: &claims.dev,
                 headers: None,
+                lane: Lane::Live,
             };
             let stt = providers::agent_stt(&state, &agent, caller)
                 .await
@@ -520,7 +523,7 @@ impl SessionFactory for AppSessionFactory {
                 tools: Arc::new(tools),
                 knowledge: agent.collection_id.clone().map(|collection_id| {
                     Arc::new(CollectionKnowledge {
-                        embedder: state.engines.embedder.clone(),
+                        embedder: state.engines.live.embedder.clone(),
                         knowledge: state.knowledge.clone(),
                         collection_id,
                     }) as Arc<dyn KnowledgeRetriever>

@@ -12,6 +12,7 @@ use super::providers::{self, Caller};
 use super::validate;
 use super::AppState;
 use crate::billing::{meter, Usage};
+use crate::engines::pool::Lane;
 use crate::error::{ApiError, ErrorBody};
 use crate::media::OutputFormat;
 use crate::registry::agents::GetAgent;
@@ -90,6 +91,7 @@ async fn synthesize(
         Caller {
             developer_id: developer.id(),
             headers: Some(http.headers()),
+            lane: Lane::Batch,
         },
     )
     .await?;
@@ -194,6 +196,7 @@ async fn speak(
         Caller {
             developer_id: developer.id(),
             headers: Some(http.headers()),
+            lane: Lane::Batch,
         },
     )
     .await?;

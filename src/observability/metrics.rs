@@ -53,6 +53,7 @@ pub struct Metrics {
     /// `tool_calls`, `event`; a session's end is never dropped).
     pub session_record_writes_dropped: IntCounterVec,
     queue_depth: IntGauge,
+    live_queue_depth: IntGauge,
     queue_limit: IntGauge,
     workers_busy: IntGauge,
     workers: IntGauge,
@@ -151,9 +152,13 @@ impl Metrics {
                 "switchboard_engine_queue_depth",
                 "Inference jobs waiting for a worker of the embedded engines' pool.",
             ),
+            live_queue_depth: gauge(
+                "switchboard_engine_live_queue_depth",
+                "Of the inference jobs waiting, live conversations' turns (taken before batch jobs).",
+            ),
             queue_limit: gauge(
                 "switchboard_engine_queue_limit",
-                "Inference jobs that may wait before new ones are refused.",
+                "Inference jobs that may wait in each lane (live, batch) before new ones are refused.",
             ),
             workers_busy: gauge(
                 "switchboard_engine_workers_busy",
@@ -191,6 +196,7 @@ impl Metrics {
             Box::new(metrics.session_record_writes_pending.clone()),
             Box::new(metrics.session_record_writes_dropped.clone()),
             Box::new(metrics.queue_depth.clone()),
+            Box::new(metrics.live_queue_depth.clone()),
             Box::new(metrics.queue_limit.clone()),
             Box::new(metrics.workers_busy.clone()),
             Box::new(metrics.workers.clone()),
@@ -225,6 +231,7 @@ impl Metrics {
         catch_up(&self.frames_sent, sent);
         catch_up(&self.frames_sent_late, late);
         self.queue_depth.set(pool.queued as i64);
+        self.live_queue_depth.set(pool.queued_live as i64);
         self.queue_limit.set(pool.queue_limit as i64);
         self.workers_busy.set(pool.busy as i64);
         self.workers.set(pool.threads as i64);
@@ -267,9 +274,14 @@ mod tests {
             threads: 2,
             busy: 1,
             queued: 3,
+            queued_live: 1,
             queue_limit: 64,
         });
         assert!(text.contains("switchboard_engine_queue_depth 3"), "{text}");
+        assert!(
+            text.contains("switchboard_engine_live_queue_depth 1"),
+            "{text}"
+        );
         assert!(text.contains("switchboard_engine_workers_busy 1"));
         assert!(text.contains("switchboard_session_actors_live "), "{text}");
         assert!(

@@ -30,7 +30,7 @@ use super::template::ChatTemplate;
 use super::tokenizer::{LlmTokenizer, Utf8Stream};
 use super::tools::{Parsed, ToolCallParser};
 use super::ModelStatus;
-use crate::engines::pool::WorkerPool;
+use crate::engines::pool::{Lane, WorkerPool};
 
 /// The GGUF file of the default model, relative to the models directory.
 pub const MODEL_FILE: &str = "smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf";
@@ -100,7 +100,6 @@ enum LoadState {
 
 struct Shared {
     path: PathBuf,
-    pool: WorkerPool,
     options: LlmOptions,
     state: Mutex<LoadState>,
     /// Serialises loading so that concurrent first requests load the model once.
@@ -116,6 +115,8 @@ struct Shared {
 #[derive(Clone)]
 pub struct LocalLlm {
     shared: Arc<Shared>,
+    /// The pool lane this handle's requests wait in.
+    pool: WorkerPool,
 }
 
 fn missing(path: &Path) -> EngineError {
@@ -131,9 +132,9 @@ impl LocalLlm {
     pub fn new(path: impl Into<PathBuf>, pool: WorkerPool, options: LlmOptions) -> Self {
         let cache = PromptCache::new(options.prompt_cache_entries);
         Self {
+            pool,
             shared: Arc::new(Shared {
                 path: path.into(),
-                pool,
                 options,
                 state: Mutex::new(LoadState::NotLoaded),
                 loading: Mutex::new(()),
@@ -175,10 +176,15 @@ impl LocalLlm {
     /// Loads the model now (on the pool) instead of on the first request.
     pub async fn preload(&self) -> Result<(), EngineError> {
         let shared = Arc::clone(&self.shared);
-        self.shared
-            .pool
-            .run(move || shared.load().map(|_| ()))
-            .await
+        self.pool.run(move || shared.load().map(|_| ())).await
+    }
+
+    /// The same model, its requests waiting in `lane` of the worker pool.
+    pub fn on_lane(&self, lane: Lane) -> Self {
+        Self {
+            shared: Arc::clone(&self.shared),
+            pool: self.pool.lane(lane),
+        }
     }
 
     /// Totals since the engine was made.
@@ -298,7 +304,7 @@ impl LanguageModel for LocalLlm {
         }
         let (tx, rx) = mpsc::channel(STREAM_BUFFER);
         let shared = Arc::clone(&self.shared);
-        self.shared.pool.submit(move || {
+        self.pool.submit(move || {
             if let Err(err) = generate(&shared, request, &tx) {
                 let _ = tx.blocking_send(Err(err));
             }

@@ -26,7 +26,7 @@ use super::piper::{PiperVoice, SPEED_RANGE};
 use super::pitch::{shift_pitch, PITCH_RANGE};
 use super::runtime;
 use super::text::{self, Segment};
-use crate::engines::pool::WorkerPool;
+use crate::engines::pool::{Lane, WorkerPool};
 
 /// Tuning of the engine.
 #[derive(Debug, Clone, PartialEq)]
@@ -114,12 +114,13 @@ pub struct TtsStatus {
 #[derive(Clone)]
 pub struct TtsEngine {
     inner: Arc<Inner>,
+    /// The pool lane this handle's synthesis waits in.
+    pool: WorkerPool,
 }
 
 struct Inner {
     models_dir: PathBuf,
     catalog: Catalog,
-    pool: WorkerPool,
     options: TtsOptions,
     /// One slot per neural voice id; the slot's lock is held while the voice loads.
     loaded: Mutex<HashMap<String, VoiceSlot>>,
@@ -153,14 +154,22 @@ impl TtsEngine {
     ) -> Self {
         let models_dir = models_dir.into();
         Self {
+            pool,
             inner: Arc::new(Inner {
                 catalog: Catalog::new(&models_dir),
                 models_dir,
-                pool,
                 options,
                 loaded: Mutex::new(HashMap::new()),
                 failures: Mutex::new(HashMap::new()),
             }),
+        }
+    }
+
+    /// The same voices, their synthesis waiting in `lane` of the worker pool.
+    pub fn on_lane(&self, lane: Lane) -> Self {
+        Self {
+            inner: Arc::clone(&self.inner),
+            pool: self.pool.lane(lane),
         }
     }
 
@@ -343,7 +352,7 @@ impl TtsEngine {
         let (tx, rx) = mpsc::channel(segments.len());
         let inner = Arc::clone(&self.inner);
         let requested = voice.requested.clone();
-        self.inner.pool.submit(move || {
+        self.pool.submit(move || {
             inner.run(&requested, plan, segments, speed, pitch, &tx);
         })?;
         Ok(Synthesis { voice, stream: rx })

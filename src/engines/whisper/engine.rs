@@ -24,7 +24,7 @@ use super::mel::{MelFrontEnd, HOP_LENGTH, N_FRAMES};
 use super::model::WhisperModel;
 use super::timestamps::{align_words, split_segments, RawSegment};
 use super::vocab::{Vocab, LANGUAGES};
-use crate::engines::pool::WorkerPool;
+use crate::engines::pool::{Lane, WorkerPool};
 
 /// The English-only model directory.
 pub const ENGLISH_MODEL: &str = "whisper-tiny.en";
@@ -105,6 +105,14 @@ impl WhisperEngine {
                 multilingual: slot(MULTILINGUAL_MODEL),
             }),
             pool,
+        }
+    }
+
+    /// The same models, their recognition waiting in `lane` of the worker pool.
+    pub fn on_lane(&self, lane: Lane) -> Self {
+        Self {
+            inner: Arc::clone(&self.inner),
+            pool: self.pool.lane(lane),
         }
     }
 
