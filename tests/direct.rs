@@ -111,6 +111,30 @@ async fn a_browser_session_with_a_token_greets_and_answers_typed_text() {
     .await;
     assert_eq!(events.last().unwrap()["code"], "unknown_message");
 
+    // A typed turn over 10,000 characters, JSON that is not an object and a mark without a
+    // name are each refused with their reason, and none of them starts a turn.
+    let too_long = json!({"type": "text", "text": "word ".repeat(2_001)}).to_string();
+    for bad in [too_long.as_str(), "[\"text\"]", r#"{"type": "mark"}"#] {
+        socket.send(Message::text(bad)).await.unwrap();
+    }
+    // Three seconds, for an answer that should not come.
+    let (events, audio) = read_until(&mut socket, Duration::from_secs(3), |_| false).await;
+    assert_eq!(audio, 0, "nothing was answered: {events:?}");
+    assert!(
+        events
+            .iter()
+            .all(|e| e["type"] == "error" && e["code"] == "bad_message"),
+        "{events:?}"
+    );
+    let refusals: Vec<&str> = events
+        .iter()
+        .filter_map(|e| e["message"].as_str())
+        .collect();
+    assert_eq!(refusals.len(), 3, "{events:?}");
+    assert!(refusals[0].contains("at most 10000"), "{refusals:?}");
+    assert_eq!(refusals[1], "messages must be JSON objects");
+    assert!(refusals[2].contains("`name`"), "{refusals:?}");
+
     socket
         .send(Message::text(json!({"type": "end"}).to_string()))
         .await

@@ -484,7 +484,6 @@ async fn pump(
                                 Ok(ClientMessage::Interrupt) => session.do_send(Interrupt),
                                 Ok(ClientMessage::Mark(name)) => session.do_send(PlaybackMark { name }),
                                 Ok(ClientMessage::End) => session.do_send(Hangup),
-                                Ok(ClientMessage::Ignored) => {}
                                 Err(e) => {
                                     let error = json!({"type": "error", "code": e.code(), "message": e.to_string()});
                                     gone = writer.text(error.to_string()).await.is_err();

@@ -4,35 +4,37 @@
 use serde_json::{json, Value};
 use switchboard_actors::session::SessionEvent;
 
-/// Longest text message passed on to the session, in characters; the rest is dropped.
+/// Longest typed turn, in characters: the limit of a chat message.
 const MAX_TEXT_CHARS: usize = 10_000;
 
 /// One JSON text message from the client, as the socket acts on it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ClientMessage {
-    /// `{"type": "text"}`: the text, cut to [`MAX_TEXT_CHARS`] characters.
+    /// `{"type": "text"}`: a typed turn of 1 to [`MAX_TEXT_CHARS`] characters.
     Text(String),
     Interrupt,
     Mark(String),
     End,
-    /// A known type missing what it needs (a blank text, a mark without a name).
-    Ignored,
 }
 
-/// Why a client message was refused; the client is told with an `error` event.
+/// Why a client message was refused; the client is told with an `error` event and the
+/// session goes on as if the message had not been sent.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ClientMessageError {
     #[error("messages must be JSON objects")]
     NotJson,
     #[error("unknown message type '{0}'")]
     UnknownType(String),
+    /// A known type without what it needs, or with too much of it.
+    #[error("{0}")]
+    Invalid(String),
 }
 
 impl ClientMessageError {
     /// The `code` of the `error` event sent back.
     pub fn code(&self) -> &'static str {
         match self {
-            ClientMessageError::NotJson => "bad_message",
+            ClientMessageError::NotJson | ClientMessageError::Invalid(_) => "bad_message",
             ClientMessageError::UnknownType(_) => "unknown_message",
         }
     }
@@ -42,15 +44,28 @@ impl ClientMessageError {
 /// socket runs on every text frame.
 pub fn parse_client_message(text: &str) -> Result<ClientMessage, ClientMessageError> {
     let message: Value = serde_json::from_str(text).map_err(|_| ClientMessageError::NotJson)?;
+    if !message.is_object() {
+        return Err(ClientMessageError::NotJson);
+    }
+    let invalid = |why: &str| ClientMessageError::Invalid(why.to_string());
     let parsed = match message["type"].as_str().unwrap_or("") {
-        "text" => match message["text"].as_str().filter(|t| !t.trim().is_empty()) {
-            Some(text) => ClientMessage::Text(text.chars().take(MAX_TEXT_CHARS).collect()),
-            None => ClientMessage::Ignored,
-        },
+        "text" => {
+            let text = message["text"]
+                .as_str()
+                .filter(|t| !t.trim().is_empty())
+                .ok_or_else(|| invalid("a text message needs a non-blank string `text`"))?;
+            let chars = text.chars().count();
+            if chars > MAX_TEXT_CHARS {
+                return Err(ClientMessageError::Invalid(format!(
+                    "`text` is {chars} characters; at most {MAX_TEXT_CHARS}"
+                )));
+            }
+            ClientMessage::Text(text.to_string())
+        }
         "interrupt" => ClientMessage::Interrupt,
         "mark" => match message["name"].as_str() {
             Some(name) => ClientMessage::Mark(name.to_string()),
-            None => ClientMessage::Ignored,
+            None => return Err(invalid("a mark needs a string `name`")),
         },
         "end" => ClientMessage::End,
         other => return Err(ClientMessageError::UnknownType(other.to_string())),
@@ -141,15 +156,11 @@ mod tests {
             parse_client_message(r#"{"type": "end"}"#),
             Ok(ClientMessage::End)
         );
-        assert_eq!(
-            parse_client_message(r#"{"type": "text", "text": "  "}"#),
-            Ok(ClientMessage::Ignored)
-        );
-        let long = format!(r#"{{"type": "text", "text": "{}"}}"#, "é".repeat(20_000));
-        let Ok(ClientMessage::Text(cut)) = parse_client_message(&long) else {
-            panic!("a long text is still a text message");
+        let longest = format!(r#"{{"type": "text", "text": "{}"}}"#, "é".repeat(10_000));
+        let Ok(ClientMessage::Text(kept)) = parse_client_message(&longest) else {
+            panic!("10,000 characters are a text message");
         };
-        assert_eq!(cut.chars().count(), MAX_TEXT_CHARS);
+        assert_eq!(kept.chars().count(), MAX_TEXT_CHARS);
     }
 
     #[test]
@@ -159,9 +170,36 @@ mod tests {
         let unknown = parse_client_message(r#"{"type": "dance"}"#).unwrap_err();
         assert_eq!(unknown.code(), "unknown_message");
         assert_eq!(unknown.to_string(), "unknown message type 'dance'");
+        for not_an_object in ["[]", "5", r#""text""#, "null"] {
+            assert_eq!(
+                parse_client_message(not_an_object),
+                Err(ClientMessageError::NotJson),
+                "{not_an_object}"
+            );
+        }
         assert_eq!(
-            parse_client_message("[]"),
+            parse_client_message(r#"{"text": "no type"}"#),
             Err(ClientMessageError::UnknownType(String::new()))
         );
+        let too_long = format!(r#"{{"type": "text", "text": "{}"}}"#, "é".repeat(10_001));
+        let refused = parse_client_message(&too_long).unwrap_err();
+        assert_eq!(refused.code(), "bad_message");
+        assert_eq!(
+            refused.to_string(),
+            "`text` is 10001 characters; at most 10000"
+        );
+        for (incomplete, why) in [
+            (
+                r#"{"type": "text", "text": "  "}"#,
+                "non-blank string `text`",
+            ),
+            (r#"{"type": "text"}"#, "non-blank string `text`"),
+            (r#"{"type": "text", "text": 7}"#, "non-blank string `text`"),
+            (r#"{"type": "mark"}"#, "string `name`"),
+        ] {
+            let refused = parse_client_message(incomplete).unwrap_err();
+            assert_eq!(refused.code(), "bad_message", "{incomplete}");
+            assert!(refused.to_string().contains(why), "{incomplete}: {refused}");
+        }
     }
 }
