@@ -4,12 +4,19 @@
 //! isolation between developers.
 
 mod common;
+#[path = "common/media_stream.rs"]
+mod media_stream;
 #[path = "common/twilio_mock.rs"]
 mod twilio_mock;
 
+use std::time::Duration;
+
 use common::*;
+use futures_util::StreamExt;
 use serde_json::{json, Value};
 use switchboard::telephony::signature;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::Message;
 use twilio_mock::{TwilioMock, ACCOUNT_SID, AUTH_TOKEN};
 
 async fn server_with_twilio(mock: &TwilioMock) -> Server {
@@ -540,4 +547,87 @@ async fn phone_numbers_route_inbound_calls_to_their_owners_agents() {
         markup.contains("<Say>") && markup.contains("<Hangup/>") && !markup.contains("<Stream"),
         "{markup}"
     );
+}
+
+/// Twilio fetching the connect callback of task `task_id` for call `call_sid` once the callee
+/// answers: answers the stream URL and the relay token of the markup.
+async fn answer_task(server: &Server, task_id: &str, call_sid: &str) -> (String, String) {
+    let path = format!("/v1/sessions/twilio/task/{task_id}/connect");
+    let answer = form(&[
+        ("CallSid", call_sid),
+        ("From", "+14155550199"),
+        ("To", "+14155550100"),
+        ("CallStatus", "in-progress"),
+    ]);
+    let response = twilio_post(server, &path, &answer, signed(server, &path, &answer)).await;
+    assert_eq!(response.status(), 200);
+    let markup = response.text().await.unwrap();
+    let attribute = |after: &str| {
+        markup
+            .split(after)
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .unwrap_or_else(|| panic!("{after} in {markup}"))
+            .to_string()
+    };
+    (
+        attribute("<Stream url=\""),
+        attribute("name=\"token\" value=\""),
+    )
+}
+
+#[tokio::test]
+async fn an_outbound_calls_stream_is_refused_once_the_key_that_placed_it_is_revoked() {
+    let mock = TwilioMock::start();
+    let server = server_with_twilio(&mock).await;
+    let key = server.key().to_string();
+    new_agent(&server, &key, "dialer").await;
+    let (status, campaign) = call(server.post("/v1/keys", &key, json!({"name": "campaign"}))).await;
+    assert_eq!(status, 201, "{campaign}");
+    let mut placed = Vec::new();
+    for placer in [campaign["key"].as_str().unwrap(), key.as_str()] {
+        let (status, task) = call(server.post(
+            "/v1/sessions/twilio/outbound",
+            placer,
+            json!({"agentId": "dialer", "to": "+14155550100", "from": "+14155550199"}),
+        ))
+        .await;
+        assert_eq!(status, 201, "{task}");
+        let id = |field: &str| task[field].as_str().unwrap().to_string();
+        placed.push((id("taskId"), id("callSid")));
+    }
+    // The campaign's key is revoked while its call rings.
+    let revoke = format!("/v1/keys/{}", campaign["id"].as_str().unwrap());
+    let (status, body) = call(server.delete(&revoke, &key)).await;
+    assert_eq!(status, 204, "{body}");
+
+    let (task_id, call_sid) = &placed[0];
+    let (url, token) = answer_task(&server, task_id, call_sid).await;
+    let mut refused = media_stream::open_stream(&url, &token, call_sid).await;
+    assert_eq!(close_code(&mut refused).await, Some(CloseCode::Policy));
+    let ended = ended_call(&server, &key, call_sid).await;
+    assert_eq!(ended["status"], "failed", "{ended}");
+    assert!(
+        ended["endReason"]
+            .as_str()
+            .is_some_and(|r| r.contains("revoked")),
+        "{ended}"
+    );
+
+    // The call placed with the developer's other key connects and is greeted.
+    let (task_id, call_sid) = &placed[1];
+    let (url, token) = answer_task(&server, task_id, call_sid).await;
+    let mut live = media_stream::open_stream(&url, &token, call_sid).await;
+    let greeted = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(Ok(message)) = live.next().await {
+            if let Message::Text(text) = message {
+                if text.contains(r#""event":"media""#) {
+                    return true;
+                }
+            }
+        }
+        false
+    })
+    .await;
+    assert_eq!(greeted, Ok(true), "{}", server.log());
 }

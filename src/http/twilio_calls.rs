@@ -211,6 +211,7 @@ async fn place_call(
             error: None,
             created_at: now,
             updated_at: now,
+            key_id: Some(developer.0.key_id.clone()),
         }))
         .await??;
     let base = format!(
@@ -428,7 +429,8 @@ async fn task_connect(
             to: Some(task.from_number.clone()),
             instance_id: instance,
             call_sid: call_sid.clone(),
-            key_id: None,
+            // The stream is refused if the key that placed the call was revoked since.
+            key_id: task.key_id.clone(),
         },
     )
     .await?;

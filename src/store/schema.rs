@@ -324,6 +324,7 @@ diesel::table! {
         error -> Nullable<Text>,
         created_at -> BigInt,
         updated_at -> BigInt,
+        key_id -> Nullable<Text>,
     }
 }
 

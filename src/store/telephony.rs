@@ -158,6 +158,8 @@ pub struct CallTaskRow {
     pub error: Option<String>,
     pub created_at: i64,
     pub updated_at: i64,
+    /// The API key that placed the call; its stream is refused once the key is revoked.
+    pub key_id: Option<String>,
 }
 
 /// What a task's progress changes.

@@ -1,0 +1,1 @@
+ALTER TABLE call_tasks DROP COLUMN key_id;
