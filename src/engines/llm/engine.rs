@@ -319,12 +319,21 @@ enum Ending {
     Cancelled,
 }
 
+/// Prompt tokens fed to the model at a time: between two pieces the request may be
+/// cancelled (a caller talking over the agent), so a long prompt frees its worker within one
+/// piece of the cancel instead of after the whole prompt.
+const PREFILL_CHUNK: usize = 128;
+
 /// One request, start to end, on a pool worker.
 fn generate(
     shared: &Shared,
     request: ChatRequest,
     tx: &mpsc::Sender<Result<LlmEvent, EngineError>>,
 ) -> Result<(), EngineError> {
+    // Cancelled while it waited for a worker: nothing to do.
+    if tx.is_closed() {
+        return Ok(());
+    }
     let loaded = shared.load()?;
     let Loaded {
         model,
@@ -346,14 +355,29 @@ fn generate(
     let mut kv = checked.kv;
     let reused = checked.tokens.len();
     let mut fed = checked.tokens;
-    fed.extend_from_slice(&prompt[reused..]);
     shared
         .prompt_reused
         .fetch_add(reused as u64, Ordering::Relaxed);
-    shared
-        .prompt_fed
-        .fetch_add((prompt.len() - reused) as u64, Ordering::Relaxed);
-    let mut logits = model.forward(&prompt[reused..], &mut kv)?;
+    // `checkout` keeps at least the prompt's last token to feed, so there are logits to
+    // sample from.
+    let mut logits = None;
+    for piece in prompt[reused..].chunks(PREFILL_CHUNK) {
+        if tx.is_closed() {
+            // The KV cache holds exactly `fed`: a later turn reuses what was fed.
+            shared.cache.checkin(fed, kv);
+            return Ok(());
+        }
+        logits = Some(model.forward(piece, &mut kv)?);
+        fed.extend_from_slice(piece);
+        shared
+            .prompt_fed
+            .fetch_add(piece.len() as u64, Ordering::Relaxed);
+    }
+    let Some(mut logits) = logits else {
+        return Err(EngineError::internal(
+            "the prompt cache left no token to feed",
+        ));
+    };
 
     let mut sampler = Sampler::new(SamplingParams {
         temperature: request.temperature,

@@ -206,6 +206,61 @@ async fn dropping_the_stream_stops_generation_and_frees_the_worker() {
 }
 
 #[tokio::test]
+async fn a_request_dropped_while_it_waits_for_a_worker_is_never_run() {
+    let pool = WorkerPool::new(1, 4);
+    let llm = engine(pool.clone());
+    llm.preload().await.unwrap();
+    let (release, held) = std::sync::mpsc::channel::<()>();
+    let busy = pool
+        .submit(move || {
+            let _ = held.recv();
+        })
+        .unwrap();
+    let rx = llm.stream(request(user("Say hello."), 20)).expect("queued");
+    drop(rx);
+    release.send(()).unwrap();
+    busy.await.unwrap();
+    pool.run(|| Ok(())).await.unwrap();
+    let counters = llm.counters();
+    assert_eq!(
+        (counters.requests, counters.prompt_tokens_fed),
+        (0, 0),
+        "{counters:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_long_prompt_stops_feeding_once_its_stream_is_dropped() {
+    let pool = WorkerPool::new(1, 4);
+    let llm = engine(pool.clone());
+    llm.preload().await.unwrap();
+    // About 4,000 prompt tokens: seconds of prefill on one thread.
+    let long = "The river runs past the old mill and under the stone bridge. ".repeat(300);
+    let prompt = llm
+        .prompt_tokens(&request(user(&long), 20))
+        .expect("renders");
+    let rx = llm.stream(request(user(&long), 20)).expect("queued");
+    let started = std::time::Instant::now();
+    while pool.stats().busy == 0 {
+        assert!(started.elapsed() < Duration::from_secs(5), "never started");
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    drop(rx);
+    tokio::time::timeout(Duration::from_secs(10), pool.run(|| Ok(())))
+        .await
+        .expect("the worker was freed")
+        .unwrap();
+    let counters = llm.counters();
+    assert!(
+        counters.prompt_tokens_fed < prompt.len() as u64 / 2,
+        "fed {} of {} prompt tokens after the cancel",
+        counters.prompt_tokens_fed,
+        prompt.len()
+    );
+    assert_eq!(counters.completion_tokens, 0, "{counters:?}");
+}
+
+#[tokio::test]
 async fn a_missing_model_is_unavailable_and_names_the_fetch_script() {
     let llm = LocalLlm::new(
         "/nonexistent/model.gguf",
