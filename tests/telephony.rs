@@ -15,7 +15,6 @@ use common::*;
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 use switchboard::telephony::signature;
-use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::Message;
 use twilio_mock::{TwilioMock, ACCOUNT_SID, AUTH_TOKEN};
 
@@ -603,16 +602,7 @@ async fn an_outbound_calls_stream_is_refused_once_the_key_that_placed_it_is_revo
 
     let (task_id, call_sid) = &placed[0];
     let (url, token) = answer_task(&server, task_id, call_sid).await;
-    let mut refused = media_stream::open_stream(&url, &token, call_sid).await;
-    assert_eq!(close_code(&mut refused).await, Some(CloseCode::Policy));
-    let ended = ended_call(&server, &key, call_sid).await;
-    assert_eq!(ended["status"], "failed", "{ended}");
-    assert!(
-        ended["endReason"]
-            .as_str()
-            .is_some_and(|r| r.contains("revoked")),
-        "{ended}"
-    );
+    media_stream::assert_refused_as_revoked(&server, &key, &url, &token, call_sid).await;
 
     // The call placed with the developer's other key connects and is greeted.
     let (task_id, call_sid) = &placed[1];

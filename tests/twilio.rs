@@ -305,16 +305,7 @@ async fn a_relay_token_is_refused_once_the_key_that_placed_the_call_is_revoked()
     .await;
     assert_eq!(status, 204, "{body}");
 
-    let mut socket = open_stream(&revoked.stream_url, &revoked.token, "CA21").await;
-    assert_eq!(close_code(&mut socket).await, Some(CloseCode::Policy));
-    let ended = ended_call(&server, &key, "CA21").await;
-    assert_eq!(ended["status"], "failed", "{ended}");
-    assert!(
-        ended["endReason"]
-            .as_str()
-            .is_some_and(|r| r.contains("revoked")),
-        "{ended}"
-    );
+    assert_refused_as_revoked(&server, &key, &revoked.stream_url, &revoked.token, "CA21").await;
     let (_, health) = call(server.get("/health", &key)).await;
     assert_eq!(health["liveSessions"], 0, "{health}");
     // The developer's other key is untouched: a call it places connects.

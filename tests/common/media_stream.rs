@@ -14,7 +14,7 @@ use switchboard::media::{decode, resample};
 use switchboard_actors::audio::mulaw;
 use tokio_tungstenite::tungstenite::Message;
 
-use crate::common::{call, fixture, Server};
+use crate::common::{call, close_code, ended_call, fixture, Server};
 
 pub type Socket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
@@ -82,6 +82,29 @@ pub async fn open_stream(url: &str, token: &str, call_sid: &str) -> Socket {
         .await
         .unwrap();
     socket
+}
+
+/// Opens the stream at `url` as call `call_sid` with `token`, minted for a key since revoked,
+/// and checks that the server refused it: closed with the policy code, and the call's record
+/// (read with `key`) failed for the revoked key.
+pub async fn assert_refused_as_revoked(
+    server: &Server,
+    key: &str,
+    url: &str,
+    token: &str,
+    call_sid: &str,
+) {
+    use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+    let mut socket = open_stream(url, token, call_sid).await;
+    assert_eq!(close_code(&mut socket).await, Some(CloseCode::Policy));
+    let ended = ended_call(server, key, call_sid).await;
+    assert_eq!(ended["status"], "failed", "{ended}");
+    assert!(
+        ended["endReason"]
+            .as_str()
+            .is_some_and(|r| r.contains("revoked")),
+        "{ended}"
+    );
 }
 
 /// Twilio's `start` for call `call_sid`, carrying `token` as a custom parameter.
