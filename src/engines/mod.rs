@@ -30,17 +30,17 @@ pub struct Engines {
     pub llm: Arc<dyn LanguageModel>,
     pub embedder: Arc<dyn Embedder>,
     /// The same engines for live conversations.
-    pub live: LiveEngines,
+    pub live: EngineSet,
     whisper: WhisperEngine,
     voices: TtsEngine,
     local_llm: LocalLlm,
     minilm: MiniLmEmbedder,
 }
 
-/// The embedded engines as a live conversation uses them: the same models, their jobs
-/// waiting in the worker pool's live lane, ahead of HTTP requests and batch work.
+/// The embedded engines whose jobs wait in one lane of the worker pool; [`Engines::on`] picks
+/// the set for a lane. Live conversations' jobs are taken ahead of HTTP requests and batch work.
 #[derive(Clone)]
-pub struct LiveEngines {
+pub struct EngineSet {
     pub stt: Arc<dyn SpeechToText>,
     pub tts: Arc<dyn TextToSpeech>,
     pub llm: Arc<dyn LanguageModel>,
@@ -59,7 +59,7 @@ impl Engines {
         let voices = TtsEngine::new(models, pool.clone());
         let local_llm = LocalLlm::from_models_dir(models, pool.clone());
         let minilm = MiniLmEmbedder::from_models_dir(models, pool.clone());
-        let live = LiveEngines {
+        let live = EngineSet {
             stt: Arc::new(whisper.on_lane(Lane::Live)),
             tts: Arc::new(voices.on_lane(Lane::Live)),
             llm: Arc::new(local_llm.on_lane(Lane::Live)),
@@ -81,6 +81,19 @@ impl Engines {
             engines.preload();
         }
         engines
+    }
+
+    /// The engines whose jobs wait in `lane`.
+    pub fn on(&self, lane: Lane) -> EngineSet {
+        match lane {
+            Lane::Live => self.live.clone(),
+            Lane::Batch => EngineSet {
+                stt: self.stt.clone(),
+                tts: self.tts.clone(),
+                llm: self.llm.clone(),
+                embedder: self.embedder.clone(),
+            },
+        }
     }
 
     /// Loads every model in the background; each failure is logged.

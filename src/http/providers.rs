@@ -97,10 +97,7 @@ pub async fn tts(
     caller: Caller<'_>,
 ) -> Result<Chosen<dyn TextToSpeech>, ApiError> {
     if check(param, provider, Kind::Tts)? {
-        return Ok(embedded(match caller.lane {
-            Lane::Live => state.engines.live.tts.clone(),
-            Lane::Batch => state.engines.tts.clone(),
-        }));
+        return Ok(embedded(state.engines.on(caller.lane).tts));
     }
     let (endpoint, key_source) = vendor_endpoint(state, Kind::Tts, provider, caller).await?;
     let engine = vendors::tts_adapter(endpoint).ok_or_else(|| no_adapter(provider, Kind::Tts))?;
@@ -114,10 +111,7 @@ pub async fn stt(
     caller: Caller<'_>,
 ) -> Result<Chosen<dyn SpeechToText>, ApiError> {
     if check(param, provider, Kind::Stt)? {
-        return Ok(embedded(match caller.lane {
-            Lane::Live => state.engines.live.stt.clone(),
-            Lane::Batch => state.engines.stt.clone(),
-        }));
+        return Ok(embedded(state.engines.on(caller.lane).stt));
     }
     let (endpoint, key_source) = vendor_endpoint(state, Kind::Stt, provider, caller).await?;
     let engine = vendors::stt_adapter(endpoint).ok_or_else(|| no_adapter(provider, Kind::Stt))?;
@@ -131,10 +125,7 @@ pub async fn llm(
     caller: Caller<'_>,
 ) -> Result<Chosen<dyn LanguageModel>, ApiError> {
     if check(param, provider, Kind::Llm)? {
-        return Ok(embedded(match caller.lane {
-            Lane::Live => state.engines.live.llm.clone(),
-            Lane::Batch => state.engines.llm.clone(),
-        }));
+        return Ok(embedded(state.engines.on(caller.lane).llm));
     }
     let (endpoint, key_source) = vendor_endpoint(state, Kind::Llm, provider, caller).await?;
     let engine = vendors::llm_adapter(endpoint).ok_or_else(|| no_adapter(provider, Kind::Llm))?;
