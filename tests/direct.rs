@@ -1081,3 +1081,97 @@ async fn a_callers_turn_is_recognised_ahead_of_file_transcriptions_already_waiti
         assert_eq!(status.unwrap(), 200, "every file transcription finished");
     }
 }
+
+/// Mono PCM16 `samples` at `rate` as a WAV file.
+fn wav_of(samples: &[i16], rate: u32) -> Vec<u8> {
+    let spec = hound::WavSpec {
+        channels: 1,
+        sample_rate: rate,
+        bits_per_sample: 16,
+        sample_format: hound::SampleFormat::Int,
+    };
+    let mut bytes = std::io::Cursor::new(Vec::new());
+    let mut writer = hound::WavWriter::new(&mut bytes, spec).expect("a WAV writer");
+    for &sample in samples {
+        writer.write_sample(sample).expect("a sample written");
+    }
+    writer.finalize().expect("the WAV finished");
+    bytes.into_inner()
+}
+
+#[tokio::test]
+async fn a_callers_turn_is_recognised_between_the_windows_of_a_long_file_transcription() {
+    // One inference worker, busy with a file of several 30 s windows when the caller speaks.
+    let env = [("SWITCHBOARD__ENGINES__WORKERS", "1")];
+    let server = Server::start_with(Storage::fresh().await, &env).await;
+    let key = server.key().to_string();
+    let agent =
+        json!({"id": "listener", "name": "Listener", "firstMessage": null, "maxTokens": 10});
+    let (status, body) = call(server.post("/v1/agents", &key, agent)).await;
+    assert_eq!(status, 201, "{body}");
+    // Loads the recognizer, so what follows is recognition alone.
+    assert_eq!(transcribe_jfk(server.url(""), key.clone()).await, 200);
+    let mut socket = open(&server, &key, "listener", "sampleRate=16000").await;
+
+    // Two minutes: JFK ten times, a second of silence after each.
+    let jfk = jfk_at(16_000);
+    let long: Vec<i16> = (0..10)
+        .flat_map(|_| jfk.iter().copied().chain(std::iter::repeat_n(0, 16_000)))
+        .collect();
+    let (base, upload_key) = (server.url(""), key.clone());
+    let file = tokio::spawn(async move {
+        let form = reqwest::multipart::Form::new().part(
+            "file",
+            reqwest::multipart::Part::bytes(wav_of(&long, 16_000)).file_name("long.wav"),
+        );
+        let response = reqwest::Client::new()
+            .post(format!("{base}/v1/transcribe"))
+            .bearer_auth(upload_key)
+            .multipart(form)
+            .send()
+            .await
+            .expect("the request reaches the server");
+        let status = response.status().as_u16();
+        (status, response.json::<Value>().await.unwrap_or_default())
+    });
+    let running_by = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, health) = call(server.get("/health", &key)).await;
+        if health["engines"]["inferenceQueue"]["busy"] == 1 {
+            break;
+        }
+        assert!(Instant::now() < running_by, "the file never ran: {health}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    // "And so my fellow Americans" and a second of silence, sent at once.
+    let mut turn = jfk[..16_000 * 3].to_vec();
+    turn.resize(turn.len() + 16_000, 0);
+    for frame in turn.chunks_exact(320) {
+        let bytes: Vec<u8> = frame.iter().flat_map(|s| s.to_le_bytes()).collect();
+        socket.feed(Message::binary(bytes)).await.unwrap();
+    }
+    socket.flush().await.unwrap();
+    let (events, _) = read_until(&mut socket, Duration::from_secs(60), |e| {
+        e["type"] == "transcript.final" || e["type"] == "error"
+    })
+    .await;
+    let file_done_first = file.is_finished();
+    let heard = events
+        .iter()
+        .find(|e| e["type"] == "transcript.final")
+        .unwrap_or_else(|| panic!("the turn was recognised: {events:?}"));
+    let text = heard["text"].as_str().unwrap_or("").to_lowercase();
+    assert!(text.contains("americans"), "{heard}");
+    assert!(
+        !file_done_first,
+        "the caller's turn waited for the whole file"
+    );
+    let (status, transcript) = file.await.unwrap();
+    assert_eq!(status, 200, "{transcript}");
+    let text = transcript["text"].as_str().unwrap_or("").to_lowercase();
+    assert!(
+        text.matches("country").count() >= 16,
+        "the file is transcribed whole: {text}"
+    );
+}

@@ -8,8 +8,10 @@
 //! `Overloaded` (the client sees 503, a session its apology line) instead of stalling the
 //! caller: an audio loop never waits for a worker to free up.
 //!
-//! A job that is already running is not interrupted: a live job still waits for a worker to
-//! finish the job it has.
+//! A job that is already running is not interrupted, but a long batch job can make way: a
+//! file transcription calls [`WorkerPool::run_waiting_live`] between its 30 s windows, which
+//! runs the live jobs waiting then, on its own thread, before it goes on. A live job then waits
+//! for at most one window of a batch job, not for the whole file.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -42,6 +44,8 @@ pub struct WorkerPool {
 struct Inner {
     live: Sender<Job>,
     batch: Sender<Job>,
+    /// The live lane's receiving end, for batch jobs that make way ([`WorkerPool::run_waiting_live`]).
+    live_jobs: Receiver<Job>,
     threads: usize,
     queue_limit: usize,
     busy: AtomicUsize,
@@ -72,6 +76,7 @@ impl WorkerPool {
         let inner = Arc::new(Inner {
             live,
             batch,
+            live_jobs: live_jobs.clone(),
             threads,
             queue_limit,
             busy: AtomicUsize::new(0),
@@ -87,11 +92,7 @@ impl WorkerPool {
                         if let Some(inner) = &counter {
                             inner.busy.fetch_add(1, Ordering::Relaxed);
                         }
-                        // A panicking job must not take the worker down with it.
-                        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
-                        if outcome.is_err() {
-                            tracing::error!("an engine job panicked; the worker goes on");
-                        }
+                        run_caught(job);
                         if let Some(inner) = &counter {
                             inner.busy.fetch_sub(1, Ordering::Relaxed);
                         }
@@ -159,6 +160,19 @@ impl WorkerPool {
             .map_err(|_| EngineError::internal("the inference job failed unexpectedly"))?
     }
 
+    /// Runs, on the calling thread, the live jobs waiting now, then returns. A batch job that
+    /// takes long calls this between its steps (Whisper between windows), so a live job waits
+    /// for one step rather than the whole job.
+    /// Called through a live handle it does nothing: a live job never makes way for another.
+    pub fn run_waiting_live(&self) {
+        if self.lane == Lane::Live {
+            return;
+        }
+        while let Ok(job) = self.inner.live_jobs.try_recv() {
+            run_caught(job);
+        }
+    }
+
     pub fn stats(&self) -> PoolStats {
         PoolStats {
             threads: self.inner.threads,
@@ -167,6 +181,14 @@ impl WorkerPool {
             queued_live: self.inner.live.len(),
             queue_limit: self.inner.queue_limit,
         }
+    }
+}
+
+/// Runs `job`; a panicking job must not take the worker (or the batch job that made way for
+/// it) down with it.
+fn run_caught(job: Job) {
+    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(job)).is_err() {
+        tracing::error!("an engine job panicked; the worker goes on");
     }
 }
 
@@ -309,6 +331,49 @@ mod tests {
             .map(|_| ran_rx.recv_timeout(Duration::from_secs(5)).unwrap())
             .collect();
         assert_eq!(ran, ["live", "batch"]);
+    }
+
+    #[tokio::test]
+    async fn a_batch_job_makes_way_for_live_jobs_between_its_steps() {
+        let pool = WorkerPool::new(1, 4);
+        let live = pool.lane(Lane::Live);
+        let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (step_tx, step_rx) = mpsc::channel::<()>();
+        let (queued_tx, queued_rx) = mpsc::channel::<()>();
+        let batch = {
+            let (order, pool) = (order.clone(), pool.clone());
+            pool.clone()
+                .submit(move || {
+                    order.lock().unwrap().push("batch step 1");
+                    step_tx.send(()).unwrap();
+                    // The live jobs below are queued by now.
+                    queued_rx.recv().unwrap();
+                    pool.run_waiting_live();
+                    order.lock().unwrap().push("batch step 2");
+                })
+                .unwrap()
+        };
+        step_rx.recv_timeout(Duration::from_secs(5)).unwrap();
+        let log = |name: &'static str| {
+            let order = order.clone();
+            move || order.lock().unwrap().push(name)
+        };
+        let first = live.submit(log("live 1")).unwrap();
+        // A live job panicking while it runs in a batch job's place harms neither.
+        let failed = live.submit(|| panic!("model exploded")).unwrap();
+        let second = live.submit(log("live 2")).unwrap();
+        // A live handle never makes way: this runs nothing.
+        live.run_waiting_live();
+        assert_eq!(pool.stats().queued_live, 3);
+        queued_tx.send(()).unwrap();
+        batch.await.unwrap();
+        first.await.unwrap();
+        second.await.unwrap();
+        assert!(failed.await.is_err());
+        assert_eq!(
+            *order.lock().unwrap(),
+            ["batch step 1", "live 1", "live 2", "batch step 2"]
+        );
     }
 
     #[tokio::test]

@@ -161,7 +161,7 @@ impl WhisperEngine {
         audio: &[f32],
         options: &TranscribeOptions,
     ) -> Result<Transcript, EngineError> {
-        self.inner.transcribe(audio, options)
+        self.inner.transcribe(audio, options, &mut || {})
     }
 }
 
@@ -177,7 +177,14 @@ impl SpeechToText for WhisperEngine {
     ) -> EngineFuture<Transcript> {
         let inner = self.inner.clone();
         let pool = self.pool.clone();
-        Box::pin(async move { pool.run(move || inner.transcribe(&audio, &options)).await })
+        let make_way = self.pool.clone();
+        Box::pin(async move {
+            pool.run(move || {
+                // A file's windows make way for a caller's turn (see `run_waiting_live`).
+                inner.transcribe(&audio, &options, &mut || make_way.run_waiting_live())
+            })
+            .await
+        })
     }
 }
 
@@ -246,10 +253,13 @@ impl Inner {
         Ok(loaded)
     }
 
+    /// Transcribes `audio`, calling `between_windows` before each 30 s window after the
+    /// first.
     fn transcribe(
         &self,
         audio: &[f32],
         options: &TranscribeOptions,
+        between_windows: &mut dyn FnMut(),
     ) -> Result<Transcript, EngineError> {
         let forced = requested_language(options)?;
         if audio.is_empty() {
@@ -272,7 +282,7 @@ impl Inner {
             SttMode::Accurate => BEAM_SIZE,
             SttMode::Fast => 1,
         };
-        run(&model, audio, options, forced, beam_size)
+        run(&model, audio, options, forced, beam_size, between_windows)
     }
 }
 
@@ -361,13 +371,14 @@ fn is_repetitive(tokens: &[u32]) -> bool {
     (grams.len() as f32) < 0.35 * total as f32
 }
 
-/// The long-form loop.
+/// The long-form loop; `between_windows` runs before each window after the first.
 fn run(
     m: &Loaded,
     audio: &[f32],
     options: &TranscribeOptions,
     forced: Option<&'static str>,
     beam_size: usize,
+    between_windows: &mut dyn FnMut(),
 ) -> Result<Transcript, EngineError> {
     let vocab = &m.vocab;
     let duration = audio.len() as f32 / STT_SAMPLE_RATE as f32;
@@ -390,6 +401,9 @@ fn run(
         let window_frames = (content - seek).min(N_FRAMES);
         if window_frames < MIN_WINDOW_FRAMES && seek > 0 {
             break;
+        }
+        if seek > 0 {
+            between_windows();
         }
         let time_offset = (seek * HOP_LENGTH) as f32 / STT_SAMPLE_RATE as f32;
         let window_started = std::time::Instant::now();

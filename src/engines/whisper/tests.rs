@@ -339,3 +339,45 @@ async fn the_trait_runs_on_the_pool_and_models_load_once() {
     assert_eq!(status[0].state, ModelState::Loaded);
     assert_eq!(status[1].state, ModelState::NotLoaded);
 }
+
+#[tokio::test]
+async fn a_long_file_makes_way_for_a_live_turn_between_its_windows() {
+    use crate::engines::pool::Lane;
+    // One worker: without making way, the turn would wait for every window of the file.
+    let pool = WorkerPool::new(1, 4);
+    let batch = WhisperEngine::new(models_dir(), pool.clone());
+    let live = batch.on_lane(Lane::Live);
+    let jfk = fixture_mono("jfk.flac");
+    let fast = options(SttMode::Fast, Some("en"), false);
+    // Loads the model first, so what follows is recognition alone.
+    batch
+        .transcribe(Arc::from(jfk.clone()), fast.clone())
+        .await
+        .unwrap();
+    // Ten times JFK, a second of silence after each: two minutes, at least four windows.
+    let long: Vec<f32> = (0..10)
+        .flat_map(|_| jfk.iter().copied().chain(std::iter::repeat_n(0.0, 16_000)))
+        .collect();
+    let file = tokio::spawn(batch.transcribe(Arc::from(long), fast.clone()));
+    let running_by = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while pool.stats().busy == 0 {
+        assert!(std::time::Instant::now() < running_by, "the file never ran");
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    let turn = live.transcribe(Arc::from(jfk), fast).await.unwrap();
+    assert!(wer(JFK, &turn.text) <= 0.10, "{:?}", turn.text);
+    assert!(
+        !file.is_finished(),
+        "the turn was heard only after the whole file"
+    );
+    let file = file.await.unwrap().unwrap();
+    assert!(
+        normalise(&file.text)
+            .iter()
+            .filter(|w| *w == "country")
+            .count()
+            >= 16,
+        "the file is transcribed whole: {:?}",
+        file.text
+    );
+}
