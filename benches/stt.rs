@@ -1,6 +1,8 @@
 //! Speech-to-text on the embedded Whisper engine, models loaded: fast mode (tiny.en, greedy)
 //! on a 3.5 s utterance and on the 11 s JFK clip, and accurate mode (base, beam 5, language
-//! detected) on the JFK clip. Each iteration is one whole transcription, mel to text.
+//! detected) on the JFK clip; then the same 3.5 s utterance as a live caller turn (the encoder
+//! reads the turn and 10 s, not a padded 30 s window), in both modes, against the full window
+//! in accurate mode. Each iteration is one whole transcription, mel to text.
 
 use std::path::Path;
 
@@ -49,6 +51,32 @@ fn stt(c: &mut Criterion) {
         b.iter(|| {
             engine
                 .transcribe_blocking(&jfk, &accurate)
+                .expect("transcribes")
+        })
+    });
+    let live = |options: &TranscribeOptions| TranscribeOptions {
+        live_turn: true,
+        ..options.clone()
+    };
+    let (live_fast, live_accurate) = (live(&fast), live(&accurate));
+    group.bench_function("live_turn_fast_3.5s", |b| {
+        b.iter(|| {
+            engine
+                .transcribe_blocking(&short, &live_fast)
+                .expect("transcribes")
+        })
+    });
+    group.bench_function("accurate_3.5s", |b| {
+        b.iter(|| {
+            engine
+                .transcribe_blocking(&short, &accurate)
+                .expect("transcribes")
+        })
+    });
+    group.bench_function("live_turn_accurate_3.5s", |b| {
+        b.iter(|| {
+            engine
+                .transcribe_blocking(&short, &live_accurate)
                 .expect("transcribes")
         })
     });

@@ -100,6 +100,10 @@ pub struct TranscribeOptions {
     pub prompt: Option<String>,
     /// Sampling temperature for decoding; 0 is deterministic.
     pub temperature: f32,
+    /// The audio is one short caller turn, waited for in a live conversation: a recognizer
+    /// may trade a little context for latency (the embedded Whisper encodes the turn and a
+    /// few seconds of padding instead of a full 30 s window).
+    pub live_turn: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]

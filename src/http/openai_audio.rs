@@ -356,6 +356,7 @@ async fn transcriptions(
             word_timestamps: words,
             prompt: form.text("prompt").map(str::to_string),
             temperature,
+            live_turn: false,
         },
         diarize: false,
     };

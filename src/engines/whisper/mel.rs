@@ -122,17 +122,19 @@ impl MelFrontEnd {
 }
 
 impl LogMel {
-    /// The 30 s window starting at frame `seek`, as a `(1, n_mels, 3000)` tensor.
-    pub fn window(&self, seek: usize) -> candle_core::Result<Tensor> {
-        let mut out = vec![0f32; self.n_mels * N_FRAMES];
+    /// The `len`-frame window starting at frame `seek` (at most [`N_FRAMES`], the model's
+    /// 30 s), padded past the audio's end, as a `(1, n_mels, len)` tensor.
+    pub fn window(&self, seek: usize, len: usize) -> candle_core::Result<Tensor> {
+        let len = len.min(N_FRAMES);
+        let mut out = vec![0f32; self.n_mels * len];
         let pad = (LOG_FLOOR.max(-10.0) + 4.0) / 4.0;
         for m in 0..self.n_mels {
             let row = &self.data[m * self.frames..(m + 1) * self.frames];
-            for (t, v) in out[m * N_FRAMES..(m + 1) * N_FRAMES].iter_mut().enumerate() {
+            for (t, v) in out[m * len..(m + 1) * len].iter_mut().enumerate() {
                 *v = row.get(seek + t).copied().unwrap_or(pad);
             }
         }
-        Tensor::from_vec(out, (1, self.n_mels, N_FRAMES), &Device::Cpu)
+        Tensor::from_vec(out, (1, self.n_mels, len), &Device::Cpu)
     }
 }
 
@@ -223,7 +225,7 @@ mod tests {
             .collect();
         let spec = mel.log_mel(&tone).unwrap();
         assert_eq!(spec.content_frames, 100);
-        let window = spec.window(0).unwrap().squeeze(0).unwrap();
+        let window = spec.window(0, N_FRAMES).unwrap().squeeze(0).unwrap();
         let frame50: Vec<f32> = window
             .narrow(1, 50, 1)
             .unwrap()
@@ -242,7 +244,7 @@ mod tests {
         assert!((band_centre(peak) - 440.0).abs() < 40.0, "peak band {peak}");
         let silence = mel.log_mel(&vec![0.0; 8_000]).unwrap();
         let w = silence
-            .window(0)
+            .window(0, N_FRAMES)
             .unwrap()
             .flatten_all()
             .unwrap()

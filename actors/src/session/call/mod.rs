@@ -370,6 +370,7 @@ impl Actor for CallSession {
         let me = ctx.address();
         let options = TranscribeOptions {
             language: self.config.agent.language.clone(),
+            live_turn: true,
             ..TranscribeOptions::default()
         };
         self.stt = Some(
