@@ -1016,9 +1016,9 @@ async fn transcribe_jfk(base: String, key: String) -> u16 {
     response.status().as_u16()
 }
 
-#[tokio::test]
-async fn a_callers_turn_is_recognised_ahead_of_file_transcriptions_already_waiting() {
-    // One inference worker: a job runs only when the one before it is done.
+/// A server with one inference worker, its recognizer loaded, and a direct caller of the
+/// `listener` agent (no greeting) on a 16 kHz socket.
+async fn one_worker_and_a_listening_caller() -> (Server, String, Socket) {
     let env = [("SWITCHBOARD__ENGINES__WORKERS", "1")];
     let server = Server::start_with(Storage::fresh().await, &env).await;
     let key = server.key().to_string();
@@ -1026,9 +1026,38 @@ async fn a_callers_turn_is_recognised_ahead_of_file_transcriptions_already_waiti
         json!({"id": "listener", "name": "Listener", "firstMessage": null, "maxTokens": 10});
     let (status, body) = call(server.post("/v1/agents", &key, agent)).await;
     assert_eq!(status, 201, "{body}");
-    // Loads the recognizer, so every job below is recognition alone.
+    // Loads the recognizer, so what follows is recognition alone.
     assert_eq!(transcribe_jfk(server.url(""), key.clone()).await, 200);
-    let mut socket = open(&server, &key, "listener", "sampleRate=16000").await;
+    let socket = open(&server, &key, "listener", "sampleRate=16000").await;
+    (server, key, socket)
+}
+
+/// The caller says "And so my fellow Americans" and a second of silence, sent at once, and
+/// the turn's final transcript (within 60 s) holds "americans".
+async fn americans_is_heard(socket: &mut Socket) {
+    let mut turn = jfk_at(16_000)[..16_000 * 3].to_vec();
+    turn.resize(turn.len() + 16_000, 0);
+    for frame in turn.chunks_exact(320) {
+        let bytes: Vec<u8> = frame.iter().flat_map(|s| s.to_le_bytes()).collect();
+        socket.feed(Message::binary(bytes)).await.unwrap();
+    }
+    socket.flush().await.unwrap();
+    let (events, _) = read_until(socket, Duration::from_secs(60), |e| {
+        e["type"] == "transcript.final" || e["type"] == "error"
+    })
+    .await;
+    let heard = events
+        .iter()
+        .find(|e| e["type"] == "transcript.final")
+        .unwrap_or_else(|| panic!("the turn was recognised: {events:?}"));
+    let text = heard["text"].as_str().unwrap_or("").to_lowercase();
+    assert!(text.contains("americans"), "{heard}");
+}
+
+#[tokio::test]
+async fn a_callers_turn_is_recognised_ahead_of_file_transcriptions_already_waiting() {
+    // One inference worker: a job runs only when the one before it is done.
+    let (server, key, mut socket) = one_worker_and_a_listening_caller().await;
 
     // Five file transcriptions wait behind a sixth that runs.
     const WAITING: u64 = 5;
@@ -1053,25 +1082,8 @@ async fn a_callers_turn_is_recognised_ahead_of_file_transcriptions_already_waiti
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 
-    // The caller's turn, "And so my fellow Americans" and a second of silence, sent at once.
-    let mut turn = jfk_at(16_000)[..16_000 * 3].to_vec();
-    turn.resize(turn.len() + 16_000, 0);
-    for frame in turn.chunks_exact(320) {
-        let bytes: Vec<u8> = frame.iter().flat_map(|s| s.to_le_bytes()).collect();
-        socket.feed(Message::binary(bytes)).await.unwrap();
-    }
-    socket.flush().await.unwrap();
-    let (events, _) = read_until(&mut socket, Duration::from_secs(60), |e| {
-        e["type"] == "transcript.final" || e["type"] == "error"
-    })
-    .await;
+    americans_is_heard(&mut socket).await;
     let done_before = finished.load(std::sync::atomic::Ordering::SeqCst);
-    let heard = events
-        .iter()
-        .find(|e| e["type"] == "transcript.final")
-        .unwrap_or_else(|| panic!("the turn was recognised: {events:?}"));
-    let text = heard["text"].as_str().unwrap_or("").to_lowercase();
-    assert!(text.contains("americans"), "{heard}");
     // Waiting in line, the turn would have been heard after all six.
     assert!(
         done_before <= 2,
@@ -1102,16 +1114,7 @@ fn wav_of(samples: &[i16], rate: u32) -> Vec<u8> {
 #[tokio::test]
 async fn a_callers_turn_is_recognised_between_the_windows_of_a_long_file_transcription() {
     // One inference worker, busy with a file of several 30 s windows when the caller speaks.
-    let env = [("SWITCHBOARD__ENGINES__WORKERS", "1")];
-    let server = Server::start_with(Storage::fresh().await, &env).await;
-    let key = server.key().to_string();
-    let agent =
-        json!({"id": "listener", "name": "Listener", "firstMessage": null, "maxTokens": 10});
-    let (status, body) = call(server.post("/v1/agents", &key, agent)).await;
-    assert_eq!(status, 201, "{body}");
-    // Loads the recognizer, so what follows is recognition alone.
-    assert_eq!(transcribe_jfk(server.url(""), key.clone()).await, 200);
-    let mut socket = open(&server, &key, "listener", "sampleRate=16000").await;
+    let (server, key, mut socket) = one_worker_and_a_listening_caller().await;
 
     // Two minutes: JFK ten times, a second of silence after each.
     let jfk = jfk_at(16_000);
@@ -1144,25 +1147,8 @@ async fn a_callers_turn_is_recognised_between_the_windows_of_a_long_file_transcr
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 
-    // "And so my fellow Americans" and a second of silence, sent at once.
-    let mut turn = jfk[..16_000 * 3].to_vec();
-    turn.resize(turn.len() + 16_000, 0);
-    for frame in turn.chunks_exact(320) {
-        let bytes: Vec<u8> = frame.iter().flat_map(|s| s.to_le_bytes()).collect();
-        socket.feed(Message::binary(bytes)).await.unwrap();
-    }
-    socket.flush().await.unwrap();
-    let (events, _) = read_until(&mut socket, Duration::from_secs(60), |e| {
-        e["type"] == "transcript.final" || e["type"] == "error"
-    })
-    .await;
+    americans_is_heard(&mut socket).await;
     let file_done_first = file.is_finished();
-    let heard = events
-        .iter()
-        .find(|e| e["type"] == "transcript.final")
-        .unwrap_or_else(|| panic!("the turn was recognised: {events:?}"));
-    let text = heard["text"].as_str().unwrap_or("").to_lowercase();
-    assert!(text.contains("americans"), "{heard}");
     assert!(
         !file_done_first,
         "the caller's turn waited for the whole file"
