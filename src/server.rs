@@ -115,10 +115,13 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         &portal_secret(&config)?,
         sign_in_delivery(&config)?,
     );
-    let knowledge =
-        KnowledgeIndex::new(db.clone(), engines.embedder.dimensions(), &config.registry)
-            .following(feed_state.clone())
-            .start();
+    let knowledge = KnowledgeIndex::new(
+        db.clone(),
+        engines.batch.embedder.dimensions(),
+        &config.registry,
+    )
+    .following(feed_state.clone())
+    .start();
     let listener = (db.backend() == Backend::Postgres).then(|| {
         let listen_url = match config.database.listen_url.trim() {
             "" => url.clone(),

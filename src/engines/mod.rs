@@ -25,10 +25,8 @@ use whisper::WhisperEngine;
 #[derive(Clone)]
 pub struct Engines {
     pub pool: pool::WorkerPool,
-    pub stt: Arc<dyn SpeechToText>,
-    pub tts: Arc<dyn TextToSpeech>,
-    pub llm: Arc<dyn LanguageModel>,
-    pub embedder: Arc<dyn Embedder>,
+    /// The engines for HTTP requests and batch work.
+    pub batch: EngineSet,
     /// The same engines for live conversations.
     pub live: EngineSet,
     whisper: WhisperEngine,
@@ -52,25 +50,21 @@ impl Engines {
     /// model loads now (failures are logged and reported by `/health`), otherwise each loads
     /// on first use.
     pub fn start(config: &Config) -> Engines {
-        // This handle submits batch jobs; `live` submits to the live lane.
         let pool = pool::WorkerPool::new(config.engines.worker_threads(), config.engines.queue);
         let models = &config.server.models_dir;
         let whisper = WhisperEngine::new(models, pool.clone());
         let voices = TtsEngine::new(models, pool.clone());
         let local_llm = LocalLlm::from_models_dir(models, pool.clone());
         let minilm = MiniLmEmbedder::from_models_dir(models, pool.clone());
-        let live = EngineSet {
-            stt: Arc::new(whisper.on_lane(Lane::Live)),
-            tts: Arc::new(voices.on_lane(Lane::Live)),
-            llm: Arc::new(local_llm.on_lane(Lane::Live)),
-            embedder: Arc::new(minilm.on_lane(Lane::Live)),
+        let set = |lane| EngineSet {
+            stt: Arc::new(whisper.on_lane(lane)),
+            tts: Arc::new(voices.on_lane(lane)),
+            llm: Arc::new(local_llm.on_lane(lane)),
+            embedder: Arc::new(minilm.on_lane(lane)),
         };
         let engines = Engines {
-            live,
-            stt: Arc::new(whisper.clone()),
-            tts: Arc::new(voices.clone()),
-            llm: Arc::new(local_llm.clone()),
-            embedder: Arc::new(minilm.clone()),
+            batch: set(Lane::Batch),
+            live: set(Lane::Live),
             pool,
             whisper,
             voices,
@@ -84,15 +78,10 @@ impl Engines {
     }
 
     /// The engines whose jobs wait in `lane`.
-    pub fn on(&self, lane: Lane) -> EngineSet {
+    pub fn on(&self, lane: Lane) -> &EngineSet {
         match lane {
-            Lane::Live => self.live.clone(),
-            Lane::Batch => EngineSet {
-                stt: self.stt.clone(),
-                tts: self.tts.clone(),
-                llm: self.llm.clone(),
-                embedder: self.embedder.clone(),
-            },
+            Lane::Live => &self.live,
+            Lane::Batch => &self.batch,
         }
     }
 

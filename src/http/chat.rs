@@ -210,7 +210,7 @@ async fn chat(
                 .find(|m| m.role == "user")
                 .map(|m| m.content.as_str());
             retrieval::retrieve(
-                state.engines.embedder.as_ref(),
+                state.engines.batch.embedder.as_ref(),
                 &state.knowledge,
                 collection,
                 &message,
@@ -235,7 +235,7 @@ async fn chat(
     messages.push(ChatMessage::new(Role::User, message.clone()));
 
     let agent_tools = AgentTools::new(
-        state.engines.embedder.clone(),
+        state.engines.batch.embedder.clone(),
         state.knowledge.clone(),
         state.fetcher.clone(),
         agent.collection_id.clone(),

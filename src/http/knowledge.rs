@@ -186,7 +186,7 @@ async fn sections_of(state: &AppState, request: &Ingest) -> Result<Vec<Section>,
             let fetched = state.fetcher.fetch(url).await.map_err(source_error)?;
             let extension = extension_of(fetched.url.path());
             let transcript = transcribe_file(
-                state.engines.stt.clone(),
+                state.engines.batch.stt.clone(),
                 fetched.bytes,
                 extension,
                 TranscriptionRequest::default(),
@@ -315,7 +315,7 @@ pub async fn prepare_document(
         ));
     }
 
-    let embedder = state.engines.embedder.clone();
+    let embedder = state.engines.batch.embedder.clone();
     let texts: Vec<String> = pieces.iter().map(|(t, _)| t.clone()).collect();
     let tokens_used: usize = texts.iter().map(|t| embedder.count_tokens(t)).sum();
     let mut vectors = Vec::with_capacity(texts.len());
@@ -442,7 +442,7 @@ async fn search(
         .await??;
     meter::ensure_credits(&state.metering, developer.id(), true).await?;
     let results = search_collection(
-        state.engines.embedder.as_ref(),
+        state.engines.batch.embedder.as_ref(),
         &state.knowledge,
         &collection_id,
         request.query.unwrap_or_default(),

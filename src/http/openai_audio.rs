@@ -214,7 +214,7 @@ async fn speech(
             ))
         }
     };
-    let engine = providers::embedded(state.engines.tts.clone()).engine;
+    let engine = providers::embedded(state.engines.batch.tts.clone()).engine;
     meter::ensure_credits(&state.metering, developer.id(), true).await?;
     let characters = input.chars().count() as u64;
     let asked_voice = voice.clone();
@@ -360,7 +360,7 @@ async fn transcriptions(
         },
         diarize: false,
     };
-    let engine = providers::embedded(state.engines.stt.clone()).engine;
+    let engine = providers::embedded(state.engines.batch.stt.clone()).engine;
     meter::ensure_credits(&state.metering, developer.id(), true).await?;
     let extension = file.filename.as_deref().and_then(extension_of);
     let transcript = transcribe_file(engine, file.bytes, extension, request)

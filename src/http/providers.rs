@@ -97,7 +97,7 @@ pub async fn tts(
     caller: Caller<'_>,
 ) -> Result<Chosen<dyn TextToSpeech>, ApiError> {
     if check(param, provider, Kind::Tts)? {
-        return Ok(embedded(state.engines.on(caller.lane).tts));
+        return Ok(embedded(state.engines.on(caller.lane).tts.clone()));
     }
     let (endpoint, key_source) = vendor_endpoint(state, Kind::Tts, provider, caller).await?;
     let engine = vendors::tts_adapter(endpoint).ok_or_else(|| no_adapter(provider, Kind::Tts))?;
@@ -111,7 +111,7 @@ pub async fn stt(
     caller: Caller<'_>,
 ) -> Result<Chosen<dyn SpeechToText>, ApiError> {
     if check(param, provider, Kind::Stt)? {
-        return Ok(embedded(state.engines.on(caller.lane).stt));
+        return Ok(embedded(state.engines.on(caller.lane).stt.clone()));
     }
     let (endpoint, key_source) = vendor_endpoint(state, Kind::Stt, provider, caller).await?;
     let engine = vendors::stt_adapter(endpoint).ok_or_else(|| no_adapter(provider, Kind::Stt))?;
@@ -125,7 +125,7 @@ pub async fn llm(
     caller: Caller<'_>,
 ) -> Result<Chosen<dyn LanguageModel>, ApiError> {
     if check(param, provider, Kind::Llm)? {
-        return Ok(embedded(state.engines.on(caller.lane).llm));
+        return Ok(embedded(state.engines.on(caller.lane).llm.clone()));
     }
     let (endpoint, key_source) = vendor_endpoint(state, Kind::Llm, provider, caller).await?;
     let engine = vendors::llm_adapter(endpoint).ok_or_else(|| no_adapter(provider, Kind::Llm))?;

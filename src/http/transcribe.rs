@@ -123,7 +123,7 @@ async fn transcribe(
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let (request, upload) = parse_request(&req, payload).await?;
-    let engine = providers::embedded(state.engines.stt.clone()).engine;
+    let engine = providers::embedded(state.engines.batch.stt.clone()).engine;
     meter::ensure_credits(&state.metering, developer.id(), true).await?;
     let (audio, extension) = match upload {
         Some(bytes) => (bytes, request.extension.clone()),

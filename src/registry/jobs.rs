@@ -318,7 +318,7 @@ impl JobRunner {
             (None, None) => return Err("the job has no audio".to_string()),
         };
         let transcript = transcribe_file(
-            self.engines.stt.clone(),
+            self.engines.batch.stt.clone(),
             audio,
             extension,
             request.transcription(),
