@@ -31,55 +31,30 @@ fn stt(c: &mut Criterion) {
         mode: SttMode::Accurate,
         ..Default::default()
     };
-    let mut group = c.benchmark_group("stt");
-    group.sample_size(10);
-    group.bench_function("fast_3.5s", |b| {
-        b.iter(|| {
-            engine
-                .transcribe_blocking(&short, &fast)
-                .expect("transcribes")
-        })
-    });
-    group.bench_function("fast_jfk_11s", |b| {
-        b.iter(|| {
-            engine
-                .transcribe_blocking(&jfk, &fast)
-                .expect("transcribes")
-        })
-    });
-    group.bench_function("accurate_jfk_11s", |b| {
-        b.iter(|| {
-            engine
-                .transcribe_blocking(&jfk, &accurate)
-                .expect("transcribes")
-        })
-    });
     let live = |options: &TranscribeOptions| TranscribeOptions {
         live_turn: true,
         ..options.clone()
     };
     let (live_fast, live_accurate) = (live(&fast), live(&accurate));
-    group.bench_function("live_turn_fast_3.5s", |b| {
-        b.iter(|| {
-            engine
-                .transcribe_blocking(&short, &live_fast)
-                .expect("transcribes")
-        })
-    });
-    group.bench_function("accurate_3.5s", |b| {
-        b.iter(|| {
-            engine
-                .transcribe_blocking(&short, &accurate)
-                .expect("transcribes")
-        })
-    });
-    group.bench_function("live_turn_accurate_3.5s", |b| {
-        b.iter(|| {
-            engine
-                .transcribe_blocking(&short, &live_accurate)
-                .expect("transcribes")
-        })
-    });
+    let cases: [(&str, &[f32], &TranscribeOptions); 6] = [
+        ("fast_3.5s", &short, &fast),
+        ("fast_jfk_11s", &jfk, &fast),
+        ("accurate_jfk_11s", &jfk, &accurate),
+        ("live_turn_fast_3.5s", &short, &live_fast),
+        ("accurate_3.5s", &short, &accurate),
+        ("live_turn_accurate_3.5s", &short, &live_accurate),
+    ];
+    let mut group = c.benchmark_group("stt");
+    group.sample_size(10);
+    for (name, audio, options) in cases {
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                engine
+                    .transcribe_blocking(audio, options)
+                    .expect("transcribes")
+            })
+        });
+    }
     group.finish();
 }
 

@@ -1002,9 +1002,16 @@ async fn a_session_ended_over_the_agent_records_what_was_heard_of_its_turn() {
 /// Transcribes JFK's sentence over `POST /v1/transcribe` on the server at `base` (a batch job
 /// for the embedded recognizer); answers the status.
 async fn transcribe_jfk(base: String, key: String) -> u16 {
+    transcribe_file(base, key, fixture("jfk.flac"), "jfk.flac")
+        .await
+        .0
+}
+
+/// Uploads `bytes` as file `name` to `POST /v1/transcribe`: the status and the JSON answer.
+async fn transcribe_file(base: String, key: String, bytes: Vec<u8>, name: &str) -> (u16, Value) {
     let form = reqwest::multipart::Form::new().part(
         "file",
-        reqwest::multipart::Part::bytes(fixture("jfk.flac")).file_name("jfk.flac"),
+        reqwest::multipart::Part::bytes(bytes).file_name(name.to_string()),
     );
     let response = reqwest::Client::new()
         .post(format!("{base}/v1/transcribe"))
@@ -1013,7 +1020,8 @@ async fn transcribe_jfk(base: String, key: String) -> u16 {
         .send()
         .await
         .expect("the request reaches the server");
-    response.status().as_u16()
+    let status = response.status().as_u16();
+    (status, response.json::<Value>().await.unwrap_or_default())
 }
 
 /// A server with one inference worker, its recognizer loaded, and a direct caller of the
@@ -1123,19 +1131,7 @@ async fn a_callers_turn_is_recognised_between_the_windows_of_a_long_file_transcr
         .collect();
     let (base, upload_key) = (server.url(""), key.clone());
     let file = tokio::spawn(async move {
-        let form = reqwest::multipart::Form::new().part(
-            "file",
-            reqwest::multipart::Part::bytes(wav_of(&long, 16_000)).file_name("long.wav"),
-        );
-        let response = reqwest::Client::new()
-            .post(format!("{base}/v1/transcribe"))
-            .bearer_auth(upload_key)
-            .multipart(form)
-            .send()
-            .await
-            .expect("the request reaches the server");
-        let status = response.status().as_u16();
-        (status, response.json::<Value>().await.unwrap_or_default())
+        transcribe_file(base, upload_key, wav_of(&long, 16_000), "long.wav").await
     });
     let running_by = Instant::now() + Duration::from_secs(30);
     loop {

@@ -101,8 +101,8 @@ pub struct TranscribeOptions {
     /// Sampling temperature for decoding; 0 is deterministic.
     pub temperature: f32,
     /// The audio is one short caller turn, waited for in a live conversation: a recognizer
-    /// may trade a little context for latency (the embedded Whisper encodes the turn and a
-    /// few seconds of padding instead of a full 30 s window).
+    /// may trade a little context for latency (the embedded Whisper encodes the turn and 10 s
+    /// of padding instead of a full 30 s window).
     pub live_turn: bool,
 }
 
