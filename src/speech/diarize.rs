@@ -35,11 +35,11 @@ pub fn channels_differ(channels: &[Vec<f32>]) -> bool {
 /// Merges per-channel transcripts into one, each segment labelled with its channel's speaker
 /// and all segments and words in time order.
 pub fn merge_channels(per_channel: Vec<Transcript>, duration: f32) -> Transcript {
-    let language = per_channel
+    let (language, language_probability) = per_channel
         .iter()
         .find(|t| !t.text.trim().is_empty())
         .or(per_channel.first())
-        .map(|t| t.language.clone())
+        .map(|t| (t.language.clone(), t.language_probability))
         .unwrap_or_default();
     let mut segments = Vec::new();
     let mut words = Vec::new();
@@ -58,6 +58,7 @@ pub fn merge_channels(per_channel: Vec<Transcript>, duration: f32) -> Transcript
         segments,
         words,
         language,
+        language_probability,
         duration,
     }
 }
@@ -227,6 +228,7 @@ mod tests {
             segments: vec![segment(0.0, 1.0), segment(1.0, 2.0), segment(2.0, 3.0)],
             words: vec![],
             language: "en".into(),
+            language_probability: None,
             duration: 3.0,
         };
         label_by_pitch(&mut transcript, &audio, rate);
@@ -248,6 +250,7 @@ mod tests {
             segments: vec![segment(0.0, 1.0), segment(1.0, 2.0)],
             words: vec![],
             language: "en".into(),
+            language_probability: None,
             duration: 2.0,
         };
         label_by_pitch(&mut transcript, &audio, rate);

@@ -203,6 +203,7 @@ pub fn transcript_from_file(
         },
         text,
         language,
+        language_probability: None,
         duration,
     }
 }

@@ -198,6 +198,7 @@ pub fn transcript_from_short_audio(
         segments: Vec::new(),
         words: Vec::new(),
         language: language.clone(),
+        language_probability: None,
         duration: clip_seconds,
     };
     match status {
@@ -259,6 +260,7 @@ pub fn transcript_from_short_audio(
         text,
         words,
         language,
+        language_probability: None,
         duration: clip_seconds,
     })
 }

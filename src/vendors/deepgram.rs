@@ -134,6 +134,7 @@ pub fn transcript_from_listen(
         },
         text,
         language,
+        language_probability: None,
         duration,
     }
 }

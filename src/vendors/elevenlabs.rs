@@ -211,6 +211,7 @@ pub fn transcript_from_scribe(
             Vec::new()
         },
         language,
+        language_probability: None,
         duration: clip_seconds,
     }
 }

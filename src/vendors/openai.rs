@@ -478,6 +478,7 @@ pub fn transcript_from_verbose(
         segments,
         words,
         language,
+        language_probability: None,
         duration,
     }
 }

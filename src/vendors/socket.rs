@@ -104,6 +104,7 @@ pub fn live_final(
         },
         text,
         language: options.language.clone().unwrap_or_else(|| "en".to_string()),
+        language_probability: None,
         duration,
     })
 }

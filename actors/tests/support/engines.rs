@@ -63,6 +63,7 @@ impl SpeechToText for ScriptedStt {
                 segments: Vec::new(),
                 words: Vec::new(),
                 language: "en".into(),
+                language_probability: None,
                 duration,
             })
         })

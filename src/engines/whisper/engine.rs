@@ -431,7 +431,7 @@ fn run(
     let mut history: Vec<u32> = Vec::new();
     let mut segments: Vec<(RawSegment, &'static str)> = Vec::new();
     let mut words: Vec<TranscriptWord> = Vec::new();
-    let mut first_language: Option<&'static str> = None;
+    let mut first_language: Option<(&'static str, Option<f32>)> = None;
     let mut previous_language: Option<&'static str> = None;
     let mut seek = 0usize;
     while seek < content {
@@ -453,16 +453,17 @@ fn run(
             .map_err(inference)?;
         let cross = m.model.cross_kv(&features).map_err(inference)?;
         let encoded_ms = window_started.elapsed().as_millis() as u64;
-        let language = match forced {
-            Some(code) if vocab.multilingual => code,
-            _ if !vocab.multilingual => "en",
+        let (language, probability) = match forced {
+            Some(code) if vocab.multilingual => (code, None),
+            _ if !vocab.multilingual => ("en", None),
             _ => {
-                language::detect(&m.model, vocab, &cross)
-                    .map_err(inference)?
-                    .0
+                let hint = options.language_hint.as_deref();
+                let (code, p) =
+                    language::detect(&m.model, vocab, &cross, hint).map_err(inference)?;
+                (code, Some(p))
             }
         };
-        first_language.get_or_insert(language);
+        first_language.get_or_insert((language, probability));
         if previous_language != Some(language) {
             // Text in another language is a poor prompt.
             history.clear();
@@ -549,7 +550,7 @@ fn run(
         segments.extend(window_segments.into_iter().map(|s| (s, language)));
         seek += advance.max(1);
     }
-    let language = first_language.unwrap_or("en");
+    let (language, language_probability) = first_language.unwrap_or(("en", None));
     let segments: Vec<TranscriptSegment> = segments
         .into_iter()
         .filter_map(|(s, lang)| {
@@ -577,6 +578,7 @@ fn run(
         segments,
         words,
         language: language.to_string(),
+        language_probability,
         duration,
     })
 }

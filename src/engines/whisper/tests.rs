@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
+use switchboard_actors::audio::mulaw;
 use switchboard_actors::engine::{
     EngineErrorKind, SpeechToText, SttMode, TranscribeOptions, Transcript,
 };
@@ -230,6 +231,82 @@ fn a_live_turn_is_heard_as_well_as_in_a_full_window() {
             check_timestamps(&live);
         }
     }
+}
+
+/// `audio` as a phone line carries it: down to 8 kHz, through μ-law and back up to 16 kHz.
+fn through_a_phone_line(audio: &[f32]) -> Vec<f32> {
+    let line: Vec<f32> = super::audio::resample(audio, 16_000, 8_000)
+        .iter()
+        .map(|&s| {
+            let code = mulaw::encode((s.clamp(-1.0, 1.0) * 32_767.0) as i16);
+            f32::from(mulaw::decode(code)) / 32_768.0
+        })
+        .collect();
+    super::audio::resample(&line, 8_000, 16_000)
+}
+
+/// JFK's lone "not" (of "ask not"), cut where the engine's word times put it, as a caller
+/// would say it in a turn of its own.
+fn jfk_not() -> Vec<f32> {
+    let jfk = fixture_mono("jfk.flac");
+    let t = engine()
+        .transcribe_blocking(&jfk, &options(SttMode::Accurate, Some("en"), true))
+        .unwrap();
+    let not = t
+        .words
+        .iter()
+        .find(|w| normalise(&w.word) == ["not"])
+        .unwrap_or_else(|| panic!("no \"not\" in {:?}", t.words));
+    let from = ((not.start - 0.1).max(0.0) * 16_000.0) as usize;
+    let to = (((not.end + 0.15) * 16_000.0) as usize).min(jfk.len());
+    jfk[from..to].to_vec()
+}
+
+/// A one-word turn is where language detection fails: JFK's lone "not" is heard as German or
+/// (through a phone line) Portuguese, and its text then comes out in that language. Heard
+/// with the conversation's language as a hint, it stays English; speech clearly in another
+/// language still switches.
+#[test]
+fn a_short_turn_keeps_to_the_conversations_language() {
+    let live = |hint: Option<&str>| TranscribeOptions {
+        live_turn: true,
+        language_hint: hint.map(str::to_string),
+        ..options(SttMode::Accurate, None, false)
+    };
+    let not = jfk_not();
+    for (line, turn) in [
+        ("16 kHz", not.clone()),
+        ("phone", through_a_phone_line(&not)),
+    ] {
+        let hinted = engine()
+            .transcribe_blocking(&turn, &live(Some("en")))
+            .unwrap();
+        assert_eq!(hinted.language, "en", "{line}: {hinted:?}");
+        let p = hinted
+            .language_probability
+            .expect("a detected language's probability");
+        assert!((0.0..=1.0).contains(&p), "{line}: {p}");
+        assert!(
+            normalise(&hinted.text).iter().all(|w| w.is_ascii()),
+            "{line}: {:?}",
+            hinted.text
+        );
+    }
+    // The last 8 s of the multilingual fixture are German: an English hint does not hold them.
+    let multilingual = fixture_mono("multilingual.mp3");
+    let german = &multilingual[multilingual.len() - 16_000 * 8..];
+    for turn in [german.to_vec(), through_a_phone_line(german)] {
+        let t = engine()
+            .transcribe_blocking(&turn, &live(Some("en")))
+            .unwrap();
+        assert_eq!(t.language, "de", "{t:?}");
+        assert!(t.language_probability.is_some_and(|p| p > 0.5), "{t:?}");
+    }
+    // A forced language has no probability.
+    let forced = engine()
+        .transcribe_blocking(&not, &options(SttMode::Accurate, Some("en"), false))
+        .unwrap();
+    assert_eq!(forced.language_probability, None);
 }
 
 #[test]
