@@ -385,6 +385,11 @@ async fn agent_voice_language_style_profile_and_metadata_rules() {
         let agent = create_ok(&server, key, json!({"name": "n", "language": language})).await;
         assert_eq!(agent["language"], language);
     }
+    // `auto` (the caller's language, detected turn by turn) is stored as written in lowercase.
+    for language in ["auto", "Auto", "AUTO"] {
+        let agent = create_ok(&server, key, json!({"name": "n", "language": language})).await;
+        assert_eq!(agent["language"], "auto");
+    }
     for language in [json!(""), json!("e"), json!("en US"), json!(null)] {
         rejects(
             &server,

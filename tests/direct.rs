@@ -1040,10 +1040,17 @@ async fn one_worker_and_a_listening_caller() -> (Server, String, Socket) {
     (server, key, socket)
 }
 
-/// The caller says "And so my fellow Americans" and a second of silence, sent at once, and
-/// the turn's final transcript (within 60 s) holds "americans".
+/// The caller says "And so my fellow Americans", and the turn's final transcript holds
+/// "americans".
 async fn americans_is_heard(socket: &mut Socket) {
-    let mut turn = jfk_at(16_000)[..16_000 * 3].to_vec();
+    let text = turn_heard_as(socket, &jfk_at(16_000)[..16_000 * 3]).await;
+    assert!(text.contains("americans"), "{text:?}");
+}
+
+/// The caller says `samples` (16 kHz) and a second of silence, sent at once; answers the
+/// turn's final transcript (within 60 s), lowercased.
+async fn turn_heard_as(socket: &mut Socket, samples: &[i16]) -> String {
+    let mut turn = samples.to_vec();
     turn.resize(turn.len() + 16_000, 0);
     for frame in turn.chunks_exact(320) {
         let bytes: Vec<u8> = frame.iter().flat_map(|s| s.to_le_bytes()).collect();
@@ -1058,8 +1065,41 @@ async fn americans_is_heard(socket: &mut Socket) {
         .iter()
         .find(|e| e["type"] == "transcript.final")
         .unwrap_or_else(|| panic!("the turn was recognised: {events:?}"));
-    let text = heard["text"].as_str().unwrap_or("").to_lowercase();
-    assert!(text.contains("americans"), "{heard}");
+    heard["text"].as_str().unwrap_or("").to_lowercase()
+}
+
+/// An agent's `language` may carry a region (`en-US`), which the embedded recognizer hears as
+/// its language, or be `auto`, which hears whatever language the caller speaks.
+#[tokio::test]
+async fn an_agent_hears_its_regional_language_and_an_auto_agent_any_language() {
+    let server = Server::start().await;
+    let key = server.key().to_string();
+    for (id, language) in [("regional", "en-US"), ("polyglot", "auto")] {
+        let agent = json!({"id": id, "name": id, "firstMessage": null, "maxTokens": 10,
+                           "language": language});
+        let (status, body) = call(server.post("/v1/agents", &key, agent)).await;
+        assert_eq!(status, 201, "{body}");
+    }
+    let mut socket = open(&server, &key, "regional", "sampleRate=16000").await;
+    americans_is_heard(&mut socket).await;
+
+    // German: the last 8 s of the multilingual fixture.
+    let audio = switchboard::media::decode(&fixture("multilingual.mp3"), Some("mp3")).unwrap();
+    let pcm = switchboard::media::resample(&audio.channels[0], audio.sample_rate, 16_000);
+    let german: Vec<i16> = pcm[pcm.len() - 16_000 * 8..]
+        .iter()
+        .map(|s| (s.clamp(-1.0, 1.0) * 32767.0) as i16)
+        .collect();
+    let mut socket = open(&server, &key, "polyglot", "sampleRate=16000").await;
+    let text = turn_heard_as(&mut socket, &german).await;
+    let german_words = [
+        "und", "der", "die", "das", "ist", "zu", "den", "mit", "nicht", "von",
+    ];
+    let hits = text
+        .split(|c: char| !c.is_alphabetic())
+        .filter(|w| german_words.contains(w))
+        .count();
+    assert!(hits >= 2, "not heard as German: {text:?}");
 }
 
 #[tokio::test]

@@ -142,7 +142,8 @@ pub struct AgentFields {
     #[serde(default, deserialize_with = "nullable")]
     #[schema(value_type = Option<Object>)]
     pub style_profile: Option<Option<Map<String, Value>>>,
-    /// Language code, default `en`.
+    /// Language code (`en`, `pt-BR`), default `en`; or `auto`: the caller's language is
+    /// detected turn by turn, and the voice speaks its own.
     #[serde(default, deserialize_with = "nullable")]
     #[schema(value_type = Option<String>)]
     pub language: Option<Option<String>>,
@@ -206,8 +207,23 @@ fn provider(
     Ok(value)
 }
 
+/// The agent `language` that has sessions detect the caller's language turn by turn.
+pub const DETECTED_LANGUAGE: &str = "auto";
+
+/// The language an agent's sessions (and its `/speak`) force on the recognizer and the voice:
+/// the agent's code, or `None` for [`DETECTED_LANGUAGE`].
+pub fn session_language(agent_language: &str) -> Option<String> {
+    (agent_language != DETECTED_LANGUAGE).then(|| agent_language.to_string())
+}
+
 fn language(value: Option<Option<String>>) -> Result<Option<String>, ApiError> {
     let value = not_null("language", value)?;
+    if value
+        .as_deref()
+        .is_some_and(|code| code.eq_ignore_ascii_case(DETECTED_LANGUAGE))
+    {
+        return Ok(Some(DETECTED_LANGUAGE.to_string()));
+    }
     if let Some(code) = &value {
         let well_formed = (2..=35).contains(&code.len())
             && code.split('-').all(|part| {

@@ -6,6 +6,7 @@ use serde::Deserialize;
 use switchboard_actors::engine::SpeechRequest;
 use utoipa::ToSchema;
 
+use super::agents::session_language;
 use super::auth::Developer;
 use super::body::ApiJson;
 use super::providers::{self, Caller};
@@ -202,7 +203,7 @@ async fn speak(
     .await?;
     let speech = SpeechRequest {
         speed: speed as f32,
-        language: Some(agent.language),
+        language: session_language(&agent.language),
         model: agent.tts_model,
         ..SpeechRequest::new(request.text.unwrap_or_default(), agent.voice_id)
     };

@@ -209,10 +209,12 @@ fn requested_language(options: &TranscribeOptions) -> Result<Option<&'static str
     let Some(code) = options.language.as_deref() else {
         return Ok(None);
     };
+    // A tag with a region or script (`pt-BR`, `zh_Hant`) is heard as its language.
     let code = code.trim().to_ascii_lowercase();
+    let primary = code.split(['-', '_']).next().unwrap_or_default();
     LANGUAGES
         .iter()
-        .find(|&&known| known == code)
+        .find(|&&known| known == primary)
         .map(|&known| Some(known))
         .ok_or_else(|| {
             EngineError::invalid(format!(
