@@ -106,8 +106,8 @@ pub struct TranscribeOptions {
     pub live_turn: bool,
     /// The language of the conversation so far (ISO 639-1), when `language` is not forced: a
     /// recognizer that detects the language keeps to this one unless the audio is clearly in
-    /// another. Short turns are where detection goes wrong ("Yes." heard as Thai), and a turn
-    /// in the wrong language comes out as nonsense. Streams set it from earlier turns (see
+    /// another. Short turns are where detection goes wrong (a lone "not" heard as German), and a
+    /// turn in the wrong language comes out as nonsense. Streams set it from earlier turns (see
     /// [`utterance_stream`]); the embedded Whisper honours it, vendors detect as they do.
     pub language_hint: Option<String>,
 }
