@@ -214,6 +214,17 @@ async fn an_agent_is_created_on_the_first_sync_and_updated_after() {
     assert_eq!(fourth["externalAgentId"], recreated.as_str());
     assert_eq!(fourth["created"], false);
 
+    // The platform has no `auto` language: such an agent is sent without one.
+    let (status, body) =
+        call(server.put("/v1/agents/support", &key, json!({"language": "auto"}))).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, fifth) = call(server.post("/v1/agents/support/sync", &key, json!({}))).await;
+    assert_eq!(status, 200, "{fifth}");
+    let (_, _, sent) = mock.requests().pop().unwrap();
+    let agent = sent["conversation_config"]["agent"].as_object().unwrap();
+    assert!(!agent.contains_key("language"), "{sent}");
+    assert_eq!(agent["first_message"], "Hi, how can I help?");
+
     // Another developer's sync of this agent is 404 and reaches nobody.
     let before = mock.requests().len();
     let other = server.storage.create_key("dev_other");

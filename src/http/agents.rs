@@ -13,7 +13,7 @@ use super::AppState;
 use crate::error::{ApiError, ErrorBody};
 use crate::registry::agents::{ArchiveAgent, CreateAgent, GetAgent, ListAgents, UpdateAgent};
 use crate::registry::new_id;
-use crate::store::agents::{AgentChanges, AgentRow, STATUS_ACTIVE};
+use crate::store::agents::{AgentChanges, AgentRow, DETECTED_LANGUAGE, STATUS_ACTIVE};
 use crate::time::{self, iso};
 use crate::vendors::catalog::{DEFAULT_PROVIDER, LLM_PROVIDERS, STT_PROVIDERS, TTS_PROVIDERS};
 
@@ -205,15 +205,6 @@ fn provider(
         validate::one_of(param, id, known)?;
     }
     Ok(value)
-}
-
-/// The agent `language` that has sessions detect the caller's language turn by turn.
-pub const DETECTED_LANGUAGE: &str = "auto";
-
-/// The language an agent's sessions (and its `/speak`) force on the recognizer and the voice:
-/// the agent's code, or `None` for [`DETECTED_LANGUAGE`].
-pub fn session_language(agent_language: &str) -> Option<String> {
-    (agent_language != DETECTED_LANGUAGE).then(|| agent_language.to_string())
 }
 
 fn language(value: Option<Option<String>>) -> Result<Option<String>, ApiError> {

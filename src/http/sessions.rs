@@ -15,7 +15,6 @@ use switchboard_actors::engine::KnowledgeRetriever;
 use switchboard_actors::session::{AgentProfile, SessionEngines, TurnPreferences};
 use utoipa::ToSchema;
 
-use super::agents::session_language;
 use super::auth::Developer;
 use super::body::ApiJson;
 use super::providers::{self, Caller};
@@ -143,10 +142,9 @@ async fn create_twilio_session(
 /// the agent's embedded voice, if it speaks with one, so the greeting does not wait for it.
 pub fn warm_agent_voice(state: &AppState, agent: &AgentRow) {
     if agent.tts_provider == crate::vendors::catalog::DEFAULT_PROVIDER {
-        state.engines.warm_voice(
-            &agent.voice_id,
-            session_language(&agent.language).as_deref(),
-        );
+        state
+            .engines
+            .warm_voice(&agent.voice_id, agent.forced_language());
     }
 }
 
@@ -476,7 +474,7 @@ impl SessionFactory for AppSessionFactory {
                     .map(|m| substitute(m, &variables))
                     .unwrap_or_default(),
                 voice: agent.voice_id.clone(),
-                language: session_language(&agent.language),
+                language: agent.forced_language().map(str::to_string),
                 model: agent.llm_model.clone(),
                 tts_model: agent.tts_model.clone(),
                 temperature: agent.temperature as f32,

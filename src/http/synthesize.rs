@@ -6,7 +6,6 @@ use serde::Deserialize;
 use switchboard_actors::engine::SpeechRequest;
 use utoipa::ToSchema;
 
-use super::agents::session_language;
 use super::auth::Developer;
 use super::body::ApiJson;
 use super::providers::{self, Caller};
@@ -203,7 +202,7 @@ async fn speak(
     .await?;
     let speech = SpeechRequest {
         speed: speed as f32,
-        language: session_language(&agent.language),
+        language: agent.forced_language().map(str::to_string),
         model: agent.tts_model,
         ..SpeechRequest::new(request.text.unwrap_or_default(), agent.voice_id)
     };

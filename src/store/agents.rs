@@ -38,6 +38,17 @@ pub struct AgentRow {
     pub updated_at: i64,
 }
 
+/// The agent `language` that has its sessions detect the caller's language turn by turn.
+pub const DETECTED_LANGUAGE: &str = "auto";
+
+impl AgentRow {
+    /// The language the agent's sessions (and its `/speak`) force on the recognizer and the
+    /// voice: its code, or `None` for [`DETECTED_LANGUAGE`].
+    pub fn forced_language(&self) -> Option<&str> {
+        (self.language != DETECTED_LANGUAGE).then_some(self.language.as_str())
+    }
+}
+
 /// The columns an update may change; `None` leaves a column as it is, `Some(None)` clears a
 /// nullable one.
 #[derive(Debug, Clone, Default, AsChangeset)]

@@ -173,15 +173,21 @@ fn elevenlabs_body(agent: &AgentRow) -> Value {
             tts.insert("model_id".into(), json!(model));
         }
     }
+    let mut conversation_agent = Map::new();
+    conversation_agent.insert(
+        "first_message".into(),
+        json!(agent.first_message.clone().unwrap_or_default()),
+    );
+    // The platform has no "detect the caller's language": an `auto` agent keeps its default.
+    if let Some(language) = agent.forced_language() {
+        conversation_agent.insert("language".into(), json!(language));
+    }
+    conversation_agent.insert("prompt".into(), Value::Object(prompt));
     json!({
         "name": agent.name,
         "tags": ["switchboard", format!("switchboard:{}", agent.id)],
         "conversation_config": {
-            "agent": {
-                "first_message": agent.first_message.clone().unwrap_or_default(),
-                "language": agent.language,
-                "prompt": prompt,
-            },
+            "agent": conversation_agent,
             "tts": tts,
         },
     })
