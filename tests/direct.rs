@@ -238,13 +238,19 @@ async fn type_text(socket: &mut Socket, text: &str) {
         .unwrap();
 }
 
-/// The JFK fixture as 16-bit samples at `rate`.
-fn jfk_at(rate: u32) -> Vec<i16> {
-    let audio = switchboard::media::decode(&fixture("jfk.flac"), Some("flac")).unwrap();
+/// The first channel of speech fixture `name` as 16-bit samples at `rate`.
+fn fixture_at(name: &str, rate: u32) -> Vec<i16> {
+    let extension = name.rsplit('.').next();
+    let audio = switchboard::media::decode(&fixture(name), extension).unwrap();
     let pcm = switchboard::media::resample(&audio.channels[0], audio.sample_rate, rate);
     pcm.iter()
         .map(|s| (s.clamp(-1.0, 1.0) * 32767.0) as i16)
         .collect()
+}
+
+/// The JFK fixture as 16-bit samples at `rate`.
+fn jfk_at(rate: u32) -> Vec<i16> {
+    fixture_at("jfk.flac", rate)
 }
 
 #[tokio::test]
@@ -1084,14 +1090,10 @@ async fn an_agent_hears_its_regional_language_and_an_auto_agent_any_language() {
     americans_is_heard(&mut socket).await;
 
     // German: the last 8 s of the multilingual fixture.
-    let audio = switchboard::media::decode(&fixture("multilingual.mp3"), Some("mp3")).unwrap();
-    let pcm = switchboard::media::resample(&audio.channels[0], audio.sample_rate, 16_000);
-    let german: Vec<i16> = pcm[pcm.len() - 16_000 * 8..]
-        .iter()
-        .map(|s| (s.clamp(-1.0, 1.0) * 32767.0) as i16)
-        .collect();
+    let multilingual = fixture_at("multilingual.mp3", 16_000);
+    let german = &multilingual[multilingual.len() - 16_000 * 8..];
     let mut socket = open(&server, &key, "polyglot", "sampleRate=16000").await;
-    let text = turn_heard_as(&mut socket, &german).await;
+    let text = turn_heard_as(&mut socket, german).await;
     let german_words = [
         "und", "der", "die", "das", "ist", "zu", "den", "mit", "nicht", "von",
     ];

@@ -25,6 +25,7 @@ use super::model::WhisperModel;
 use super::timestamps::{align_words, split_segments, RawSegment};
 use super::vocab::{Vocab, LANGUAGES};
 use crate::engines::pool::{Lane, WorkerPool};
+use crate::speech::languages::language_code;
 
 /// The English-only model directory.
 pub const ENGLISH_MODEL: &str = "whisper-tiny.en";
@@ -210,11 +211,10 @@ fn requested_language(options: &TranscribeOptions) -> Result<Option<&'static str
         return Ok(None);
     };
     // A tag with a region or script (`pt-BR`, `zh_Hant`) is heard as its language.
-    let code = code.trim().to_ascii_lowercase();
-    let primary = code.split(['-', '_']).next().unwrap_or_default();
+    let primary = language_code(code);
     LANGUAGES
         .iter()
-        .find(|&&known| known == primary)
+        .find(|&&known| Some(known) == primary)
         .map(|&known| Some(known))
         .ok_or_else(|| {
             EngineError::invalid(format!(
