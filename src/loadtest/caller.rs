@@ -127,17 +127,16 @@ pub async fn converse<P: Protocol>(
     let mut pending_clear: Option<(Instant, f64)> = None;
     let mut tick = tokio::time::interval(Duration::from_millis(FRAME_MS));
     tick.set_missed_tick_behavior(MissedTickBehavior::Burst);
-    let mut next_frame_at = opened;
     let end = opened + script.duration;
 
     loop {
         tokio::select! {
-            _ = tick.tick() => {
+            due = tick.tick() => {
+                // `due`: when this frame was due on the caller's real-time schedule.
                 let now = Instant::now();
-                // How far behind its real-time schedule the caller's own audio is: the load
-                // generator's health, not the server's.
-                report.send_lag_ms = report.send_lag_ms.max((now - next_frame_at).as_secs_f64() * 1000.0);
-                next_frame_at += Duration::from_millis(FRAME_MS);
+                // How far behind that schedule the caller's own audio is: the load generator's
+                // health, not the server's.
+                report.send_lag_ms = report.send_lag_ms.max(ms_since(due, now));
                 if now >= end {
                     // A barge-in the end of the call cut short was never measured.
                     if pending_clear.is_some() {
@@ -158,8 +157,12 @@ pub async fn converse<P: Protocol>(
                 }
                 let frame = match &mut phase {
                     Phase::Speaking { next, barge_in } => {
+                        // A barge-in starts when its first frame was due, not when a busy
+                        // generator got to it: the frames after it keep to the schedule, so
+                        // timing from a late first frame would credit the server with the
+                        // generator's delay. That delay is counted as caller lag instead.
                         if *next == 0 && *barge_in {
-                            pending_clear = Some((now, 0.0));
+                            pending_clear = Some((due, 0.0));
                         }
                         if let Some((started, lag)) = &mut pending_clear {
                             let due = *started + Duration::from_millis(FRAME_MS * *next as u64);

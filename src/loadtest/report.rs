@@ -37,7 +37,7 @@ impl Live {
 /// One barge-in the server answered with a clear, as the caller measured it.
 #[derive(Debug, Clone, Copy)]
 pub struct Cleared {
-    /// Start of talking over the agent to the server's clear.
+    /// Start of talking over the agent (when its first frame was due) to the server's clear.
     pub after_ms: f64,
     /// How far behind its own 20 ms schedule the caller had sent that speech at worst before
     /// the clear arrived: the load generator's share of `after_ms`.
