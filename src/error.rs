@@ -229,6 +229,7 @@ impl From<StoreError> for ApiError {
                 ApiError::Unavailable(format!("storage is unavailable: {message}"))
             }
             StoreError::Query(message) => ApiError::Internal(message),
+            StoreError::Refused(message) => ApiError::bad_request(message),
         }
     }
 }

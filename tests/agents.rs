@@ -750,6 +750,73 @@ async fn put_null_on_a_required_field_is_rejected_and_changes_nothing() {
 }
 
 #[tokio::test]
+async fn an_agent_on_the_embedded_recognizer_must_force_a_language_it_hears() {
+    let server = Server::start().await;
+    let key = server.key();
+    // The embedded recognizer would fail every caller turn of these: refused, nothing stored.
+    for language in ["xx", "fil", "tlh-Latn"] {
+        let body = json!({"id": "unheard", "name": "n", "language": language});
+        let (status, error) = create(&server, key, body.clone()).await;
+        assert_invalid(status, &error, "language", &short(&body));
+        let message = error["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains(language) && message.contains("`auto`"),
+            "{message}"
+        );
+        let (status, body) = get(&server, key, "unheard").await;
+        assert_not_found(status, &body, language);
+    }
+    // Its own languages, with a region or by name, and `auto` are heard.
+    for language in ["de", "pt-BR", "jw", "haw", "english", "auto"] {
+        create_ok(&server, key, json!({"name": "n", "language": language})).await;
+    }
+    // A vendor's recognizer checks its own languages (`multi` is one vendor's code-switching).
+    for language in ["fil", "multi"] {
+        let body = json!({"name": "n", "sttProvider": "deepgram", "language": language});
+        assert_eq!(create_ok(&server, key, body).await["language"], language);
+    }
+
+    // An update is held to the row it makes, whichever of the two fields it changes.
+    let vendor = create_ok(
+        &server,
+        key,
+        json!({"id": "fil", "name": "n", "sttProvider": "deepgram", "language": "fil"}),
+    )
+    .await;
+    let embedded = create_ok(&server, key, json!({"id": "en", "name": "n"})).await;
+    for (id, body) in [
+        ("fil", json!({"sttProvider": "default"})),
+        ("en", json!({"language": "xx"})),
+        ("en", json!({"language": "fil", "name": "renamed"})),
+    ] {
+        let (status, error) = put(&server, key, id, body.clone()).await;
+        assert_invalid(status, &error, "language", &short(&body));
+    }
+    assert_eq!(get(&server, key, "fil").await.1, vendor);
+    assert_eq!(get(&server, key, "en").await.1, embedded);
+    // Changing both together, or to `auto`, is fine.
+    let (status, moved) = put(
+        &server,
+        key,
+        "fil",
+        json!({"sttProvider": "default", "language": "auto"}),
+    )
+    .await;
+    assert_eq!(
+        (status, &moved["language"]),
+        (200, &json!("auto")),
+        "{moved}"
+    );
+    let body = json!({"sttProvider": "deepgram", "language": "fil"});
+    let (status, moved) = put(&server, key, "en", body).await;
+    assert_eq!(
+        (status, &moved["sttProvider"]),
+        (200, &json!("deepgram")),
+        "{moved}"
+    );
+}
+
+#[tokio::test]
 async fn put_enforces_the_create_limits_and_changes_nothing_when_rejected() {
     let server = Server::start().await;
     let key = server.key();

@@ -9,9 +9,11 @@ use super::{cursor_position, Page, PageRequest};
 use crate::cluster::{Change, Changed, FeedState};
 use crate::config::RegistryConfig;
 use crate::error::ApiError;
+use crate::speech::languages;
 use crate::store::agents::{self, AgentChanges, AgentRow};
 use crate::store::{collections, Db, StoreError};
 use crate::time;
+use crate::vendors::catalog::DEFAULT_PROVIDER;
 
 type AgentKey = (String, String);
 
@@ -76,6 +78,28 @@ async fn check_collection(
     Ok(())
 }
 
+/// An agent must not force on the embedded recognizer a language it was not trained on: every
+/// caller turn of its calls would fail. `auto`, and any language for a vendor's recognizer
+/// (vendors check their own), pass.
+fn check_language(agent: &AgentRow) -> Result<(), String> {
+    let Some(language) = agent.forced_language() else {
+        return Ok(());
+    };
+    if agent.stt_provider != DEFAULT_PROVIDER || languages::language_code(language).is_some() {
+        return Ok(());
+    }
+    let known: Vec<&str> = languages::LANGUAGES.iter().map(|(code, _)| *code).collect();
+    Err(format!(
+        "language '{language}' is not one the embedded recognizer (sttProvider `{DEFAULT_PROVIDER}`) \
+         hears; use `auto`, one of {}, or an sttProvider that hears it",
+        known.join(", ")
+    ))
+}
+
+fn refused_language(message: String) -> ApiError {
+    ApiError::invalid("language", message)
+}
+
 fn agent_not_found(id: &str) -> ApiError {
     ApiError::not_found("agent", id)
 }
@@ -94,6 +118,7 @@ impl Handler<CreateAgent> for AgentRegistry {
         Box::pin(
             async move {
                 let agent = msg.agent;
+                check_language(&agent).map_err(refused_language)?;
                 check_collection(&db, &agent.developer_id, agent.collection_id.as_deref()).await?;
                 agents::insert(&db, &agent).await.map_err(|err| match err {
                     StoreError::Conflict(_) => ApiError::Conflict(format!(
@@ -196,8 +221,21 @@ impl Handler<UpdateAgent> for AgentRegistry {
                     .as_ref()
                     .and_then(|c| c.as_deref());
                 check_collection(&db, &msg.developer_id, collection).await?;
-                agents::update(&db, &msg.developer_id, &msg.agent_id, &msg.changes)
-                    .await?
+                // Only a change to what the rule reads is held to it: an agent stored before
+                // the rule can still be renamed.
+                let changes = &msg.changes;
+                let check: fn(&AgentRow) -> Result<(), String> =
+                    if changes.language.is_some() || changes.stt_provider.is_some() {
+                        check_language
+                    } else {
+                        |_| Ok(())
+                    };
+                agents::update(&db, &msg.developer_id, &msg.agent_id, changes, check)
+                    .await
+                    .map_err(|err| match err {
+                        StoreError::Refused(message) => refused_language(message),
+                        other => other.into(),
+                    })?
                     .ok_or_else(|| agent_not_found(&msg.agent_id))
             }
             .into_actor(self)

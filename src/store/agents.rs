@@ -4,8 +4,8 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
 use super::schema::agents;
-use super::{Db, StoreResult};
-use crate::db_run;
+use super::{Db, StoreError, StoreResult};
+use crate::{db_run, db_tx};
 
 pub const STATUS_ACTIVE: &str = "active";
 pub const STATUS_ARCHIVED: &str = "archived";
@@ -125,15 +125,18 @@ pub async fn seq_of(db: &Db, developer: &str, id: &str) -> StoreResult<Option<i6
     })
 }
 
-/// Applies the changes to a live agent; answers the updated row, or `None` if there is none.
+/// Applies the changes to a live agent and keeps them only if `check` accepts the row they
+/// make: a refusal rolls the change back as [`StoreError::Refused`]. Answers the updated row,
+/// or `None` if there is no such agent.
 pub async fn update(
     db: &Db,
     developer: &str,
     id: &str,
     changes: &AgentChanges,
+    check: fn(&AgentRow) -> Result<(), String>,
 ) -> StoreResult<Option<AgentRow>> {
-    db_run!(db, |conn| {
-        Ok(diesel::update(
+    db_tx!(db, |conn| {
+        let row = diesel::update(
             agents::table
                 .filter(agents::developer_id.eq(developer))
                 .filter(agents::id.eq(id))
@@ -143,7 +146,11 @@ pub async fn update(
         .returning(AgentRow::as_returning())
         .get_result(conn)
         .await
-        .optional()?)
+        .optional()?;
+        if let Some(row) = &row {
+            check(row).map_err(StoreError::Refused)?;
+        }
+        Ok(row)
     })
 }
 

@@ -52,6 +52,10 @@ pub enum StoreError {
     /// Any other query failure.
     #[error("{0}")]
     Query(String),
+    /// The caller's own check refused the row a write would have left; the write was rolled
+    /// back.
+    #[error("{0}")]
+    Refused(String),
 }
 
 impl From<DieselError> for StoreError {
