@@ -770,11 +770,24 @@ async fn an_agent_on_the_embedded_recognizer_must_force_a_language_it_hears() {
     for language in ["de", "pt-BR", "jw", "haw", "english", "auto"] {
         create_ok(&server, key, json!({"name": "n", "language": language})).await;
     }
-    // A vendor's recognizer checks its own languages (`multi` is one vendor's code-switching).
+    // A vendor's recognizer checks its own languages (`multi` is one vendor's code-switching),
+    // unless the embedded one is its fallback.
     for language in ["fil", "multi"] {
         let body = json!({"name": "n", "sttProvider": "deepgram", "language": language});
         assert_eq!(create_ok(&server, key, body).await["language"], language);
     }
+    let fallback = json!({"fallbacks": {"stt": ["assemblyai", "default"]}});
+    let body =
+        json!({"name": "n", "sttProvider": "deepgram", "language": "fil", "metadata": fallback});
+    let (status, error) = create(&server, key, body.clone()).await;
+    assert_invalid(status, &error, "language", &short(&body));
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("fallbacks"),
+        "{error}"
+    );
 
     // An update is held to the row it makes, whichever of the two fields it changes.
     let vendor = create_ok(
@@ -788,6 +801,7 @@ async fn an_agent_on_the_embedded_recognizer_must_force_a_language_it_hears() {
         ("fil", json!({"sttProvider": "default"})),
         ("en", json!({"language": "xx"})),
         ("en", json!({"language": "fil", "name": "renamed"})),
+        ("fil", json!({"metadata": fallback})),
     ] {
         let (status, error) = put(&server, key, id, body.clone()).await;
         assert_invalid(status, &error, "language", &short(&body));

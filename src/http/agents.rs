@@ -143,9 +143,9 @@ pub struct AgentFields {
     #[schema(value_type = Option<Object>)]
     pub style_profile: Option<Option<Map<String, Value>>>,
     /// Language code (`en`, `pt-BR`), default `en`; or `auto`: the caller's language is
-    /// detected turn by turn, and the voice speaks its own. With `sttProvider` `default`, a
-    /// language the embedded recognizer hears (else 400 on create, and on an update that
-    /// changes this or `sttProvider`).
+    /// detected turn by turn, and the voice speaks its own. With `sttProvider` (or an stt
+    /// fallback) `default`, a language the embedded recognizer hears (else 400 on create, and
+    /// on an update that changes this, `sttProvider` or `metadata`).
     #[serde(default, deserialize_with = "nullable")]
     #[schema(value_type = Option<String>)]
     pub language: Option<Option<String>>,

@@ -13,7 +13,8 @@ use crate::speech::languages;
 use crate::store::agents::{self, AgentChanges, AgentRow};
 use crate::store::{collections, Db, StoreError};
 use crate::time;
-use crate::vendors::catalog::DEFAULT_PROVIDER;
+use crate::vendors::catalog::{Kind, DEFAULT_PROVIDER};
+use crate::vendors::fallback::fallback_ids;
 
 type AgentKey = (String, String);
 
@@ -78,20 +79,31 @@ async fn check_collection(
     Ok(())
 }
 
-/// An agent must not force on the embedded recognizer a language it was not trained on: every
-/// caller turn of its calls would fail. `auto`, and any language for a vendor's recognizer
-/// (vendors check their own), pass.
+/// An agent must not force on the embedded recognizer a language it was not trained on, as
+/// its `sttProvider` or as a `metadata.fallbacks.stt` entry: every caller turn it hears would
+/// fail. `auto`, and any language for a vendor's recognizer (vendors check their own), pass.
 fn check_language(agent: &AgentRow) -> Result<(), String> {
     let Some(language) = agent.forced_language() else {
         return Ok(());
     };
-    if agent.stt_provider != DEFAULT_PROVIDER || languages::language_code(language).is_some() {
+    if languages::language_code(language).is_some() {
         return Ok(());
     }
+    let metadata = serde_json::from_str(&agent.metadata).unwrap_or_default();
+    let as_fallback = fallback_ids(&metadata, Kind::Stt)
+        .iter()
+        .any(|id| id == DEFAULT_PROVIDER);
+    let role = if agent.stt_provider == DEFAULT_PROVIDER {
+        "sttProvider"
+    } else if as_fallback {
+        "a metadata.fallbacks.stt entry"
+    } else {
+        return Ok(());
+    };
     let known: Vec<&str> = languages::LANGUAGES.iter().map(|(code, _)| *code).collect();
     Err(format!(
-        "language '{language}' is not one the embedded recognizer (sttProvider `{DEFAULT_PROVIDER}`) \
-         hears; use `auto`, one of {}, or an sttProvider that hears it",
+        "language '{language}' is not one the embedded recognizer ({role} `{DEFAULT_PROVIDER}`) \
+         hears; use `auto`, one of {}, or recognizers that hear it",
         known.join(", ")
     ))
 }
@@ -224,12 +236,14 @@ impl Handler<UpdateAgent> for AgentRegistry {
                 // Only a change to what the rule reads is held to it: an agent stored before
                 // the rule can still be renamed.
                 let changes = &msg.changes;
-                let check: fn(&AgentRow) -> Result<(), String> =
-                    if changes.language.is_some() || changes.stt_provider.is_some() {
-                        check_language
-                    } else {
-                        |_| Ok(())
-                    };
+                let check: fn(&AgentRow) -> Result<(), String> = if changes.language.is_some()
+                    || changes.stt_provider.is_some()
+                    || changes.metadata.is_some()
+                {
+                    check_language
+                } else {
+                    |_| Ok(())
+                };
                 agents::update(&db, &msg.developer_id, &msg.agent_id, changes, check)
                     .await
                     .map_err(|err| match err {
