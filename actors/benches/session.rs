@@ -20,6 +20,7 @@ use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, Criterion};
 use support::*;
 use switchboard_actors::audio::{mulaw, SpeechTracker, VadModel};
+use switchboard_actors::engine::STT_SAMPLE_RATE;
 use switchboard_actors::session::{
     AgentProfile, AudioFormat, AudioIn, CallerAudio, GetSnapshot, Hangup, SessionConfig,
     SessionOutput,
@@ -35,7 +36,8 @@ fn bench(c: &mut Criterion) {
     let speech_frames: Vec<&[u8]> = speech.chunks_exact(160).collect();
 
     let mut g = c.benchmark_group("session_listening");
-    let mut audio = CallerAudio::new(AudioFormat::Mulaw8k, VadModel::Gmm, 0.5).expect("builds");
+    let mut audio = CallerAudio::new(AudioFormat::Mulaw8k, VadModel::Gmm, 0.5, STT_SAMPLE_RATE)
+        .expect("builds");
     let mut tracker = SpeechTracker::default();
     let mut i = 0usize;
     g.bench_function("caller_audio_frame_speech", |b| {

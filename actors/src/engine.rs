@@ -14,6 +14,8 @@ use std::sync::Arc;
 use dasp_sample::Sample as _;
 use tokio::sync::mpsc;
 
+use crate::audio::{FrameDuration, SampleRate, StreamResampler};
+
 /// A boxed, sendable future: what every one-shot engine call returns.
 pub type EngineFuture<T> = Pin<Box<dyn Future<Output = Result<T, EngineError>> + Send + 'static>>;
 
@@ -110,6 +112,17 @@ pub struct TranscribeOptions {
     /// turn in the wrong language comes out as nonsense. Streams set it from earlier turns (see
     /// [`utterance_stream`]); the embedded Whisper honours it, vendors detect as they do.
     pub language_hint: Option<String>,
+    /// Sample rate of a stream's [`SttInput::Audio`] when it is not [`STT_SAMPLE_RATE`]: what
+    /// the recognizer's [`SpeechToText::live_rate`] asked for, for a caller whose audio
+    /// arrives below 16 kHz (a phone line). `None` for 16 kHz, and for `transcribe`.
+    pub input_rate: Option<u32>,
+}
+
+impl TranscribeOptions {
+    /// Sample rate of a stream's [`SttInput::Audio`].
+    pub fn input_rate(&self) -> u32 {
+        self.input_rate.unwrap_or(STT_SAMPLE_RATE)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -157,8 +170,9 @@ pub enum SttEvent {
 /// Live input to a streaming recognition.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SttInput {
-    /// 16 kHz mono 16-bit samples, as the caller's audio was decoded: a live recognizer
-    /// streams them as they are, bit for bit.
+    /// Mono 16-bit samples at the stream's [`TranscribeOptions::input_rate`] (16 kHz unless
+    /// the recognizer asked for the caller's own), as the caller's audio was decoded: a live
+    /// recognizer streams them as they are, bit for bit.
     Audio(Arc<[i16]>),
     /// The caller stopped speaking (VAD endpoint): finish the utterance now.
     EndOfUtterance,
@@ -171,6 +185,15 @@ pub trait SpeechToText: Send + Sync + 'static {
     /// Transcribes a whole clip of 16 kHz mono audio.
     fn transcribe(&self, audio: Arc<[f32]>, options: TranscribeOptions)
         -> EngineFuture<Transcript>;
+
+    /// The sample rate this recognizer wants a stream's audio at, for a caller whose audio
+    /// arrives at `caller_rate`: 16 kHz by default, what [`transcribe`](Self::transcribe)
+    /// reads. A live vendor that takes audio at any rate asks for the caller's own when it is
+    /// lower (a phone line's 8 kHz), so nothing is upsampled for it and half the bytes go.
+    fn live_rate(&self, caller_rate: u32) -> u32 {
+        let _ = caller_rate;
+        STT_SAMPLE_RATE
+    }
 
     /// Starts a streaming recognition. The default buffers each utterance and transcribes it
     /// when the session signals its end, which is what batch recognisers do in a call.
@@ -224,11 +247,10 @@ pub fn utterance_stream<E: SpeechToText + ?Sized>(
                     if utterance.is_empty() {
                         continue;
                     }
-                    let clip: Arc<[f32]> = std::mem::take(&mut utterance)
-                        .into_iter()
-                        .map(|s| s.to_sample::<f32>())
-                        .collect();
-                    let result = engine.transcribe(clip, options.clone()).await;
+                    let result = match utterance_clip(std::mem::take(&mut utterance), &options) {
+                        Ok(clip) => engine.transcribe(clip, options.clone()).await,
+                        Err(err) => Err(err),
+                    };
                     if let (Ok(transcript), None) = (&result, &options.language) {
                         conversation_language(&mut options.language_hint, transcript);
                     }
@@ -241,6 +263,40 @@ pub fn utterance_stream<E: SpeechToText + ?Sized>(
         }
     });
     (input_tx, event_rx)
+}
+
+/// One buffered utterance as the `f32` clip at [`STT_SAMPLE_RATE`] that `transcribe` reads,
+/// brought up from the stream's own rate when that is lower (a stream opened for a live
+/// recognizer that could not start and left the call to the batch path).
+fn utterance_clip(
+    samples: Vec<i16>,
+    options: &TranscribeOptions,
+) -> Result<Arc<[f32]>, EngineError> {
+    let rate = options.input_rate();
+    if rate == STT_SAMPLE_RATE {
+        return Ok(samples.into_iter().map(|s| s.to_sample::<f32>()).collect());
+    }
+    let unsupported = |e: crate::audio::AudioError| {
+        EngineError::invalid(format!("stream audio at {rate} Hz: {e}"))
+    };
+    let from = SampleRate::from_hz(rate).ok_or_else(|| {
+        EngineError::invalid(format!("stream audio at {rate} Hz is not supported"))
+    })?;
+    let mut resampler = StreamResampler::new(from, SampleRate::Hz16000, FrameDuration::Ms20)
+        .map_err(unsupported)?;
+    let mut frame = vec![0i16; resampler.input_frame_len()];
+    let mut out = vec![0i16; resampler.output_frame_len()];
+    let mut clip = Vec::with_capacity(samples.len() * STT_SAMPLE_RATE as usize / rate as usize);
+    for chunk in samples.chunks(frame.len()) {
+        // The last frame is padded with silence.
+        frame[..chunk.len()].copy_from_slice(chunk);
+        frame[chunk.len()..].fill(0);
+        let n = resampler
+            .process_i16(&frame, &mut out)
+            .map_err(unsupported)?;
+        clip.extend(out[..n].iter().map(|s| s.to_sample::<f32>()));
+    }
+    Ok(clip.into())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -574,5 +630,52 @@ mod tests {
             events.recv().await.is_none(),
             "the stream ends with its input"
         );
+    }
+
+    #[tokio::test]
+    async fn an_utterance_streamed_at_8_khz_is_transcribed_at_16_khz() {
+        // A 400 Hz tone on a phone line, 70 ms of it: three whole frames and a half.
+        let tone: Vec<i16> = (0..560)
+            .map(|i| (8_000.0 * (i as f32 * 400.0 * std::f32::consts::TAU / 8_000.0).sin()) as i16)
+            .collect();
+        let options = TranscribeOptions {
+            input_rate: Some(8_000),
+            ..TranscribeOptions::default()
+        };
+        let (input, mut events) = utterance_stream(Arc::new(Echo), options);
+        input
+            .send(SttInput::Audio(tone.clone().into()))
+            .await
+            .unwrap();
+        input.send(SttInput::EndOfUtterance).await.unwrap();
+        let clip: Vec<f32> = text(events.recv().await)
+            .split(' ')
+            .map(|s| s.parse().unwrap())
+            .collect();
+        // Four frames (the last padded with silence), each 320 samples at 16 kHz.
+        assert_eq!(clip.len(), 4 * 320);
+        // The same frames through the session's own resampler.
+        let mut resampler =
+            StreamResampler::new(SampleRate::Hz8000, SampleRate::Hz16000, FrameDuration::Ms20)
+                .unwrap();
+        let mut padded = tone.clone();
+        padded.resize(640, 0);
+        let mut expected = Vec::new();
+        let mut out = [0i16; 320];
+        for frame in padded.chunks(160) {
+            resampler.process_i16(frame, &mut out).unwrap();
+            expected.extend(out.iter().map(|&s| f32::from(s) / 32_768.0));
+        }
+        assert_eq!(clip, expected);
+        // A rate the audio path has no resampler for is an error, not a wrong-speed clip.
+        let options = TranscribeOptions {
+            input_rate: Some(11_025),
+            ..TranscribeOptions::default()
+        };
+        let (input, mut events) = utterance_stream(Arc::new(Echo), options);
+        input.send(SttInput::Audio(tone.into())).await.unwrap();
+        input.send(SttInput::EndOfUtterance).await.unwrap();
+        let error = events.recv().await.unwrap().unwrap_err();
+        assert_eq!(error.kind, EngineErrorKind::InvalidInput, "{error:?}");
     }
 }

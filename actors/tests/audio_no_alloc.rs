@@ -141,6 +141,7 @@ fn pipeline_types_can_move_between_threads() {
 
 #[test]
 fn session_listening_path_does_not_allocate_per_frame() {
+    use switchboard_actors::engine::STT_SAMPLE_RATE;
     use switchboard_actors::session::{AudioFormat, CallerAudio};
 
     let mulaw_frames: Vec<[u8; 160]> = (0..200)
@@ -161,7 +162,7 @@ fn session_listening_path_does_not_allocate_per_frame() {
         },
     ] {
         for model in [VadModel::Gmm, VadModel::Neural] {
-            let mut audio = CallerAudio::new(format, model, 0.5).expect("builds");
+            let mut audio = CallerAudio::new(format, model, 0.5, STT_SAMPLE_RATE).expect("builds");
             let payload_len = match format {
                 AudioFormat::Pcm16 { rate } => rate.hz() as usize / 50 * 2,
                 _ => 160,

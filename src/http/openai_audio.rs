@@ -357,7 +357,7 @@ async fn transcriptions(
             prompt: form.text("prompt").map(str::to_string),
             temperature,
             live_turn: false,
-            language_hint: None,
+            ..TranscribeOptions::default()
         },
         diarize: false,
     };

@@ -2,6 +2,8 @@
 //! 20 ms frames, decodes them (mu-law, PCM16 or Opus), runs the VAD (on the decoded frame when
 //! it is at the model's own rate, else on a 16 kHz copy), and keeps the last second in a ring
 //! so that speech can be sent to the recognizer, at 16 kHz, from just before its detected onset.
+//! A live recognizer that takes the caller's own rate (a vendor, on a phone line) gets the
+//! decoded frames themselves instead, when the ring holds them: nothing is resampled for it.
 //!
 //! The ring holds the signal the VAD reads. When that is the decoded frame itself (a phone
 //! call's 8 kHz line, scored by the GMM), nothing else needs 16 kHz while the caller is silent,
@@ -31,9 +33,6 @@ pub const FRAME_MS: u32 = 20;
 
 /// Length of the ring of recent audio.
 const RING_MS: usize = 1_000;
-
-/// Samples per ms of the audio handed to the recognizer (16 kHz).
-const CAPTURE_SAMPLES_PER_MS: usize = 16;
 
 /// One caller frame after decoding: its position in the caller's stream and the VAD verdict.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -67,6 +66,11 @@ pub struct CallerAudio {
     /// one. The ring then holds decoded frames too, and the 16 kHz copy is made only while
     /// capturing.
     vad_reads_input: bool,
+    /// Whether the capture is of the decoded frames themselves, at the caller's rate, rather
+    /// than of their 16 kHz copy.
+    capture_decoded: bool,
+    /// Samples per ms in the capture.
+    capture_per_ms: usize,
     frames: u64,
     /// The last [`RING_MS`] of the signal the VAD reads, a whole number of frames long.
     ring: Box<[i16]>,
@@ -78,14 +82,23 @@ pub struct CallerAudio {
 }
 
 impl CallerAudio {
-    /// A pipeline for `format` input, scored by `vad_model` with the given threshold.
+    /// A pipeline for `format` input, scored by `vad_model` with the given threshold, that
+    /// captures speech for a recognizer wanting it at `recognizer_rate` (see
+    /// [`capture_rate`](Self::capture_rate)).
     pub fn new(
         format: AudioFormat,
         vad_model: VadModel,
         vad_threshold: f32,
+        recognizer_rate: u32,
     ) -> Result<Self, AudioError> {
         let rate = format.sample_rate();
         let vad_reads_input = vad_model.native_rate() == rate;
+        let capture_decoded = vad_reads_input && recognizer_rate == rate.hz();
+        let capture_rate = if capture_decoded {
+            rate
+        } else {
+            SampleRate::Hz16000
+        };
         let vad_rate = if vad_reads_input {
             rate
         } else {
@@ -113,6 +126,8 @@ impl CallerAudio {
             vad: VoiceActivityDetector::with_config(vad_rate, FrameDuration::Ms20, vad_config)?
                 .with_threshold(vad_threshold),
             vad_reads_input,
+            capture_decoded,
+            capture_per_ms: capture_rate.samples_per_ms(),
             frames: 0,
             ring: vec![0; RING_MS * vad_rate.hz() as usize / 1_000].into_boxed_slice(),
             ring_per_ms: u64::from(vad_rate.hz() / 1_000),
@@ -166,8 +181,8 @@ impl CallerAudio {
                 self.pcm_in.copy_from_slice(decoded);
             }
         }
-        // The 16 kHz copy: for the VAD when it reads 16 kHz, else only for the capture.
-        let n = if !self.vad_reads_input || self.capturing {
+        // The 16 kHz copy: for the VAD when it reads 16 kHz, else only for a 16 kHz capture.
+        let n = if !self.vad_reads_input || (self.capturing && !self.capture_decoded) {
             self.to_16k.process_i16(&self.pcm_in, &mut self.pcm16k)?
         } else {
             0
@@ -180,11 +195,22 @@ impl CallerAudio {
         let vad = self.vad.process(scored)?;
         remember(&mut self.ring, &mut self.ring_written, scored);
         if self.capturing {
-            self.capture.extend_from_slice(&self.pcm16k[..n]);
+            let captured = if self.capture_decoded {
+                &self.pcm_in
+            } else {
+                &self.pcm16k[..n]
+            };
+            self.capture.extend_from_slice(captured);
         }
         let start_ms = self.frames * u64::from(FRAME_MS);
         self.frames += 1;
         Ok(Some(CallerFrame { start_ms, vad }))
+    }
+
+    /// Sample rate of the captured audio: the caller's own when the recognizer asked for it and
+    /// the ring holds the decoded frames (the VAD reads them), else 16 kHz.
+    pub fn capture_rate(&self) -> u32 {
+        self.capture_per_ms as u32 * 1_000
     }
 
     /// Stream time at the end of the last frame processed, in ms.
@@ -201,7 +227,7 @@ impl CallerAudio {
         let ring_len = self.ring.len() as u64;
         let oldest = self.ring_written.saturating_sub(ring_len);
         let first = (from_ms * self.ring_per_ms).clamp(oldest, self.ring_written);
-        if self.vad_reads_input {
+        if self.vad_reads_input && !self.capture_decoded {
             // Whole decoded frames through a resampler started afresh: its history holds
             // frames skipped while the caller was silent.
             let frame_len = self.pcm_in.len() as u64;
@@ -219,6 +245,14 @@ impl CallerAudio {
                 }
             }
         } else {
+            // The ring holds what is captured: decoded frames (from the start of the frame that
+            // holds `from_ms`) or 16 kHz copies.
+            let first = if self.vad_reads_input {
+                let frame_len = self.pcm_in.len() as u64;
+                first - first % frame_len
+            } else {
+                first
+            };
             self.capture.reserve((self.ring_written - first) as usize);
             for s in first..self.ring_written {
                 self.capture.push(self.ring[(s % ring_len) as usize]);
@@ -231,10 +265,10 @@ impl CallerAudio {
         self.capturing
     }
 
-    /// Captured 16 kHz audio, once at least `min_ms` has accumulated.
+    /// Captured audio (at [`capture_rate`](Self::capture_rate)), once at least `min_ms` has
+    /// accumulated.
     pub fn take_capture(&mut self, min_ms: u32) -> Option<Arc<[i16]>> {
-        if self.capture.len() < min_ms as usize * CAPTURE_SAMPLES_PER_MS || self.capture.is_empty()
-        {
+        if self.capture.len() < min_ms as usize * self.capture_per_ms || self.capture.is_empty() {
             return None;
         }
         let chunk = Arc::from(self.capture.as_slice());
@@ -265,10 +299,12 @@ fn remember(ring: &mut [i16], written: &mut u64, frame: &[i16]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::STT_SAMPLE_RATE;
 
     #[test]
     fn payloads_of_any_length_are_reframed() {
-        let mut audio = CallerAudio::new(AudioFormat::Mulaw8k, VadModel::Gmm, 0.5).expect("builds");
+        let mut audio = CallerAudio::new(AudioFormat::Mulaw8k, VadModel::Gmm, 0.5, STT_SAMPLE_RATE)
+            .expect("builds");
         audio.push(&[mulaw::SILENCE; 100]);
         assert!(audio.next_frame().expect("decodes").is_none());
         audio.push(&[mulaw::SILENCE; 240]);
@@ -294,6 +330,7 @@ mod tests {
             },
             VadModel::Neural,
             0.5,
+            STT_SAMPLE_RATE,
         )
         .expect("builds");
         audio.push(&[0u8; 640 * 10]);
@@ -316,6 +353,7 @@ mod tests {
             },
             VadModel::Neural,
             0.5,
+            STT_SAMPLE_RATE,
         )
         .expect("builds");
         // 1.3 s of a ramp, so the ring (1 s) has wrapped and every sample says where it was.
@@ -344,7 +382,8 @@ mod tests {
             (8_000.0 * (i as f32 * 400.0 * std::f32::consts::TAU / 8_000.0).sin()) as i16
         };
         let line: Vec<u8> = (0..8_000 * 2).map(|i| mulaw::encode(tone(i))).collect();
-        let mut audio = CallerAudio::new(AudioFormat::Mulaw8k, VadModel::Gmm, 0.5).expect("builds");
+        let mut audio = CallerAudio::new(AudioFormat::Mulaw8k, VadModel::Gmm, 0.5, STT_SAMPLE_RATE)
+            .expect("builds");
         let mut reference =
             StreamResampler::new(SampleRate::Hz8000, SampleRate::Hz16000, FrameDuration::Ms20)
                 .expect("builds");
@@ -402,6 +441,53 @@ mod tests {
     }
 
     #[test]
+    fn a_recognizer_that_takes_the_lines_rate_captures_the_decoded_frames_themselves() {
+        let tone = |i: usize| {
+            (8_000.0 * (i as f32 * 400.0 * std::f32::consts::TAU / 8_000.0).sin()) as i16
+        };
+        let line: Vec<u8> = (0..8_000 * 2).map(|i| mulaw::encode(tone(i))).collect();
+        let mut decoded = vec![0i16; line.len()];
+        mulaw::decode_into(&line, &mut decoded).expect("decodes");
+        let mut audio =
+            CallerAudio::new(AudioFormat::Mulaw8k, VadModel::Gmm, 0.5, 8_000).expect("builds");
+        assert_eq!(audio.capture_rate(), 8_000);
+        for (index, frame) in line.chunks(160).enumerate() {
+            audio.push(frame);
+            audio.next_frame().expect("decodes").expect("a frame");
+            if index == 59 {
+                // The onset 300 ms back, from 10 ms into a frame: from that frame's start.
+                audio.start_capture(1_200 - 310);
+                let pre_roll = audio.take_capture(0).expect("the pre-roll");
+                assert_eq!(*pre_roll, decoded[44 * 160..60 * 160]);
+                // 100 ms at 8 kHz is 800 samples: not there after one more frame.
+            } else if index == 60 {
+                assert!(audio.take_capture(100).is_none());
+            }
+        }
+        let speech = audio.stop_capture().expect("the rest of the speech");
+        assert_eq!(
+            *speech,
+            decoded[60 * 160..],
+            "bit for bit, nothing resampled"
+        );
+        // Further back than the ring reaches: its last second.
+        audio.start_capture(0);
+        assert_eq!(
+            *audio.stop_capture().expect("captured"),
+            decoded[50 * 160..]
+        );
+
+        // Where the ring holds 16 kHz copies (the neural VAD reads them), or the recognizer
+        // wants 16 kHz, the capture is at 16 kHz as before.
+        let neural =
+            CallerAudio::new(AudioFormat::Mulaw8k, VadModel::Neural, 0.5, 8_000).expect("builds");
+        assert_eq!(neural.capture_rate(), 16_000);
+        let batch = CallerAudio::new(AudioFormat::Mulaw8k, VadModel::Gmm, 0.5, STT_SAMPLE_RATE)
+            .expect("builds");
+        assert_eq!(batch.capture_rate(), 16_000);
+    }
+
+    #[test]
     fn a_long_utterance_gives_its_buffer_back_when_it_ends() {
         let mut audio = CallerAudio::new(
             AudioFormat::Pcm16 {
@@ -409,6 +495,7 @@ mod tests {
             },
             VadModel::Neural,
             0.5,
+            STT_SAMPLE_RATE,
         )
         .expect("builds");
         audio.start_capture(0);

@@ -22,7 +22,7 @@ use tokio::time::Instant;
 use crate::audio::{SpeechTracker, SpeechTrackerConfig};
 use crate::engine::{
     ChatMessage, KnowledgeRetriever, LanguageModel, Role, SpeechToText, TextToSpeech, ToolExecutor,
-    TranscribeOptions,
+    TranscribeOptions, STT_SAMPLE_RATE,
 };
 
 use super::audio_in::CallerAudio;
@@ -199,6 +199,7 @@ impl CallSession {
             config.input,
             config.turn.vad_model,
             config.turn.vad_threshold,
+            engines.stt.live_rate(config.input.sample_rate().hz()),
         )?;
         // Built here only to refuse an unusable output format before the call starts.
         OutputEncoder::new(config.output)?;
@@ -368,9 +369,11 @@ impl Actor for CallSession {
     fn started(&mut self, ctx: &mut Self::Context) {
         self.observer.session_started(&self.config.session_id);
         let me = ctx.address();
+        let capture_rate = self.audio.capture_rate();
         let options = TranscribeOptions {
             language: self.config.agent.language.clone(),
             live_turn: true,
+            input_rate: (capture_rate != STT_SAMPLE_RATE).then_some(capture_rate),
             ..TranscribeOptions::default()
         };
         self.stt = Some(
