@@ -18,6 +18,7 @@ use futures_util::{SinkExt, StreamExt};
 use media_stream::*;
 use serde_json::{json, Value};
 use switchboard::telephony::token::{RelayClaims, TokenSigner};
+use switchboard_actors::audio::mulaw;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::Message;
@@ -938,4 +939,130 @@ async fn placing_a_call_loads_the_agents_embedded_voice_before_its_stream_opens(
             default_voice_state(&server).await
         );
     }
+}
+
+/// A Deepgram-protocol live recognizer on 127.0.0.1: the upgrade URIs it was asked on and the
+/// audio bytes it got; each `Finalize` is answered with a final result.
+#[allow(clippy::result_large_err)] // the handshake callback's error type is tungstenite's
+async fn live_recognizer() -> (
+    std::net::SocketAddr,
+    std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+) {
+    use std::sync::{Arc, Mutex};
+    use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let uris: Arc<Mutex<Vec<String>>> = Arc::default();
+    let audio: Arc<Mutex<Vec<u8>>> = Arc::default();
+    let (seen, heard) = (uris.clone(), audio.clone());
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let (seen, heard) = (seen.clone(), heard.clone());
+            tokio::spawn(async move {
+                let callback = |request: &Request, response: Response| {
+                    seen.lock().unwrap().push(request.uri().to_string());
+                    Ok(response)
+                };
+                let Ok(mut socket) = tokio_tungstenite::accept_hdr_async(tcp, callback).await
+                else {
+                    return;
+                };
+                while let Some(Ok(message)) = socket.next().await {
+                    match message {
+                        Message::Binary(bytes) => heard.lock().unwrap().extend_from_slice(&bytes),
+                        Message::Text(text) if text.contains("Finalize") => {
+                            let done = json!({"type": "Results", "channel_index": [0, 1], "start": 0.0,
+                                "duration": 2.5, "is_final": true, "speech_final": false, "from_finalize": true,
+                                "channel": {"alternatives": [{"transcript": RIGHT, "confidence": 0.98, "words": []}]}});
+                            let _ = socket.send(Message::text(done.to_string())).await;
+                        }
+                        _ => {}
+                    }
+                }
+            });
+        }
+    });
+    (address, uris, audio)
+}
+
+#[tokio::test]
+async fn a_live_vendor_recognizer_hears_a_phone_line_at_its_own_8_khz() {
+    let (address, uris, audio) = live_recognizer().await;
+    let mock = vendor_mock::VendorMock::start();
+    let mut env = mock.env();
+    let base = "SWITCHBOARD__VENDORS__DEEPGRAM__BASE_URL";
+    env.retain(|(name, _)| name != base);
+    env.push((base.to_string(), format!("http://{address}")));
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let server = Server::start_with(Storage::fresh().await, &env).await;
+    let key = server.key().to_string();
+    let (status, body) = call(server.post(
+        "/v1/agents",
+        &key,
+        json!({"id": "live-ears", "name": "Live ears", "sttProvider": "deepgram",
+               "llmProvider": "openai", "systemPrompt": "You are a phone agent."}),
+    ))
+    .await;
+    assert_eq!(status, 201, "{body}");
+
+    let placed = place_call(&server, &key, "live-ears").await;
+    let sid = "CA00000000000000000000000000000088";
+    let mut stream = TwilioStream::open(&placed.stream_url, &placed.token, sid).await;
+    let speech = caller_speech();
+    converse(&mut stream, Some(&speech), Duration::from_secs(6)).await;
+    let stop = json!({"event": "stop", "sequenceNumber": "9999", "streamSid": STREAM_SID,
+                      "stop": {"accountSid": "AC00000000000000000000000000000001", "callSid": sid}});
+    stream
+        .socket
+        .send(Message::text(stop.to_string()))
+        .await
+        .unwrap();
+    let mut detail = Value::Null;
+    for _ in 0..100 {
+        let (status, body) =
+            call(server.get(&format!("/v1/observability/calls/{sid}"), &key)).await;
+        assert_eq!(status, 200, "{body}");
+        if body["status"] != "active" {
+            detail = body;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // The stream was opened for the line's rate, as Deepgram advises for Twilio audio.
+    let uris = uris.lock().unwrap().clone();
+    assert!(!uris.is_empty(), "no live stream: {}", server.log());
+    for uri in &uris {
+        assert!(
+            uri.contains("encoding=linear16") && uri.contains("sample_rate=8000"),
+            "{uri}"
+        );
+    }
+    // What it heard is the caller's audio as decoded from µ-law, sample for sample (the speech,
+    // then the silence that ended the turn): nothing upsampled, nothing lost in between.
+    let bytes = audio.lock().unwrap().clone();
+    let heard: Vec<i16> = bytes
+        .chunks_exact(2)
+        .map(|b| i16::from_le_bytes([b[0], b[1]]))
+        .collect();
+    assert!(heard.len() >= 8_000, "{} samples heard", heard.len());
+    let mut sent: Vec<i16> = speech.iter().map(|&b| mulaw::decode(b)).collect();
+    sent.resize(sent.len() + 6 * 8_000, mulaw::decode(0xFF));
+    assert!(
+        sent.windows(heard.len()).any(|window| window == heard),
+        "the {} samples heard are not a stretch of the {} sent",
+        heard.len(),
+        sent.len()
+    );
+    // And the call went on with its transcript.
+    let user = detail["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["speaker"] == "user")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(user["text"], RIGHT, "{detail}");
 }

@@ -1371,8 +1371,14 @@ async fn transcription_vendors_turn_their_answers_into_transcripts() {
 }
 
 #[tokio::test]
-#[allow(clippy::result_large_err)] // the handshake callback's error type is tungstenite's
 async fn assemblyai_live_streaming_ends_the_utterance_with_force_endpoint() {
+    assemblyai_live_stream_at(16_000).await;
+    // A phone line's own rate: the stream is opened for it, and pieces are 50 ms of it.
+    assemblyai_live_stream_at(8_000).await;
+}
+
+#[allow(clippy::result_large_err)] // the handshake callback's error type is tungstenite's
+async fn assemblyai_live_stream_at(rate: u32) {
     use futures_util::{SinkExt, StreamExt};
     use std::sync::{Arc, Mutex};
     use switchboard_actors::engine::{SpeechToText, SttEvent, SttInput, TranscribeOptions};
@@ -1439,11 +1445,16 @@ async fn assemblyai_live_streaming_ends_the_utterance_with_force_endpoint() {
 
     let endpoint = endpoint_at("assemblyai", &format!("http://{address}"), "aai-live");
     let listen = Arc::new(switchboard::vendors::assemblyai::AssemblyAiTranscription { endpoint });
-    let (input, mut events) = listen.stream(TranscribeOptions::default()).unwrap();
+    let options = TranscribeOptions {
+        input_rate: (rate != 16_000).then_some(rate),
+        ..TranscribeOptions::default()
+    };
+    let (input, mut events) = listen.stream(options).unwrap();
     // Five 20 ms frames: sent as pieces of at least 50 ms.
+    let frame = rate as usize / 50;
     for _ in 0..5 {
         input
-            .send(SttInput::Audio(Arc::from(vec![3_277i16; 320])))
+            .send(SttInput::Audio(Arc::from(vec![3_277i16; frame])))
             .await
             .unwrap();
     }
@@ -1459,18 +1470,20 @@ async fn assemblyai_live_streaming_ends_the_utterance_with_force_endpoint() {
     };
     assert_eq!(transcript.text, "Another big day.");
     let pieces = pieces.lock().unwrap().clone();
-    assert_eq!(pieces.iter().sum::<usize>(), 5 * 320 * 2, "{pieces:?}");
+    assert_eq!(pieces.iter().sum::<usize>(), 5 * frame * 2, "{pieces:?}");
+    let fifty_ms = rate as usize / 20 * 2;
     assert!(
         pieces
             .iter()
-            .all(|&len| len >= 1_600 || len == *pieces.last().unwrap()),
+            .all(|&len| len >= fifty_ms || len == *pieces.last().unwrap()),
         "{pieces:?}"
     );
+    assert!(pieces.len() >= 2, "{pieces:?}");
     let (uri, auth) = upgrade.lock().unwrap().clone();
     assert_eq!(auth, "aai-live");
     for part in [
         "/v3/ws?",
-        "sample_rate=16000",
+        &format!("sample_rate={rate}"),
         "encoding=pcm_s16le",
         "format_turns=true",
     ] {

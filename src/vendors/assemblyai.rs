@@ -30,8 +30,8 @@ const POLL_FIRST: Duration = Duration::from_millis(100);
 const POLL_MAX: Duration = Duration::from_secs(1);
 /// How long a file transcript may take beyond the clip's own length.
 const TRANSCRIPT_GRACE: Duration = Duration::from_secs(60);
-/// The shortest piece of audio the streaming API takes (50 ms at 16 kHz).
-const MIN_PIECE_SAMPLES: usize = STT_SAMPLE_RATE as usize / 20;
+/// The shortest piece of audio the streaming API takes, in ms.
+const MIN_PIECE_MS: usize = 50;
 /// How long to wait for the answer to `ForceEndpoint` before reporting what is settled.
 const FORCE_WAIT: Duration = Duration::from_millis(1500);
 
@@ -96,6 +96,12 @@ impl SpeechToText for AssemblyAiTranscription {
                 })??;
             Ok(transcript_from_file(&done, &options, clip_seconds))
         })
+    }
+
+    /// Universal-Streaming takes PCM at the rate it is told: a phone line's 8 kHz goes as it
+    /// is, never upsampled.
+    fn live_rate(&self, caller_rate: u32) -> u32 {
+        caller_rate.min(STT_SAMPLE_RATE)
     }
 
     fn stream(
@@ -217,7 +223,7 @@ async fn live(
 ) -> Result<(), EngineError> {
     let mut url = super::socket::ws_url(endpoint, &endpoint.alt_url("/v3/ws"))?;
     url.query_pairs_mut()
-        .append_pair("sample_rate", &STT_SAMPLE_RATE.to_string())
+        .append_pair("sample_rate", &options.input_rate().to_string())
         .append_pair("encoding", "pcm_s16le")
         .append_pair("format_turns", "true");
     if let Some(model) = &endpoint.stt_model {
@@ -229,7 +235,9 @@ async fn live(
     let socket = super::socket::open(endpoint, &url, "Authorization", &endpoint.key).await?;
     let (mut sink, mut stream) = socket.split();
     let mut turns = LiveTurns::default();
-    let mut piece: Vec<u8> = Vec::with_capacity(MIN_PIECE_SAMPLES * 4);
+    // Bytes of 16-bit samples in the shortest piece, at the stream's rate.
+    let min_piece = options.input_rate() as usize * MIN_PIECE_MS / 1_000 * 2;
+    let mut piece: Vec<u8> = Vec::with_capacity(min_piece * 2);
     let mut force_deadline: Option<tokio::time::Instant> = None;
     let send_error = |_| upstream(endpoint, "the live stream broke off");
     loop {
@@ -238,7 +246,7 @@ async fn live(
             item = input.recv() => match item {
                 Some(SttInput::Audio(samples)) => {
                     piece.extend(samples.iter().flat_map(|s| s.to_le_bytes()));
-                    if piece.len() >= MIN_PIECE_SAMPLES * 2 {
+                    if piece.len() >= min_piece {
                         sink.send(Message::binary(std::mem::take(&mut piece))).await.map_err(send_error)?;
                     }
                 }

@@ -82,6 +82,12 @@ impl SpeechToText for DeepgramListen {
         })
     }
 
+    /// Deepgram takes linear16 at any rate: a phone line's 8 kHz goes as it is (its own advice
+    /// for Twilio audio), never upsampled.
+    fn live_rate(&self, caller_rate: u32) -> u32 {
+        caller_rate.min(STT_SAMPLE_RATE)
+    }
+
     fn stream(
         self: Arc<Self>,
         options: TranscribeOptions,
@@ -204,7 +210,8 @@ fn new_segment(word: &TranscriptWord) -> TranscriptSegment {
     }
 }
 
-/// One live recognition: audio in as 16 kHz linear16 binary frames; `Results` out. Interim
+/// One live recognition: audio in as linear16 binary frames at the stream's input rate
+/// (16 kHz, or a phone line's 8 kHz); `Results` out. Interim
 /// hypotheses become partials; finalized pieces are gathered until Deepgram marks the end
 /// of speech (`speech_final`, `UtteranceEnd`) or answers our `Finalize` (sent when the
 /// session's own endpointing ends the utterance first).
@@ -219,7 +226,7 @@ async fn live(
     url.query_pairs_mut()
         .append_pair("model", model)
         .append_pair("encoding", "linear16")
-        .append_pair("sample_rate", &STT_SAMPLE_RATE.to_string())
+        .append_pair("sample_rate", &options.input_rate().to_string())
         .append_pair("channels", "1")
         .append_pair("interim_results", "true")
         .append_pair("punctuate", "true")

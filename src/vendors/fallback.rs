@@ -9,7 +9,7 @@ use serde_json::Value;
 use switchboard_actors::engine::{
     utterance_stream, ChatRequest, EngineError, EngineFuture, EngineStream, LanguageModel,
     LlmEvent, SpeechChunk, SpeechRequest, SpeechToText, SttEvent, SttInput, TextToSpeech,
-    TranscribeOptions, Transcript,
+    TranscribeOptions, Transcript, STT_SAMPLE_RATE,
 };
 use tokio::sync::mpsc;
 
@@ -250,6 +250,16 @@ impl SpeechToText for FallbackStt {
             }
             Err(last_error.unwrap_or_else(|| EngineError::internal("no recogniser")))
         })
+    }
+
+    /// A live primary's own rate: the chain streams through it (and a stream it cannot open
+    /// falls back to the batch path, which brings the audio up to 16 kHz).
+    fn live_rate(&self, caller_rate: u32) -> u32 {
+        if self.primary_streams_live {
+            self.engines[0].live_rate(caller_rate)
+        } else {
+            STT_SAMPLE_RATE
+        }
     }
 
     fn stream(
