@@ -48,6 +48,28 @@ fn bench(c: &mut Criterion) {
             black_box(tracker.update(f.start_ms, 20, f.vad.voice()));
         })
     });
+    // A frame of speech while it is captured for the recognizer: at 16 kHz (the embedded and
+    // batch recognizers) and at the line's own 8 kHz (a live vendor).
+    for (name, recognizer_rate) in [
+        ("caller_audio_frame_capturing_16k", STT_SAMPLE_RATE),
+        ("caller_audio_frame_capturing_8k", 8_000),
+    ] {
+        let mut audio = CallerAudio::new(AudioFormat::Mulaw8k, VadModel::Gmm, 0.5, recognizer_rate)
+            .expect("builds");
+        audio.start_capture(0);
+        let mut i = 0usize;
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                audio.push(speech_frames[i % speech_frames.len()]);
+                i += 1;
+                black_box(audio.next_frame().expect("decodes").expect("a frame"));
+                // Handed over every 100 ms, as the session does.
+                if i % 5 == 0 {
+                    black_box(audio.take_capture(100));
+                }
+            })
+        });
+    }
     let silence = [mulaw::SILENCE; 160];
     g.bench_function("caller_audio_frame_silence", |b| {
         b.iter(|| {
