@@ -64,7 +64,7 @@ fn bench(c: &mut Criterion) {
                 i += 1;
                 black_box(audio.next_frame().expect("decodes").expect("a frame"));
                 // Handed over every 100 ms, as the session does.
-                if i % 5 == 0 {
+                if i.is_multiple_of(5) {
                     black_box(audio.take_capture(100));
                 }
             })
