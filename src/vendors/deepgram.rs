@@ -210,11 +210,11 @@ fn new_segment(word: &TranscriptWord) -> TranscriptSegment {
     }
 }
 
-/// One live recognition: audio in as linear16 binary frames at the stream's input rate
-/// (16 kHz, or a phone line's 8 kHz); `Results` out. Interim
-/// hypotheses become partials; finalized pieces are gathered until Deepgram marks the end
-/// of speech (`speech_final`, `UtteranceEnd`) or answers our `Finalize` (sent when the
-/// session's own endpointing ends the utterance first).
+/// One live recognition: audio in as linear16 binary frames at the stream's input rate (16 kHz,
+/// or a phone line's 8 kHz); `Results` out. Interim hypotheses become partials; finalized
+/// pieces are gathered until Deepgram marks the end of speech (`speech_final`, `UtteranceEnd`)
+/// or answers our `Finalize` (sent when the session's own endpointing ends the utterance
+/// first).
 async fn live(
     endpoint: &Endpoint,
     model: &str,
