@@ -637,9 +637,7 @@ async fn a_session_token_opens_one_session_only() {
 #[tokio::test]
 async fn the_agent_ends_the_session_after_its_goodbye_when_the_model_calls_end_conversation() {
     let mock = vendor_mock::VendorMock::start();
-    let env = mock.env();
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let server = Server::start_with(Storage::fresh().await, &env).await;
+    let server = mock.server(&[]).await;
     let key = server.key().to_string();
     let agent = json!({"id": "closer", "name": "Closer", "firstMessage": null,
                        "sttProvider": "openai", "llmProvider": "openai", "ttsProvider": "openai"});
@@ -754,9 +752,7 @@ async fn a_session_token_is_refused_once_the_key_that_minted_it_is_revoked() {
 #[tokio::test]
 async fn pcm_frames_that_arrive_together_are_heard_and_recorded_whole_and_in_order() {
     let mock = vendor_mock::VendorMock::start();
-    let env = mock.env();
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let server = Server::start_with(Storage::fresh().await, &env).await;
+    let server = mock.server(&[]).await;
     let key = server.key().to_string();
     let agent = json!({"id": "recorded", "name": "Recorded", "firstMessage": null,
                        "sttProvider": "openai", "llmProvider": "openai", "ttsProvider": "openai",

@@ -38,10 +38,7 @@ async fn server_with_agent_and(
     extra: &[(&str, &str)],
 ) -> (vendor_mock::VendorMock, Server, String) {
     let mock = vendor_mock::VendorMock::start();
-    let mut env = mock.env();
-    env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let server = Server::start_with(Storage::fresh().await, &env).await;
+    let server = mock.server(extra).await;
     let key = server.key().to_string();
     let (status, body) = call(server.post(
         "/v1/agents",

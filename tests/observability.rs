@@ -28,10 +28,7 @@ use tokio_tungstenite::tungstenite::Message;
 
 /// A server whose vendors are the stand-in, with extra environment on top.
 async fn server_with(mock: &vendor_mock::VendorMock, extra: &[(&str, &str)]) -> Server {
-    let mut env = mock.env();
-    env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    Server::start_with(Storage::fresh().await, &env).await
+    mock.server(extra).await
 }
 
 async fn new_agent(server: &Server, key: &str, body: Value) {

@@ -23,10 +23,7 @@ use switchboard_actors::audio::mulaw;
 use tokio_tungstenite::tungstenite::Message;
 
 async fn server_with_vendors(mock: &vendor_mock::VendorMock, extra: &[(&str, &str)]) -> Server {
-    let env = mock.env();
-    let mut env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    env.extend_from_slice(extra);
-    Server::start_with(Storage::fresh().await, &env).await
+    mock.server(extra).await
 }
 
 async fn new_agent(server: &Server, key: &str, id: &str, extra: Value) {

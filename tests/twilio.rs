@@ -574,9 +574,7 @@ async fn the_markup_is_served_as_xml_when_asked_and_requests_are_validated() {
 #[tokio::test]
 async fn a_phone_call_runs_on_vendor_engines_when_the_agent_names_them() {
     let mock = vendor_mock::VendorMock::start();
-    let env = mock.env();
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let server = Server::start_with(Storage::fresh().await, &env).await;
+    let server = mock.server(&[]).await;
     let key = server.key().to_string();
     // The agent knows the shop's hours: what the caller asks is looked up before the model.
     let (status, collection) =
@@ -740,9 +738,7 @@ async fn a_phone_call_speaks_with_every_synthesis_vendor_and_barge_in_hangs_up_o
         ("inworld", "elevenlabs", "/tts/v1/voice:stream", true),
     ];
     let mock = vendor_mock::VendorMock::start();
-    let env = mock.env();
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let server = Server::start_with(Storage::fresh().await, &env).await;
+    let server = mock.server(&[]).await;
     let key = server.key().to_string();
     let long_key = |vendor: &str| {
         if vendor == "playht" {
@@ -991,12 +987,10 @@ async fn live_recognizer() -> (
 async fn a_live_vendor_recognizer_hears_a_phone_line_at_its_own_8_khz() {
     let (address, uris, audio) = live_recognizer().await;
     let mock = vendor_mock::VendorMock::start();
-    let mut env = mock.env();
-    let base = "SWITCHBOARD__VENDORS__DEEPGRAM__BASE_URL";
-    env.retain(|(name, _)| name != base);
-    env.push((base.to_string(), format!("http://{address}")));
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let server = Server::start_with(Storage::fresh().await, &env).await;
+    let live = format!("http://{address}");
+    let server = mock
+        .server(&[("SWITCHBOARD__VENDORS__DEEPGRAM__BASE_URL", &live)])
+        .await;
     let key = server.key().to_string();
     let (status, body) = call(server.post(
         "/v1/agents",

@@ -21,10 +21,7 @@ use switchboard_actors::engine::{ChatMessage, ChatRequest, LanguageModel, LlmEve
 use vendor_mock::VendorMock;
 
 async fn start(mock: &VendorMock, extra: &[(&str, &str)]) -> Server {
-    let env = mock.env();
-    let mut all: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    all.extend_from_slice(extra);
-    Server::start_with(Storage::fresh().await, &all).await
+    mock.server(extra).await
 }
 
 fn header(response: &reqwest::Response, name: &str) -> String {

@@ -123,6 +123,20 @@ impl VendorMock {
             .collect()
     }
 
+    /// A fresh server with every vendor pointed at this mock ([`env`](Self::env)), and
+    /// `overrides` set on top of that (replacing a variable of the same name).
+    pub async fn server(&self, overrides: &[(&str, &str)]) -> crate::common::Server {
+        let mut env = self.env();
+        env.retain(|(name, _)| !overrides.iter().any(|(other, _)| other == name));
+        env.extend(
+            overrides
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string())),
+        );
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        crate::common::Server::start_with(crate::common::Storage::fresh().await, &env).await
+    }
+
     /// Environment that points every vendor at this mock with platform keys.
     pub fn env(&self) -> Vec<(String, String)> {
         let mut env = Vec::new();
