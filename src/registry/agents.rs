@@ -100,7 +100,7 @@ fn check_language(agent: &AgentRow) -> Result<(), String> {
     } else {
         return Ok(());
     };
-    let known: Vec<&str> = languages::LANGUAGES.iter().map(|(code, _)| *code).collect();
+    let known: Vec<&str> = languages::codes().collect();
     Err(format!(
         "language '{language}' is not one the embedded recognizer ({role} `{DEFAULT_PROVIDER}`) \
          hears; use `auto`, one of {}, or recognizers that hear it",

@@ -104,6 +104,11 @@ pub const LANGUAGES: [(&str, &str); 99] = [
     ("su", "sundanese"),
 ];
 
+/// The codes alone, in the list's order (the multilingual Whisper models' language tokens).
+pub fn codes() -> impl Iterator<Item = &'static str> {
+    LANGUAGES.iter().map(|(code, _)| *code)
+}
+
 /// The English name of a language code, or the code itself when it is not in the list.
 pub fn language_name(code: &str) -> String {
     LANGUAGES

@@ -23,9 +23,9 @@ use super::language;
 use super::mel::{MelFrontEnd, HOP_LENGTH, N_FRAMES};
 use super::model::WhisperModel;
 use super::timestamps::{align_words, split_segments, RawSegment};
-use super::vocab::{Vocab, LANGUAGES};
+use super::vocab::Vocab;
 use crate::engines::pool::{Lane, WorkerPool};
-use crate::speech::languages::language_code;
+use crate::speech::languages::{self, language_code};
 
 /// The English-only model directory.
 pub const ENGLISH_MODEL: &str = "whisper-tiny.en";
@@ -211,17 +211,12 @@ fn requested_language(options: &TranscribeOptions) -> Result<Option<&'static str
         return Ok(None);
     };
     // A tag with a region or script (`pt-BR`, `zh_Hant`) is heard as its language.
-    let primary = language_code(code);
-    LANGUAGES
-        .iter()
-        .find(|&&known| Some(known) == primary)
-        .map(|&known| Some(known))
-        .ok_or_else(|| {
-            EngineError::invalid(format!(
-                "unsupported language {code:?}; supported: {}",
-                language::supported_languages().join(", ")
-            ))
-        })
+    language_code(code).map(Some).ok_or_else(|| {
+        EngineError::invalid(format!(
+            "unsupported language {code:?}; supported: {}",
+            languages::codes().collect::<Vec<_>>().join(", ")
+        ))
+    })
 }
 
 impl Inner {

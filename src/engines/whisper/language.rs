@@ -4,12 +4,7 @@
 use candle_core::Result;
 
 use super::model::{log_softmax_in_place, CrossKv, KvCache, WhisperModel};
-use super::vocab::{Vocab, LANGUAGES};
-
-/// Every language code the engine accepts (the multilingual model's 99).
-pub fn supported_languages() -> &'static [&'static str] {
-    &LANGUAGES
-}
+use super::vocab::Vocab;
 
 /// How much likelier than the conversation's language ([`TranscribeOptions::language_hint`])
 /// another must be for a window to be read in it. In a study of 198 short English turns and

@@ -25,7 +25,6 @@ pub mod vocab;
 mod tests;
 
 pub use engine::{ModelState, ModelStatus, WhisperEngine, ENGLISH_MODEL, MULTILINGUAL_MODEL};
-pub use language::supported_languages;
 
 /// The speech fixtures the tests use (`shared/` beside the repository).
 #[cfg(test)]

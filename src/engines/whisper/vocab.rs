@@ -9,16 +9,7 @@ use std::path::Path;
 
 use tokenizers::Tokenizer;
 
-/// Whisper's 99 languages as ISO 639-1 codes (plus `haw`), in the order of their tokens.
-pub const LANGUAGES: [&str; 99] = [
-    "en", "zh", "de", "es", "ru", "ko", "fr", "ja", "pt", "tr", "pl", "ca", "nl", "ar", "sv", "it",
-    "id", "hi", "fi", "vi", "he", "uk", "el", "ms", "cs", "ro", "da", "hu", "ta", "no", "th", "ur",
-    "hr", "bg", "lt", "la", "mi", "ml", "cy", "sk", "te", "fa", "lv", "bn", "sr", "az", "sl", "kn",
-    "et", "mk", "br", "eu", "is", "hy", "ne", "mn", "bs", "kk", "sq", "sw", "gl", "mr", "pa", "si",
-    "km", "sn", "yo", "so", "af", "oc", "ka", "be", "tg", "sd", "gu", "am", "yi", "lo", "uz", "fo",
-    "ht", "ps", "tk", "nn", "mt", "sa", "lb", "my", "bo", "tl", "mg", "as", "tt", "haw", "ln",
-    "ha", "ba", "jw", "su",
-];
+use crate::speech::languages;
 
 /// Seconds per timestamp token step.
 pub const TIME_PRECISION: f32 = 0.02;
@@ -57,9 +48,9 @@ impl Vocab {
         let no_speech = id("<|nospeech|>").or_else(|_| id("<|nocaptions|>"))?;
         let multilingual = n_vocab >= 51_865;
         let languages = if multilingual {
-            LANGUAGES
-                .iter()
-                .filter_map(|&code| {
+            // The multilingual models' 99 languages, in the order of their tokens.
+            languages::codes()
+                .filter_map(|code| {
                     tokenizer
                         .token_to_id(&format!("<|{code}|>"))
                         .map(|id| (code, id))
