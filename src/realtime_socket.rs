@@ -22,7 +22,7 @@ use actix_ws::{
 };
 use bytes::Bytes;
 use bytestring::ByteString;
-use futures_util::{Stream, StreamExt};
+use futures_util::{FutureExt, Stream, StreamExt};
 
 /// What a client sent, fragmented messages put together.
 pub type Incoming = Option<Result<AggregatedMessage, ProtocolError>>;
@@ -120,6 +120,16 @@ impl SocketWriter {
 
     pub async fn text(&mut self, text: impl Into<ByteString>) -> Result<(), Gone> {
         within(&self.stalled, self.session.text(text)).await
+    }
+
+    /// Writes `text` at once if the socket's send queue has room, without waiting and from
+    /// any task: false when it has none (or the client is gone), and then nothing was sent.
+    pub fn try_text(&self, text: impl Into<ByteString>) -> bool {
+        if self.stalled.load(Ordering::Relaxed) {
+            return false;
+        }
+        let mut session = self.session.clone();
+        matches!(session.text(text).now_or_never(), Some(Ok(())))
     }
 
     pub async fn binary(&mut self, bytes: impl Into<Bytes>) -> Result<(), Gone> {

@@ -54,7 +54,7 @@ async fn call_with_echo(gate: bool) -> Harness {
 async fn the_agents_own_echo_does_not_interrupt_it() {
     tokio::time::pause();
     let h = call_with_echo(true).await;
-    assert_eq!(h.count(|o| matches!(o, SessionOutput::Clear)), 0);
+    assert_eq!(h.count(|o| matches!(o, SessionOutput::Clear { .. })), 0);
     let agent = h
         .turns()
         .into_iter()
@@ -67,5 +67,5 @@ async fn the_agents_own_echo_does_not_interrupt_it() {
 async fn without_the_gate_the_echo_interrupts() {
     tokio::time::pause();
     let h = call_with_echo(false).await;
-    assert_eq!(h.count(|o| matches!(o, SessionOutput::Clear)), 1);
+    assert_eq!(h.count(|o| matches!(o, SessionOutput::Clear { .. })), 1);
 }

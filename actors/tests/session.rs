@@ -309,7 +309,7 @@ async fn interrupt_with_caller_frames_in_messages_of(frames: usize) -> BargeInRe
     h.speak_paced(&second, 160 * frames, 20 * frames as u64)
         .await;
     h.wait_for("clear", Duration::from_secs(1), |o| {
-        matches!(o, SessionOutput::Clear)
+        matches!(o, SessionOutput::Clear { .. })
     })
     .await;
     h.speak(&mulaw_silence(800), 160).await;

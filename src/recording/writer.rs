@@ -133,9 +133,11 @@ impl RecordingTap {
         self.send(TapEvent::Agent(audio.clone(), self.started.elapsed()));
     }
 
-    /// The caller's playback queue was cleared (barge-in).
-    pub fn clear(&self) {
-        self.send(TapEvent::Clear(self.started.elapsed()));
+    /// The caller's playback queue was cleared (barge-in): now, or at `written_at` when the
+    /// clear was written before the transport heard of it (a session's clear lane).
+    pub fn clear(&self, written_at: Option<Instant>) {
+        let at = written_at.unwrap_or_else(Instant::now);
+        self.send(TapEvent::Clear(at.saturating_duration_since(self.started)));
     }
 
     fn send(&self, event: TapEvent) {

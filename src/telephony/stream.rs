@@ -22,7 +22,7 @@ use bytestring::ByteString;
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 use switchboard_actors::session::{
-    AgentProfile, CallSession, Dtmf, Hangup, OutputQueue, PlaybackMark, SessionConfig,
+    AgentProfile, CallSession, ClearLane, Dtmf, Hangup, OutputQueue, PlaybackMark, SessionConfig,
     SessionEngines, SessionHandle, SessionObserver, SessionOutput, TransportClosed,
 };
 
@@ -123,6 +123,27 @@ impl MediaWriter {
         // would be sent as what it is, never as invalid UTF-8.
         ByteString::try_from(message.clone())
             .unwrap_or_else(|_| String::from_utf8_lossy(&message).into_owned().into())
+    }
+}
+
+/// Our `clear` message for stream `stream_sid` (protocols.md §1.3).
+fn clear_message(stream_sid: &str) -> ByteString {
+    json!({"event": "clear", "streamSid": stream_sid})
+        .to_string()
+        .into()
+}
+
+/// Writes a barge-in's `clear` from the session's own turn (see [`ClearLane`]): Twilio drops
+/// the agent audio it holds the moment the session decides, not once the socket loop has
+/// read the outputs queued before it.
+struct ClearNow {
+    socket: SocketWriter,
+    message: ByteString,
+}
+
+impl ClearLane for ClearNow {
+    fn clear_now(&self, _response_id: u64) -> bool {
+        self.socket.try_text(self.message.clone())
     }
 }
 
@@ -285,7 +306,6 @@ pub async fn run(
     mut messages: AggregatedMessageStream,
 ) {
     let mut writer_socket = socket.clone();
-    let (output, mut out_rx) = OutputQueue::new();
     let deadline = tokio::time::sleep(START_TIMEOUT);
     tokio::pin!(deadline);
 
@@ -382,6 +402,11 @@ pub async fn run(
         .factory
         .recording(&recording_claims, call_sid.clone(), TapFormat::Mulaw8k)
         .await;
+    let clear = clear_message(&stream_sid);
+    let (output, mut out_rx) = OutputQueue::with_clear_lane(Arc::new(ClearNow {
+        socket: socket.clone(),
+        message: clear.clone(),
+    }));
     // Held until the stream ends: the session lives as long as the call.
     let handle: SessionHandle = match CallSession::start(
         SessionConfig::twilio(session_id.clone(), profile),
@@ -423,11 +448,18 @@ pub async fn run(
                         "streamSid": stream_sid,
                         "mark": {"name": name},
                     }),
-                    SessionOutput::Clear => {
+                    SessionOutput::Clear { written_at } => {
                         if let Some(tap) = &tap {
-                            tap.clear();
+                            tap.clear(written_at.map(|at| at.into_std()));
                         }
-                        json!({"event": "clear", "streamSid": stream_sid})
+                        if written_at.is_some() {
+                            continue;
+                        }
+                        if writer_socket.text(clear.clone()).await.is_err() {
+                            session.do_send(TransportClosed);
+                            break;
+                        }
+                        continue;
                     }
                     // Twilio has no channel for events; they are logged.
                     SessionOutput::Event(event) => {

@@ -63,8 +63,8 @@ pub use error::{SessionError, TurnError};
 pub use liveness::{live_actors_in_process, LiveCounter};
 pub use llm::LlmStream;
 pub use messages::{
-    AudioIn, Dtmf, Hangup, Interrupt, OutputQueue, PlaybackMark, ServerShutdown, SessionEvent,
-    SessionOutput, SessionOutputs, TextIn, TransportClosed,
+    AudioIn, ClearLane, Dtmf, Hangup, Interrupt, OutputQueue, PlaybackMark, ServerShutdown,
+    SessionEvent, SessionOutput, SessionOutputs, TextIn, TransportClosed,
 };
 pub use observer::{
     BargeInRecord, EndReason, EndpointSource, NoopObserver, SessionObserver, SessionStatus,

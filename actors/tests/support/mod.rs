@@ -14,10 +14,10 @@ use std::time::Duration;
 use bytes::Bytes;
 use switchboard_actors::engine::KnowledgeRetriever;
 use switchboard_actors::session::{
-    AudioIn, CallSession, OutputQueue, SessionConfig, SessionEngines, SessionHandle,
+    AudioIn, CallSession, ClearLane, OutputQueue, SessionConfig, SessionEngines, SessionHandle,
     SessionObserver, SessionOutput, SessionSummary, TurnRecord,
 };
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 pub use engines::*;
@@ -67,6 +67,7 @@ pub struct Harness {
     /// Outputs before this index have been matched by `wait_for` already.
     pub cursor: usize,
     pub start: Instant,
+    hold: watch::Sender<bool>,
 }
 
 impl Harness {
@@ -80,13 +81,42 @@ impl Harness {
         engines: Scripted,
         transport: FakeTransportConfig,
     ) -> Self {
+        Self::start_full(config, engines, transport, None)
+    }
+
+    /// Starts a session whose output queue writes clears through `lane`.
+    pub fn start_with_lane(
+        config: SessionConfig,
+        engines: Scripted,
+        lane: Arc<dyn ClearLane>,
+    ) -> Self {
+        Self::start_full(config, engines, FakeTransportConfig::default(), Some(lane))
+    }
+
+    fn start_full(
+        config: SessionConfig,
+        engines: Scripted,
+        transport: FakeTransportConfig,
+        lane: Option<Arc<dyn ClearLane>>,
+    ) -> Self {
         let (tx, outputs) = mpsc::unbounded_channel();
         let fake = FakeTransport::start(tx, transport);
-        // The fake hears the session's outputs in order, as a transport's socket task would.
-        let (output, mut queued) = OutputQueue::new();
+        // The fake hears the session's outputs in order, as a transport's socket task would,
+        // except while the harness holds them (a socket task waiting for its turn).
+        let (output, mut queued) = match lane {
+            Some(lane) => OutputQueue::with_clear_lane(lane),
+            None => OutputQueue::new(),
+        };
+        let (hold, mut held) = watch::channel(false);
         let listener = fake.clone();
         actix::spawn(async move {
-            while let Some(output) = queued.recv().await {
+            loop {
+                if held.wait_for(|held| !*held).await.is_err() {
+                    return;
+                }
+                let Some(output) = queued.recv().await else {
+                    return;
+                };
                 listener.do_send(Deliver(output));
             }
         });
@@ -102,7 +132,13 @@ impl Harness {
             seen: Vec::new(),
             cursor: 0,
             start: Instant::now(),
+            hold,
         }
+    }
+
+    /// Stops (`true`) or resumes reading the session's output queue.
+    pub fn hold_outputs(&self, hold: bool) {
+        self.hold.send_replace(hold);
     }
 
     /// Waits until an output matching `pred` arrives (keeping everything seen).
@@ -194,7 +230,7 @@ pub fn describe(output: &SessionOutput) -> String {
     match output {
         SessionOutput::Audio(b) => format!("audio({})", b.len()),
         SessionOutput::Mark(m) => format!("mark({m})"),
-        SessionOutput::Clear => "clear".into(),
+        SessionOutput::Clear { .. } => "clear".into(),
         SessionOutput::Event(e) => e.name().to_owned(),
         SessionOutput::Ended => "ended".into(),
     }

@@ -122,7 +122,7 @@ impl Handler<Deliver> for FakeTransport {
                     },
                 );
             }
-            SessionOutput::Clear => {
+            SessionOutput::Clear { .. } => {
                 self.generation += 1;
                 self.play_until = now;
                 for (_, name) in self.pending_marks.drain(..) {

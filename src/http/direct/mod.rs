@@ -22,8 +22,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use switchboard_actors::audio::SampleRate;
 use switchboard_actors::session::{
-    AudioFormat, CallSession, Hangup, Interrupt, OutputQueue, PlaybackAcks, PlaybackMark,
-    SessionConfig, SessionOutput, SessionOutputs, TextIn, TransportClosed,
+    AudioFormat, CallSession, ClearLane, Hangup, Interrupt, OutputQueue, PlaybackAcks,
+    PlaybackMark, SessionConfig, SessionEvent, SessionOutput, SessionOutputs, TextIn,
+    TransportClosed,
 };
 use utoipa::ToSchema;
 
@@ -364,7 +365,7 @@ async fn start_direct(
     config.pacing.acks = audio.acks;
     let (response, socket, messages) =
         realtime_socket::accept(req, body).map_err(|e| ApiError::bad_request(e.to_string()))?;
-    let (output, rx) = OutputQueue::new();
+    let (output, rx) = OutputQueue::with_clear_lane(Arc::new(ClearNow(socket.clone())));
     let observer = Arc::new(SessionRecorder::new(
         state.sessions.clone(),
         state.metering.clone(),
@@ -424,6 +425,17 @@ async fn authenticate(
     }
 }
 
+/// Writes a barge-in's `audio.clear` event from the session's own turn (see [`ClearLane`]), so
+/// the client stops the agent's audio the moment the session decides.
+struct ClearNow(SocketWriter);
+
+impl ClearLane for ClearNow {
+    fn clear_now(&self, response_id: u64) -> bool {
+        let event = SessionEvent::AudioClear { response_id };
+        self.0.try_text(event_json(&event).to_string())
+    }
+}
+
 /// Moves messages between the socket and the session until either ends.
 async fn pump(
     handle: switchboard_actors::session::SessionHandle,
@@ -456,9 +468,11 @@ async fn pump(
                     // A client on the clock answers no marks, and is sent none.
                     Some(SessionOutput::Mark(_)) if audio.acks == PlaybackAcks::Clock => Ok(()),
                     Some(SessionOutput::Mark(name)) => writer.text(json!({"type": "audio.mark", "name": name}).to_string()).await,
-                    Some(SessionOutput::Clear) => {
+                    // The client is told by the `audio.clear` event (written by the lane, or
+                    // queued after this).
+                    Some(SessionOutput::Clear { written_at }) => {
                         if let Some(tap) = &tap {
-                            tap.clear();
+                            tap.clear(written_at.map(|at| at.into_std()));
                         }
                         Ok(())
                     }

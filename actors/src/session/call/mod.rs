@@ -256,6 +256,16 @@ impl CallSession {
         }
     }
 
+    /// Clears the client's playback of reply `response_id`: through the transport's clear
+    /// lane when it has one, else in the queue followed by `audio.clear`.
+    fn clear_client(&mut self, response_id: u64) {
+        match self.output.clear(response_id) {
+            None => self.transport_gone = true,
+            Some(true) => {}
+            Some(false) => self.emit(SessionEvent::AudioClear { response_id }),
+        }
+    }
+
     fn emit(&mut self, event: SessionEvent) {
         self.send(SessionOutput::Event(event));
     }

@@ -14,7 +14,7 @@ use crate::engine::{ChatMessage, ChatRequest, KnowledgeRetriever, Role, ToolCall
 use super::super::barge_in::BargeInDetected;
 use super::super::error::TurnError;
 use super::super::llm::{AgentTextDelta, LlmFailed, LlmFinished, LlmStream, SentenceReady};
-use super::super::messages::{PlaybackMark, SessionEvent, SessionOutput};
+use super::super::messages::{PlaybackMark, SessionEvent};
 use super::super::observer::{BargeInRecord, EndReason, Speaker, TurnLatency, TurnRecord};
 use super::super::playback::{first_words, PlaybackLedger};
 use super::super::sentences::split_text;
@@ -323,10 +323,7 @@ impl CallSession {
         };
         self.gate.close();
         if reply.audio_started {
-            self.send(SessionOutput::Clear);
-            self.emit(SessionEvent::AudioClear {
-                response_id: reply.id,
-            });
+            self.clear_client(reply.id);
         }
         let cleared_at = Instant::now();
         reply.stop_children(self.tools.as_ref());
@@ -377,10 +374,7 @@ impl CallSession {
         };
         self.gate.close();
         if reply.audio_started {
-            self.send(SessionOutput::Clear);
-            self.emit(SessionEvent::AudioClear {
-                response_id: reply.id,
-            });
+            self.clear_client(reply.id);
         }
         reply.stop_children(self.tools.as_ref());
         self.barge_in.disarm();
