@@ -4,7 +4,7 @@
 //! `switchboard-actors`.
 
 pub mod billing;
-pub mod caller_audio;
+pub mod caller_side;
 pub mod cli;
 pub mod cluster;
 pub mod config;

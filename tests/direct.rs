@@ -474,6 +474,29 @@ async fn a_client_interrupt_clears_the_agent_and_marks_are_answered() {
 }
 
 #[tokio::test]
+async fn a_ping_is_answered_with_its_payload() {
+    let server = Server::start().await;
+    let key = server.key().to_string();
+    new_agent(&server, &key).await;
+    let mut socket = open(&server, &key, "widget", "").await;
+    for payload in [&b"still there?"[..], b"", &[0xAB; 125]] {
+        socket
+            .send(Message::Ping(payload.to_vec().into()))
+            .await
+            .unwrap();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        let pong = loop {
+            match tokio::time::timeout_at(deadline, socket.next()).await {
+                Ok(Some(Ok(Message::Pong(pong)))) => break Some(pong.to_vec()),
+                Ok(Some(Ok(_))) => continue,
+                _ => break None,
+            }
+        };
+        assert_eq!(pong, Some(payload.to_vec()));
+    }
+}
+
+#[tokio::test]
 async fn a_client_that_closes_gets_the_closing_handshake_and_a_broken_frame_a_close_code() {
     use tokio_tungstenite::tungstenite::protocol::frame::coding::{CloseCode, Data, OpCode};
     use tokio_tungstenite::tungstenite::protocol::frame::Frame;

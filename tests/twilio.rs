@@ -434,6 +434,43 @@ async fn malformed_messages_are_skipped_and_the_call_goes_on() {
     );
 }
 
+/// The first pong within `within`, skipping everything else the server sends.
+async fn pong_within<S>(socket: &mut S, within: Duration) -> Option<Vec<u8>>
+where
+    S: StreamExt<Item = Result<Message, tokio_tungstenite::tungstenite::Error>> + Unpin,
+{
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        match tokio::time::timeout_at(deadline, socket.next()).await {
+            Ok(Some(Ok(Message::Pong(payload)))) => return Some(payload.to_vec()),
+            Ok(Some(Ok(_))) => continue,
+            _ => return None,
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_ping_is_answered_with_its_payload_while_the_agent_talks() {
+    let server = Server::start().await;
+    let key = server.key().to_string();
+    new_agent(&server, &key).await;
+    let placed = place_call(&server, &key, "phone").await;
+    let mut stream = TwilioStream::open(&placed.stream_url, &placed.token, "CA9").await;
+    let heard = listen_from_first_audio(&mut stream, Duration::from_millis(300)).await;
+    assert!(heard.media_frames > 0, "the greeting plays");
+    for payload in [&b"still there?"[..], b"", &[0xAB; 125]] {
+        stream
+            .socket
+            .send(Message::Ping(payload.to_vec().into()))
+            .await
+            .unwrap();
+        assert_eq!(
+            pong_within(&mut stream.socket, Duration::from_secs(5)).await,
+            Some(payload.to_vec())
+        );
+    }
+}
+
 #[tokio::test]
 async fn a_caller_that_closes_gets_the_closing_handshake_and_a_broken_frame_a_close_code() {
     let server = Server::start().await;

@@ -22,12 +22,12 @@ use bytestring::ByteString;
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 use switchboard_actors::session::{
-    AgentProfile, CallSession, ClearLane, Dtmf, Hangup, OutputQueue, PlaybackMark, SessionConfig,
-    SessionEngines, SessionHandle, SessionObserver, SessionOutput, TransportClosed,
+    AgentProfile, CallSession, CallerInput, ClearLane, OutputQueue, SessionConfig, SessionEngines,
+    SessionHandle, SessionObserver, SessionOutput, TransportClosed,
 };
 
 use super::token::{RelayClaims, TokenSigner};
-use crate::caller_audio::CallerBatch;
+use crate::caller_side::{CallerProtocol, CallerSide, Read, SocketDuty};
 use crate::cluster::drain::Drain;
 use crate::error::ApiError;
 use crate::realtime_socket::{self, SocketWriter};
@@ -144,6 +144,38 @@ struct ClearNow {
 impl ClearLane for ClearNow {
     fn clear_now(&self, _response_id: u64) -> bool {
         self.socket.try_text(self.message.clone())
+    }
+}
+
+/// Twilio's messages as the session reads them: caller audio (decoded into one buffer per
+/// stream, each frame split off it), marks, digits and `stop`; anything malformed is logged
+/// and skipped.
+struct TwilioCaller {
+    audio: BytesMut,
+    session_id: String,
+}
+
+impl CallerProtocol for TwilioCaller {
+    fn text(&mut self, text: &ByteString) -> Read {
+        match parse_event_into(text, &mut self.audio) {
+            Ok(StreamEvent::Media(audio)) => Read::Input(CallerInput::Audio(audio)),
+            Ok(StreamEvent::Mark(name)) => Read::Input(CallerInput::Mark(name)),
+            Ok(StreamEvent::Dtmf(digit)) => Read::Input(CallerInput::Dtmf(digit)),
+            Ok(StreamEvent::Stop) => Read::Input(CallerInput::Hangup),
+            Ok(StreamEvent::Start(_) | StreamEvent::Ignored) => Read::Nothing,
+            Err(MessageError::Json) => {
+                tracing::warn!(session = %self.session_id, "media stream: skipped a malformed message");
+                Read::Nothing
+            }
+            Err(MessageError::Base64) => {
+                tracing::warn!(session = %self.session_id, "media stream: skipped bad base64");
+                Read::Nothing
+            }
+        }
+    }
+
+    fn binary(&mut self, _: Bytes) -> Read {
+        Read::Nothing
     }
 }
 
@@ -401,18 +433,25 @@ pub async fn run(
     let tap = context
         .factory
         .recording(&recording_claims, call_sid.clone(), TapFormat::Mulaw8k)
-        .await;
+        .await
+        .map(Arc::new);
     let clear = clear_message(&stream_sid);
     let (output, mut out_rx) = OutputQueue::with_clear_lane(Arc::new(ClearNow {
         socket: socket.clone(),
         message: clear.clone(),
     }));
+    let caller = TwilioCaller {
+        audio: BytesMut::new(),
+        session_id: session_id.clone(),
+    };
+    let (caller, mut duties) = CallerSide::new(messages, caller, tap.clone());
     // Held until the stream ends: the session lives as long as the call.
-    let handle: SessionHandle = match CallSession::start(
+    let handle: SessionHandle = match CallSession::start_reading(
         SessionConfig::twilio(session_id.clone(), profile),
         engines,
         output,
         context.observer.clone(),
+        caller,
     ) {
         Ok(started) => started,
         Err(e) => {
@@ -425,11 +464,28 @@ pub async fn run(
     let session = handle.addr().clone();
     slot.attach(&session);
     let mut media = MediaWriter::new(&stream_sid);
-    let mut caller_audio = BytesMut::new();
-    let mut batch = CallerBatch::new();
 
     loop {
         tokio::select! {
+            // What the caller's side owes goes first: a client's close is answered with its
+            // own code before the session's last outputs, which end the loop.
+            biased;
+            duty = duties.next() => match duty {
+                SocketDuty::Pong(bytes) => {
+                    if writer_socket.pong(&bytes).await.is_err() {
+                        session.do_send(TransportClosed);
+                        break;
+                    }
+                }
+                // Twilio is never answered; nothing is owed for its messages.
+                SocketDuty::Reply(_) => {}
+                SocketDuty::Ended(ending) => {
+                    // The session heard the end from its reader.
+                    realtime_socket::close_after(writer_socket, &ending, "media stream").await;
+                    out_rx.until_ended().await;
+                    return;
+                }
+            },
             output = out_rx.recv() => {
                 let Some(output) = output else { break };
                 let message = match output {
@@ -469,59 +525,6 @@ pub async fn run(
                     SessionOutput::Ended => break,
                 };
                 if writer_socket.text(message.to_string()).await.is_err() {
-                    session.do_send(TransportClosed);
-                    break;
-                }
-            }
-            incoming = messages.next() => {
-                // Messages that are already here are read before the session hears of them,
-                // so caller frames that arrived together reach it as one message.
-                let mut incoming = incoming;
-                let mut gone = false;
-                loop {
-                    match incoming {
-                        Some(Ok(WsMessage::Text(text))) => match parse_event_into(&text, &mut caller_audio) {
-                            Ok(StreamEvent::Media(audio)) => batch.push(audio),
-                            Ok(StreamEvent::Mark(name)) => {
-                                batch.forward(tap.as_ref(), &session);
-                                session.do_send(PlaybackMark { name });
-                            }
-                            Ok(StreamEvent::Dtmf(digit)) => {
-                                batch.forward(tap.as_ref(), &session);
-                                session.do_send(Dtmf { digit });
-                            }
-                            Ok(StreamEvent::Stop) => {
-                                batch.forward(tap.as_ref(), &session);
-                                session.do_send(Hangup);
-                            }
-                            Ok(StreamEvent::Start(_) | StreamEvent::Ignored) => {}
-                            Err(MessageError::Json) => {
-                                tracing::warn!(session = %session_id, "media stream: skipped a malformed message");
-                            }
-                            Err(MessageError::Base64) => {
-                                tracing::warn!(session = %session_id, "media stream: skipped bad base64");
-                            }
-                        },
-                        Some(Ok(WsMessage::Ping(bytes))) => gone = writer_socket.pong(&bytes).await.is_err(),
-                        ending @ (Some(Ok(WsMessage::Close(_))) | None | Some(Err(_))) => {
-                            batch.forward(tap.as_ref(), &session);
-                            session.do_send(TransportClosed);
-                            realtime_socket::close_after(writer_socket, &ending, "media stream").await;
-                            out_rx.until_ended().await;
-                            return;
-                        }
-                        Some(Ok(WsMessage::Binary(_) | WsMessage::Pong(_))) => {}
-                    }
-                    if gone {
-                        break;
-                    }
-                    match batch.next_arrived(&mut messages).await {
-                        Some(next) => incoming = next,
-                        None => break,
-                    }
-                }
-                batch.forward(tap.as_ref(), &session);
-                if gone {
                     session.do_send(TransportClosed);
                     break;
                 }

@@ -1,6 +1,7 @@
 //! The transport boundary: messages a transport sends a session ([`AudioIn`], [`TextIn`],
 //! [`Dtmf`], [`PlaybackMark`], [`Interrupt`], [`Hangup`], [`TransportClosed`],
-//! [`ServerShutdown`]) and what the
+//! [`ServerShutdown`]), or the same as a stream of [`CallerInput`] the session reads itself,
+//! and what the
 //! session sends back ([`SessionOutput`], with [`SessionEvent`]s for the client), through the
 //! transport's [`OutputQueue`].
 //!
@@ -28,6 +29,26 @@ use crate::engine::ToolCall;
 #[derive(Debug, Clone, Message)]
 #[rtype(result = "()")]
 pub struct AudioIn(pub Bytes);
+
+/// One thing the caller's side of a socket carried, for a session that reads the socket
+/// itself ([`CallSession::start_reading`](super::CallSession::start_reading)): each is
+/// handled as the message of the same name, and the end of the stream as
+/// [`TransportClosed`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallerInput {
+    /// As [`AudioIn`].
+    Audio(Bytes),
+    /// As [`TextIn`].
+    Text(String),
+    /// As [`Dtmf`].
+    Dtmf(char),
+    /// As [`PlaybackMark`].
+    Mark(String),
+    /// As [`Interrupt`].
+    Interrupt,
+    /// As [`Hangup`].
+    Hangup,
+}
 
 /// Text the user typed (direct socket): a complete user turn.
 #[derive(Debug, Clone, Message)]

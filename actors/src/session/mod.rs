@@ -20,7 +20,8 @@
 //!    it. Keep the returned [`SessionHandle`] and read the queue's receiver.
 //! 3. Send the session [`AudioIn`] for every media payload, and [`TextIn`], [`Dtmf`],
 //!    [`PlaybackMark`], [`Interrupt`] as they arrive; [`Hangup`] or [`TransportClosed`] at the
-//!    end.
+//!    end. Or start it with [`CallSession::start_reading`] and a stream of [`CallerInput`],
+//!    which it reads itself (the real-time transports do).
 //! 4. Write every [`SessionOutput`] to the socket: `Audio` as media, `Mark` as a mark, `Clear`
 //!    as Twilio `clear` (or an `audio.clear` event), `Event` as JSON named by
 //!    [`SessionEvent::name`]. Close the socket on `Ended`, which is always last.
@@ -63,8 +64,8 @@ pub use error::{SessionError, TurnError};
 pub use liveness::{live_actors_in_process, LiveCounter};
 pub use llm::LlmStream;
 pub use messages::{
-    AudioIn, ClearLane, Dtmf, Hangup, Interrupt, OutputQueue, PlaybackMark, ServerShutdown,
-    SessionEvent, SessionOutput, SessionOutputs, TextIn, TransportClosed,
+    AudioIn, CallerInput, ClearLane, Dtmf, Hangup, Interrupt, OutputQueue, PlaybackMark,
+    ServerShutdown, SessionEvent, SessionOutput, SessionOutputs, TextIn, TransportClosed,
 };
 pub use observer::{
     BargeInRecord, EndReason, EndpointSource, NoopObserver, SessionObserver, SessionStatus,

@@ -16,15 +16,15 @@
 use std::sync::Arc;
 
 use actix_web::{post, web, HttpRequest, HttpResponse};
-use actix_ws::{AggregatedMessage as WsMessage, AggregatedMessageStream, CloseCode, CloseReason};
-use futures_util::StreamExt;
+use actix_ws::{CloseCode, CloseReason};
+use bytes::Bytes;
+use bytestring::ByteString;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use switchboard_actors::audio::SampleRate;
 use switchboard_actors::session::{
-    AudioFormat, CallSession, ClearLane, Hangup, Interrupt, OutputQueue, PlaybackAcks,
-    PlaybackMark, SessionConfig, SessionEvent, SessionOutput, SessionOutputs, TextIn,
-    TransportClosed,
+    AudioFormat, CallSession, CallerInput, ClearLane, OutputQueue, PlaybackAcks, SessionConfig,
+    SessionEvent, SessionOutput, SessionOutputs, TransportClosed,
 };
 use utoipa::ToSchema;
 
@@ -36,7 +36,7 @@ pub use wire::{parse_client_message, ClientMessage, ClientMessageError};
 use super::auth::{bearer_credentials, Developer};
 use super::sessions::{abandon_unstarted, release_unstarted};
 use super::AppState;
-use crate::caller_audio::CallerBatch;
+use crate::caller_side::{CallerProtocol, CallerSide, Duties, Read, SocketDuty};
 use crate::cluster::drain::SessionSlot;
 use crate::error::{ApiError, ErrorBody};
 use crate::observability::recorder::SessionRecorder;
@@ -372,10 +372,12 @@ async fn start_direct(
         state.traces.clone(),
         "direct",
     ));
-    let handle = CallSession::start(config, engines, output, observer)
+    let tap = tap.map(Arc::new);
+    let (caller, duties) = CallerSide::new(messages, DirectCaller, tap.clone());
+    let handle = CallSession::start_reading(config, engines, output, observer, caller)
         .map_err(|e| ApiError::Internal(e.to_string()))?;
     slot.attach(handle.addr());
-    actix_web::rt::spawn(pump(handle, socket, messages, rx, tap, slot, audio));
+    actix_web::rt::spawn(pump(handle, socket, duties, rx, tap, slot, audio));
     Ok(response)
 }
 
@@ -436,26 +438,62 @@ impl ClearLane for ClearNow {
     }
 }
 
-/// Moves messages between the socket and the session until either ends.
+/// The direct socket's messages as the session reads them: binary audio, and the client's
+/// JSON messages; one it got wrong is answered with an `error` event.
+struct DirectCaller;
+
+impl CallerProtocol for DirectCaller {
+    fn text(&mut self, text: &ByteString) -> Read {
+        match parse_client_message(text) {
+            Ok(ClientMessage::Text(text)) => Read::Input(CallerInput::Text(text)),
+            Ok(ClientMessage::Interrupt) => Read::Input(CallerInput::Interrupt),
+            Ok(ClientMessage::Mark(name)) => Read::Input(CallerInput::Mark(name)),
+            Ok(ClientMessage::End) => Read::Input(CallerInput::Hangup),
+            Err(e) => Read::Reply(
+                json!({"type": "error", "code": e.code(), "message": e.to_string()}).to_string(),
+            ),
+        }
+    }
+
+    fn binary(&mut self, audio: Bytes) -> Read {
+        Read::Input(CallerInput::Audio(audio))
+    }
+}
+
+/// Writes the session's outputs, and what its reading of the socket leaves to write, until
+/// either ends.
 async fn pump(
     handle: switchboard_actors::session::SessionHandle,
     socket: SocketWriter,
-    mut messages: AggregatedMessageStream,
+    mut duties: Duties,
     mut outputs: SessionOutputs,
-    tap: Option<RecordingTap>,
+    tap: Option<Arc<RecordingTap>>,
     slot: SessionSlot,
     audio: SocketAudio,
 ) {
     let session = handle.addr().clone();
     let mut writer = socket.clone();
-    // An Opus packet is decoded on its own, so each goes to the session alone.
-    let mut batch = if audio.opus {
-        CallerBatch::of_at_most(1)
-    } else {
-        CallerBatch::new()
-    };
     loop {
         tokio::select! {
+            // What the caller's side owes goes first: a client's close is answered with its
+            // own code before the session's last outputs, which end the loop.
+            biased;
+            duty = duties.next() => {
+                let sent = match duty {
+                    SocketDuty::Pong(bytes) => writer.pong(&bytes).await,
+                    SocketDuty::Reply(text) => writer.text(text).await,
+                    SocketDuty::Ended(ending) => {
+                        // The session heard the end from its reader.
+                        realtime_socket::close_after(writer.clone(), &ending, "direct socket").await;
+                        outputs.until_ended().await;
+                        return;
+                    }
+                };
+                if sent.is_err() {
+                    session.do_send(TransportClosed);
+                    break;
+                }
+            }
             output = outputs.recv() => {
                 let sent = match output {
                     None | Some(SessionOutput::Ended) => break,
@@ -479,51 +517,6 @@ async fn pump(
                     Some(SessionOutput::Event(event)) => writer.text(event_json(&event).to_string()).await,
                 };
                 if sent.is_err() {
-                    session.do_send(TransportClosed);
-                    break;
-                }
-            }
-            incoming = messages.next() => {
-                // Messages that are already here are read before the session hears of them,
-                // so PCM frames that arrived together reach it as one message.
-                let mut incoming = incoming;
-                let mut gone = false;
-                loop {
-                    match incoming {
-                        Some(Ok(WsMessage::Binary(audio))) => batch.push(audio),
-                        Some(Ok(WsMessage::Text(text))) => {
-                            batch.forward(tap.as_ref(), &session);
-                            match parse_client_message(&text) {
-                                Ok(ClientMessage::Text(text)) => session.do_send(TextIn(text)),
-                                Ok(ClientMessage::Interrupt) => session.do_send(Interrupt),
-                                Ok(ClientMessage::Mark(name)) => session.do_send(PlaybackMark { name }),
-                                Ok(ClientMessage::End) => session.do_send(Hangup),
-                                Err(e) => {
-                                    let error = json!({"type": "error", "code": e.code(), "message": e.to_string()});
-                                    gone = writer.text(error.to_string()).await.is_err();
-                                }
-                            }
-                        }
-                        Some(Ok(WsMessage::Ping(bytes))) => gone = writer.pong(&bytes).await.is_err(),
-                        ending @ (Some(Ok(WsMessage::Close(_))) | None | Some(Err(_))) => {
-                            batch.forward(tap.as_ref(), &session);
-                            session.do_send(TransportClosed);
-                            realtime_socket::close_after(writer.clone(), &ending, "direct socket").await;
-                            outputs.until_ended().await;
-                            return;
-                        }
-                        Some(Ok(WsMessage::Pong(_))) => {}
-                    }
-                    if gone {
-                        break;
-                    }
-                    match batch.next_arrived(&mut messages).await {
-                        Some(next) => incoming = next,
-                        None => break,
-                    }
-                }
-                batch.forward(tap.as_ref(), &session);
-                if gone {
                     session.do_send(TransportClosed);
                     break;
                 }

@@ -32,8 +32,8 @@ use super::config::SessionConfig;
 use super::error::SessionError;
 use super::liveness::{LiveCounter, LiveGuard};
 use super::messages::{
-    Dtmf, Hangup, Interrupt, OutputQueue, ServerShutdown, SessionEvent, SessionOutput, TextIn,
-    TransportClosed,
+    AudioIn, CallerInput, Dtmf, Hangup, Interrupt, OutputQueue, PlaybackMark, ServerShutdown,
+    SessionEvent, SessionOutput, TextIn, TransportClosed,
 };
 use super::observer::{
     EndReason, EndpointSource, SessionObserver, SessionStatus, SessionSummary, TurnRecord,
@@ -194,6 +194,40 @@ impl CallSession {
         output: OutputQueue,
         observer: Arc<dyn SessionObserver>,
     ) -> Result<SessionHandle, SessionError> {
+        let (session, live) = Self::new(config, engines, output, observer)?;
+        let addr = session.start();
+        Ok(SessionHandle { addr, live })
+    }
+
+    /// As [`start`](Self::start), with the session reading the caller's side of the socket
+    /// from `input` on its own turn: no task between the socket and the session, so a caller
+    /// frame wakes one task, not two, and the frame that completes a barge-in is heard
+    /// without waiting behind the worker's other tasks a second time. The end of `input` is
+    /// the transport closing ([`TransportClosed`]).
+    pub fn start_reading<S>(
+        config: SessionConfig,
+        engines: SessionEngines,
+        output: OutputQueue,
+        observer: Arc<dyn SessionObserver>,
+        input: S,
+    ) -> Result<SessionHandle, SessionError>
+    where
+        S: Stream<Item = CallerInput> + 'static,
+    {
+        let (session, live) = Self::new(config, engines, output, observer)?;
+        let addr = CallSession::create(move |ctx| {
+            ctx.add_stream(input);
+            session
+        });
+        Ok(SessionHandle { addr, live })
+    }
+
+    fn new(
+        config: SessionConfig,
+        engines: SessionEngines,
+        output: OutputQueue,
+        observer: Arc<dyn SessionObserver>,
+    ) -> Result<(Self, LiveCounter), SessionError> {
         config.validate()?;
         let audio = CallerAudio::new(
             config.input,
@@ -240,8 +274,7 @@ impl CallSession {
             ended: false,
             config,
         };
-        let addr = session.start();
-        Ok(SessionHandle { addr, live })
+        Ok((session, live))
     }
 
     /// Milliseconds since the session started, at `at`.
@@ -494,6 +527,26 @@ impl Handler<TransportClosed> for CallSession {
     type Result = ();
 
     fn handle(&mut self, _: TransportClosed, ctx: &mut Self::Context) {
+        self.end(EndReason::TransportClosed, ctx);
+    }
+}
+
+/// The caller's side of the socket, read by the session itself ([`CallSession::start_reading`]):
+/// each input is handled as the message of the same name.
+impl StreamHandler<CallerInput> for CallSession {
+    fn handle(&mut self, input: CallerInput, ctx: &mut Self::Context) {
+        match input {
+            CallerInput::Audio(audio) => Handler::handle(self, AudioIn(audio), ctx),
+            CallerInput::Text(text) => Handler::handle(self, TextIn(text), ctx),
+            CallerInput::Dtmf(digit) => Handler::handle(self, Dtmf { digit }, ctx),
+            CallerInput::Mark(name) => Handler::handle(self, PlaybackMark { name }, ctx),
+            CallerInput::Interrupt => Handler::handle(self, Interrupt, ctx),
+            CallerInput::Hangup => Handler::handle(self, Hangup, ctx),
+        }
+    }
+
+    /// The socket's caller side ended.
+    fn finished(&mut self, ctx: &mut Self::Context) {
         self.end(EndReason::TransportClosed, ctx);
     }
 }
