@@ -484,15 +484,10 @@ async fn a_ping_is_answered_with_its_payload() {
             .send(Message::Ping(payload.to_vec().into()))
             .await
             .unwrap();
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-        let pong = loop {
-            match tokio::time::timeout_at(deadline, socket.next()).await {
-                Ok(Some(Ok(Message::Pong(pong)))) => break Some(pong.to_vec()),
-                Ok(Some(Ok(_))) => continue,
-                _ => break None,
-            }
-        };
-        assert_eq!(pong, Some(payload.to_vec()));
+        assert_eq!(
+            pong_within(&mut socket, Duration::from_secs(5)).await,
+            Some(payload.to_vec())
+        );
     }
 }
 

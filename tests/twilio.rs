@@ -434,21 +434,6 @@ async fn malformed_messages_are_skipped_and_the_call_goes_on() {
     );
 }
 
-/// The first pong within `within`, skipping everything else the server sends.
-async fn pong_within<S>(socket: &mut S, within: Duration) -> Option<Vec<u8>>
-where
-    S: StreamExt<Item = Result<Message, tokio_tungstenite::tungstenite::Error>> + Unpin,
-{
-    let deadline = tokio::time::Instant::now() + within;
-    loop {
-        match tokio::time::timeout_at(deadline, socket.next()).await {
-            Ok(Some(Ok(Message::Pong(payload)))) => return Some(payload.to_vec()),
-            Ok(Some(Ok(_))) => continue,
-            _ => return None,
-        }
-    }
-}
-
 #[tokio::test]
 async fn a_ping_is_answered_with_its_payload_while_the_agent_talks() {
     let server = Server::start().await;

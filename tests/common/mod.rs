@@ -503,3 +503,26 @@ where
         .ok()
         .flatten()
 }
+
+/// The payload of the first pong a WebSocket client receives within `within`, skipping
+/// everything else the server sends; `None` if none comes.
+pub async fn pong_within<S>(socket: &mut S, within: Duration) -> Option<Vec<u8>>
+where
+    S: futures_util::Stream<
+            Item = Result<
+                tokio_tungstenite::tungstenite::Message,
+                tokio_tungstenite::tungstenite::Error,
+            >,
+        > + Unpin,
+{
+    use futures_util::StreamExt;
+    use tokio_tungstenite::tungstenite::Message;
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        match tokio::time::timeout_at(deadline, socket.next()).await {
+            Ok(Some(Ok(Message::Pong(payload)))) => return Some(payload.to_vec()),
+            Ok(Some(Ok(_))) => continue,
+            _ => return None,
+        }
+    }
+}
