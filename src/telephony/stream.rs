@@ -1,7 +1,10 @@
-//! The Twilio Media Streams transport (protocols.md §1): reads `connected`, `start`, `media`,
-//! `mark`, `dtmf` and `stop` from the socket, checks the relay token in `start`, starts a
-//! `CallSession`, feeds it the caller's audio, and writes the session's audio, marks and
-//! clears back as Twilio `media`, `mark` and `clear` messages, in order.
+//! The Twilio Media Streams transport (protocols.md §1): reads `connected` and `start` from
+//! the socket, checks the relay token in `start`, and starts a `CallSession` that reads the
+//! rest of the caller's side itself (`media`, `mark`, `dtmf`, `stop`, through
+//! [`TwilioCaller`] and [`CallerSide`]). The socket loop writes the session's audio, marks
+//! and clears back as Twilio `media`, `mark` and `clear` messages, in order, and the pongs
+//! and closing handshake the caller's side owes; a barge-in's `clear` is written by the
+//! session itself ([`ClearNow`]).
 //!
 //! Tolerant by design: numbers may arrive as strings, unknown events are ignored, malformed
 //! JSON or base64 is logged and skipped. A forged, expired or reused token closes the stream
