@@ -511,10 +511,8 @@ pub async fn run(
                         if let Some(tap) = &tap {
                             tap.clear(written_at.map(|at| at.into_std()));
                         }
-                        if written_at.is_some() {
-                            continue;
-                        }
-                        if writer_socket.text(clear.clone()).await.is_err() {
+                        // Written already when the session's lane could.
+                        if written_at.is_none() && writer_socket.text(clear.clone()).await.is_err() {
                             session.do_send(TransportClosed);
                             break;
                         }

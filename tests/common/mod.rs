@@ -472,57 +472,68 @@ pub fn word_error_rate(reference: &str, hypothesis: &str) -> f64 {
     row[h.len()] as f64 / r.len().max(1) as f64
 }
 
-/// How the server closed `socket`: the code of its `Close` frame, or `None` when the
-/// connection ended without one (or nothing came within 10 s). Messages before it are read
-/// and dropped.
-pub async fn close_code<S>(
-    socket: &mut S,
-) -> Option<tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode>
-where
+/// A WebSocket client's end of a socket, as the tests read it.
+pub trait ClientSocket:
+    futures_util::Stream<
+        Item = Result<
+            tokio_tungstenite::tungstenite::Message,
+            tokio_tungstenite::tungstenite::Error,
+        >,
+    > + Unpin
+{
+}
+
+impl<S> ClientSocket for S where
     S: futures_util::Stream<
             Item = Result<
                 tokio_tungstenite::tungstenite::Message,
                 tokio_tungstenite::tungstenite::Error,
             >,
-        > + Unpin,
+        > + Unpin
 {
+}
+
+/// What `pick` makes of the first message it takes within `within`, reading and dropping
+/// the others; `None` when the socket ends or fails first, or the time runs out.
+pub async fn first_message<T>(
+    socket: &mut impl ClientSocket,
+    within: Duration,
+    mut pick: impl FnMut(tokio_tungstenite::tungstenite::Message) -> Option<T>,
+) -> Option<T> {
     use futures_util::StreamExt;
-    use tokio_tungstenite::tungstenite::Message;
-    let closed = async {
-        while let Some(message) = socket.next().await {
-            match message {
-                Ok(Message::Close(frame)) => return frame.map(|f| f.code),
-                Ok(_) => continue,
-                Err(_) => return None,
+    let picked = async {
+        while let Some(Ok(message)) = socket.next().await {
+            if let Some(picked) = pick(message) {
+                return Some(picked);
             }
         }
         None
     };
-    tokio::time::timeout(Duration::from_secs(10), closed)
-        .await
-        .ok()
-        .flatten()
+    tokio::time::timeout(within, picked).await.ok().flatten()
+}
+
+/// How the server closed `socket`: the code of its `Close` frame, or `None` when the
+/// connection ended without one (or nothing came within 10 s). Messages before it are read
+/// and dropped.
+pub async fn close_code(
+    socket: &mut impl ClientSocket,
+) -> Option<tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode> {
+    use tokio_tungstenite::tungstenite::Message;
+    first_message(socket, Duration::from_secs(10), |message| match message {
+        Message::Close(frame) => Some(frame.map(|f| f.code)),
+        _ => None,
+    })
+    .await
+    .flatten()
 }
 
 /// The payload of the first pong a WebSocket client receives within `within`, skipping
 /// everything else the server sends; `None` if none comes.
-pub async fn pong_within<S>(socket: &mut S, within: Duration) -> Option<Vec<u8>>
-where
-    S: futures_util::Stream<
-            Item = Result<
-                tokio_tungstenite::tungstenite::Message,
-                tokio_tungstenite::tungstenite::Error,
-            >,
-        > + Unpin,
-{
-    use futures_util::StreamExt;
+pub async fn pong_within(socket: &mut impl ClientSocket, within: Duration) -> Option<Vec<u8>> {
     use tokio_tungstenite::tungstenite::Message;
-    let deadline = tokio::time::Instant::now() + within;
-    loop {
-        match tokio::time::timeout_at(deadline, socket.next()).await {
-            Ok(Some(Ok(Message::Pong(payload)))) => return Some(payload.to_vec()),
-            Ok(Some(Ok(_))) => continue,
-            _ => return None,
-        }
-    }
+    first_message(socket, within, |message| match message {
+        Message::Pong(payload) => Some(payload.to_vec()),
+        _ => None,
+    })
+    .await
 }

@@ -188,7 +188,7 @@ impl OutputQueue {
     /// [`SessionOutput::Mark`]: everything queued before the clear was dropped at the client
     /// by it, and sent after it would be played.
     pub fn clear(&self, response_id: u64) -> Option<bool> {
-        if self.tx.is_closed() {
+        if self.is_closed() {
             return None;
         }
         let written = self.lane.as_ref().is_some_and(|lane| {
