@@ -34,6 +34,24 @@ pub struct Script {
     pub barge_in_after: Duration,
     /// A turn with no answer within this time counts as unanswered.
     pub answer_timeout: Duration,
+    /// How long after the socket opened the caller's first frame goes out, within one frame
+    /// period: see [`frame_phase`].
+    pub frame_phase: Duration,
+}
+
+/// Where caller number `caller` puts its frames within the 20 ms frame period. Independent
+/// calls send theirs at unrelated moments, so a server sees their frames spread evenly over
+/// the period. Simulated callers that all started their clocks on one schedule would not be:
+/// a ramp whose step is a whole number of frames (60 s over 1,000 callers is 60 ms) put the
+/// frames of most callers within the same 3 ms of every period (measured: 60% of 1,000
+/// callers), a burst every 20 ms that neither a phone network nor browsers ever send. Each
+/// caller therefore delays its first frame by the fractional part of `caller` times the
+/// golden ratio, in frame periods: any number of consecutive callers spread evenly over the
+/// period, whatever the ramp and however long each setup took.
+pub fn frame_phase(caller: u64) -> Duration {
+    const GOLDEN_RATIO_FRACTION: f64 = 0.618_033_988_749_894_9;
+    let fraction = (caller as f64 * GOLDEN_RATIO_FRACTION).fract();
+    Duration::from_secs_f64(fraction * FRAME_MS as f64 / 1000.0)
 }
 
 type Socket =
@@ -125,7 +143,8 @@ pub async fn converse<P: Protocol>(
     // A barge-in waiting for its clear: when its speech started, and how far behind that
     // speech's own schedule the caller has sent it at worst so far.
     let mut pending_clear: Option<(Instant, f64)> = None;
-    let mut tick = tokio::time::interval(Duration::from_millis(FRAME_MS));
+    let mut tick =
+        tokio::time::interval_at(opened + script.frame_phase, Duration::from_millis(FRAME_MS));
     tick.set_missed_tick_behavior(MissedTickBehavior::Burst);
     let end = opened + script.duration;
 
@@ -317,6 +336,32 @@ fn advance(
                     answered_at: Some(answered),
                     barge_in,
                 }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn consecutive_callers_spread_their_frames_evenly_over_the_period() {
+        for (first, count) in [(0u64, 1_000u64), (137, 300), (500, 20)] {
+            let mut per_ms = [0u32; FRAME_MS as usize];
+            for caller in first..first + count {
+                let phase = frame_phase(caller);
+                assert!(phase < Duration::from_millis(FRAME_MS), "{phase:?}");
+                per_ms[phase.as_millis() as usize] += 1;
+            }
+            let even = count as f64 / FRAME_MS as f64;
+            let allowed = (even * 0.1).max(2.0);
+            for (ms, n) in per_ms.iter().enumerate() {
+                assert!(
+                    (*n as f64 - even).abs() <= allowed,
+                    "callers {first}..{}: {n} in ms {ms} of the period, {even} expected: {per_ms:?}",
+                    first + count
+                );
             }
         }
     }

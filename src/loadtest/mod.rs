@@ -83,13 +83,15 @@ pub struct LoadTestArgs {
 }
 
 impl LoadTestArgs {
-    fn script(&self) -> Script {
+    /// What caller number `caller` does.
+    fn script(&self, caller: u64) -> Script {
         Script {
             duration: Duration::from_secs_f64(self.duration),
             pause: Duration::from_millis(self.pause_ms),
             barge_in_every: self.barge_in_every,
             barge_in_after: Duration::from_millis(self.barge_in_after_ms),
             answer_timeout: Duration::from_millis(self.answer_timeout_ms),
+            frame_phase: caller::frame_phase(caller),
         }
     }
 
@@ -180,7 +182,7 @@ pub async fn run(args: &LoadTestArgs) -> anyhow::Result<Summary> {
         );
         callers.spawn(async move {
             tokio::time::sleep_until(started + delay).await;
-            one_session(&args, &target, &http, speech, live).await
+            one_session(i, &args, &target, &http, speech, live).await
         });
     }
     let mut reports = Vec::with_capacity(args.sessions as usize);
@@ -205,8 +207,9 @@ pub async fn run(args: &LoadTestArgs) -> anyhow::Result<Summary> {
     ))
 }
 
-/// One caller from setup to hang-up.
+/// Caller number `caller`, from setup to hang-up.
 async fn one_session(
+    caller: u64,
     args: &LoadTestArgs,
     target: &Target,
     http: &reqwest::Client,
@@ -214,7 +217,7 @@ async fn one_session(
     live: Arc<Live>,
 ) -> SessionReport {
     let mut report = SessionReport::default();
-    let script = args.script();
+    let script = args.script(caller);
     let outcome: Result<(), String> = async {
         match args.transport {
             Transport::Twilio => {
