@@ -180,11 +180,12 @@ pub async fn converse<P: Protocol>(
                         // generator got to it: the frames after it keep to the schedule, so
                         // timing from a late first frame would credit the server with the
                         // generator's delay. That delay is counted as caller lag instead.
-                        // The first frame is the quiet lead-in before the speech, but a frame
-                        // goes out at the start of its slot, 20 ms before a phone could send
-                        // it (when its audio is complete): its due time is when the speech in
-                        // the next frame begins on the caller's side. Timing from the first
-                        // frame of speech instead measured 20 ms less than a phone would see.
+                        // The first frame is always the quiet lead-in before the speech
+                        // (`CallerSpeech`), but a frame goes out at the start of its slot, 20 ms
+                        // before a phone could send it (when its audio is complete): its due
+                        // time is when the speech in the next frame begins on the caller's
+                        // side. Timing from the first frame of speech instead measured 20 ms
+                        // less than a phone would see.
                         if *next == 0 && *barge_in {
                             pending_clear = Some((due, 0.0));
                         }

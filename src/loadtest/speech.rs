@@ -58,7 +58,8 @@ impl Encoding {
 /// The utterance every simulated caller speaks, ready to send.
 #[derive(Debug, Clone)]
 pub struct CallerSpeech {
-    /// The utterance in 20 ms frames (the last one padded with silence).
+    /// The utterance in 20 ms frames: the first is quiet, the speech begins with the second
+    /// (the last frame is padded with silence).
     pub frames: Arc<Vec<Vec<u8>>>,
     /// One 20 ms frame of silence.
     pub silence: Arc<Vec<u8>>,
@@ -80,7 +81,7 @@ impl CallerSpeech {
         if speech.is_empty() {
             bail!("{} holds only silence", path.display());
         }
-        Ok(Self::from_samples(speech, encoding))
+        Ok(Self::from_samples(&speech, encoding))
     }
 
     /// Frames of `samples` (mono, -1..1, already at the encoding's rate).
@@ -114,9 +115,12 @@ impl CallerSpeech {
     }
 }
 
-/// The utterance without the silence before and after it (one frame of margin kept each
-/// side): the caller's turn ends when its speech does, as it would on a phone.
-fn trim_silence(samples: &[f32], frame: usize) -> &[f32] {
+/// The utterance without the silence before and after it, one frame of margin kept each
+/// side: the caller's turn ends when its speech does, as it would on a phone. Speech from the
+/// very first sample gets a frame of silence before it, so the first frame is always quiet: a
+/// caller sends each frame at the start of its slot, so the speech begins on the caller's
+/// side when that first frame is due, which is when a barge-in is timed from.
+fn trim_silence(samples: &[f32], frame: usize) -> Vec<f32> {
     let energy: Vec<f32> = samples
         .chunks(frame)
         .map(|c| c.iter().map(|s| s * s).sum::<f32>() / c.len() as f32)
@@ -125,12 +129,17 @@ fn trim_silence(samples: &[f32], frame: usize) -> &[f32] {
     // 26 dB under the loudest frame, and never below a floor that room noise stays under.
     let threshold = (loudest * 0.0025).max(1e-6);
     let Some(first) = energy.iter().position(|&e| e > threshold) else {
-        return &[];
+        return Vec::new();
     };
     let last = energy.iter().rposition(|&e| e > threshold).unwrap_or(first);
     let start = first.saturating_sub(1) * frame;
     let end = ((last + 2) * frame).min(samples.len());
-    &samples[start..end]
+    let mut trimmed = Vec::with_capacity(frame + end - start);
+    if first == 0 {
+        trimmed.resize(frame, 0.0);
+    }
+    trimmed.extend_from_slice(&samples[start..end]);
+    trimmed
 }
 
 #[cfg(test)]
@@ -146,6 +155,11 @@ mod tests {
         // One 20 ms frame of margin either side of the 200 ms of tone.
         assert_eq!(speech.len(), 1_600 + 320);
         assert!(trim_silence(&[0.0; 800], 160).is_empty());
+        // Speech from the first sample: a frame of silence is put before it.
+        let speech = trim_silence(&samples[1_600..], 160);
+        assert_eq!(speech.len(), 160 + 1_600 + 160);
+        assert!(speech[..160].iter().all(|&s| s == 0.0));
+        assert_eq!(&speech[160..1_760], &samples[1_600..3_200]);
     }
 
     #[test]
