@@ -3,10 +3,14 @@
 //! summary when the session ends, and serves the observability reads. Writes from live
 //! sessions arrive as fire-and-forget messages, so a session never waits for storage.
 //!
-//! Those writes are group-committed: one transaction is in flight at a time, and whatever
-//! arrived meanwhile goes into the next one, in arrival order. At one call a transaction holds
-//! one write; under load it holds many, and the cost per write (a pool checkout, BEGIN and
-//! COMMIT, and on SQLite the round trip to a blocking thread, one per transaction) is shared.
+//! Those writes are group-committed: a write waits up to [`WRITE_LINGER`] for others to join
+//! it, one transaction is in flight at a time, and whatever arrived meanwhile goes into the
+//! next one, in arrival order. The cost per transaction (a pool checkout, BEGIN and COMMIT, a
+//! WAL flush on PostgreSQL, and on SQLite the round trip to a blocking thread) is shared: at a
+//! thousand live calls, a few hundred turns a second go to the store in about
+//! `1 s / WRITE_LINGER` transactions instead of one or a few per turn. A session's end is
+//! written at once, with everything queued before it, so its record is complete as soon as
+//! the call is over; so is everything queued when the server is asked to [`Settle`].
 //!
 //! The queue is bounded: while the database is unreachable or far too slow, at most
 //! [`MAX_PENDING_WRITES`] writes wait. Past that, new turns, tool calls and events are dropped
@@ -43,9 +47,20 @@ pub struct SessionRegistry {
     dropped: u64,
     /// A transaction of record writes is in flight.
     writing: bool,
+    /// How long a write waits for others to share its transaction.
+    linger: std::time::Duration,
+    /// The waiting writes' transaction is due: a timer is set for it.
+    due: Option<SpawnHandle>,
+    /// The waiting writes must not linger (longer): a session's end or a [`Settle`] waits, or
+    /// their time ran out while a transaction was in flight.
+    urgent: bool,
     /// [`Settle`] callers waiting for the writes sent before them.
     settling: Vec<tokio::sync::oneshot::Sender<()>>,
 }
+
+/// How long a turn, tool call or event waits for other writes to share its transaction: the
+/// delay before a live session's new turn can be read back.
+pub const WRITE_LINGER: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// Most record writes in one transaction, so that a backlog is written in several short
 /// transactions rather than one that holds SQLite's write lock for long.
@@ -65,8 +80,17 @@ impl SessionRegistry {
             max_pending: MAX_PENDING_WRITES,
             dropped: 0,
             writing: false,
+            linger: WRITE_LINGER,
+            due: None,
+            urgent: false,
             settling: Vec::new(),
         }
+    }
+
+    /// The same registry with writes waiting up to `linger` for others to join them.
+    pub fn with_linger(mut self, linger: std::time::Duration) -> Self {
+        self.linger = linger;
+        self
     }
 
     /// The same registry with room for `max_pending` waiting writes.
@@ -75,8 +99,8 @@ impl SessionRegistry {
         self
     }
 
-    /// Queues a record write; starts a transaction unless one is in flight (which starts the
-    /// next when it is done). With the queue full, drops the write unless it ends a session.
+    /// Queues a record write for the next transaction (see the module docs). With the queue
+    /// full, drops the write unless it ends a session.
     fn record(&mut self, write: RecordWrite, ctx: &mut Context<Self>) {
         if self.pending.len() >= self.max_pending && !matches!(write, RecordWrite::End { .. }) {
             self.dropped += 1;
@@ -96,24 +120,60 @@ impl SessionRegistry {
             }
             return;
         }
+        self.urgent |= matches!(write, RecordWrite::End { .. });
         self.pending.push(write);
         metrics()
             .session_record_writes_pending
             .set(self.pending.len() as i64);
-        if !self.writing {
-            self.write_pending(ctx);
-        }
+        self.schedule(ctx);
     }
 
-    fn write_pending(&mut self, ctx: &mut Context<Self>) {
+    /// Starts the next transaction now if it should not wait (a waiting end or settle, or a
+    /// full transaction's worth queued), else sets the timer for it; nothing while one is in
+    /// flight, whose end comes back here.
+    fn schedule(&mut self, ctx: &mut Context<Self>) {
+        if self.writing {
+            return;
+        }
         if self.pending.is_empty() {
             for waiter in self.settling.drain(..) {
                 let _ = waiter.send(());
             }
+            self.urgent = false;
+            return;
+        }
+        if self.urgent || self.pending.len() >= MAX_WRITES_PER_TRANSACTION {
+            self.write_pending(ctx);
+        } else if self.due.is_none() {
+            self.due = Some(ctx.run_later(self.linger, |act, ctx| {
+                act.due = None;
+                if act.writing {
+                    // They have waited long enough: they go as soon as the database is free.
+                    act.urgent = true;
+                } else {
+                    act.write_pending(ctx);
+                }
+            }));
+        }
+    }
+
+    fn write_pending(&mut self, ctx: &mut Context<Self>) {
+        if let Some(due) = self.due.take() {
+            ctx.cancel_future(due);
+        }
+        if self.pending.is_empty() {
+            self.schedule(ctx);
             return;
         }
         let take = self.pending.len().min(MAX_WRITES_PER_TRANSACTION);
         let batch: Vec<RecordWrite> = self.pending.drain(..take).collect();
+        // Still urgent while something that must not wait is left for the next transaction
+        // (what was merely overdue has just gone).
+        self.urgent = !self.settling.is_empty()
+            || self
+                .pending
+                .iter()
+                .any(|write| matches!(write, RecordWrite::End { .. }));
         metrics()
             .session_record_writes_pending
             .set(self.pending.len() as i64);
@@ -122,7 +182,7 @@ impl SessionRegistry {
         ctx.spawn(
             actix::fut::wrap_future::<_, Self>(write_batch(db, batch)).map(|(), act, ctx| {
                 act.writing = false;
-                act.write_pending(ctx);
+                act.schedule(ctx);
             }),
         );
     }
@@ -314,12 +374,15 @@ pub struct Settle;
 impl Handler<Settle> for SessionRegistry {
     type Result = ResponseFuture<()>;
 
-    fn handle(&mut self, _: Settle, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, _: Settle, ctx: &mut Context<Self>) -> Self::Result {
         if !self.writing && self.pending.is_empty() {
             return Box::pin(async {});
         }
         let (done, settled) = tokio::sync::oneshot::channel();
         self.settling.push(done);
+        // What waits is written without lingering.
+        self.urgent = true;
+        self.schedule(ctx);
         Box::pin(async move {
             let _ = settled.await;
         })
@@ -570,24 +633,73 @@ mod tests {
         let registry = SessionRegistry::new(db.clone(), "node".into())
             .with_pending_limit(10)
             .start();
-        // Turn 0 goes into the waiting transaction, turns 1-10 fill the queue, 11-29 find it
-        // full; the ends come after them.
+        // Turns 0-9 fill the queue while they linger, 10-29 find it full; s1's end starts
+        // the transaction, which waits for the lock, and s2's end waits behind it.
         for index in 0..30 {
             registry.do_send(RecordTurn(turn("s1", index)));
         }
         registry.do_send(ended("s1"));
         registry.do_send(ended("s2"));
         tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-        assert_eq!(dropped() - dropped_before, 19, "turns 11-29 are dropped");
+        assert_eq!(dropped() - dropped_before, 20, "turns 10-29 are dropped");
 
         diesel::sql_query("COMMIT")
             .execute(&mut blocker)
             .expect("gives the lock back");
         registry.send(Settle).await.expect("registry answers");
-        for (id, turns) in [("s1", 11), ("s2", 0)] {
+        for (id, turns) in [("s1", 10), ("s2", 0)] {
             let trace = stored(&registry, id).await;
             assert_eq!(turn_texts(&trace), turn_texts_up_to(turns), "{id}");
             assert_eq!(trace.session.status, sessions::STATUS_COMPLETED, "{id}");
         }
+    }
+    /// Turns linger for others to share their transaction, so a live session's turn is read
+    /// back only after the linger; a session's end does not wait for it, and brings the turns
+    /// queued before it along.
+    #[actix::test]
+    async fn turns_linger_for_company_and_an_end_is_written_at_once() {
+        use std::time::{Duration, Instant};
+
+        const LINGER: Duration = Duration::from_secs(4);
+        let (_dir, _url, db) = database_with(&["s1", "s2"]).await;
+        let registry = SessionRegistry::new(db.clone(), "node".into())
+            .with_linger(LINGER)
+            .start();
+        let until_stored = |id: &'static str, turns: usize| {
+            let registry = registry.clone();
+            async move {
+                let started = Instant::now();
+                loop {
+                    let trace = stored(&registry, id).await;
+                    if trace.turns.len() == turns {
+                        return (started.elapsed(), trace);
+                    }
+                    assert!(started.elapsed() < 3 * LINGER, "{id}: {} turns", trace.turns.len());
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+        };
+
+        let sent = Instant::now();
+        for index in 0..5 {
+            registry.do_send(RecordTurn(turn("s1", index)));
+        }
+        assert!(
+            stored(&registry, "s1").await.turns.is_empty(),
+            "nothing is written before the linger is over"
+        );
+        let (_, trace) = until_stored("s1", 5).await;
+        assert!(sent.elapsed() >= LINGER, "written after {:?}", sent.elapsed());
+        assert_eq!(turn_texts(&trace), turn_texts_up_to(5));
+        assert_eq!(trace.session.status, sessions::STATUS_ACTIVE);
+
+        for index in 0..3 {
+            registry.do_send(RecordTurn(turn("s2", index)));
+        }
+        registry.do_send(ended("s2"));
+        let (waited, trace) = until_stored("s2", 3).await;
+        assert!(waited < LINGER, "the end waited {waited:?}");
+        assert_eq!(turn_texts(&trace), turn_texts_up_to(3));
+        assert_eq!(trace.session.status, sessions::STATUS_COMPLETED);
     }
 }
