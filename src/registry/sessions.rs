@@ -674,7 +674,11 @@ mod tests {
                     if trace.turns.len() == turns {
                         return (started.elapsed(), trace);
                     }
-                    assert!(started.elapsed() < 3 * LINGER, "{id}: {} turns", trace.turns.len());
+                    assert!(
+                        started.elapsed() < 3 * LINGER,
+                        "{id}: {} turns",
+                        trace.turns.len()
+                    );
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
             }
@@ -689,7 +693,11 @@ mod tests {
             "nothing is written before the linger is over"
         );
         let (_, trace) = until_stored("s1", 5).await;
-        assert!(sent.elapsed() >= LINGER, "written after {:?}", sent.elapsed());
+        assert!(
+            sent.elapsed() >= LINGER,
+            "written after {:?}",
+            sent.elapsed()
+        );
         assert_eq!(turn_texts(&trace), turn_texts_up_to(5));
         assert_eq!(trace.session.status, sessions::STATUS_ACTIVE);
 
