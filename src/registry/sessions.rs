@@ -630,8 +630,10 @@ mod tests {
                 .get()
         };
         let dropped_before = dropped();
+        // The turns linger until an end comes, however slowly the machine runs the test.
         let registry = SessionRegistry::new(db.clone(), "node".into())
             .with_pending_limit(10)
+            .with_linger(std::time::Duration::from_secs(600))
             .start();
         // Turns 0-9 fill the queue while they linger, 10-29 find it full; s1's end starts
         // the transaction, which waits for the lock, and s2's end waits behind it.
@@ -653,6 +655,7 @@ mod tests {
             assert_eq!(trace.session.status, sessions::STATUS_COMPLETED, "{id}");
         }
     }
+
     /// Turns linger for others to share their transaction, so a live session's turn is read
     /// back only after the linger; a session's end does not wait for it, and brings the turns
     /// queued before it along.
