@@ -1,11 +1,13 @@
 //! Call recordings: every phone call (and, when its agent asks, every direct session) is
 //! recorded as a two-channel 16-bit WAV, caller on the left and agent on the right, lined up
 //! in time ([`timeline`]); 8 kHz for calls, 16 kHz for direct sessions. A pool of [`writer`]
-//! threads streams every recording to disk while its call runs; [`storage`] keeps it locally or in an
-//! S3-compatible store and serves it back in byte ranges. The records live in the
+//! threads streams every recording to disk while its call runs, in whole pages
+//! ([`page_aligned`]); [`storage`] keeps it locally or in an S3-compatible store and serves
+//! it back in byte ranges. The records live in the
 //! `TelephonyRegistry`, which takes this module's [`StartRecording`] and
 //! [`RecordingFinished`] reports and also deletes recordings past their retention.
 
+pub mod page_aligned;
 pub mod storage;
 pub mod timeline;
 pub mod writer;

@@ -9,7 +9,6 @@
 //! dropped the writer finishes the file and reports it.
 
 use std::fs::File;
-use std::io::BufWriter;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
@@ -19,6 +18,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use switchboard_actors::audio::{mulaw, OpusDecoder, SampleRate};
 
+use super::page_aligned::PageAlignedWriter;
 use super::timeline::{Frames, Timeline};
 
 /// How the transport's audio is encoded (both directions use the same).
@@ -158,7 +158,8 @@ impl RecordingTap {
 /// How often a writer thread takes the queued frames of its recordings and writes what is
 /// final. Well under the timeline's hold, so no frame arrives after its place was written.
 const WRITER_TICK: Duration = Duration::from_millis(100);
-/// The file buffer of one recording: a write about every half second of a phone call.
+/// The file buffer of one recording: a write of whole pages about every half second of a
+/// phone call.
 const FILE_BUFFER: usize = 16 * 1024;
 
 type Done = Box<dyn FnOnce(Result<Written, String>) + Send>;
@@ -294,7 +295,7 @@ struct OpenRecording {
     dropped: Arc<AtomicU64>,
     done: Option<Done>,
     /// Taken when the file is finished.
-    wav: Option<hound::WavWriter<BufWriter<File>>>,
+    wav: Option<hound::WavWriter<PageAlignedWriter<File>>>,
     timeline: Timeline,
     caller_decoder: ChannelDecoder,
     agent_decoder: ChannelDecoder,
@@ -330,7 +331,7 @@ impl OpenRecording {
             };
             let file = File::create(&path)
                 .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
-            let wav = hound::WavWriter::new(BufWriter::with_capacity(FILE_BUFFER, file), spec)
+            let wav = hound::WavWriter::new(PageAlignedWriter::new(file, FILE_BUFFER), spec)
                 .map_err(|e| format!("cannot start the WAV file: {e}"))?;
             Ok::<_, String>((
                 wav,
