@@ -64,7 +64,12 @@ impl<W: Write + Seek> Write for PageAlignedWriter<W> {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         self.buffer.extend_from_slice(data);
         if self.buffer.len() >= self.capacity {
-            self.write_pages()?;
+            if let Err(e) = self.write_pages() {
+                // Nothing was taken from the buffer: give `data` back, so a write that fails
+                // has written none of it (and a retry does not write it twice).
+                self.buffer.truncate(self.buffer.len() - data.len());
+                return Err(e);
+            }
         }
         Ok(data.len())
     }
@@ -159,6 +164,52 @@ mod tests {
         }
         assert_eq!(rest[0].1, 44 + 40 * 3_200, "{:?}", log.writes);
         assert_eq!(rest[1], (4, 8));
+    }
+
+    /// A file that refuses writes until it is told otherwise.
+    struct Refusing {
+        file: Vec<u8>,
+        refuse: bool,
+    }
+
+    impl Write for Refusing {
+        fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+            if self.refuse {
+                return Err(io::Error::other("disk full"));
+            }
+            self.file.extend_from_slice(data);
+            Ok(data.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Seek for Refusing {
+        fn seek(&mut self, _: SeekFrom) -> io::Result<u64> {
+            Ok(self.file.len() as u64)
+        }
+    }
+
+    /// A write the file refuses is reported and leaves nothing of itself behind: once the
+    /// file takes writes again, a retry writes its bytes once.
+    #[test]
+    fn a_refused_write_is_reported_and_a_retry_writes_it_once() {
+        let mut writer = PageAlignedWriter::new(
+            Refusing {
+                file: Vec::new(),
+                refuse: true,
+            },
+            4096,
+        );
+        writer.write_all(&[1; 3_000]).unwrap();
+        assert!(writer.write_all(&[2; 3_000]).is_err());
+        writer.inner.refuse = false;
+        writer.write_all(&[2; 3_000]).unwrap();
+        writer.flush().unwrap();
+        let mut expected = vec![1; 3_000];
+        expected.extend_from_slice(&[2; 3_000]);
+        assert_eq!(writer.inner.file, expected);
     }
 
     /// Nothing buffered is lost when the writer is dropped without a flush.
