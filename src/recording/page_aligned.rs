@@ -25,8 +25,8 @@ pub struct PageAlignedWriter<W: Write + Seek> {
 }
 
 impl<W: Write + Seek> PageAlignedWriter<W> {
-    /// Writes to `inner` from its current offset (0 for a new file) in writes of about
-    /// `capacity` bytes (at least one page).
+    /// Writes to `inner`, a new file (page boundaries are counted from its start), in
+    /// writes of about `capacity` bytes (at least one page).
     pub fn new(inner: W, capacity: usize) -> Self {
         let capacity = capacity.max(PAGE as usize);
         PageAlignedWriter {
