@@ -51,9 +51,10 @@ pub struct SessionRegistry {
     linger: std::time::Duration,
     /// The waiting writes' transaction is due: a timer is set for it.
     due: Option<SpawnHandle>,
-    /// The waiting writes must not linger (longer): a session's end or a [`Settle`] waits, or
-    /// their time ran out while a transaction was in flight.
-    urgent: bool,
+    /// Sessions' ends among the waiting writes: while any waits, nothing lingers.
+    ends_waiting: usize,
+    /// The waiting writes' time ran out while a transaction was in flight: they go next.
+    overdue: bool,
     /// [`Settle`] callers waiting for the writes sent before them.
     settling: Vec<tokio::sync::oneshot::Sender<()>>,
 }
@@ -82,7 +83,8 @@ impl SessionRegistry {
             writing: false,
             linger: WRITE_LINGER,
             due: None,
-            urgent: false,
+            ends_waiting: 0,
+            overdue: false,
             settling: Vec::new(),
         }
     }
@@ -120,7 +122,7 @@ impl SessionRegistry {
             }
             return;
         }
-        self.urgent |= matches!(write, RecordWrite::End { .. });
+        self.ends_waiting += usize::from(matches!(write, RecordWrite::End { .. }));
         self.pending.push(write);
         metrics()
             .session_record_writes_pending
@@ -139,17 +141,17 @@ impl SessionRegistry {
             for waiter in self.settling.drain(..) {
                 let _ = waiter.send(());
             }
-            self.urgent = false;
             return;
         }
-        if self.urgent || self.pending.len() >= MAX_WRITES_PER_TRANSACTION {
+        let urgent = self.overdue || self.ends_waiting > 0 || !self.settling.is_empty();
+        if urgent || self.pending.len() >= MAX_WRITES_PER_TRANSACTION {
             self.write_pending(ctx);
         } else if self.due.is_none() {
             self.due = Some(ctx.run_later(self.linger, |act, ctx| {
                 act.due = None;
                 if act.writing {
                     // They have waited long enough: they go as soon as the database is free.
-                    act.urgent = true;
+                    act.overdue = true;
                 } else {
                     act.write_pending(ctx);
                 }
@@ -167,13 +169,11 @@ impl SessionRegistry {
         }
         let take = self.pending.len().min(MAX_WRITES_PER_TRANSACTION);
         let batch: Vec<RecordWrite> = self.pending.drain(..take).collect();
-        // Still urgent while something that must not wait is left for the next transaction
-        // (what was merely overdue has just gone).
-        self.urgent = !self.settling.is_empty()
-            || self
-                .pending
-                .iter()
-                .any(|write| matches!(write, RecordWrite::End { .. }));
+        self.overdue = false;
+        self.ends_waiting -= batch
+            .iter()
+            .filter(|write| matches!(write, RecordWrite::End { .. }))
+            .count();
         metrics()
             .session_record_writes_pending
             .set(self.pending.len() as i64);
@@ -380,8 +380,7 @@ impl Handler<Settle> for SessionRegistry {
         }
         let (done, settled) = tokio::sync::oneshot::channel();
         self.settling.push(done);
-        // What waits is written without lingering.
-        self.urgent = true;
+        // What waits is written without lingering (`settling` is not empty).
         self.schedule(ctx);
         Box::pin(async move {
             let _ = settled.await;
