@@ -9,12 +9,14 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::StreamExt;
+
 use support::*;
 use switchboard_actors::engine::{Role, ToolCall};
 use switchboard_actors::session::{
-    frames_sent_in_process, AgentProfile, BargeInRecord, CallSession, EndReason, EndpointSource,
-    GetSnapshot, Hangup, OutputQueue, SessionConfig, SessionEvent, SessionOutput, SessionStatus,
-    Speaker, TextIn, HISTORY_MESSAGES,
+    frames_sent_in_process, AgentProfile, BargeInRecord, CallSession, CallerInput, EndReason,
+    EndpointSource, GetSnapshot, Hangup, OutputQueue, SessionConfig, SessionEvent, SessionOutput,
+    SessionStatus, Speaker, TextIn, TransportClosed, HISTORY_MESSAGES,
 };
 
 fn config(first_message: &str) -> SessionConfig {
@@ -532,6 +534,60 @@ async fn a_session_ends_when_its_transport_stops_reading_even_with_nothing_to_se
     let summary = observer.summary.lock().expect("not poisoned").clone();
     let summary = summary.expect("the session ended without waiting for its idle timeout");
     assert_eq!(summary.reason, EndReason::TransportClosed);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(session.live_actors(), 0);
+}
+
+/// A caller hangs up (Twilio's `stop`) and closes its socket at once, and a write to the
+/// closed socket fails before the session has read as far as the `stop`: under load the
+/// writer's failure reaches the session first. The caller hung up, and the record says so.
+#[actix::test]
+async fn a_hangup_sent_before_the_socket_closed_ends_the_call_as_hangup() {
+    tokio::time::pause();
+    let engines = Scripted::new(&[], vec![]);
+    let observer = Arc::new(RecordingObserver::default());
+    let (output, _outputs) = OutputQueue::new();
+    let caller_side =
+        futures_util::stream::iter([CallerInput::Hangup]).chain(futures_util::stream::pending());
+    let session = CallSession::start_reading(
+        config(""),
+        engines.session(),
+        output,
+        observer.clone(),
+        caller_side,
+    )
+    .expect("valid configuration");
+    // In the mailbox before the session has polled its caller's side once.
+    session.addr().do_send(TransportClosed);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let summary = observer.summary.lock().expect("not poisoned").clone();
+    assert_eq!(summary.expect("ended").reason, EndReason::Hangup);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(session.live_actors(), 0);
+}
+
+/// The writing side failed but the caller's side stays open (a client that stopped reading
+/// and still sends): the session keeps reading for a grace of two seconds, then ends.
+#[actix::test]
+async fn a_failed_transport_whose_caller_side_stays_open_ends_after_a_grace() {
+    tokio::time::pause();
+    let engines = Scripted::new(&[], vec![]);
+    let observer = Arc::new(RecordingObserver::default());
+    let (output, _outputs) = OutputQueue::new();
+    let session = CallSession::start_reading(
+        config(""),
+        engines.session(),
+        output,
+        observer.clone(),
+        futures_util::stream::pending::<CallerInput>(),
+    )
+    .expect("valid configuration");
+    session.addr().do_send(TransportClosed);
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    assert!(observer.summary.lock().expect("not poisoned").is_none());
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    let summary = observer.summary.lock().expect("not poisoned").clone();
+    assert_eq!(summary.expect("ended").reason, EndReason::TransportClosed);
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(session.live_actors(), 0);
 }

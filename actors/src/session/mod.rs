@@ -28,7 +28,11 @@
 //!
 //! The greeting starts as soon as the session does. The session ends on `Hangup`,
 //! `TransportClosed`, when the output queue's receiver is dropped, after the idle
-//! timeout, or on a fatal error; it then stops its children, reports the summary to the
+//! timeout, or on a fatal error. A session that reads its caller's side itself hears
+//! `TransportClosed` (or the dropped receiver) as the socket failing on the writing side: it
+//! first reads what the caller sent before the socket went, so a `stop` sent before the close
+//! ends the call as a hangup, and it ends when that side ends (or two seconds later, should
+//! it stay open). It then stops its children, reports the summary to the
 //! observer, sends `session.ended` and `Ended`. [`SessionHandle::live_actors`] counts its
 //! actors still alive (zero shortly after the end).
 

@@ -78,6 +78,12 @@ pub enum TurnState {
 /// The transcript of the whole call is in the turn records.
 pub const HISTORY_MESSAGES: usize = 40;
 
+/// How long a session that reads its caller's side itself keeps reading after the transport
+/// was seen gone from the writing side, for what the caller sent before it went. A closed
+/// socket's last messages are read within milliseconds; this only bounds a caller's side that
+/// stays open.
+const READER_GRACE: Duration = Duration::from_secs(2);
+
 /// Asks a session for its current state and history (for persistence or inspection).
 #[derive(Debug, Clone, Copy, Message)]
 #[rtype(result = "SessionSnapshot")]
@@ -179,6 +185,12 @@ pub struct CallSession {
     last_audio_at: Instant,
     bad_frames: u64,
     transport_gone: bool,
+    /// The session reads the caller's side of the socket itself ([`Self::start_reading`]) and
+    /// that side has not ended yet.
+    reading: bool,
+    /// When the transport was first seen gone from the writing side while the caller's side
+    /// was still being read: see [`Self::transport_lost`].
+    transport_lost_at: Option<Instant>,
     totals: Totals,
     ended: bool,
     _live: LiveGuard,
@@ -214,7 +226,8 @@ impl CallSession {
     where
         S: Stream<Item = CallerInput> + 'static,
     {
-        let (session, live) = Self::new(config, engines, output, observer)?;
+        let (mut session, live) = Self::new(config, engines, output, observer)?;
+        session.reading = true;
         let addr = CallSession::create(move |ctx| {
             ctx.add_stream(input);
             session
@@ -270,6 +283,8 @@ impl CallSession {
             last_audio_at: now,
             bad_frames: 0,
             transport_gone: false,
+            reading: false,
+            transport_lost_at: None,
             totals: Totals::default(),
             ended: false,
             config,
@@ -321,6 +336,28 @@ impl CallSession {
     }
 
     /// Ends the session: stops every child, reports the summary, tells the transport.
+    /// The transport is gone as the writing side sees it: a write failed, or the socket's
+    /// writer let go of the output queue. A session that reads the caller's side itself first
+    /// reads what the caller sent before the socket went, so that a caller who hung up
+    /// (Twilio's `stop`, then the close) ends as `hangup` even when a write to the closed
+    /// socket failed before the session had read that far; the end of the caller's side then
+    /// ends the session. Should that side stay open (a client that stopped reading but still
+    /// sends), the session ends after [`READER_GRACE`].
+    fn transport_lost(&mut self, ctx: &mut Context<Self>) {
+        if !self.reading {
+            self.end(EndReason::TransportClosed, ctx);
+            return;
+        }
+        match self.transport_lost_at {
+            None => {
+                self.transport_lost_at = Some(Instant::now());
+                ctx.run_later(READER_GRACE, |act, ctx| act.transport_lost(ctx));
+            }
+            Some(at) if at.elapsed() >= READER_GRACE => self.end(EndReason::TransportClosed, ctx),
+            Some(_) => {}
+        }
+    }
+
     fn end(&mut self, reason: EndReason, ctx: &mut Context<Self>) {
         self.finish(reason);
         ctx.stop();
@@ -447,7 +484,7 @@ impl Actor for CallSession {
         let check = (idle / 10).clamp(Duration::from_millis(10), Duration::from_secs(1));
         ctx.run_interval(check, move |act, ctx| {
             if act.transport_gone || act.output.is_closed() {
-                act.end(EndReason::TransportClosed, ctx);
+                act.transport_lost(ctx);
             } else if act.last_audio_at.elapsed() >= idle {
                 act.end(EndReason::IdleTimeout, ctx);
             }
@@ -527,7 +564,7 @@ impl Handler<TransportClosed> for CallSession {
     type Result = ();
 
     fn handle(&mut self, _: TransportClosed, ctx: &mut Self::Context) {
-        self.end(EndReason::TransportClosed, ctx);
+        self.transport_lost(ctx);
     }
 }
 
@@ -547,6 +584,7 @@ impl StreamHandler<CallerInput> for CallSession {
 
     /// The socket's caller side ended.
     fn finished(&mut self, ctx: &mut Self::Context) {
+        self.reading = false;
         self.end(EndReason::TransportClosed, ctx);
     }
 }
