@@ -110,6 +110,20 @@ fn assert_healthy_run(summary: &Value, sessions: u64) {
             <= barge_in["clearMs"]["max"].as_f64().unwrap(),
         "{summary:#}"
     );
+    // So is its lateness reading the clear, timed from the kernel's receive timestamp: the
+    // clear reached the socket at least 200 ms after the speech began (less the caller's
+    // own lag, which these few callers hardly have) and no later than it was read.
+    assert_eq!(
+        barge_in["callerReadLagMs"]["count"], barge_in["cleared"],
+        "{summary:#}"
+    );
+    let arrived = &barge_in["clearArrivedLessCallerLagMs"];
+    assert!(
+        arrived["p50"].as_f64().unwrap() >= 180.0
+            && arrived["max"].as_f64().unwrap()
+                <= barge_in["clearLessCallerLagMs"]["max"].as_f64().unwrap(),
+        "{summary:#}"
+    );
     assert!(
         summary["frames"]["received"].as_u64().unwrap() > 100,
         "{summary:#}"

@@ -13,6 +13,7 @@ use futures_util::{SinkExt, StreamExt};
 use tokio::time::{Instant, MissedTickBehavior};
 use tokio_tungstenite::tungstenite::Message;
 
+use super::arrival::Arrivals;
 use super::protocol::{Inbound, Protocol};
 use super::report::{Cleared, Live, SessionReport};
 use super::speech::{CallerSpeech, FRAME_MS};
@@ -53,9 +54,6 @@ pub fn frame_phase(caller: u64) -> Duration {
     let fraction = (caller as f64 * GOLDEN_RATIO_FRACTION).fract();
     Duration::from_secs_f64(fraction * FRAME_MS as f64 / 1000.0)
 }
-
-type Socket =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 /// Agent audio as the caller hears it.
 struct Playback {
@@ -121,9 +119,12 @@ enum Phase {
     },
 }
 
-/// Runs one caller on an open socket until its time is up or the server hangs up.
+/// Runs one caller on an open socket until its time is up or the server hangs up;
+/// `arrivals` tells when what the socket read reached it.
+#[allow(clippy::too_many_arguments)]
 pub async fn converse<P: Protocol>(
-    mut socket: Socket,
+    mut socket: super::Socket,
+    arrivals: Arc<Arrivals>,
     mut protocol: P,
     speech: CallerSpeech,
     script: Script,
@@ -248,9 +249,13 @@ pub async fn converse<P: Protocol>(
                             }
                         }
                         if let Some((started, lag)) = pending_clear.take() {
+                            // The clear reached the socket no later than the latest read's
+                            // last segment did.
+                            let arrived = arrivals.last().map_or(now, |at| at.clamp(started, now));
                             report.clears.push(Cleared {
                                 after_ms: ms_since(started, now),
                                 caller_lag_ms: lag,
+                                read_lag_ms: ms_since(arrived, now),
                             });
                         }
                     }

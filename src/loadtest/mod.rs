@@ -4,6 +4,7 @@
 //! barge-ins, and reports what the callers experienced: connections, turn latency, first
 //! response, barge-in clear latency, late frames and server errors.
 
+mod arrival;
 mod caller;
 mod protocol;
 mod report;
@@ -22,6 +23,7 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
+pub use arrival::{Arrivals, StampedTcp};
 pub use caller::{Script, LATE_FRAME_MS};
 pub use protocol::{Direct, Inbound, Protocol, Twilio};
 pub use report::{Cleared, Live, Percentiles, SessionReport, Summary};
@@ -250,7 +252,7 @@ async fn one_session(
 }
 
 async fn talk<P: Protocol>(
-    socket: Socket,
+    (socket, arrivals): (Socket, Arc<Arrivals>),
     protocol: P,
     speech: CallerSpeech,
     script: Script,
@@ -259,7 +261,16 @@ async fn talk<P: Protocol>(
 ) {
     report.connected = true;
     live.connected.fetch_add(1, Ordering::Relaxed);
-    caller::converse(socket, protocol, speech, script, live.clone(), report).await;
+    caller::converse(
+        socket,
+        arrivals,
+        protocol,
+        speech,
+        script,
+        live.clone(),
+        report,
+    )
+    .await;
     live.finished.fetch_add(1, Ordering::Relaxed);
 }
 
@@ -295,10 +306,11 @@ async fn twilio_setup(
 /// it needs). The library zero-fills the whole buffer before each read, so it is kept small.
 const READ_BUFFER_BYTES: usize = 4 * 1024;
 
-type Socket =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+/// A caller's socket: a WebSocket over TCP whose reads are stamped with their arrival.
+type Socket = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<StampedTcp>>;
 
-async fn connect(url: &str, key: Option<&str>) -> Result<Socket, String> {
+/// Opens a caller's socket to `url`, with the arrival times of what it reads.
+async fn connect(url: &str, key: Option<&str>) -> Result<(Socket, Arc<Arrivals>), String> {
     let mut request = url
         .into_client_request()
         .map_err(|e| format!("connect: bad URL: {e}"))?;
@@ -308,10 +320,31 @@ async fn connect(url: &str, key: Option<&str>) -> Result<Socket, String> {
         request.headers_mut().insert("authorization", value);
     }
     let config = WebSocketConfig::default().read_buffer_size(READ_BUFFER_BYTES);
-    // No Nagle: each 20 ms frame is sent as it is due, as Twilio and a browser send theirs.
-    let connecting = tokio_tungstenite::connect_async_with_config(request, Some(config), true);
+    let uri = request.uri();
+    let host = uri
+        .host()
+        .unwrap_or_default()
+        .trim_matches(['[', ']'])
+        .to_string();
+    let port = uri
+        .port_u16()
+        .unwrap_or(if uri.scheme_str() == Some("wss") {
+            443
+        } else {
+            80
+        });
+    let connecting = async move {
+        let tcp = tokio::net::TcpStream::connect((host.as_str(), port)).await?;
+        // No Nagle: each 20 ms frame is sent as it is due, as Twilio and a browser send theirs.
+        tcp.set_nodelay(true)?;
+        let (stamped, arrivals) = StampedTcp::new(tcp)?;
+        let (socket, _) =
+            tokio_tungstenite::client_async_tls_with_config(request, stamped, Some(config), None)
+                .await?;
+        Ok::<_, tokio_tungstenite::tungstenite::Error>((socket, arrivals))
+    };
     match tokio::time::timeout(Duration::from_secs(10), connecting).await {
-        Ok(Ok((socket, _))) => Ok(socket),
+        Ok(Ok(opened)) => Ok(opened),
         Ok(Err(tokio_tungstenite::tungstenite::Error::Http(response))) => {
             Err(format!("connect: HTTP {}", response.status().as_u16()))
         }

@@ -42,6 +42,10 @@ pub struct Cleared {
     /// How far behind its own 20 ms schedule the caller had sent that speech at worst before
     /// the clear arrived: the load generator's share of `after_ms`.
     pub caller_lag_ms: f64,
+    /// How long the clear waited in the caller's socket before the caller read it (from the
+    /// kernel's receive timestamp; 0 where reads are not stamped): the load generator's
+    /// other share of `after_ms`.
+    pub read_lag_ms: f64,
 }
 
 /// One caller's measurements.
@@ -157,6 +161,12 @@ pub struct BargeIns {
     /// Each clear's latency less that lag: the server's share, with the network both ways and
     /// the callers' lateness in reading the clear.
     pub clear_less_caller_lag_ms: Option<Percentiles>,
+    /// How long each clear waited in the caller's socket before the caller read it.
+    pub caller_read_lag_ms: Option<Percentiles>,
+    /// Each clear's latency to its arrival at the caller's socket, less the callers' lag in
+    /// sending the speech: the server's share with the network both ways, and nothing of the
+    /// load generator's.
+    pub clear_arrived_less_caller_lag_ms: Option<Percentiles>,
 }
 
 /// Agent audio as the callers received it.
@@ -238,6 +248,10 @@ impl Summary {
                 clear_ms: of_clears(|c| c.after_ms),
                 caller_lag_ms: of_clears(|c| c.caller_lag_ms),
                 clear_less_caller_lag_ms: of_clears(|c| c.after_ms - c.caller_lag_ms),
+                caller_read_lag_ms: of_clears(|c| c.read_lag_ms),
+                clear_arrived_less_caller_lag_ms: of_clears(|c| {
+                    c.after_ms - c.read_lag_ms - c.caller_lag_ms
+                }),
             },
             frames: Frames {
                 received: sum(|r| r.frames),
@@ -270,6 +284,8 @@ impl Summary {
              barge-in        {} tried, {} cleared; clear after {}\n\
              \x20               of that, the callers' own lag sending the speech {}\n\
              \x20               clear after, less that lag {}\n\
+             \x20               the callers' lateness reading the clear {}\n\
+             \x20               clear's arrival at the caller's socket, less both lags {}\n\
              frames          {} received, {} late by > {} ms (worst {} ms)\n\
              server errors   {}\n\
              caller lag      {} ms at worst (the load generator's own timing)\n",
@@ -290,6 +306,8 @@ impl Summary {
             p(&self.barge_in.clear_ms),
             p(&self.barge_in.caller_lag_ms),
             p(&self.barge_in.clear_less_caller_lag_ms),
+            p(&self.barge_in.caller_read_lag_ms),
+            p(&self.barge_in.clear_arrived_less_caller_lag_ms),
             self.frames.received,
             self.frames.late,
             super::LATE_FRAME_MS,
