@@ -15,8 +15,9 @@ use support::*;
 use switchboard_actors::engine::{Role, ToolCall};
 use switchboard_actors::session::{
     frames_sent_in_process, AgentProfile, BargeInRecord, CallSession, CallerInput, EndReason,
-    EndpointSource, GetSnapshot, Hangup, OutputQueue, SessionConfig, SessionEvent, SessionOutput,
-    SessionStatus, Speaker, TextIn, TransportClosed, HISTORY_MESSAGES,
+    EndpointSource, GetSnapshot, Hangup, OutputQueue, SessionConfig, SessionEvent, SessionHandle,
+    SessionOutput, SessionOutputs, SessionStatus, Speaker, TextIn, TransportClosed,
+    HISTORY_MESSAGES,
 };
 
 fn config(first_message: &str) -> SessionConfig {
@@ -538,17 +539,15 @@ async fn a_session_ends_when_its_transport_stops_reading_even_with_nothing_to_se
     assert_eq!(session.live_actors(), 0);
 }
 
-/// A caller hangs up (Twilio's `stop`) and closes its socket at once, and a write to the
-/// closed socket fails before the session has read as far as the `stop`: under load the
-/// writer's failure reaches the session first. The caller hung up, and the record says so.
-#[actix::test]
-async fn a_hangup_sent_before_the_socket_closed_ends_the_call_as_hangup() {
-    tokio::time::pause();
+/// A session with no greeting that reads `caller_side` itself, with the socket writer's
+/// failure already in its mailbox before it has polled that side once. Answers the session,
+/// its observer and the queue's receiver (kept, so only the failure ends the call).
+fn reading_session_whose_writer_failed(
+    caller_side: impl futures_util::Stream<Item = CallerInput> + 'static,
+) -> (SessionHandle, Arc<RecordingObserver>, SessionOutputs) {
     let engines = Scripted::new(&[], vec![]);
     let observer = Arc::new(RecordingObserver::default());
-    let (output, _outputs) = OutputQueue::new();
-    let caller_side =
-        futures_util::stream::iter([CallerInput::Hangup]).chain(futures_util::stream::pending());
+    let (output, outputs) = OutputQueue::new();
     let session = CallSession::start_reading(
         config(""),
         engines.session(),
@@ -557,11 +556,26 @@ async fn a_hangup_sent_before_the_socket_closed_ends_the_call_as_hangup() {
         caller_side,
     )
     .expect("valid configuration");
-    // In the mailbox before the session has polled its caller's side once.
     session.addr().do_send(TransportClosed);
+    (session, observer, outputs)
+}
+
+fn ending(observer: &RecordingObserver) -> Option<EndReason> {
+    let summary = observer.summary.lock().expect("not poisoned");
+    summary.as_ref().map(|s| s.reason.clone())
+}
+
+/// A caller hangs up (Twilio's `stop`) and closes its socket at once, and a write to the
+/// closed socket fails before the session has read as far as the `stop`: under load the
+/// writer's failure reaches the session first. The caller hung up, and the record says so.
+#[actix::test]
+async fn a_hangup_sent_before_the_socket_closed_ends_the_call_as_hangup() {
+    tokio::time::pause();
+    let caller_side =
+        futures_util::stream::iter([CallerInput::Hangup]).chain(futures_util::stream::pending());
+    let (session, observer, _outputs) = reading_session_whose_writer_failed(caller_side);
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let summary = observer.summary.lock().expect("not poisoned").clone();
-    assert_eq!(summary.expect("ended").reason, EndReason::Hangup);
+    assert_eq!(ending(&observer), Some(EndReason::Hangup));
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(session.live_actors(), 0);
 }
@@ -571,23 +585,12 @@ async fn a_hangup_sent_before_the_socket_closed_ends_the_call_as_hangup() {
 #[actix::test]
 async fn a_failed_transport_whose_caller_side_stays_open_ends_after_a_grace() {
     tokio::time::pause();
-    let engines = Scripted::new(&[], vec![]);
-    let observer = Arc::new(RecordingObserver::default());
-    let (output, _outputs) = OutputQueue::new();
-    let session = CallSession::start_reading(
-        config(""),
-        engines.session(),
-        output,
-        observer.clone(),
-        futures_util::stream::pending::<CallerInput>(),
-    )
-    .expect("valid configuration");
-    session.addr().do_send(TransportClosed);
+    let (session, observer, _outputs) =
+        reading_session_whose_writer_failed(futures_util::stream::pending());
     tokio::time::sleep(Duration::from_millis(1_500)).await;
-    assert!(observer.summary.lock().expect("not poisoned").is_none());
+    assert_eq!(ending(&observer), None);
     tokio::time::sleep(Duration::from_millis(1_000)).await;
-    let summary = observer.summary.lock().expect("not poisoned").clone();
-    assert_eq!(summary.expect("ended").reason, EndReason::TransportClosed);
+    assert_eq!(ending(&observer), Some(EndReason::TransportClosed));
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(session.live_actors(), 0);
 }

@@ -158,20 +158,21 @@ mod tests {
     use super::*;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+    /// A stamped client socket and the server's end of it, on loopback.
+    async fn stamped_pair() -> (StampedTcp, Arc<Arrivals>, TcpStream) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap());
+        let (client, accepted) = tokio::join!(client, listener.accept());
+        let (stamped, arrivals) = StampedTcp::new(client.unwrap()).expect("a stamped socket");
+        (stamped, arrivals, accepted.unwrap().0)
+    }
+
     /// A read records when its bytes arrived, not when they were read: bytes that waited in
     /// the socket for 300 ms carry a stamp from before the wait.
     #[tokio::test]
     async fn a_read_carries_the_arrival_of_its_bytes_not_the_moment_of_reading() {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let address = listener.local_addr().unwrap();
-        let server = tokio::spawn(async move {
-            let (mut socket, _) = listener.accept().await.unwrap();
-            socket.write_all(b"clear").await.unwrap();
-            socket
-        });
-        let (mut stamped, arrivals) =
-            StampedTcp::new(TcpStream::connect(address).await.unwrap()).expect("a stamped socket");
-        let _server_side = server.await.unwrap();
+        let (mut stamped, arrivals, mut server) = stamped_pair().await;
+        server.write_all(b"clear").await.unwrap();
         assert!(arrivals.last().is_none(), "nothing read yet");
         tokio::time::sleep(Duration::from_millis(300)).await;
         let mut bytes = [0u8; 16];
@@ -186,18 +187,13 @@ mod tests {
 
     #[tokio::test]
     async fn writes_and_the_end_of_the_stream_pass_through() {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let address = listener.local_addr().unwrap();
-        let server = tokio::spawn(async move {
-            let (mut socket, _) = listener.accept().await.unwrap();
-            let mut got = Vec::new();
-            socket.read_to_end(&mut got).await.unwrap();
-            got
-        });
-        let (mut stamped, _) = StampedTcp::new(TcpStream::connect(address).await.unwrap()).unwrap();
+        let (mut stamped, _, mut server) = stamped_pair().await;
         stamped.write_all(b"media").await.unwrap();
         stamped.shutdown().await.unwrap();
-        assert_eq!(server.await.unwrap(), b"media");
+        let mut got = Vec::new();
+        server.read_to_end(&mut got).await.unwrap();
+        assert_eq!(got, b"media");
+        drop(server);
         let mut rest = Vec::new();
         assert_eq!(stamped.read_to_end(&mut rest).await.unwrap(), 0);
     }
