@@ -28,8 +28,9 @@ pub struct Arrivals {
 
 impl Arrivals {
     /// The arrival of the latest read's last segment on tokio's clock, `None` when no read
-    /// was stamped (the kernel or the platform does not stamp). A message parsed from that
-    /// read or an earlier one arrived no later than this.
+    /// was stamped (the platform does not stamp, or no read came after the kernel turned
+    /// stamping on, a moment after the first socket asked). A message parsed from that read
+    /// or an earlier one arrived no later than this.
     pub fn last(&self) -> Option<Instant> {
         let ns = self.last_ns.load(Ordering::Relaxed);
         if ns == 0 {
@@ -167,13 +168,34 @@ mod tests {
         (stamped, arrivals, accepted.unwrap().0)
     }
 
+    /// Sends bytes across until a read is stamped: the kernel turns receive stamping on for
+    /// the machine a moment after the first socket asks for it (deferred work), and segments
+    /// that arrive before then carry none.
+    async fn until_stamping_is_on(
+        stamped: &mut StampedTcp,
+        arrivals: &Arrivals,
+        server: &mut TcpStream,
+    ) {
+        let mut byte = [0u8; 1];
+        for _ in 0..200 {
+            server.write_all(b".").await.unwrap();
+            stamped.read_exact(&mut byte).await.unwrap();
+            if arrivals.last().is_some() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("the kernel stamped no read in 2 s");
+    }
+
     /// A read records when its bytes arrived, not when they were read: bytes that waited in
     /// the socket for 300 ms carry a stamp from before the wait.
     #[tokio::test]
     async fn a_read_carries_the_arrival_of_its_bytes_not_the_moment_of_reading() {
         let (mut stamped, arrivals, mut server) = stamped_pair().await;
-        server.write_all(b"clear").await.unwrap();
         assert!(arrivals.last().is_none(), "nothing read yet");
+        until_stamping_is_on(&mut stamped, &arrivals, &mut server).await;
+        server.write_all(b"clear").await.unwrap();
         tokio::time::sleep(Duration::from_millis(300)).await;
         let mut bytes = [0u8; 16];
         let n = stamped.read(&mut bytes).await.unwrap();
