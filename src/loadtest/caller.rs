@@ -121,7 +121,6 @@ enum Phase {
 
 /// Runs one caller on an open socket until its time is up or the server hangs up;
 /// `arrivals` tells when what the socket read reached it.
-#[allow(clippy::too_many_arguments)]
 pub async fn converse<P: Protocol>(
     mut socket: super::Socket,
     arrivals: Arc<Arrivals>,

@@ -335,7 +335,6 @@ impl CallSession {
         self.totals.turns
     }
 
-    /// Ends the session: stops every child, reports the summary, tells the transport.
     /// The transport is gone as the writing side sees it: a write failed, or the socket's
     /// writer let go of the output queue. A session that reads the caller's side itself first
     /// reads what the caller sent before the socket went, so that a caller who hung up
@@ -358,6 +357,7 @@ impl CallSession {
         }
     }
 
+    /// Ends the session: stops every child, reports the summary, tells the transport.
     fn end(&mut self, reason: EndReason, ctx: &mut Context<Self>) {
         self.finish(reason);
         ctx.stop();
