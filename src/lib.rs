@@ -3,6 +3,7 @@
 //! storage, engines and vendor adapters. The real-time session actors live in
 //! `switchboard-actors`.
 
+pub mod background;
 pub mod billing;
 pub mod caller_side;
 pub mod cli;

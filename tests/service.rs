@@ -508,3 +508,81 @@ async fn an_idle_connection_is_kept_for_the_next_request() {
         }
     }
 }
+
+/// The name and nice value in a `/proc/.../stat` line.
+fn name_and_nice(stat: &str) -> (String, i32) {
+    let (head, rest) = stat.rsplit_once(')').unwrap();
+    let name = head.split_once('(').unwrap().1.to_string();
+    // Fields after the name start at the third; the nice value is the nineteenth.
+    let nice = rest.split_whitespace().nth(16).unwrap().parse().unwrap();
+    (name, nice)
+}
+
+/// The nice value of process `pid`'s main thread, and each of its threads by name.
+fn thread_priorities(pid: u32) -> (i32, Vec<(String, i32)>) {
+    let own = name_and_nice(&std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap()).1;
+    let mut threads = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        // A thread that ended meanwhile has no stat to read.
+        if let Ok(stat) = std::fs::read_to_string(task.unwrap().path().join("stat")) {
+            threads.push(name_and_nice(&stat));
+        }
+    }
+    (own, threads)
+}
+
+fn nice_of(threads: &[(String, i32)], prefix: &str) -> Vec<i32> {
+    threads
+        .iter()
+        .filter(|(name, _)| name.starts_with(prefix))
+        .map(|&(_, nice)| nice)
+        .collect()
+}
+
+#[tokio::test]
+async fn background_threads_yield_the_cpu_to_the_threads_that_carry_live_audio() {
+    let server = Server::start().await;
+    let (own, threads) = thread_priorities(server.pid());
+    // The HTTP and WebSocket workers are actix arbiters.
+    let audio = nice_of(&threads, "actix-rt|system");
+    assert!(!audio.is_empty(), "{threads:?}");
+    assert!(audio.iter().all(|&n| n == own), "{threads:?}");
+    let lowered = (own + 10).min(19);
+    for background in ["engine-worker-", "search-graph-"] {
+        let nice = nice_of(&threads, background);
+        assert!(!nice.is_empty(), "no {background} thread: {threads:?}");
+        assert!(nice.iter().all(|&n| n == lowered), "{threads:?}");
+    }
+    // The recording writers keep pace with live audio: they stay with the workers.
+    let writers = nice_of(&threads, "recording-");
+    assert!(!writers.is_empty(), "no recording writer: {threads:?}");
+    assert!(writers.iter().all(|&n| n == own), "{threads:?}");
+    drop(server);
+
+    let same = Server::start_with(
+        Storage::fresh().await,
+        &[("SWITCHBOARD__SERVER__BACKGROUND_NICE", "0")],
+    )
+    .await;
+    let (own, threads) = thread_priorities(same.pid());
+    let inference = nice_of(&threads, "engine-worker-");
+    assert!(!inference.is_empty(), "{threads:?}");
+    assert!(inference.iter().all(|&n| n == own), "{threads:?}");
+    drop(same);
+
+    for bad in ["20", "-1"] {
+        let refused = Storage::fresh()
+            .await
+            .command()
+            .env("SWITCHBOARD__SERVER__BACKGROUND_NICE", bad)
+            .arg("migrate")
+            .output()
+            .unwrap();
+        assert!(!refused.status.success(), "background_nice {bad} accepted");
+        assert!(
+            String::from_utf8_lossy(&refused.stderr).contains("background_nice"),
+            "{}",
+            String::from_utf8_lossy(&refused.stderr)
+        );
+    }
+}

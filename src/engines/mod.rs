@@ -50,7 +50,11 @@ impl Engines {
     /// model loads now (failures are logged and reported by `/health`), otherwise each loads
     /// on first use.
     pub fn start(config: &Config) -> Engines {
-        let pool = pool::WorkerPool::new(config.engines.worker_threads(), config.engines.queue);
+        let pool = pool::WorkerPool::with_priority(
+            config.engines.worker_threads(),
+            config.engines.queue,
+            config.server.background_priority(),
+        );
         let models = &config.server.models_dir;
         let whisper = WhisperEngine::new(models, pool.clone());
         let voices = TtsEngine::new(models, pool.clone());

@@ -21,6 +21,8 @@ use crossbeam_channel::{select_biased, Receiver, Sender, TrySendError};
 use switchboard_actors::engine::{EngineError, EngineErrorKind};
 use tokio::sync::oneshot;
 
+use crate::background::BackgroundPriority;
+
 type Job = Box<dyn FnOnce() + Send + 'static>;
 
 /// Which queue a job waits in.
@@ -67,8 +69,14 @@ pub struct PoolStats {
 
 impl WorkerPool {
     /// Starts `threads` workers (at least one) over two lanes of at most `queue_limit`
-    /// waiting jobs each.
+    /// waiting jobs each, at the process's priority.
     pub fn new(threads: usize, queue_limit: usize) -> Self {
+        Self::with_priority(threads, queue_limit, BackgroundPriority::same())
+    }
+
+    /// As [`new`](Self::new), the workers running at `priority` (the server runs them below
+    /// the real-time workers).
+    pub fn with_priority(threads: usize, queue_limit: usize, priority: BackgroundPriority) -> Self {
         let threads = threads.max(1);
         let queue_limit = queue_limit.max(1);
         let (live, live_jobs) = crossbeam_channel::bounded::<Job>(queue_limit);
@@ -87,6 +95,7 @@ impl WorkerPool {
             thread::Builder::new()
                 .name(format!("engine-worker-{index}"))
                 .spawn(move || {
+                    priority.apply_to_current_thread();
                     while let Some(job) = next_job(&live_jobs, &batch_jobs) {
                         let counter = weak.upgrade();
                         if let Some(inner) = &counter {

@@ -14,6 +14,7 @@ use std::sync::{Arc, RwLock};
 use actix::prelude::*;
 
 use super::cache::RegistryCache;
+use crate::background::BackgroundPriority;
 use crate::cluster::{Change, Changed, FeedState};
 use crate::config::RegistryConfig;
 use crate::error::ApiError;
@@ -41,11 +42,18 @@ pub struct KnowledgeIndex {
 }
 
 impl KnowledgeIndex {
-    pub fn new(db: Db, dimensions: usize, config: &RegistryConfig) -> Self {
+    /// The index over `db`; its graph builders run at `priority`.
+    pub fn new(
+        db: Db,
+        dimensions: usize,
+        config: &RegistryConfig,
+        priority: BackgroundPriority,
+    ) -> Self {
         let ttl = config.cache_ttl(db.backend()).map(|t| t * 30);
         let graph_pool = rayon::ThreadPoolBuilder::new()
             .num_threads(config.graph_threads())
             .thread_name(|i| format!("search-graph-{i}"))
+            .start_handler(move |_| priority.apply_to_current_thread())
             .build()
             .map(Arc::new)
             .map_err(|err| tracing::warn!("cannot start the search-graph builders: {err}"))
