@@ -9,11 +9,18 @@
 //! cargo bench --bench sessions_load -- --sessions 1 --duration 60      # the one-call baseline
 //! cargo bench --bench sessions_load -- --transport direct --sessions 500
 //! cargo bench --bench sessions_load -- --sessions 20 --ramp-up 40 --duration 4 --tts default
+//! cargo bench --bench sessions_load -- --sessions 40 --ramp-up 20 --duration 60 --stt default
+//! cargo bench --bench sessions_load -- --sessions 300 --ramp-up 20 --duration 60 --transcribing 4
 //! ```
 //! Options: `--sessions N` (1000), `--ramp-up S` (60), `--duration S` (180, per session),
 //! `--transport twilio|direct`, `--latency-ms MS` (vendor latency, 0), `--barge-in-every N` (3),
 //! `--tts PROVIDER` (the agent's voice: `deepgram`, the stand-in, by default; `default` is the
-//! embedded voice, whose first-response latency is the greeting's time to first audio).
+//! embedded voice, whose first-response latency is the greeting's time to first audio),
+//! `--stt PROVIDER` (the agent's recognizer: `openai`, the stand-in, by default; `default` is
+//! the embedded Whisper, so every caller turn is an inference job on the server's workers),
+//! `--transcribing N` (N clients transcribe the caller's recording with the embedded Whisper
+//! through `/v1/audio/transcriptions`, one request after another, for as long as the calls
+//! last: a node that serves calls while its inference workers are kept busy).
 //!
 //! As a soak (`--duration 600` or `3600`), the RSS at the start, middle and end of the
 //! window with every session live shows whether memory stays flat, and the server's own
@@ -44,6 +51,8 @@ struct Options {
     latency_ms: u64,
     barge_in_every: u32,
     tts: String,
+    stt: String,
+    transcribing: usize,
 }
 
 impl Options {
@@ -56,6 +65,8 @@ impl Options {
             latency_ms: 0,
             barge_in_every: 3,
             tts: "deepgram".into(),
+            stt: "openai".into(),
+            transcribing: 0,
         };
         let mut args = std::env::args().skip(1);
         while let Some(flag) = args.next() {
@@ -67,6 +78,8 @@ impl Options {
                 "--latency-ms" => o.latency_ms = value()?.parse()?,
                 "--barge-in-every" => o.barge_in_every = value()?.parse()?,
                 "--tts" => o.tts = value()?,
+                "--stt" => o.stt = value()?,
+                "--transcribing" => o.transcribing = value()?.parse()?,
                 "--transport" => {
                     o.transport = match value()?.as_str() {
                         "twilio" => Transport::Twilio,
@@ -296,6 +309,43 @@ async fn stored_turns(base: &str, key: &str) -> anyhow::Result<StoredTurns> {
     Ok(stored)
 }
 
+/// Transcribes `audio` with the embedded Whisper, one request after another, until `running`
+/// is cleared; answers how many transcriptions succeeded and failed.
+async fn transcribe_until_stopped(
+    base: String,
+    key: String,
+    audio: PathBuf,
+    running: Arc<AtomicBool>,
+) -> (u64, u64) {
+    let client = reqwest::Client::new();
+    let Ok(wav) = std::fs::read(&audio) else {
+        return (0, 1);
+    };
+    let (mut ok, mut failed) = (0, 0);
+    while running.load(Ordering::Relaxed) {
+        let form = reqwest::multipart::Form::new()
+            .text("model", "whisper-1")
+            .part(
+                "file",
+                reqwest::multipart::Part::bytes(wav.clone()).file_name("caller.wav"),
+            );
+        let answer = client
+            .post(format!("{base}/v1/audio/transcriptions"))
+            .bearer_auth(&key)
+            .multipart(form)
+            .send()
+            .await;
+        match answer {
+            Ok(response) if response.status().is_success() => ok += 1,
+            _ => {
+                failed += 1;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+    (ok, failed)
+}
+
 /// The right channel of the two-speaker fixture ("The horizon seems extremely distant."),
 /// written as a mono WAV for the callers.
 fn caller_audio(dir: &Path) -> anyhow::Result<PathBuf> {
@@ -344,7 +394,7 @@ fn main() -> anyhow::Result<()> {
         .build()?;
     runtime.block_on(async {
         let agent = json!({"id": "bench", "name": "Bench agent", "firstMessage": "Hello, how can I help?",
-            "systemPrompt": "You are a phone agent.", "sttProvider": "openai", "llmProvider": "openai",
+            "systemPrompt": "You are a phone agent.", "sttProvider": o.stt, "llmProvider": "openai",
             "ttsProvider": o.tts});
         let response = reqwest::Client::new()
             .post(format!("{}/v1/agents", server.base))
@@ -390,7 +440,26 @@ fn main() -> anyhow::Result<()> {
         sample_rate: 16_000,
         json: false,
     };
+    let transcribing = Arc::new(AtomicBool::new(true));
+    let transcribers: Vec<_> = (0..o.transcribing)
+        .map(|_| {
+            runtime.spawn(transcribe_until_stopped(
+                server.base.clone(),
+                args.key.clone(),
+                args.audio.clone(),
+                transcribing.clone(),
+            ))
+        })
+        .collect();
     let summary = runtime.block_on(loadtest::run(&args))?;
+    transcribing.store(false, Ordering::Relaxed);
+    let transcribed = runtime.block_on(async {
+        let mut done = Vec::new();
+        for transcriber in transcribers {
+            done.push(transcriber.await.unwrap_or_default());
+        }
+        done
+    });
     sampling.store(false, Ordering::Relaxed);
     sampler.join().expect("the sampler");
     // Sessions end when their callers hang up; give the server a moment to let go of them.
@@ -449,6 +518,14 @@ fn main() -> anyhow::Result<()> {
         );
     } else {
         println!("(no steady window: make --duration longer than --ramp-up + 10)");
+    }
+    if o.transcribing > 0 {
+        let ok: u64 = transcribed.iter().map(|t| t.0).sum();
+        let failed: u64 = transcribed.iter().map(|t| t.1).sum();
+        println!(
+            "transcriptions {ok} answered, {failed} failed, by {} clients beside the calls",
+            o.transcribing
+        );
     }
     match leftovers {
         Ok(series) => println!("after hang-up   {series}"),
