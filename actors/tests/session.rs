@@ -437,6 +437,55 @@ async fn an_engine_failure_apologises_and_the_call_goes_on() {
 }
 
 #[actix::test]
+async fn a_recognizer_that_does_not_answer_in_time_fails_the_turn_and_the_call_goes_on() {
+    tokio::time::pause();
+    let mut engines = Scripted::new(
+        &["First question.", "Second question."],
+        vec![
+            LlmTurn::Say("First answer.".into()),
+            LlmTurn::Say("Second answer.".into()),
+        ],
+    );
+    Arc::get_mut(&mut engines.stt).expect("fresh").delay = Duration::from_secs(3);
+    let mut cfg = config("");
+    cfg.timeouts.stt = Duration::from_secs(1);
+    let mut h = Harness::start(cfg, engines);
+    let (first, _) = caller_utterances_mulaw();
+    h.speak(&first, 160).await;
+    h.speak(&mulaw_silence(800), 160).await;
+    h.wait_for("error event", Duration::from_secs(5), is_event("error"))
+        .await;
+    h.wait_for(
+        "apology audio",
+        Duration::from_secs(5),
+        is_event("agent.audio.start"),
+    )
+    .await;
+    let failed = h
+        .turns()
+        .into_iter()
+        .find(|t| t.error.is_some())
+        .expect("a failed turn");
+    assert_eq!(failed.speaker, Speaker::User);
+    assert!(
+        failed
+            .error
+            .as_deref()
+            .is_some_and(|e| e.starts_with("stt_timeout")),
+        "{failed:?}"
+    );
+    let spoken = h.engines.tts.requests.lock().expect("not poisoned").clone();
+    assert!(
+        spoken
+            .iter()
+            .any(|s| s.starts_with("Sorry, I had a problem")),
+        "{spoken:?}"
+    );
+    h.speak(&mulaw_silence(4_000), 160).await;
+    hang_up_and_check_all_stopped(&mut h).await;
+}
+
+#[actix::test]
 async fn a_tool_call_round_trip() {
     tokio::time::pause();
     let call = ToolCall {
@@ -610,7 +659,11 @@ async fn hangup_mid_answer_stops_everything() {
         .token_delay = Duration::from_millis(50);
     let mut h = Harness::start(config(""), engines);
     tokio::time::sleep(Duration::from_millis(1)).await;
-    assert_eq!(h.session.live_actors(), 3, "session, recognizer, tools");
+    assert_eq!(
+        h.session.live_actors(),
+        4,
+        "session, recognizer, tools, liveness ticks"
+    );
     let (first, _) = caller_utterances_mulaw();
     h.speak(&first, 160).await;
     h.speak(&mulaw_silence(800), 160).await;

@@ -114,8 +114,17 @@ impl CallSession {
         self.next_utterance_seq += 1;
         let onset_at = self.stream_instant(onset_ms, now);
         let speech_end_at = self.stream_instant(end_ms, now);
+        let timeout = self.config.timeouts.stt;
+        let handle = ctx.run_later(timeout, move |act, ctx| {
+            if act.pending.front().is_some_and(|p| p.seq == seq) {
+                act.pending.pop_front();
+                let error = TurnError::SttTimeout(timeout.as_millis() as u64);
+                act.caller_turn_failed(error, ctx);
+            }
+        });
         self.pending.push_back(PendingUtterance {
             seq,
+            timeout: Some(handle),
             source,
             start_ms: self.session_ms(onset_at),
             end_ms: self.session_ms(speech_end_at),
@@ -123,14 +132,15 @@ impl CallSession {
             end_of_utterance_at: now,
         });
         self.state = TurnState::Thinking;
-        let timeout = self.config.timeouts.stt;
-        ctx.run_later(timeout, move |act, ctx| {
-            if act.pending.front().is_some_and(|p| p.seq == seq) {
-                act.pending.pop_front();
-                let error = TurnError::SttTimeout(timeout.as_millis() as u64);
-                act.caller_turn_failed(error, ctx);
-            }
-        });
+    }
+
+    /// Takes the oldest utterance waiting for its transcript, cancelling its timeout.
+    fn take_pending(&mut self, ctx: &mut Context<Self>) -> Option<PendingUtterance> {
+        let pending = self.pending.pop_front()?;
+        if let Some(timeout) = pending.timeout {
+            ctx.cancel_future(timeout);
+        }
+        Some(pending)
     }
 
     /// A caller turn could not be transcribed: record it, apologise, go on.
@@ -254,7 +264,7 @@ impl Handler<TranscriptFinal> for CallSession {
             return;
         }
         let now = Instant::now();
-        let pending = match self.pending.pop_front() {
+        let pending = match self.take_pending(ctx) {
             Some(p) => p,
             None => {
                 // The recognizer decided the end of the utterance itself.
@@ -273,6 +283,7 @@ impl Handler<TranscriptFinal> for CallSession {
                 let speech_end_at = self.stream_instant(self.last_speech_end_ms, now);
                 PendingUtterance {
                     seq: 0,
+                    timeout: None,
                     source: EndpointSource::Stt,
                     start_ms: self.session_ms(onset_at),
                     end_ms: self.session_ms(speech_end_at),
@@ -355,7 +366,7 @@ impl Handler<SttFailed> for CallSession {
             return;
         }
         // The utterance in flight is lost with the stream.
-        self.pending.pop_front();
+        self.take_pending(ctx);
         if self.state == TurnState::UserSpeaking {
             self.audio.stop_capture();
             self.utterance_onset_ms = None;
