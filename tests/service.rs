@@ -518,6 +518,22 @@ fn name_and_nice(stat: &str) -> (String, i32) {
     (name, nice)
 }
 
+/// [`thread_priorities`] once the server's HTTP workers are running: it prints its address
+/// before they have all started and named themselves.
+async fn thread_priorities_serving(server: &Server) -> (i32, Vec<(String, i32)>) {
+    let workers = std::thread::available_parallelism().map_or(1, usize::from);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let (own, threads) = thread_priorities(server.pid());
+        if nice_of(&threads, "actix-rt|system").len() >= workers
+            || std::time::Instant::now() > deadline
+        {
+            return (own, threads);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
 /// The nice value of process `pid`'s main thread, and each of its threads by name.
 fn thread_priorities(pid: u32) -> (i32, Vec<(String, i32)>) {
     let own = name_and_nice(&std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap()).1;
@@ -542,7 +558,7 @@ fn nice_of(threads: &[(String, i32)], prefix: &str) -> Vec<i32> {
 #[tokio::test]
 async fn background_threads_yield_the_cpu_to_the_threads_that_carry_live_audio() {
     let server = Server::start().await;
-    let (own, threads) = thread_priorities(server.pid());
+    let (own, threads) = thread_priorities_serving(&server).await;
     // The HTTP and WebSocket workers are actix arbiters.
     let audio = nice_of(&threads, "actix-rt|system");
     assert!(!audio.is_empty(), "{threads:?}");
@@ -564,7 +580,7 @@ async fn background_threads_yield_the_cpu_to_the_threads_that_carry_live_audio()
         &[("SWITCHBOARD__SERVER__BACKGROUND_NICE", "0")],
     )
     .await;
-    let (own, threads) = thread_priorities(same.pid());
+    let (own, threads) = thread_priorities_serving(&same).await;
     let inference = nice_of(&threads, "engine-worker-");
     assert!(!inference.is_empty(), "{threads:?}");
     assert!(inference.iter().all(|&n| n == own), "{threads:?}");

@@ -372,16 +372,15 @@ async fn interrupt_with_caller_frames_in_messages_of(frames: usize) -> BargeInRe
     barge
 }
 
-#[actix::test]
-async fn an_engine_failure_apologises_and_the_call_goes_on() {
-    tokio::time::pause();
-    let engines = Scripted::new(
-        &["First question.", "Second question."],
-        vec![LlmTurn::Fail, LlmTurn::Say("Here is the answer.".into())],
-    );
-    let mut h = Harness::start(config(""), engines);
-    let (first, second) = caller_utterances_mulaw();
-    h.speak(&first, 160).await;
+/// The caller says `utterance`; its turn fails (a turn of `speaker`'s stored with an error
+/// starting `code`), an error event goes out and the caller hears the apology.
+async fn apology_for_a_failed_turn(
+    h: &mut Harness,
+    utterance: &[u8],
+    speaker: Speaker,
+    code: &str,
+) {
+    h.speak(utterance, 160).await;
     h.speak(&mulaw_silence(800), 160).await;
     h.wait_for("error event", Duration::from_secs(5), is_event("error"))
         .await;
@@ -391,7 +390,6 @@ async fn an_engine_failure_apologises_and_the_call_goes_on() {
         is_event("agent.audio.start"),
     )
     .await;
-    h.speak(&mulaw_silence(4_000), 160).await;
     let spoken = h.engines.tts.requests.lock().expect("not poisoned").clone();
     assert!(
         spoken
@@ -404,14 +402,24 @@ async fn an_engine_failure_apologises_and_the_call_goes_on() {
         .into_iter()
         .find(|t| t.error.is_some())
         .expect("a failed turn");
-    assert_eq!(failed.speaker, Speaker::Agent);
+    assert_eq!(failed.speaker, speaker);
     assert!(
-        failed
-            .error
-            .as_deref()
-            .is_some_and(|e| e.starts_with("llm_failed")),
+        failed.error.as_deref().is_some_and(|e| e.starts_with(code)),
         "{failed:?}"
     );
+}
+
+#[actix::test]
+async fn an_engine_failure_apologises_and_the_call_goes_on() {
+    tokio::time::pause();
+    let engines = Scripted::new(
+        &["First question.", "Second question."],
+        vec![LlmTurn::Fail, LlmTurn::Say("Here is the answer.".into())],
+    );
+    let mut h = Harness::start(config(""), engines);
+    let (first, second) = caller_utterances_mulaw();
+    apology_for_a_failed_turn(&mut h, &first, Speaker::Agent, "llm_failed").await;
+    h.speak(&mulaw_silence(4_000), 160).await;
 
     h.speak(&second, 160).await;
     h.speak(&mulaw_silence(800), 160).await;
@@ -451,36 +459,7 @@ async fn a_recognizer_that_does_not_answer_in_time_fails_the_turn_and_the_call_g
     cfg.timeouts.stt = Duration::from_secs(1);
     let mut h = Harness::start(cfg, engines);
     let (first, _) = caller_utterances_mulaw();
-    h.speak(&first, 160).await;
-    h.speak(&mulaw_silence(800), 160).await;
-    h.wait_for("error event", Duration::from_secs(5), is_event("error"))
-        .await;
-    h.wait_for(
-        "apology audio",
-        Duration::from_secs(5),
-        is_event("agent.audio.start"),
-    )
-    .await;
-    let failed = h
-        .turns()
-        .into_iter()
-        .find(|t| t.error.is_some())
-        .expect("a failed turn");
-    assert_eq!(failed.speaker, Speaker::User);
-    assert!(
-        failed
-            .error
-            .as_deref()
-            .is_some_and(|e| e.starts_with("stt_timeout")),
-        "{failed:?}"
-    );
-    let spoken = h.engines.tts.requests.lock().expect("not poisoned").clone();
-    assert!(
-        spoken
-            .iter()
-            .any(|s| s.starts_with("Sorry, I had a problem")),
-        "{spoken:?}"
-    );
+    apology_for_a_failed_turn(&mut h, &first, Speaker::User, "stt_timeout").await;
     h.speak(&mulaw_silence(4_000), 160).await;
     hang_up_and_check_all_stopped(&mut h).await;
 }
