@@ -14,8 +14,10 @@
 
 use std::io;
 
-/// How far below the real-time workers the background threads run (`server.background_nice`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How far below the real-time workers the background threads run (`server.background_nice`,
+/// read from the configuration as its nice steps and refused there when out of range).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(try_from = "i32")]
 pub struct BackgroundPriority {
     nice: i32,
 }
@@ -54,6 +56,14 @@ impl BackgroundPriority {
         if let Err(e) = lower_current_thread(self.nice) {
             tracing::warn!(error = %e, nice = self.nice, "could not lower a background thread's priority");
         }
+    }
+}
+
+impl TryFrom<i32> for BackgroundPriority {
+    type Error = String;
+
+    fn try_from(nice: i32) -> Result<Self, String> {
+        Self::new(nice)
     }
 }
 

@@ -117,14 +117,7 @@ pub struct ServerConfig {
     pub drain_timeout_seconds: u64,
     /// Nice steps the background threads (inference, search-graph builders) run below the
     /// real-time workers; 0 = the same priority. See [`crate::background`].
-    pub background_nice: i32,
-}
-
-impl ServerConfig {
-    /// The background threads' priority (checked when the configuration loads).
-    pub fn background_priority(&self) -> BackgroundPriority {
-        BackgroundPriority::new(self.background_nice).unwrap_or(BackgroundPriority::same())
-    }
+    pub background_nice: BackgroundPriority,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -483,9 +476,6 @@ impl Config {
         }
         if self.recordings.retention_days.is_nan() || self.recordings.retention_days < 0.0 {
             return Err(invalid("recordings.retention_days must be 0 or more"));
-        }
-        if let Err(e) = BackgroundPriority::new(self.server.background_nice) {
-            return Err(invalid(&e));
         }
         if self.recordings.queue_frames == 0
             || self.recordings.cleanup_interval_ms == 0

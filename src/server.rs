@@ -119,7 +119,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         db.clone(),
         engines.batch.embedder.dimensions(),
         &config.registry,
-        config.server.background_priority(),
+        config.server.background_nice,
     )
     .following(feed_state.clone())
     .start();

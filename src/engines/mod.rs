@@ -53,7 +53,7 @@ impl Engines {
         let pool = pool::WorkerPool::with_priority(
             config.engines.worker_threads(),
             config.engines.queue,
-            config.server.background_priority(),
+            config.server.background_nice,
         );
         let models = &config.server.models_dir;
         let whisper = WhisperEngine::new(models, pool.clone());

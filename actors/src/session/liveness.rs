@@ -1,6 +1,7 @@
 //! Counting what a session keeps alive. Every actor of a session (the session itself and each
-//! child) and every task it runs on its own holds a [`LiveGuard`] for as long as it exists, so a transport, a test or a load
-//! tester can check through [`LiveCounter`] that nothing is left running after the call ends.
+//! child), and every task it runs on its own, holds a [`LiveGuard`] for as long as it exists,
+//! so a transport, a test or a load tester can check through [`LiveCounter`] that nothing is
+//! left running after the call ends.
 //! Every guard also counts in one process-wide total ([`live_actors_in_process`]), which a
 //! server exports so a leak across many sessions shows without holding any session's counter.
 
