@@ -465,6 +465,112 @@ async fn a_recognizer_that_does_not_answer_in_time_fails_the_turn_and_the_call_g
 }
 
 #[actix::test]
+async fn a_transcript_that_comes_after_its_timeout_is_never_taken_for_a_later_utterance() {
+    tokio::time::pause();
+    let engines = Scripted::new(
+        &["First question.", "Second question."],
+        vec![LlmTurn::Say("Second answer.".into())],
+    );
+    // The first utterance is recognised 10 s after it ends, 5 s past its timeout; the caller
+    // speaks again at once and has finished before that timeout.
+    *engines.stt.delays.lock().expect("not poisoned") = [Duration::from_secs(10)].into();
+    let mut cfg = config("");
+    cfg.timeouts.stt = Duration::from_secs(5);
+    let mut h = Harness::start(cfg, engines);
+    let (first, second) = caller_utterances_mulaw();
+    h.speak(&first, 160).await;
+    h.speak(&mulaw_silence(600), 160).await;
+    h.speak(&second, 160).await;
+    h.wait_for("the timeout", Duration::from_secs(5), is_event("error"))
+        .await;
+    // The second utterance, spoken while the first awaited its transcript, is recognised on
+    // the recognizer's new stream.
+    let heard = h
+        .wait_for(
+            "the second transcript",
+            Duration::from_secs(5),
+            is_event("transcript.final"),
+        )
+        .await;
+    assert!(
+        matches!(&heard.output, SessionOutput::Event(SessionEvent::TranscriptFinal { text }) if text == "Second question."),
+        "{:?}",
+        heard.output
+    );
+    // Well past the moment the first utterance's transcript would have come.
+    h.speak(&mulaw_silence(12_000), 160).await;
+
+    let user_turns: Vec<_> = h
+        .turns()
+        .into_iter()
+        .filter(|t| t.speaker == Speaker::User)
+        .map(|t| (t.text, t.error.map(|e| e.starts_with("stt_timeout"))))
+        .collect();
+    assert_eq!(
+        user_turns,
+        vec![
+            (String::new(), Some(true)),
+            ("Second question.".to_string(), None)
+        ]
+    );
+    let spoken = h.engines.tts.requests.lock().expect("not poisoned").clone();
+    assert_eq!(
+        spoken,
+        [
+            "Sorry, I had a problem there.",
+            "Could you say that again?",
+            "Second answer."
+        ]
+    );
+    let snapshot = h.session.addr().send(GetSnapshot).await.expect("alive");
+    assert!(
+        !snapshot
+            .history
+            .iter()
+            .any(|m| m.content.contains("First question")),
+        "{:?}",
+        snapshot.history
+    );
+    hang_up_and_check_all_stopped(&mut h).await;
+}
+
+#[actix::test]
+async fn a_recognizer_that_fails_apologises_and_hears_the_next_utterance_on_a_new_stream() {
+    tokio::time::pause();
+    let engines = Scripted::new(
+        &["Second question."],
+        vec![LlmTurn::Say("Second answer.".into())],
+    );
+    engines.stt.failing.store(1, Ordering::SeqCst);
+    let mut h = Harness::start(config(""), engines);
+    let (first, second) = caller_utterances_mulaw();
+    apology_for_a_failed_turn(&mut h, &first, Speaker::User, "stt_failed").await;
+    h.speak(&mulaw_silence(3_000), 160).await;
+    h.speak(&second, 160).await;
+    let heard = h
+        .wait_for(
+            "the second transcript",
+            Duration::from_secs(5),
+            is_event("transcript.final"),
+        )
+        .await;
+    assert!(
+        matches!(&heard.output, SessionOutput::Event(SessionEvent::TranscriptFinal { text }) if text == "Second question."),
+        "{:?}",
+        heard.output
+    );
+    h.wait_for(
+        "the answer",
+        Duration::from_secs(5),
+        is_event("agent.audio.start"),
+    )
+    .await;
+    h.speak(&mulaw_silence(2_000), 160).await;
+    assert_eq!(h.engines.stt.utterances.load(Ordering::SeqCst), 2);
+    hang_up_and_check_all_stopped(&mut h).await;
+}
+
+#[actix::test]
 async fn a_tool_call_round_trip() {
     tokio::time::pause();
     let call = ToolCall {

@@ -1,7 +1,10 @@
 //! [`SttStream`]: the child actor that feeds caller speech to the speech-to-text engine's
 //! stream and reports partial and final transcripts to the session. One per session, alive for
-//! the whole call; if the engine breaks its stream, the actor reports the failure and opens a
-//! new one.
+//! the whole call. When the engine breaks its stream, or falls behind, the actor drops that
+//! stream and reports the failure; the session answers with [`SttRestart`]: a new stream,
+//! given again the audio of the utterances still owed a transcript. The session restarts the
+//! stream too when an utterance's transcript is overdue, so that a late answer, which the
+//! dropped stream can no longer deliver, is never taken for a later utterance's.
 
 use std::sync::Arc;
 
@@ -34,7 +37,8 @@ pub struct TranscriptPartial(pub String);
 #[rtype(result = "()")]
 pub struct TranscriptFinal(pub String);
 
-/// The recognizer failed. `fatal` when no stream could be opened again.
+/// The recognizer failed and its stream was dropped; unless `fatal`, the session answers with
+/// [`SttRestart`].
 #[derive(Debug, Message)]
 #[rtype(result = "()")]
 pub struct SttFailed {
@@ -43,6 +47,13 @@ pub struct SttFailed {
     /// The recognizer cannot be used any more in this session.
     pub fatal: bool,
 }
+
+/// Opens a new recognizer stream, dropping the current one with whatever it still owed, and
+/// feeds it these inputs first: the audio (and ends) of the utterances the session still
+/// awaits a transcript for, in order.
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct SttRestart(pub Vec<SttInput>);
 
 /// Stops a child actor.
 #[derive(Debug, Clone, Copy, Message)]
@@ -57,6 +68,8 @@ pub struct SttStream {
     input: Option<mpsc::Sender<SttInput>>,
     events: Option<SpawnHandle>,
     failures: u32,
+    /// The current stream's input was found full and that was reported: once per stream.
+    overload_reported: bool,
     _live: LiveGuard,
 }
 
@@ -75,32 +88,76 @@ impl SttStream {
             input: None,
             events: None,
             failures: 0,
+            overload_reported: false,
             _live: live,
         }
     }
 
-    fn open(&mut self, ctx: &mut Context<Self>) {
-        if let Some(handle) = self.events.take() {
-            ctx.cancel_future(handle);
-        }
-        self.input = None;
+    /// Opens a new stream and feeds it `replay`; false when it could not be opened (the
+    /// failure is reported).
+    fn open(&mut self, replay: Vec<SttInput>, ctx: &mut Context<Self>) -> bool {
+        self.drop_stream(ctx);
         match self.engine.clone().stream(self.options.clone()) {
             Ok((input, events)) => {
                 self.input = Some(input);
                 self.events = Some(ctx.add_stream(receiver_stream(events)));
+                replay.into_iter().all(|input| self.feed(input, ctx))
             }
-            Err(error) => self.failed(error, ctx),
+            Err(error) => {
+                self.failed(error, ctx);
+                false
+            }
         }
     }
 
+    /// Drops the current stream: nothing it would still have said reaches the session.
+    fn drop_stream(&mut self, ctx: &mut Context<Self>) {
+        if let Some(handle) = self.events.take() {
+            ctx.cancel_future(handle);
+        }
+        self.input = None;
+        self.overload_reported = false;
+    }
+
+    /// Feeds `input` to the current stream; false when the stream failed on it.
+    fn feed(&mut self, input: SttInput, ctx: &mut Context<Self>) -> bool {
+        let Some(stream) = self.input.as_ref() else {
+            return false;
+        };
+        match stream.try_send(input) {
+            Ok(()) => true,
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                if !self.overload_reported {
+                    self.overload_reported = true;
+                    self.session.do_send(SttFailed {
+                        error: EngineError::new(
+                            EngineErrorKind::Overloaded,
+                            "the recognizer is not keeping up with the caller's audio",
+                        ),
+                        fatal: false,
+                    });
+                }
+                false
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => {
+                self.failed(
+                    EngineError::new(EngineErrorKind::Upstream, "the recognizer closed its input"),
+                    ctx,
+                );
+                false
+            }
+        }
+    }
+
+    /// The stream failed: drop it and tell the session, which restarts it unless the failures
+    /// have run past [`MAX_REOPENS`].
     fn failed(&mut self, error: EngineError, ctx: &mut Context<Self>) {
+        self.drop_stream(ctx);
         self.failures += 1;
         let fatal = self.failures > MAX_REOPENS;
         self.session.do_send(SttFailed { error, fatal });
         if fatal {
             ctx.stop();
-        } else {
-            self.open(ctx);
         }
     }
 }
@@ -109,7 +166,7 @@ impl Actor for SttStream {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
-        self.open(ctx);
+        self.open(Vec::new(), ctx);
     }
 }
 
@@ -117,23 +174,15 @@ impl Handler<SttFeed> for SttStream {
     type Result = ();
 
     fn handle(&mut self, msg: SttFeed, ctx: &mut Self::Context) {
-        let Some(input) = self.input.as_ref() else {
-            return;
-        };
-        match input.try_send(msg.0) {
-            Ok(()) => {}
-            Err(mpsc::error::TrySendError::Full(_)) => self.session.do_send(SttFailed {
-                error: EngineError::new(
-                    EngineErrorKind::Overloaded,
-                    "the recognizer is not keeping up with the caller's audio",
-                ),
-                fatal: false,
-            }),
-            Err(mpsc::error::TrySendError::Closed(_)) => self.failed(
-                EngineError::new(EngineErrorKind::Upstream, "the recognizer closed its input"),
-                ctx,
-            ),
-        }
+        self.feed(msg.0, ctx);
+    }
+}
+
+impl Handler<SttRestart> for SttStream {
+    type Result = ();
+
+    fn handle(&mut self, msg: SttRestart, ctx: &mut Self::Context) {
+        self.open(msg.0, ctx);
     }
 }
 

@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use switchboard_actors::engine::{
-    ChatRequest, EngineError, EngineFuture, EngineStream, FinishReason, KnowledgeRetriever,
-    LanguageModel, LlmEvent, SpeechChunk, SpeechRequest, SpeechToText, TextToSpeech, ToolCall,
-    ToolExecutor, TranscribeOptions, Transcript,
+    ChatRequest, EngineError, EngineErrorKind, EngineFuture, EngineStream, FinishReason,
+    KnowledgeRetriever, LanguageModel, LlmEvent, SpeechChunk, SpeechRequest, SpeechToText,
+    TextToSpeech, ToolCall, ToolExecutor, TranscribeOptions, Transcript,
 };
 use tokio::sync::mpsc;
 
@@ -36,6 +36,10 @@ pub enum LlmTurn {
 pub struct ScriptedStt {
     pub script: Mutex<VecDeque<String>>,
     pub delay: Duration,
+    /// Delays of the first utterances, one each, before `delay` applies.
+    pub delays: Mutex<VecDeque<Duration>>,
+    /// How many of the next utterances fail to be recognised.
+    pub failing: AtomicUsize,
     pub utterances: AtomicUsize,
     pub samples: AtomicUsize,
 }
@@ -48,13 +52,30 @@ impl SpeechToText for ScriptedStt {
     fn transcribe(&self, audio: Arc<[f32]>, _: TranscribeOptions) -> EngineFuture<Transcript> {
         self.utterances.fetch_add(1, Ordering::SeqCst);
         self.samples.fetch_add(audio.len(), Ordering::SeqCst);
+        let fail = self
+            .failing
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+        if fail {
+            return Box::pin(async {
+                Err(EngineError::new(
+                    EngineErrorKind::Upstream,
+                    "the recognizer failed",
+                ))
+            });
+        }
         let text = self
             .script
             .lock()
             .expect("not poisoned")
             .pop_front()
             .unwrap_or_default();
-        let delay = self.delay;
+        let delay = self
+            .delays
+            .lock()
+            .expect("not poisoned")
+            .pop_front()
+            .unwrap_or(self.delay);
         let duration = audio.len() as f32 / 16_000.0;
         Box::pin(async move {
             pause(delay).await;
@@ -286,6 +307,8 @@ impl Scripted {
             stt: Arc::new(ScriptedStt {
                 script: Mutex::new(transcripts.iter().map(|s| s.to_string()).collect()),
                 delay: Duration::from_millis(80),
+                delays: Mutex::default(),
+                failing: AtomicUsize::new(0),
                 utterances: AtomicUsize::new(0),
                 samples: AtomicUsize::new(0),
             }),

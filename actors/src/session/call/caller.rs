@@ -1,7 +1,15 @@
 //! The caller's side of a turn: audio frames through the VAD, speech onset and endpointing
 //! (VAD silence or the recognizer's own final), audio to the recognizer, transcripts into the
 //! history, and recognizer failures.
+//!
+//! Transcripts are matched to utterances in order: the recognizer's stream answers them one
+//! after another. An utterance whose transcript is overdue (or lost with a failed stream) is
+//! failed, and the recognizer gets a new stream, given again the utterances spoken after it;
+//! the old stream's late answer can then never be taken for a later utterance's transcript.
+//! Only audio spoken while an earlier utterance awaits its transcript is kept for that: in the
+//! usual turn, nothing is.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
@@ -15,7 +23,7 @@ use super::super::barge_in::{AgentAudioLevel, CallerVoice};
 use super::super::error::TurnError;
 use super::super::messages::{AudioIn, SessionEvent};
 use super::super::observer::{EndReason, EndpointSource, Speaker, TurnRecord, UnrecognisedSpeech};
-use super::super::stt::{SttFailed, SttFeed, TranscriptFinal, TranscriptPartial};
+use super::super::stt::{SttFailed, SttFeed, SttRestart, TranscriptFinal, TranscriptPartial};
 use super::{AnswerTiming, CallSession, PendingUtterance, TurnState};
 
 /// Captured caller audio is sent to the recognizer in chunks of this length.
@@ -55,7 +63,7 @@ impl CallSession {
             .update(frame.start_ms, FRAME_MS, frame.vad.voice());
         if self.audio.is_capturing() {
             if let Some(chunk) = self.audio.take_capture(STT_CHUNK_MS) {
-                self.feed_stt(SttInput::Audio(chunk));
+                self.feed_audio(chunk);
             }
         }
         match event {
@@ -90,6 +98,36 @@ impl CallSession {
         }
     }
 
+    /// Gives the recognizer a chunk of the utterance being captured, keeping it for a restart
+    /// while an earlier utterance awaits its transcript.
+    fn feed_audio(&mut self, chunk: Arc<[i16]>) {
+        if let Some(replay) = self.replay.as_mut() {
+            replay.push(chunk.clone());
+        }
+        self.feed_stt(SttInput::Audio(chunk));
+    }
+
+    /// Gives the recognizer a new stream (see the module docs), fed again the utterances still
+    /// awaiting their transcripts and the one being captured, as far as their audio was kept.
+    fn restart_recognizer(&mut self) {
+        let Some(stt) = self.stt.as_ref() else {
+            return;
+        };
+        let mut inputs = Vec::new();
+        for utterance in &self.pending {
+            inputs.extend(utterance.replay.iter().cloned().map(SttInput::Audio));
+            inputs.push(SttInput::EndOfUtterance);
+        }
+        if let Some(current) = self.replay.as_ref() {
+            inputs.extend(current.iter().cloned().map(SttInput::Audio));
+        }
+        stt.do_send(SttRestart(inputs));
+        if self.pending.is_empty() {
+            // Nothing before the utterance being captured can fail any more.
+            self.replay = None;
+        }
+    }
+
     /// The caller started speaking at stream time `onset_ms`: capture for the recognizer.
     pub(super) fn user_started(&mut self, onset_ms: u64) {
         if self.reply.as_ref().is_some_and(|r| !r.audio_started) {
@@ -98,6 +136,7 @@ impl CallSession {
         }
         self.state = TurnState::UserSpeaking;
         self.utterance_onset_ms = Some(onset_ms);
+        self.replay = (!self.pending.is_empty()).then(Vec::new);
         let preroll = u64::from(self.config.turn.stt_preroll_ms);
         self.audio.start_capture(onset_ms.saturating_sub(preroll));
     }
@@ -106,9 +145,10 @@ impl CallSession {
     fn user_stopped(&mut self, end_ms: u64, source: EndpointSource, ctx: &mut Context<Self>) {
         let now = Instant::now();
         if let Some(chunk) = self.audio.stop_capture() {
-            self.feed_stt(SttInput::Audio(chunk));
+            self.feed_audio(chunk);
         }
         self.feed_stt(SttInput::EndOfUtterance);
+        let replay = self.replay.take().unwrap_or_default();
         let onset_ms = self.utterance_onset_ms.take().unwrap_or(end_ms);
         let seq = self.next_utterance_seq;
         self.next_utterance_seq += 1;
@@ -118,12 +158,14 @@ impl CallSession {
         let handle = ctx.run_later(timeout, move |act, ctx| {
             if act.pending.front().is_some_and(|p| p.seq == seq) {
                 act.pending.pop_front();
+                act.restart_recognizer();
                 let error = TurnError::SttTimeout(timeout.as_millis() as u64);
                 act.caller_turn_failed(error, ctx);
             }
         });
         self.pending.push_back(PendingUtterance {
             seq,
+            replay,
             timeout: Some(handle),
             source,
             start_ms: self.session_ms(onset_at),
@@ -265,12 +307,19 @@ impl Handler<TranscriptFinal> for CallSession {
         }
         let now = Instant::now();
         let pending = match self.take_pending(ctx) {
-            Some(p) => p,
+            Some(p) => {
+                if self.pending.is_empty() {
+                    // Nothing before the utterance being captured (if any) can fail any more.
+                    self.replay = None;
+                }
+                p
+            }
             None => {
                 // The recognizer decided the end of the utterance itself.
                 if let Some(chunk) = self.audio.stop_capture() {
                     self.feed_stt(SttInput::Audio(chunk));
                 }
+                self.replay = None;
                 let onset_ms = self
                     .utterance_onset_ms
                     .take()
@@ -283,6 +332,7 @@ impl Handler<TranscriptFinal> for CallSession {
                 let speech_end_at = self.stream_instant(self.last_speech_end_ms, now);
                 PendingUtterance {
                     seq: 0,
+                    replay: Vec::new(),
                     timeout: None,
                     source: EndpointSource::Stt,
                     start_ms: self.session_ms(onset_at),
@@ -365,16 +415,31 @@ impl Handler<SttFailed> for CallSession {
             );
             return;
         }
-        // The utterance in flight is lost with the stream.
-        self.take_pending(ctx);
-        if self.state == TurnState::UserSpeaking {
+        // The oldest utterance in flight is lost with the stream; the ones after it, and the
+        // one being captured, go to the new stream when their audio was kept.
+        let lost_pending = self.take_pending(ctx).is_some();
+        let lost_capture = self.state == TurnState::UserSpeaking && self.replay.is_none();
+        if lost_capture {
+            // The stream had this utterance's start and nothing else has.
             self.audio.stop_capture();
             self.utterance_onset_ms = None;
             self.tracker.reset();
             self.state = TurnState::Listening;
-        } else if self.state == TurnState::Thinking && self.reply.is_none() {
+        } else if self.state == TurnState::Thinking
+            && self.pending.is_empty()
+            && self.reply.is_none()
+        {
             self.state = TurnState::Listening;
         }
-        self.caller_turn_failed(TurnError::Stt(msg.error), ctx);
+        self.restart_recognizer();
+        if lost_pending || lost_capture {
+            self.caller_turn_failed(TurnError::Stt(msg.error), ctx);
+        } else {
+            tracing::debug!(
+                session = %self.config.session_id,
+                "the recognizer's stream failed between utterances ({}); a new one is open",
+                msg.error
+            );
+        }
     }
 }

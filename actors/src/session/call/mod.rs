@@ -121,9 +121,13 @@ impl SessionHandle {
 }
 
 /// A caller utterance whose transcript is awaited.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug)]
 struct PendingUtterance {
     seq: u64,
+    /// The audio the recognizer was given for it, kept when it was spoken while an earlier
+    /// utterance still awaited its transcript: should the recognizer be restarted for that one,
+    /// this one is given to the new stream again.
+    replay: Vec<Arc<[i16]>>,
     /// The recognizer's timeout for this utterance, cancelled when its transcript (or failure)
     /// arrives: a timer left in the context is polled on every caller frame until it fires.
     timeout: Option<SpawnHandle>,
@@ -178,6 +182,9 @@ pub struct CallSession {
     /// Stream time at the end of the last caller speech frame.
     last_speech_end_ms: u64,
     pending: VecDeque<PendingUtterance>,
+    /// The audio given to the recognizer for the utterance being captured, kept while an
+    /// earlier one awaits its transcript (see [`PendingUtterance::replay`]).
+    replay: Option<Vec<Arc<[i16]>>>,
     next_utterance_seq: u64,
     /// A caller turn is in the history and not yet answered.
     awaiting_answer: bool,
@@ -282,6 +289,7 @@ impl CallSession {
             utterance_onset_ms: None,
             last_speech_end_ms: 0,
             pending: VecDeque::new(),
+            replay: None,
             next_utterance_seq: 1,
             awaiting_answer: false,
             barge_in_turn: None,
