@@ -18,7 +18,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use actix_ws::{AggregatedMessage, AggregatedMessageStream};
 use bytes::Bytes;
 use bytestring::ByteString;
 use futures_util::task::AtomicWaker;
@@ -26,7 +25,7 @@ use futures_util::{Stream, StreamExt};
 use switchboard_actors::session::CallerInput;
 use tokio::sync::mpsc;
 
-use crate::realtime_socket::Incoming;
+use crate::realtime_socket::{ClientMessage, Incoming, Messages};
 use crate::recording::RecordingTap;
 
 /// What the transport's protocol made of one message.
@@ -73,7 +72,7 @@ struct Owed {
 
 /// The caller's side of one socket (see the module docs).
 pub struct CallerSide<P> {
-    messages: AggregatedMessageStream,
+    messages: Messages,
     protocol: P,
     tap: Option<Arc<RecordingTap>>,
     duties: mpsc::UnboundedSender<SocketDuty>,
@@ -84,11 +83,7 @@ pub struct CallerSide<P> {
 impl<P: CallerProtocol> CallerSide<P> {
     /// The caller's side of `messages`, read by `protocol`, its audio recorded to `tap`; and
     /// the duties it leaves the socket loop.
-    pub fn new(
-        messages: AggregatedMessageStream,
-        protocol: P,
-        tap: Option<Arc<RecordingTap>>,
-    ) -> (Self, Duties) {
+    pub fn new(messages: Messages, protocol: P, tap: Option<Arc<RecordingTap>>) -> (Self, Duties) {
         let (duties, rx) = mpsc::unbounded_channel();
         let owed = Arc::new(Owed::default());
         let side = Self {
@@ -133,15 +128,13 @@ impl<P: CallerProtocol> Stream for CallerSide<P> {
             }
             let read = match this.messages.poll_next_unpin(cx) {
                 Poll::Pending => return Poll::Pending,
-                Poll::Ready(Some(Ok(AggregatedMessage::Text(text)))) => this.protocol.text(&text),
-                Poll::Ready(Some(Ok(AggregatedMessage::Binary(bytes)))) => {
-                    this.protocol.binary(bytes)
-                }
-                Poll::Ready(Some(Ok(AggregatedMessage::Ping(bytes)))) => {
+                Poll::Ready(Some(Ok(ClientMessage::Text(text)))) => this.protocol.text(&text),
+                Poll::Ready(Some(Ok(ClientMessage::Binary(bytes)))) => this.protocol.binary(bytes),
+                Poll::Ready(Some(Ok(ClientMessage::Ping(bytes)))) => {
                     this.owe(SocketDuty::Pong(bytes));
                     Read::Nothing
                 }
-                Poll::Ready(Some(Ok(AggregatedMessage::Pong(_)))) => Read::Nothing,
+                Poll::Ready(Some(Ok(ClientMessage::Pong(_)))) => Read::Nothing,
                 Poll::Ready(ending) => {
                     this.ended = true;
                     this.owe(SocketDuty::Ended(ending));

@@ -4,12 +4,19 @@
 //! in memory.
 
 use std::io::Write;
+use std::net::SocketAddr;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
 use actix::Actor;
+use actix_http::HttpService;
+use actix_service::{
+    fn_factory, fn_service, map_config, IntoServiceFactory, ServiceFactory, ServiceFactoryExt,
+};
+use actix_web::dev::AppConfig;
 use actix_web::middleware::from_fn;
-use actix_web::{web, App, HttpServer};
+use actix_web::{web, App};
 use anyhow::Context as _;
 
 use crate::billing::period::SystemClock;
@@ -180,30 +187,52 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         portal,
     });
     let max_json = config.server.max_json_bytes;
-    let mut server = HttpServer::new(move || {
+    let app = move || {
         App::new()
             .app_data(state.clone())
             .configure(|cfg| http::configure(cfg, max_json))
             .wrap(from_fn(http::request_id::assign))
-    })
-    // Real-time audio goes out as small WebSocket messages (a 20 ms frame, a mark, a clear):
-    // each must leave at once, not wait for the peer's (delayed) acknowledgement of the last.
-    .tcp_nodelay(true)
-    .keep_alive(std::time::Duration::from_secs(
-        config.server.keep_alive_seconds,
-    ))
+    };
+    let http_listener = listen(config.server.bind)
+        .with_context(|| format!("cannot listen on {}", config.server.bind))?;
+    let addr = http_listener.local_addr()?;
+    let keep_alive = Duration::from_secs(config.server.keep_alive_seconds);
     // Signals are ours: a stop drains live calls first (see `stop_gracefully`).
-    .disable_signals()
-    .shutdown_timeout(HTTP_SHUTDOWN_SECONDS);
+    let mut server = actix_server::Server::build()
+        .disable_signals()
+        .shutdown_timeout(HTTP_SHUTDOWN_SECONDS);
     if config.server.workers > 0 {
         server = server.workers(config.server.workers);
     }
-    let server = server
-        .bind(config.server.bind)
-        .with_context(|| format!("cannot listen on {}", config.server.bind))?;
-    for addr in server.addrs() {
-        println!("switchboard listening on http://{addr}");
-    }
+    // Assembled as actix-web's `HttpServer` would, plus the service that upgraded connections
+    // go to (see `http::upgrade`).
+    let server = server.listen("switchboard", http_listener, move || {
+        let upgrade_app = app.clone();
+        HttpService::build()
+            .keep_alive(keep_alive)
+            // Real-time audio goes out as small WebSocket messages (a 20 ms frame, a mark, a
+            // clear): each must leave at once, not wait for the peer's (delayed)
+            // acknowledgement of the last.
+            .tcp_nodelay(true)
+            .local_addr(addr)
+            .upgrade(fn_factory(move || {
+                let app = upgrade_app().into_factory();
+                async move {
+                    let app = Rc::new(app.new_service(AppConfig::default()).await?);
+                    Ok::<_, ()>(fn_service(move |upgrade| {
+                        http::upgrade::serve(app.clone(), upgrade)
+                    }))
+                }
+            }))
+            .finish(map_config(
+                app()
+                    .into_factory()
+                    .map_err(|e: actix_web::Error| e.error_response()),
+                |_| AppConfig::default(),
+            ))
+            .tcp()
+    })?;
+    println!("switchboard listening on http://{addr}");
     std::io::stdout().flush()?;
     let server = server.run();
     let handle = server.handle();
@@ -244,6 +273,22 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
 
 /// How long in-flight HTTP requests may take to finish once the drain is over.
 const HTTP_SHUTDOWN_SECONDS: u64 = 10;
+
+/// Connections waiting to be accepted, at most (as actix-web's `HttpServer`): a thousand
+/// callers dialling in at once are all let in.
+const LISTEN_BACKLOG: u32 = 1024;
+
+/// A listening socket on `addr` (port 0: any free port).
+fn listen(addr: SocketAddr) -> std::io::Result<std::net::TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)?.into_std()
+}
 /// How long sessions ended by the server may take to record their end and close.
 const END_SESSIONS_WITHIN: Duration = Duration::from_secs(5);
 /// How long finished recordings may take to be completed in storage.

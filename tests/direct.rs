@@ -1213,3 +1213,79 @@ async fn a_callers_turn_is_recognised_between_the_windows_of_a_long_file_transcr
         "the file is transcribed whole: {text}"
     );
 }
+
+/// The socket's upgrade request as a client writes it by hand, with `extra` header lines.
+fn upgrade_request(path: &str, extra: &str) -> Vec<u8> {
+    format!(
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n{extra}\r\n"
+    )
+    .into_bytes()
+}
+
+/// A ping frame as a client sends it (masked, RFC 6455 §5.3).
+fn masked_ping(payload: &[u8]) -> Vec<u8> {
+    let mask = [0x37, 0xfa, 0x21, 0x3d];
+    let mut frame = vec![0x89, 0x80 | payload.len() as u8];
+    frame.extend_from_slice(&mask);
+    frame.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+    frame
+}
+
+#[tokio::test]
+async fn a_refused_upgrade_gets_its_whole_answer_and_frames_sent_with_an_accepted_one_are_read() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio_tungstenite::tungstenite::protocol::Role;
+
+    let server = Server::start().await;
+    let key = server.key().to_string();
+    new_agent(&server, &key).await;
+    let url = server.url("");
+    let addr = url.trim_start_matches("http://").trim_end_matches('/');
+    let path = "/v1/agents/widget/session";
+
+    // Refused: the error in full, and the connection closed after it.
+    let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    tcp.write_all(&upgrade_request(path, "")).await.unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), tcp.read_to_end(&mut answer))
+        .await
+        .expect("the server closes the connection")
+        .unwrap();
+    let answer = String::from_utf8(answer).unwrap();
+    let (head, body) = answer.split_once("\r\n\r\n").expect("a head and a body");
+    assert!(head.starts_with("HTTP/1.1 401"), "{head}");
+    assert!(
+        head.to_ascii_lowercase().contains("\r\nconnection: close"),
+        "{head}"
+    );
+    let body: Value = serde_json::from_str(body).expect("a JSON error");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("Authorization")),
+        "{body}"
+    );
+
+    // Accepted: a ping written with the handshake, before the client has its answer.
+    let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut request = upgrade_request(path, &format!("Authorization: Bearer {key}\r\n"));
+    request.extend_from_slice(&masked_ping(b"sent with the handshake"));
+    tcp.write_all(&request).await.unwrap();
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        head.push(tcp.read_u8().await.expect("the answer's head"));
+    }
+    let head = String::from_utf8(head).unwrap();
+    assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+    let mut socket = tokio_tungstenite::WebSocketStream::from_raw_socket(
+        tokio_tungstenite::MaybeTlsStream::Plain(tcp),
+        Role::Client,
+        None,
+    )
+    .await;
+    assert_eq!(
+        pong_within(&mut socket, Duration::from_secs(5)).await,
+        Some(b"sent with the handshake".to_vec())
+    );
+}

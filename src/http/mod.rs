@@ -28,6 +28,7 @@ pub mod sessions;
 pub mod synthesize;
 pub mod transcribe;
 pub mod twilio_calls;
+pub mod upgrade;
 pub mod upload;
 pub mod validate;
 pub mod widget;

@@ -277,11 +277,10 @@ fn prefers_xml(req: &HttpRequest) -> bool {
 pub async fn twilio_stream(
     state: web::Data<AppState>,
     req: HttpRequest,
-    body: web::Payload,
 ) -> Result<HttpResponse, actix_web::Error> {
     // A stopping node takes no new call (a load balancer retries it on another node).
     state.drain.refuse_if_draining()?;
-    let (response, socket, messages) = crate::realtime_socket::accept(&req, body)?;
+    let (response, socket, messages) = crate::realtime_socket::accept(&req)?;
     let context = StreamContext {
         drain: state.drain.clone(),
         signer: state.signer.clone(),

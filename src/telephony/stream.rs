@@ -17,7 +17,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
-use actix_ws::{AggregatedMessage as WsMessage, AggregatedMessageStream, CloseCode, CloseReason};
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
 use bytes::{Bytes, BytesMut};
@@ -33,7 +32,7 @@ use super::token::{RelayClaims, TokenSigner};
 use crate::caller_side::{CallerProtocol, CallerSide, Read, SocketDuty};
 use crate::cluster::drain::Drain;
 use crate::error::ApiError;
-use crate::realtime_socket::{self, SocketWriter};
+use crate::realtime_socket::{self, ClientMessage, CloseCode, CloseReason, Messages, SocketWriter};
 use crate::recording::{RecordingTap, TapFormat};
 use crate::registry::sessions::{ClaimSession, SessionRegistry};
 use crate::time::now_ms;
@@ -335,11 +334,7 @@ fn parse_event_tree(text: &str, audio: &mut BytesMut) -> Result<StreamEvent, Mes
 }
 
 /// Runs one media stream to its end.
-pub async fn run(
-    context: StreamContext,
-    socket: SocketWriter,
-    mut messages: AggregatedMessageStream,
-) {
+pub async fn run(context: StreamContext, socket: SocketWriter, mut messages: Messages) {
     let mut writer_socket = socket.clone();
     let deadline = tokio::time::sleep(START_TIMEOUT);
     tokio::pin!(deadline);
@@ -353,14 +348,14 @@ pub async fn run(
             }
             message = messages.next() => {
                 let message = match message {
-                    Some(Ok(WsMessage::Close(_))) | Some(Err(_)) | None => {
+                    Some(Ok(ClientMessage::Close(_))) | Some(Err(_)) | None => {
                         realtime_socket::close_after(socket, &message, "media stream").await;
                         return;
                     }
                     Some(Ok(message)) => message,
                 };
                 match message {
-                    WsMessage::Text(text) => match parse_event(&text) {
+                    ClientMessage::Text(text) => match parse_event(&text) {
                         Ok(StreamEvent::Start(start)) => break start,
                         Err(MessageError::Json) => {
                             tracing::warn!("media stream: skipped a malformed message");
@@ -368,7 +363,7 @@ pub async fn run(
                         _ => {}
                     },
                     // A client that does not take the answer is gone.
-                    WsMessage::Ping(bytes) if socket.clone().pong(&bytes).await.is_err() => return,
+                    ClientMessage::Ping(bytes) if socket.clone().pong(&bytes).await.is_err() => return,
                     _ => {}
                 }
             }
@@ -511,8 +506,13 @@ pub async fn run(
                         if let Some(tap) = &tap {
                             tap.clear(written_at.map(|at| at.into_std()));
                         }
-                        // Written already when the session's lane could.
-                        if written_at.is_none() && writer_socket.text(clear.clone()).await.is_err() {
+                        // Written already when the session's lane could (then only what the
+                        // connection did not take at once is left to go).
+                        let sent = match written_at {
+                            Some(_) => writer_socket.flush().await,
+                            None => writer_socket.text(clear.clone()).await,
+                        };
+                        if sent.is_err() {
                             session.do_send(TransportClosed);
                             break;
                         }

@@ -16,7 +16,6 @@
 use std::sync::Arc;
 
 use actix_web::{post, web, HttpRequest, HttpResponse};
-use actix_ws::{CloseCode, CloseReason};
 use bytes::Bytes;
 use bytestring::ByteString;
 use serde::{Deserialize, Serialize};
@@ -40,7 +39,7 @@ use crate::caller_side::{CallerProtocol, CallerSide, Duties, Read, SocketDuty};
 use crate::cluster::drain::SessionSlot;
 use crate::error::{ApiError, ErrorBody};
 use crate::observability::recorder::SessionRecorder;
-use crate::realtime_socket::{self, SocketWriter};
+use crate::realtime_socket::{self, CloseCode, CloseReason, SocketWriter};
 use crate::recording::{RecordingTap, TapFormat};
 use crate::registry::agents::GetAgent;
 use crate::registry::keys::{hash_key, CheckKey, KeyCheck};
@@ -210,7 +209,6 @@ pub async fn direct_session(
     req: HttpRequest,
     path: web::Path<String>,
     query: web::Query<DirectQuery>,
-    body: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     // A stopping node takes no new session (a load balancer retries it on another node).
     state.drain.refuse_if_draining()?;
@@ -283,7 +281,7 @@ pub async fn direct_session(
         developer_id: developer_id.clone(),
         slot,
     };
-    let started = start_direct(&state, &req, body, &agent, admitted, audio).await;
+    let started = start_direct(&state, &req, &agent, admitted, audio).await;
     if let Err(error) = &started {
         // Nothing of the session may outlive it. A conflict on the record: another node
         // opened this token's session first; that record is not this socket's to end.
@@ -309,7 +307,6 @@ struct Admitted {
 async fn start_direct(
     state: &web::Data<AppState>,
     req: &HttpRequest,
-    body: web::Payload,
     agent: &crate::store::agents::AgentRow,
     admitted: Admitted,
     audio: SocketAudio,
@@ -364,7 +361,7 @@ async fn start_direct(
     config.output = audio.format();
     config.pacing.acks = audio.acks;
     let (response, socket, messages) =
-        realtime_socket::accept(req, body).map_err(|e| ApiError::bad_request(e.to_string()))?;
+        realtime_socket::accept(req).map_err(|e| ApiError::bad_request(e.to_string()))?;
     let (output, rx) = OutputQueue::with_clear_lane(Arc::new(ClearNow(socket.clone())));
     let observer = Arc::new(SessionRecorder::new(
         state.sessions.clone(),
@@ -512,7 +509,8 @@ async fn pump(
                         if let Some(tap) = &tap {
                             tap.clear(written_at.map(|at| at.into_std()));
                         }
-                        Ok(())
+                        // What of the lane's clear the connection did not take at once.
+                        writer.flush().await
                     }
                     Some(SessionOutput::Event(event)) => writer.text(event_json(&event).to_string()).await,
                 };

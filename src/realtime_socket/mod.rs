@@ -1,78 +1,84 @@
 //! How the real-time sockets (the Twilio media stream and the direct socket) are accepted,
-//! written and ended. [`accept`] reads everything a client sent before its connection closed.
-//! [`SocketWriter`] gives up on a client that takes nothing for [`WRITE_TIMEOUT`], so a socket
-//! loop never waits on it for ever. [`answer`] says how the server answers a client that
-//! closed the socket or broke the WebSocket protocol (RFC 6455 §5.5.1, §7.4.1): a client's
-//! `Close` is echoed with its own code, a frame over the size limit is answered with 1009, a
-//! text frame that is not UTF-8 with 1007, any other protocol error with 1002 and what it
-//! was. A stream that just ended gets nothing: the connection is already gone.
+//! read, written and ended. [`accept`] checks a WebSocket handshake and makes the socket that
+//! takes the connection over once the `101` is written ([`upgraded`]): the session reads the
+//! client's messages ([`Messages`]) straight from it, and what the server sends goes straight
+//! onto it ([`SocketWriter`]). The writer gives up on a client that takes nothing for
+//! [`WRITE_TIMEOUT`], so a socket loop never waits on it for ever. [`answer`] says how the
+//! server answers a client that closed the socket or broke the WebSocket protocol (RFC 6455
+//! §5.5.1, §7.4.1): a client's `Close` is echoed with its own code, a frame over the size
+//! limit is answered with 1009, a text frame that is not UTF-8 with 1007, any other protocol
+//! error with 1002 and what it was. A stream that just ended gets nothing: the connection is
+//! already gone.
 
-use std::future::{ready, Future};
-use std::pin::Pin;
+pub mod upgraded;
+
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix_web::dev::Payload;
-use actix_web::error::PayloadError;
-use actix_web::{web, FromRequest, HttpRequest, HttpResponse};
-use actix_ws::{
-    AggregatedMessage, AggregatedMessageStream, CloseCode, CloseReason, Closed, ProtocolError,
-    Session,
-};
+use actix_http::ws::Message;
+pub use actix_http::ws::{CloseCode, CloseReason, ProtocolError};
+use actix_http::HttpMessage;
+use actix_web::{HttpRequest, HttpResponse};
 use bytes::Bytes;
 use bytestring::ByteString;
-use futures_util::{FutureExt, Stream, StreamExt};
 
-/// What a client sent, fragmented messages put together.
-pub type Incoming = Option<Result<AggregatedMessage, ProtocolError>>;
+use upgraded::Takeover;
 
-/// Largest message a client may send, fragmented or not: actix-ws's limit on one frame.
+/// A message from the client, its fragments (RFC 6455 §5.4) put together.
+#[derive(Debug, PartialEq, Eq)]
+pub enum ClientMessage {
+    Text(ByteString),
+    Binary(Bytes),
+    Ping(Bytes),
+    Pong(Bytes),
+    Close(Option<CloseReason>),
+}
+
+/// What a client sent: a message, a protocol error, or (`None`) the end of its connection.
+pub type Incoming = Option<Result<ClientMessage, ProtocolError>>;
+
+/// The client's messages, read from its connection (see [`upgraded::Reader`]).
+pub type Messages = upgraded::Reader;
+
+/// Largest message a client may send, fragmented or not, and largest frame.
 pub const MAX_MESSAGE_BYTES: usize = 64 * 1024;
 
-/// actix-ws's error for fragments that add up to more than the limit (it has no variant).
+/// The error for fragments that add up to more than the limit (the codec has no variant for
+/// it); the same text as actix-ws's.
 const FRAGMENTS_TOO_LARGE: &str = "Exceeded maximum continuation size";
 
-/// Accepts the WebSocket upgrade of `req` as [`actix_ws::handle`] does, with the end of the
-/// client's connection read as the end of its stream, and fragmented messages put together
-/// (RFC 6455 §5.4) up to [`MAX_MESSAGE_BYTES`].
-///
-/// actix-http reports a connection the client closed as an `Incomplete` payload error, and
-/// actix-ws returns that error before it decodes the frames that arrived with it. So a
-/// Twilio `stop` and a `Close` sent just before the client closed its connection were lost,
-/// and the call was recorded as `transport_closed` instead of `hangup`. Ended here instead,
-/// the stream yields those frames first.
+/// Accepts the WebSocket upgrade of `req`: the `101` to answer with, and the socket that takes
+/// the connection once the HTTP layer has written it ([`crate::http::upgrade`]). A request
+/// that is not a valid handshake is refused (400, with actix-http's reason).
 pub fn accept(
     req: &HttpRequest,
-    body: web::Payload,
-) -> Result<(HttpResponse, SocketWriter, AggregatedMessageStream), actix_web::Error> {
-    let until_closed: Pin<Box<dyn Stream<Item = Result<Bytes, PayloadError>>>> =
-        Box::pin(body.scan((), |_, chunk| {
-            ready(match chunk {
-                Err(PayloadError::Incomplete(_)) => None,
-                other => Some(other),
-            })
-        }));
-    let mut payload = Payload::Stream {
-        payload: until_closed,
-    };
-    let body = web::Payload::from_request(req, &mut payload).into_inner()?;
-    let (response, session, messages) = actix_ws::handle(req, body)?;
-    let messages = messages
-        .aggregate_continuations()
-        .max_continuation_size(MAX_MESSAGE_BYTES);
-    Ok((response, SocketWriter::new(session), messages))
+) -> Result<(HttpResponse, SocketWriter, Messages), actix_web::Error> {
+    let response = actix_http::ws::handshake(req.head())?.finish();
+    let takeover = req.extensions().get::<Takeover>().cloned().ok_or_else(|| {
+        actix_web::error::ErrorInternalServerError(
+            "this connection cannot be taken over for a WebSocket",
+        )
+    })?;
+    let (reader, writer, handoff, in_use) = upgraded::socket();
+    takeover.leave(handoff, in_use);
+    Ok((
+        HttpResponse::from(response.map_into_boxed_body()),
+        SocketWriter::new(writer),
+        reader,
+    ))
 }
 
 /// What the server sends back when a socket's incoming side ends with `ending`; `None` when
 /// it is not an ending or nothing can be sent.
 pub fn answer(ending: &Incoming) -> Option<CloseReason> {
     match ending {
-        Some(Ok(AggregatedMessage::Close(reason))) => Some(CloseReason {
+        Some(Ok(ClientMessage::Close(reason))) => Some(CloseReason {
             code: reason.as_ref().map_or(CloseCode::Normal, |r| r.code),
             description: None,
         }),
-        // actix-ws reports a text frame that is not UTF-8 as invalid data.
+        // The reader reports a text frame that is not UTF-8 as invalid data.
         Some(Err(ProtocolError::Io(e))) if e.kind() == std::io::ErrorKind::InvalidData => {
             Some(CloseReason {
                 code: CloseCode::Invalid,
@@ -106,59 +112,74 @@ pub struct Gone;
 /// fails as if the socket had closed, and so does every later one, at once.
 #[derive(Clone)]
 pub struct SocketWriter {
-    session: Session,
+    writer: upgraded::Writer,
     stalled: Arc<AtomicBool>,
 }
 
 impl SocketWriter {
-    pub fn new(session: Session) -> Self {
+    fn new(writer: upgraded::Writer) -> Self {
         Self {
-            session,
+            writer,
             stalled: Arc::new(AtomicBool::new(false)),
         }
     }
 
-    pub async fn text(&mut self, text: impl Into<ByteString>) -> Result<(), Gone> {
-        within(&self.stalled, self.session.text(text)).await
+    /// Sends `message`, waiting (up to [`WRITE_TIMEOUT`]) until the connection has taken it.
+    async fn send(&mut self, message: Message) -> Result<(), Gone> {
+        let writer = &self.writer;
+        within(&self.stalled, async move {
+            writer.send(message).await.map_err(|_| Gone)
+        })
+        .await
     }
 
-    /// Writes `text` at once if the socket's send queue has room, without waiting and from
-    /// any task: false when it has none (or the client is gone), and then nothing was sent.
+    pub async fn text(&mut self, text: impl Into<ByteString>) -> Result<(), Gone> {
+        self.send(Message::Text(text.into())).await
+    }
+
+    /// Writes `text` at once, without waiting and from any task: false when the client is
+    /// gone. What the connection does not take at once goes out ahead of the next write, or
+    /// with [`flush`](Self::flush).
     pub fn try_text(&self, text: impl Into<ByteString>) -> bool {
-        if self.stalled.load(Ordering::Relaxed) {
-            return false;
-        }
-        let mut session = self.session.clone();
-        matches!(session.text(text).now_or_never(), Some(Ok(())))
+        !self.stalled.load(Ordering::Relaxed) && self.writer.send_now(Message::Text(text.into()))
+    }
+
+    /// Waits until everything written has left, [`try_text`](Self::try_text)'s too.
+    pub async fn flush(&mut self) -> Result<(), Gone> {
+        let writer = &self.writer;
+        within(&self.stalled, async move {
+            writer.flush().await.map_err(|_| Gone)
+        })
+        .await
     }
 
     pub async fn binary(&mut self, bytes: impl Into<Bytes>) -> Result<(), Gone> {
-        within(&self.stalled, self.session.binary(bytes)).await
+        self.send(Message::Binary(bytes.into())).await
     }
 
     pub async fn pong(&mut self, payload: &[u8]) -> Result<(), Gone> {
-        within(&self.stalled, self.session.pong(payload)).await
+        self.send(Message::Pong(Bytes::copy_from_slice(payload)))
+            .await
     }
 
     /// Sends `reason` as the Close frame, unless the client is gone.
-    pub async fn close(self, reason: Option<CloseReason>) {
+    pub async fn close(mut self, reason: Option<CloseReason>) {
         if self.stalled.load(Ordering::Relaxed) {
             return;
         }
-        let _ = within(&self.stalled, self.session.close(reason)).await;
+        let _ = self.send(Message::Close(reason)).await;
     }
 }
 
 async fn within(
     stalled: &AtomicBool,
-    write: impl Future<Output = Result<(), Closed>>,
+    write: impl Future<Output = Result<(), Gone>>,
 ) -> Result<(), Gone> {
     if stalled.load(Ordering::Relaxed) {
         return Err(Gone);
     }
     match tokio::time::timeout(WRITE_TIMEOUT, write).await {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(Closed)) => Err(Gone),
+        Ok(result) => result,
         Err(_) => {
             tracing::warn!(
                 "a real-time socket's client took nothing for {} s: it is treated as gone",
@@ -200,9 +221,9 @@ mod tests {
 
     #[test]
     fn a_close_is_echoed_and_protocol_errors_get_their_codes() {
-        let closed = Some(Ok(AggregatedMessage::Close(Some(CloseCode::Away.into()))));
+        let closed = Some(Ok(ClientMessage::Close(Some(CloseCode::Away.into()))));
         assert_eq!(answer(&closed).map(|r| r.code), Some(CloseCode::Away));
-        let bare = Some(Ok(AggregatedMessage::Close(None)));
+        let bare = Some(Ok(ClientMessage::Close(None)));
         assert_eq!(answer(&bare).map(|r| r.code), Some(CloseCode::Normal));
         let big = Some(Err(ProtocolError::Overflow));
         assert_eq!(answer(&big).map(|r| r.code), Some(CloseCode::Size));
@@ -221,6 +242,6 @@ mod tests {
         ))));
         assert_eq!(answer(&fragments).map(|r| r.code), Some(CloseCode::Size));
         assert_eq!(answer(&None), None);
-        assert_eq!(answer(&Some(Ok(AggregatedMessage::Text("x".into())))), None);
+        assert_eq!(answer(&Some(Ok(ClientMessage::Text("x".into())))), None);
     }
 }
