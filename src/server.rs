@@ -204,12 +204,21 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     if config.server.workers > 0 {
         server = server.workers(config.server.workers);
     }
-    // Assembled as actix-web's `HttpServer` would, plus the service that upgraded connections
-    // go to (see `http::upgrade`).
+    // Idle keep-alive connections close as a graceful stop begins, not at the stop's timeout.
+    let stopping = server.graceful_shutdown_signal();
+    // Assembled as actix-web's `HttpServer` would (with its timeouts), plus the service that
+    // upgraded connections go to (see `http::upgrade`).
     let server = server.listen("switchboard", http_listener, move || {
         let upgrade_app = app.clone();
+        let stopping = stopping.clone();
         HttpService::build()
+            .graceful_shutdown_signal(move || {
+                let stopping = stopping.clone();
+                async move { stopping.notified().await }
+            })
             .keep_alive(keep_alive)
+            .client_request_timeout(Duration::from_secs(5))
+            .client_disconnect_timeout(Duration::from_secs(1))
             // Real-time audio goes out as small WebSocket messages (a 20 ms frame, a mark, a
             // clear): each must leave at once, not wait for the peer's (delayed)
             // acknowledgement of the last.

@@ -464,6 +464,22 @@ async fn a_recognizer_that_does_not_answer_in_time_fails_the_turn_and_the_call_g
     hang_up_and_check_all_stopped(&mut h).await;
 }
 
+/// Waits for the next final transcript and checks it reads `expected`.
+async fn next_transcript_is(h: &mut Harness, expected: &str) {
+    let heard = h
+        .wait_for(
+            "a final transcript",
+            Duration::from_secs(5),
+            is_event("transcript.final"),
+        )
+        .await;
+    assert!(
+        matches!(&heard.output, SessionOutput::Event(SessionEvent::TranscriptFinal { text }) if text == expected),
+        "{:?}",
+        heard.output
+    );
+}
+
 #[actix::test]
 async fn a_transcript_that_comes_after_its_timeout_is_never_taken_for_a_later_utterance() {
     tokio::time::pause();
@@ -485,18 +501,7 @@ async fn a_transcript_that_comes_after_its_timeout_is_never_taken_for_a_later_ut
         .await;
     // The second utterance, spoken while the first awaited its transcript, is recognised on
     // the recognizer's new stream.
-    let heard = h
-        .wait_for(
-            "the second transcript",
-            Duration::from_secs(5),
-            is_event("transcript.final"),
-        )
-        .await;
-    assert!(
-        matches!(&heard.output, SessionOutput::Event(SessionEvent::TranscriptFinal { text }) if text == "Second question."),
-        "{:?}",
-        heard.output
-    );
+    next_transcript_is(&mut h, "Second question.").await;
     // Well past the moment the first utterance's transcript would have come.
     h.speak(&mulaw_silence(12_000), 160).await;
 
@@ -547,18 +552,7 @@ async fn a_recognizer_that_fails_apologises_and_hears_the_next_utterance_on_a_ne
     apology_for_a_failed_turn(&mut h, &first, Speaker::User, "stt_failed").await;
     h.speak(&mulaw_silence(3_000), 160).await;
     h.speak(&second, 160).await;
-    let heard = h
-        .wait_for(
-            "the second transcript",
-            Duration::from_secs(5),
-            is_event("transcript.final"),
-        )
-        .await;
-    assert!(
-        matches!(&heard.output, SessionOutput::Event(SessionEvent::TranscriptFinal { text }) if text == "Second question."),
-        "{:?}",
-        heard.output
-    );
+    next_transcript_is(&mut h, "Second question.").await;
     h.wait_for(
         "the answer",
         Duration::from_secs(5),
