@@ -73,7 +73,6 @@ pub fn socket() -> (Reader, Writer, Handoff, InUse) {
     let (to_reader, reader_io) = oneshot::channel();
     let writer = Arc::new(Mutex::new(WriteState {
         io: None,
-        handed_over: false,
         waiting: Vec::new(),
         buf: BytesMut::new(),
         codec: Codec::new(),
@@ -104,7 +103,6 @@ impl Handoff {
         }
         let mut state = lock(&self.writer);
         state.io = Some(write);
-        state.handed_over = true;
         state.wake_all();
     }
 }
@@ -112,9 +110,8 @@ impl Handoff {
 impl Drop for Handoff {
     fn drop(&mut self) {
         // Never connected (the handshake could not be written): what waits to write, fails.
-        let mut state = lock(&self.writer);
-        if !state.handed_over {
-            state.handed_over = true;
+        if self.reader.is_some() {
+            let mut state = lock(&self.writer);
             state.broken = true;
             state.wake_all();
         }
@@ -134,7 +131,6 @@ pub struct Closed;
 
 struct WriteState {
     io: Option<OwnedWriteHalf>,
-    handed_over: bool,
     /// Tasks waiting for the buffer to be written.
     waiting: Vec<Waker>,
     /// Encoded frames not yet written.
