@@ -210,7 +210,7 @@ pub struct MeteringConfig {
     pub clock_offset_seconds: i64,
 }
 
-/// Credits each metered operation costs (see the README's price list).
+/// Credits each metered operation costs (see the price list in docs/api.md).
 #[derive(Debug, Clone, Deserialize)]
 pub struct PricingConfig {
     pub tts_per_1k_characters: f64,

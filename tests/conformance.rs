@@ -4,7 +4,7 @@
 //! the document lists, the content type it names and a body that matches its schema. The
 //! server's log must then hold no panic.
 //!
-//! The bounded run here fits CI. `SWITCHBOARD_CONFORMANCE=long` runs the long one the README
+//! The bounded run here fits CI. `SWITCHBOARD_CONFORMANCE=long` runs the long one docs/operations.md
 //! describes (many more examples, every engine-backed operation at full count, a longer time
 //! budget).
 

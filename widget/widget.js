@@ -32,7 +32,7 @@ export class SwitchboardVoice extends HTMLElement {
 
   constructor() {
     super();
-    /** A function answering a session token (or the session-token JSON); see README. */
+    /** A function answering a session token (or the session-token JSON); see docs/realtime.md. */
     this.getToken = undefined;
     /** A session token for the next start (used once). */
     this.token = undefined;

@@ -1,5 +1,5 @@
 #![no_main]
-//! The knowledge chunker (`knowledge::chunking::chunk`) against the invariants the README
+//! The knowledge chunker (`knowledge::chunking::chunk`) against the invariants docs/api.md
 //! documents: no chunk exceeds `chunkSize` characters, no word is cut (except a single token
 //! longer than a chunk, cut into pieces of `chunkSize`), and each chunk after the first starts
 //! with at most `chunkOverlap` characters of whole words from the previous chunk's end, after

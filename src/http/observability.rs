@@ -449,7 +449,7 @@ fn root_cause(trace: &SessionTrace) -> RootCauseBody {
     }
 }
 
-/// Root-cause analysis of one session: rules over its trace (see the README for each rule
+/// Root-cause analysis of one session: rules over its trace (see docs/api.md for each rule
 /// and its threshold).
 #[utoipa::path(get, path = "/v1/observability/sessions/{sessionId}/root-cause", tag = "observability",
     params(("sessionId" = String, Path, description = "Session id")),

@@ -15,7 +15,7 @@ const GRAPH_CONNECTIONS: usize = 24;
 /// Candidates examined when a node is inserted.
 const GRAPH_EF_CONSTRUCTION: usize = 160;
 /// Candidates a graph search keeps unless `registry.search_graph_ef` says otherwise (a search
-/// keeps at least its `limit`): recall@10 0.98 at p99 1.6 ms over 100,000 chunks (README).
+/// keeps at least its `limit`): recall@10 0.98 at p99 1.6 ms over 100,000 chunks (docs/api.md).
 pub const GRAPH_EF_SEARCH: usize = 64;
 const GRAPH_MAX_LAYERS: usize = 16;
 

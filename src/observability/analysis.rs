@@ -1,6 +1,6 @@
 //! Root-cause analysis of a session's trace: rules over its turns and events that name what
 //! went wrong, on which turn, why, and what to change. Each rule's threshold is a constant
-//! here and documented in the README ("Root-cause analysis").
+//! here and documented in docs/api.md ("Root-cause analysis").
 //!
 //! | type | fires when |
 //! |---|---|

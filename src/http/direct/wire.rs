@@ -1,5 +1,5 @@
 //! The direct socket's JSON messages: what a client may send (decoded, bounded, never
-//! trusted) and the session events the server sends, as documented in the README.
+//! trusted) and the session events the server sends, as documented in docs/realtime.md.
 
 use serde_json::{json, Value};
 use switchboard_actors::session::SessionEvent;
