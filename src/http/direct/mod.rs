@@ -193,7 +193,7 @@ impl SocketAudio {
     description = "Opens a real-time session with the agent as a WebSocket (101 Switching \
 Protocols). Text frames carry JSON control messages and events; binary frames carry audio both \
 ways: PCM16 little-endian mono (`encoding=pcm16`) or one 20 ms Opus packet per frame \
-(`encoding=opus`), at `sampleRate`. The message and event types are listed in the README.",
+(`encoding=opus`), at `sampleRate`. The message and event types are listed in docs/realtime.md.",
     params(
         ("id" = String, Path, description = "Agent id"),
         ("token" = Option<String>, Query, description = "A session token from POST /v1/agents/{id}/session-token, instead of an API key"),
