@@ -185,6 +185,57 @@ async fn the_server_conforms_to_its_openapi_document() {
     );
 }
 
+/// The served document is valid OpenAPI for an independent validator (openapi-spec-validator,
+/// installed, pinned, by `scripts/test`): what client generators read must have each path
+/// parameter declared once, under the name the path uses, and unique operation ids.
+#[tokio::test]
+async fn the_openapi_document_is_valid_for_an_independent_validator() {
+    let Ok(python) = std::env::var("SWITCHBOARD_TEST_PYTHON") else {
+        eprintln!(
+            "skipped: SWITCHBOARD_TEST_PYTHON is not set (scripts/test sets it to a virtualenv \
+             with openapi-spec-validator)"
+        );
+        return;
+    };
+    let server = Server::start().await;
+    let document = reqwest::get(server.url("/openapi.json"))
+        .await
+        .expect("fetch /openapi.json")
+        .text()
+        .await
+        .expect("read /openapi.json");
+    let work = tempfile::tempdir().expect("temp dir");
+    let path = work.path().join("openapi.json");
+    std::fs::write(&path, &document).expect("write the document");
+    const VALIDATE: &str = "
+import json, sys
+from openapi_spec_validator import OpenAPIV30SpecValidator, OpenAPIV31SpecValidator
+document = json.load(open(sys.argv[1]))
+version = document.get('openapi', '')
+validator = OpenAPIV31SpecValidator if version.startswith('3.1') else OpenAPIV30SpecValidator
+errors = [error.message for error in validator(document).iter_errors()]
+print(version, len(errors))
+for error in errors:
+    print(error)
+sys.exit(1 if errors else 0)
+";
+    let output = Command::new(&python)
+        .args(["-c", VALIDATE])
+        .arg(&path)
+        .output()
+        .expect("the test python runs openapi-spec-validator");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "/openapi.json is not valid OpenAPI:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stdout.starts_with("3.1"),
+        "the document names its version: {stdout}"
+    );
+}
+
 const STRIPE_SECRET: &str = "sk_test_conformance";
 
 /// A local stand-in for the payment processor (customers, Checkout and billing-portal

@@ -33,7 +33,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         cfg,
         &[
             "/agents/{id}/instances",
-            "/agents/{id}/instances/{instance_id}",
+            "/agents/{id}/instances/{instanceId}",
         ],
     );
 }
@@ -189,7 +189,7 @@ async fn list_instances(
     params(("id" = String, Path, description = "Agent id"), ("instanceId" = String, Path, description = "Instance id")),
     responses((status = 200, body = InstanceBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)),
     security(("bearer" = [])))]
-#[get("/agents/{id}/instances/{instance_id}")]
+#[get("/agents/{id}/instances/{instanceId}")]
 async fn get_instance(
     state: web::Data<AppState>,
     developer: Developer,
@@ -212,7 +212,7 @@ async fn get_instance(
     responses((status = 200, body = InstanceBody), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)),
     security(("bearer" = [])))]
-#[put("/agents/{id}/instances/{instance_id}")]
+#[put("/agents/{id}/instances/{instanceId}")]
 async fn update_instance(
     state: web::Data<AppState>,
     developer: Developer,
@@ -244,7 +244,7 @@ async fn update_instance(
     params(("id" = String, Path, description = "Agent id"), ("instanceId" = String, Path, description = "Instance id")),
     responses((status = 204, description = "Deleted"), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)),
     security(("bearer" = [])))]
-#[delete("/agents/{id}/instances/{instance_id}")]
+#[delete("/agents/{id}/instances/{instanceId}")]
 async fn delete_instance(
     state: web::Data<AppState>,
     developer: Developer,

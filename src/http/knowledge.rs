@@ -40,7 +40,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         &[
             "/collections/{id}/ingest",
             "/collections/{id}/search",
-            "/collections/{id}/documents/{document_id}",
+            "/collections/{id}/documents/{documentId}",
         ],
     );
 }
@@ -473,7 +473,7 @@ async fn search(
     params(("id" = String, Path, description = "Collection id"), ("documentId" = String, Path, description = "Document id")),
     responses((status = 204, description = "Deleted"), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)),
     security(("bearer" = [])))]
-#[delete("/collections/{id}/documents/{document_id}")]
+#[delete("/collections/{id}/documents/{documentId}")]
 async fn delete_document(
     state: web::Data<AppState>,
     developer: Developer,

@@ -34,10 +34,10 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         &[
             "/observability/sessions",
             "/observability/sessions/interruption-quality",
-            "/observability/sessions/{id}",
-            "/observability/sessions/{id}/root-cause",
-            "/observability/calls/{call_id}",
-            "/observability/calls/{call_id}/root-cause",
+            "/observability/sessions/{sessionId}",
+            "/observability/sessions/{sessionId}/root-cause",
+            "/observability/calls/{callId}",
+            "/observability/calls/{callId}/root-cause",
         ],
     );
 }
@@ -391,7 +391,7 @@ async fn list_sessions(
     params(("sessionId" = String, Path, description = "Session id")),
     responses((status = 200, body = SessionDetailBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)),
     security(("bearer" = [])))]
-#[get("/observability/sessions/{id}")]
+#[get("/observability/sessions/{sessionId}")]
 async fn get_session(
     state: web::Data<AppState>,
     developer: Developer,
@@ -406,7 +406,7 @@ async fn get_session(
     params(("callId" = String, Path, description = "The provider's call id")),
     responses((status = 200, body = SessionDetailBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)),
     security(("bearer" = [])))]
-#[get("/observability/calls/{call_id}")]
+#[get("/observability/calls/{callId}")]
 async fn get_call(
     state: web::Data<AppState>,
     developer: Developer,
@@ -455,7 +455,7 @@ fn root_cause(trace: &SessionTrace) -> RootCauseBody {
     params(("sessionId" = String, Path, description = "Session id")),
     responses((status = 200, body = RootCauseBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)),
     security(("bearer" = [])))]
-#[get("/observability/sessions/{id}/root-cause")]
+#[get("/observability/sessions/{sessionId}/root-cause")]
 async fn session_root_cause(
     state: web::Data<AppState>,
     developer: Developer,
@@ -470,7 +470,7 @@ async fn session_root_cause(
     params(("callId" = String, Path, description = "The provider's call id")),
     responses((status = 200, body = RootCauseBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)),
     security(("bearer" = [])))]
-#[get("/observability/calls/{call_id}/root-cause")]
+#[get("/observability/calls/{callId}/root-cause")]
 async fn call_root_cause(
     state: web::Data<AppState>,
     developer: Developer,

@@ -144,7 +144,7 @@ async fn store_key(
 }
 
 /// The developer's stored keys (never the keys themselves).
-#[utoipa::path(get, path = "/v1/provider-keys", tag = "provider-keys",
+#[utoipa::path(get, path = "/v1/provider-keys", tag = "provider-keys", operation_id = "list_provider_keys",
     responses((status = 200, body = ProviderKeyList), (status = 401, body = ErrorBody)),
     security(("bearer" = [])))]
 #[get("/provider-keys")]

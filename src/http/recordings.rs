@@ -15,7 +15,7 @@ use crate::store::telephony::{RECORDING_ACTIVE, RECORDING_FAILED};
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(get_recording);
-    super::other_methods(cfg, &["/recordings/{call_id}"]);
+    super::other_methods(cfg, &["/recordings/{callId}"]);
 }
 
 /// What a `Range` header asks for, against a body of `size` bytes.
@@ -81,7 +81,7 @@ fn parse_range(header: Option<&str>, size: u64) -> RangeRequest {
         (status = 409, body = ErrorBody, description = "The call is still being recorded"),
         (status = 416, body = ErrorBody, description = "The range lies past the end; Content-Range: bytes */size")),
     security(("bearer" = [])))]
-#[get("/recordings/{call_id}")]
+#[get("/recordings/{callId}")]
 async fn get_recording(
     state: web::Data<AppState>,
     developer: Developer,

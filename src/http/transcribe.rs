@@ -35,7 +35,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .service(get_job);
     super::other_methods(
         cfg,
-        &["/transcribe", "/transcribe/async", "/transcribe/{job_id}"],
+        &["/transcribe", "/transcribe/async", "/transcribe/{jobId}"],
     );
 }
 
@@ -190,7 +190,7 @@ async fn transcribe_async(
     params(("jobId" = String, Path, description = "The id returned by POST /v1/transcribe/async")),
     responses((status = 200, body = JobBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)),
     security(("bearer" = [])))]
-#[get("/transcribe/{job_id}")]
+#[get("/transcribe/{jobId}")]
 async fn get_job(
     state: web::Data<AppState>,
     developer: Developer,

@@ -42,7 +42,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         cfg,
         &[
             "/sessions/twilio/outbound",
-            "/sessions/twilio/tasks/{task_id}",
+            "/sessions/twilio/tasks/{taskId}",
         ],
     );
 }
@@ -276,7 +276,7 @@ async fn place_call(
     params(("taskId" = String, Path, description = "Outbound call task id")),
     responses((status = 200, body = TaskBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)),
     security(("bearer" = [])))]
-#[get("/sessions/twilio/tasks/{task_id}")]
+#[get("/sessions/twilio/tasks/{taskId}")]
 async fn get_task(
     state: web::Data<AppState>,
     developer: Developer,
