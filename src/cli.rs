@@ -340,7 +340,8 @@ pub async fn transcribe(config: &Config, args: TranscribeArgs) -> anyhow::Result
 }
 
 /// Runs `loadtest`: prints the summary (text, or JSON with `--json`) and fails when a session
-/// failed or the server sent error events, so scripts can gate on it.
+/// failed, the server sent error events or a caller's turn got no answer within
+/// `--answer-timeout-ms`, so scripts can gate on it.
 pub async fn loadtest(args: crate::loadtest::LoadTestArgs) -> anyhow::Result<()> {
     let summary = crate::loadtest::run(&args).await?;
     if args.json {
@@ -354,6 +355,14 @@ pub async fn loadtest(args: crate::loadtest::LoadTestArgs) -> anyhow::Result<()>
             summary.sessions.failed,
             summary.sessions.target,
             summary.server_errors
+        );
+    }
+    if summary.turns.unanswered > 0 {
+        anyhow::bail!(
+            "{} of {} spoken turns got no answer within {} ms",
+            summary.turns.unanswered,
+            summary.turns.spoken,
+            args.answer_timeout_ms
         );
     }
     Ok(())

@@ -279,6 +279,38 @@ async fn a_hundred_concurrent_phone_calls_are_served_and_leave_nothing_behind() 
     );
 }
 
+/// A run where callers spoke and got no answer in time is a failed run, whatever else went
+/// well: here no answer can come within 1 ms (a turn ends after 600 ms of silence).
+#[tokio::test]
+async fn unanswered_turns_fail_the_run() {
+    let (_mock, server, key) = server_with_agent().await;
+    let dir = tempfile::tempdir().unwrap();
+    let audio = caller_wav(dir.path());
+    let args = [
+        "--sessions",
+        "1",
+        "--ramp-up",
+        "0",
+        "--duration",
+        "6",
+        "--answer-timeout-ms",
+        "1",
+    ];
+    let (ok, summary, stderr) =
+        tokio::task::spawn_blocking(move || loadtest(&server, &key, &audio, &args))
+            .await
+            .unwrap();
+    assert_eq!(summary["sessions"]["failed"], 0, "{summary:#}");
+    let unanswered = summary["turns"]["unanswered"].as_u64().unwrap();
+    assert!(unanswered >= 1, "{summary:#}");
+    assert!(!ok, "unanswered turns must fail the run: {summary:#}");
+    assert!(
+        stderr.contains(&format!("{unanswered} of "))
+            && stderr.contains("got no answer within 1 ms"),
+        "{stderr}"
+    );
+}
+
 #[tokio::test]
 async fn failed_sessions_are_counted_by_reason_and_fail_the_run() {
     let (_mock, server, key) = server_with_agent().await;
