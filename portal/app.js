@@ -383,7 +383,7 @@ async function sessionView(id) {
       h('strong', {}, `Turn ${issue.turn}: `), issue.description, h('br'), h('em', {}, issue.recommendation))));
   show(`Session ${detail.id}`,
     h('p', {}, `Agent ${detail.agentId}, ${detail.transport}${detail.from ? ` from ${detail.from}` : ''}, ${detail.status}`,
-      `, ${when(detail.startedAt)} – ${when(detail.endedAt)}. Average reply latency ${ms(detail.metrics.avgTurnLatencyMs)}.`),
+      `, ${when(detail.startedAt)} – ${when(detail.endedAt)}. ${detail.metrics.avgTurnLatencyMs == null ? 'No reply reached the caller' : `Average reply latency ${ms(detail.metrics.avgTurnLatencyMs)}`}.`),
     h('h2', {}, 'Timeline'), legend(),
     detail.turns.length === 0 ? h('p', {}, 'No turns.') : waterfall(detail.turns),
     h('h2', {}, 'Turns'),

@@ -470,7 +470,16 @@ async fn a_client_interrupt_clears_the_agent_and_marks_are_answered() {
         e["type"] == "session.ended"
     })
     .await;
-    assert_eq!(events.last().unwrap()["type"], "session.ended");
+    let ended = events.last().unwrap();
+    assert_eq!(ended["type"], "session.ended");
+    // The caller never spoke, so no reply latency was measured: null, not "0 ms".
+    assert!(ended["avgTurnLatencyMs"].is_null(), "{ended}");
+    let (_, sessions) = call(server.get("/v1/observability/sessions?agentId=talker", &key)).await;
+    let id = sessions["data"][0]["id"].as_str().unwrap();
+    let (status, detail) =
+        call(server.get(&format!("/v1/observability/sessions/{id}"), &key)).await;
+    assert_eq!(status, 200, "{detail}");
+    assert!(detail["metrics"]["avgTurnLatencyMs"].is_null(), "{detail}");
 }
 
 #[tokio::test]

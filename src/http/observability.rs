@@ -185,7 +185,9 @@ pub struct UnrecognisedSpeechBody {
 #[serde(rename_all = "camelCase")]
 pub struct MetricsBody {
     pub total_duration_ms: i64,
-    pub avg_turn_latency_ms: i64,
+    /// Mean reply latency over the agent's replies that reached audio; `null` when no caller
+    /// turn was answered.
+    pub avg_turn_latency_ms: Option<i64>,
     pub tool_executions: i32,
 }
 
@@ -285,7 +287,8 @@ fn detail(trace: SessionTrace) -> SessionDetailBody {
         unrecognised_speech,
         metrics: MetricsBody {
             total_duration_ms: row.total_duration_ms,
-            avg_turn_latency_ms: row.avg_turn_latency_ms,
+            // Stored as 0 when no reply reached audio: an average no answer went into.
+            avg_turn_latency_ms: (row.avg_turn_latency_ms > 0).then_some(row.avg_turn_latency_ms),
             tool_executions: row.tool_executions,
         },
         id: row.id,

@@ -127,7 +127,8 @@ pub(super) fn event_json(event: &SessionEvent) -> Value {
         }
         SessionEvent::SessionEnded(summary) => json!({
             "type": name, "totalDurationMs": summary.total_duration_ms,
-            "avgTurnLatencyMs": summary.avg_turn_latency_ms, "turns": summary.turns,
+            "avgTurnLatencyMs": (summary.avg_turn_latency_ms > 0).then_some(summary.avg_turn_latency_ms),
+            "turns": summary.turns,
             "toolExecutions": summary.tool_executions,
             "reason": crate::observability::recorder::end_reason(&summary.reason),
         }),
