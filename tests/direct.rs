@@ -482,6 +482,67 @@ async fn a_client_interrupt_clears_the_agent_and_marks_are_answered() {
     assert!(detail["metrics"]["avgTurnLatencyMs"].is_null(), "{detail}");
 }
 
+/// Sessions list oldest first, or newest first with `order=desc`; a cursor continues either
+/// way; another order is a 400 naming the parameter.
+#[tokio::test]
+async fn sessions_list_oldest_or_newest_first() {
+    let server = Server::start().await;
+    let key = server.key().to_string();
+    new_agent(&server, &key).await;
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        let mut socket = open(&server, &key, "widget", "").await;
+        let (events, _) = read_until(&mut socket, Duration::from_secs(10), |e| {
+            e["type"] == "session.started"
+        })
+        .await;
+        ids.push(
+            events.last().unwrap()["sessionId"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        );
+        socket
+            .send(Message::text(json!({"type": "end"}).to_string()))
+            .await
+            .unwrap();
+        read_until(&mut socket, Duration::from_secs(10), |e| {
+            e["type"] == "session.ended"
+        })
+        .await;
+    }
+    let listed = |page: &Value| -> Vec<String> {
+        page["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let (status, oldest) = call(server.get("/v1/observability/sessions", &key)).await;
+    assert_eq!(status, 200, "{oldest}");
+    assert_eq!(listed(&oldest), ids);
+
+    let (status, first) =
+        call(server.get("/v1/observability/sessions?order=desc&limit=2", &key)).await;
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(listed(&first), [ids[2].clone(), ids[1].clone()]);
+    assert_eq!(first["hasMore"], true, "{first}");
+    let cursor = first["nextCursor"].as_str().unwrap();
+    let (status, rest) = call(server.get(
+        &format!("/v1/observability/sessions?order=desc&limit=2&cursor={cursor}"),
+        &key,
+    ))
+    .await;
+    assert_eq!(status, 200, "{rest}");
+    assert_eq!(listed(&rest), [ids[0].clone()]);
+    assert_eq!(rest["hasMore"], false, "{rest}");
+
+    let (status, refused) = call(server.get("/v1/observability/sessions?order=newest", &key)).await;
+    assert_eq!(status, 400, "{refused}");
+    assert_eq!(refused["error"]["param"], "order", "{refused}");
+}
+
 #[tokio::test]
 async fn a_ping_is_answered_with_its_payload() {
     let server = Server::start().await;

@@ -364,9 +364,24 @@ fn detail(trace: SessionTrace) -> SessionDetailBody {
 pub struct SessionFilter {
     /// Only this agent's sessions.
     pub agent_id: Option<String>,
+    /// `asc` (the default): oldest first; `desc`: newest first. Cursors work either way.
+    #[param(value_type = Option<String>, pattern = "^(asc|desc)$")]
+    pub order: Option<String>,
 }
 
-/// The caller's sessions (set up but never connected ones are left out), oldest first.
+impl SessionFilter {
+    /// Whether the list is asked newest first.
+    fn newest_first(&self) -> Result<bool, ApiError> {
+        match self.order.as_deref() {
+            None | Some("asc") => Ok(false),
+            Some("desc") => Ok(true),
+            Some(_) => Err(ApiError::invalid("order", "order must be asc or desc")),
+        }
+    }
+}
+
+/// The caller's sessions (set up but never connected ones are left out), oldest first unless
+/// `order=desc`.
 #[utoipa::path(get, path = "/v1/observability/sessions", tag = "observability", params(SessionFilter, PageQuery),
     responses((status = 200, body = PageBody<SessionSummaryBody>), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody)),
     security(("bearer" = [])))]
@@ -378,11 +393,13 @@ async fn list_sessions(
     query: web::Query<PageQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let page = query.into_inner().validate()?;
+    let newest_first = filter.newest_first()?;
     let page = state
         .sessions
         .send(ListSessions {
             developer_id: developer.id().to_string(),
             agent_id: filter.into_inner().agent_id,
+            newest_first,
             page,
         })
         .await??;

@@ -472,6 +472,8 @@ impl Handler<GetInterruptions> for SessionRegistry {
 pub struct ListSessions {
     pub developer_id: String,
     pub agent_id: Option<String>,
+    /// Newest first instead of oldest first.
+    pub newest_first: bool,
     pub page: PageRequest,
 }
 
@@ -483,10 +485,17 @@ impl Handler<ListSessions> for SessionRegistry {
         Box::pin(async move {
             let dev = &msg.developer_id;
             let cursor = msg.page.cursor.as_deref();
-            let after =
+            let position =
                 cursor_position(cursor, sessions::seq_of(&db, dev, cursor.unwrap_or(""))).await?;
-            let rows = sessions::list(&db, dev, msg.agent_id.as_deref(), after, msg.page.limit + 1)
-                .await?;
+            let rows = sessions::list(
+                &db,
+                dev,
+                msg.agent_id.as_deref(),
+                cursor.map(|_| position),
+                msg.newest_first,
+                msg.page.limit + 1,
+            )
+            .await?;
             Ok(Page::from_rows(rows, msg.page.limit, |row| &row.id))
         })
     }

@@ -484,24 +484,34 @@ pub async fn turns_of(db: &Db, session: &str) -> StoreResult<Vec<TurnRow>> {
     })
 }
 
+/// A developer's sessions past the one at `cursor` (a `seq`; `None` from the start), oldest
+/// first, or newest first when `newest_first`.
 pub async fn list(
     db: &Db,
     developer: &str,
     agent: Option<&str>,
-    after: i64,
+    cursor: Option<i64>,
+    newest_first: bool,
     limit: i64,
 ) -> StoreResult<Vec<SessionRow>> {
     db_run!(db, |conn| {
         let mut query = sessions::table
             .filter(sessions::developer_id.eq(developer))
-            .filter(sessions::seq.gt(after))
             .filter(sessions::status.ne(STATUS_PENDING))
             .into_boxed();
         if let Some(agent) = agent {
             query = query.filter(sessions::agent_id.eq(agent.to_string()));
         }
+        query = match (newest_first, cursor) {
+            (false, cursor) => query
+                .filter(sessions::seq.gt(cursor.unwrap_or(0)))
+                .order(sessions::seq.asc()),
+            (true, Some(cursor)) => query
+                .filter(sessions::seq.lt(cursor))
+                .order(sessions::seq.desc()),
+            (true, None) => query.order(sessions::seq.desc()),
+        };
         Ok(query
-            .order(sessions::seq.asc())
             .limit(limit)
             .select(SessionRow::as_select())
             .load(conn)
