@@ -257,7 +257,9 @@ impl From<MediaError> for ApiError {
     fn from(err: MediaError) -> ApiError {
         match err {
             MediaError::Unsupported(_) => ApiError::UnsupportedMediaType(err.to_string()),
-            MediaError::Corrupt(_) => ApiError::invalid("file", err.to_string()),
+            MediaError::Corrupt(_) | MediaError::Implausible(_) => {
+                ApiError::invalid("file", err.to_string())
+            }
             MediaError::TooLong => ApiError::PayloadTooLarge(err.to_string()),
             MediaError::Encode(_) => ApiError::Internal(err.to_string()),
         }

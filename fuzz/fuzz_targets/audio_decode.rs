@@ -3,10 +3,14 @@
 //! with the documented shape of its result checked: 1 to 8 channels of the same length at a
 //! non-zero rate.
 //!
+//! The same input is then decoded as the speech endpoints decode it (mono at 16 kHz, in a
+//! stream), which must give one channel at 16 kHz. scripts/fuzz runs this with a memory limit,
+//! so an input that expands past it is a crash.
+//!
 //! The extension hint is picked from the input's length, so the seeds stay real files.
 
 use libfuzzer_sys::fuzz_target;
-use switchboard::media::decode;
+use switchboard::media::{decode, decode_to, DecodeTarget};
 
 const HINTS: [Option<&str>; 8] = [
     None,
@@ -21,6 +25,10 @@ const HINTS: [Option<&str>; 8] = [
 
 fuzz_target!(|data: &[u8]| {
     let hint = HINTS[data.len() % HINTS.len()];
+    if let Ok(mono) = decode_to(data, hint, DecodeTarget::mono(16_000)) {
+        assert_eq!(mono.sample_rate, 16_000);
+        assert_eq!(mono.channels.len(), 1);
+    }
     let Ok(audio) = decode(data, hint) else {
         return;
     };

@@ -12,6 +12,7 @@ use super::upload::{is_multipart, read_form, Form};
 use super::{providers, validate, AppState};
 use crate::billing::{meter, Usage};
 use crate::error::{ApiError, ErrorBody};
+use crate::media::check_header;
 use crate::registry::jobs::{extension_of, GetJob, JobRequest, SubmitJob};
 use crate::speech::transcription::{transcribe_file, TranscriptionBody};
 use crate::store::jobs::{JobRow, STATUS_COMPLETED, STATUS_FAILED};
@@ -150,6 +151,10 @@ async fn transcribe(
         .json(TranscriptionBody::new(transcript, request.words)))
 }
 
+/// How much of an upload is read to check its header before a job is accepted; a container
+/// whose header is further in (an MP4 with its index at the end) is checked by the job.
+const HEADER_PROBE_BYTES: usize = 1 << 20;
+
 /// Accepts a transcription to run in the background; poll `GET /v1/transcribe/{jobId}`.
 #[utoipa::path(post, path = "/v1/transcribe/async", tag = "speech",
     request_body(content = TranscribeRequest, description = "As for POST /v1/transcribe"),
@@ -165,6 +170,14 @@ async fn transcribe_async(
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let (request, upload) = parse_request(&req, payload).await?;
+    // A header no recording has is refused now rather than in the job.
+    if let Some(bytes) = &upload {
+        let header = bytes[..bytes.len().min(HEADER_PROBE_BYTES)].to_vec();
+        let extension = request.extension.clone();
+        web::block(move || check_header(&header, extension.as_deref()))
+            .await
+            .map_err(|_| ApiError::Internal("the upload's header could not be read".into()))??;
+    }
     // Charged when the job completes.
     meter::ensure_credits(&state.metering, developer.id(), true).await?;
     let row = state

@@ -14,8 +14,10 @@ use symphonia::core::formats::{FormatOptions, TrackType};
 use symphonia::core::io::MediaSourceStream;
 use symphonia::core::meta::MetadataOptions;
 
-/// At most this many channels are kept; more is not speech audio.
-const MAX_CHANNELS: usize = 8;
+use super::sink::{check_format, DecodeTarget, PcmSink};
+
+/// At most this many channels are accepted; more is not speech audio.
+pub const MAX_CHANNELS: usize = 8;
 /// Longest audio accepted, so a small compressed file cannot expand into gigabytes of PCM.
 pub const MAX_DURATION_SECONDS: u64 = 4 * 60 * 60;
 
@@ -27,6 +29,9 @@ pub enum MediaError {
     /// The container was recognised but the data is damaged or empty.
     #[error("the audio file is damaged or empty: {0}")]
     Corrupt(String),
+    /// The header declares a sample rate or channel count no recording has.
+    #[error("the audio file declares {0}")]
+    Implausible(String),
     #[error("the audio is longer than the {MAX_DURATION_SECONDS} s limit")]
     TooLong,
     /// Encoding failed (an encoder library refused its input).
@@ -68,21 +73,72 @@ impl DecodedAudio {
     }
 }
 
-/// Decodes a whole file held in memory. `extension` (from an upload's file name or a URL
-/// path) helps the probe but is never trusted over the content.
+/// Decodes a whole file held in memory, every channel at the file's own rate. `extension`
+/// (from an upload's file name or a URL path) helps the probe but is never trusted over the
+/// content.
 pub fn decode(bytes: &[u8], extension: Option<&str>) -> Result<DecodedAudio, MediaError> {
+    decode_to(bytes, extension, DecodeTarget::ORIGINAL)
+}
+
+/// Decodes a file to what `target` asks for, packet by packet: implausible rates and channel
+/// counts are refused before any decoder or resampler is built, and each packet is mixed
+/// down and resampled as soon as it is decoded.
+pub fn decode_to(
+    bytes: &[u8],
+    extension: Option<&str>,
+    target: DecodeTarget,
+) -> Result<DecodedAudio, MediaError> {
     if bytes.is_empty() {
         return Err(MediaError::Corrupt("the file is empty".into()));
     }
     if is_ogg_opus(bytes) {
-        return decode_ogg_opus(bytes);
+        return decode_ogg_opus(bytes, target);
     }
-    decode_with_symphonia(bytes, extension)
+    decode_with_symphonia(bytes, extension, target)
+}
+
+/// Reads only the headers of a file and refuses what decoding would refuse from them: an
+/// implausible sample rate or channel count, or a declared length over the duration cap.
+/// Anything else (an unknown format, damage further in) is left for decoding to report, so
+/// this can run before a job is accepted without changing what the job reports.
+pub fn check_header(bytes: &[u8], extension: Option<&str>) -> Result<(), MediaError> {
+    if is_ogg_opus(bytes) {
+        // The channel count is checked by the decoder; Opus always decodes at 48 kHz.
+        return Ok(());
+    }
+    let source = MediaSourceStream::new(Box::new(Cursor::new(bytes.to_vec())), Default::default());
+    let mut hint = Hint::new();
+    if let Some(extension) = extension {
+        hint.with_extension(extension);
+    }
+    let format = match symphonia::default::get_probe().probe(
+        &hint,
+        source,
+        FormatOptions::default(),
+        MetadataOptions::default(),
+    ) {
+        Ok(format) => format,
+        Err(e @ SymphoniaError::DecodeError(_)) => return Err(probe_error(&e)),
+        Err(_) => return Ok(()),
+    };
+    let Some(track) = format.default_track(TrackType::Audio) else {
+        return Ok(());
+    };
+    let Some(params) = track.codec_params.as_ref().and_then(|p| p.audio()) else {
+        return Ok(());
+    };
+    if let Some(rate) = params.sample_rate {
+        let channels = params.channels.as_ref().map_or(1, |c| c.count());
+        check_format(rate, channels)?;
+        PcmSink::new(DecodeTarget::mono(rate)).check_declared(rate, channels, track.num_frames)?;
+    }
+    Ok(())
 }
 
 fn decode_with_symphonia(
     bytes: &[u8],
     extension: Option<&str>,
+    target: DecodeTarget,
 ) -> Result<DecodedAudio, MediaError> {
     let source = MediaSourceStream::new(Box::new(Cursor::new(bytes.to_vec())), Default::default());
     let mut hint = Hint::new();
@@ -96,25 +152,31 @@ fn decode_with_symphonia(
             FormatOptions::default(),
             MetadataOptions::default(),
         )
-        .map_err(|e| MediaError::Unsupported(describe(&e)))?;
+        .map_err(|e| probe_error(&e))?;
     let track = format
         .default_track(TrackType::Audio)
         .ok_or_else(|| MediaError::Unsupported("the file has no audio track".into()))?;
     let track_id = track.id;
+    let declared_frames = track.num_frames;
     let params = track
         .codec_params
         .as_ref()
         .and_then(|p| p.audio())
         .ok_or_else(|| MediaError::Unsupported("the audio track has no codec parameters".into()))?
         .clone();
+    let mut sink = PcmSink::new(target);
+    // What the header declares is checked before the decoder is made: some decoders size
+    // their buffers from it.
+    if let Some(rate) = params.sample_rate {
+        let channels = params.channels.as_ref().map_or(1, |c| c.count());
+        check_format(rate, channels)?;
+        sink.check_declared(rate, channels, declared_frames)?;
+    }
     let mut decoder = symphonia::default::get_codecs()
         .make_audio_decoder(&params, &AudioDecoderOptions::default())
         .map_err(|e| MediaError::Unsupported(describe(&e)))?;
 
-    let mut sample_rate = params.sample_rate.unwrap_or(0);
-    let mut channels: Vec<Vec<f32>> = Vec::new();
     let mut interleaved: Vec<f32> = Vec::new();
-    let mut decoded_any = false;
     loop {
         let packet = match format.next_packet() {
             Ok(Some(packet)) => packet,
@@ -132,38 +194,22 @@ fn decode_with_symphonia(
             Err(SymphoniaError::DecodeError(_)) | Err(SymphoniaError::IoError(_)) => continue,
             Err(e) => return Err(MediaError::Corrupt(describe(&e))),
         };
-        let count = buffer.spec().channels().count().clamp(1, MAX_CHANNELS);
-        sample_rate = buffer.spec().rate();
-        if channels.is_empty() {
-            channels = vec![Vec::new(); count];
-        }
+        let planes = buffer.spec().channels().count();
+        let rate = buffer.spec().rate();
+        check_format(rate, planes)?;
         buffer.copy_to_vec_interleaved(&mut interleaved);
-        let planes = buffer.spec().channels().count().max(1);
-        append_frames(&mut channels, &interleaved, planes);
-        decoded_any = true;
-        if sample_rate > 0 && channels[0].len() as u64 > MAX_DURATION_SECONDS * sample_rate as u64 {
-            return Err(MediaError::TooLong);
-        }
+        sink.push(&interleaved, planes, rate)?;
     }
-    if !decoded_any || sample_rate == 0 || channels.iter().all(Vec::is_empty) {
-        return Err(MediaError::Corrupt("no audio could be decoded".into()));
-    }
-    Ok(DecodedAudio {
-        sample_rate,
-        channels,
-    })
+    sink.finish()
+        .ok_or_else(|| MediaError::Corrupt("no audio could be decoded".into()))
 }
 
-/// Appends one packet's interleaved frames of `planes` channels to `channels`, keeping every
-/// channel the same length whatever the packet holds: a packet with fewer channels than the
-/// stream began with (a stream switching from stereo to mono) fills the missing ones from its
-/// last channel, and channels beyond the first packet's count are dropped.
-fn append_frames(channels: &mut [Vec<f32>], interleaved: &[f32], planes: usize) {
-    let planes = planes.max(1);
-    for frame in interleaved.chunks_exact(planes) {
-        for (i, channel) in channels.iter_mut().enumerate() {
-            channel.push(frame[i.min(planes - 1)]);
-        }
+/// A format reader that recognised the container and then refused its header (a WAV
+/// declaring 1000 channels) reports a damaged file; no reader recognising it is unsupported.
+fn probe_error(error: &SymphoniaError) -> MediaError {
+    match error {
+        SymphoniaError::DecodeError(_) => MediaError::Corrupt(describe(error)),
+        _ => MediaError::Unsupported(describe(error)),
     }
 }
 
@@ -182,7 +228,7 @@ fn is_ogg_opus(bytes: &[u8]) -> bool {
 
 /// Ogg Opus (RFC 7845): OpusHead gives the channel count and pre-skip; audio packets decode
 /// at 48 kHz.
-fn decode_ogg_opus(bytes: &[u8]) -> Result<DecodedAudio, MediaError> {
+fn decode_ogg_opus(bytes: &[u8], target: DecodeTarget) -> Result<DecodedAudio, MediaError> {
     const RATE: u32 = 48_000;
     let corrupt = |what: &str| MediaError::Corrupt(format!("Ogg Opus: {what}"));
     let mut reader = ogg::reading::PacketReader::new(Cursor::new(bytes));
@@ -209,8 +255,10 @@ fn decode_ogg_opus(bytes: &[u8]) -> Result<DecodedAudio, MediaError> {
         .map_err(|e| corrupt(&e.to_string()))?;
     // The largest Opus packet holds 120 ms.
     let mut pcm = vec![0f32; 5760 * count];
-    let mut channels = vec![Vec::new(); count];
+    let mut sink = PcmSink::new(target);
     let mut packets = 0usize;
+    // The encoder's pre-skip (priming samples) is dropped from the start.
+    let mut skip = pre_skip * count;
     while let Some(packet) = reader.read_packet().map_err(|e| corrupt(&e.to_string()))? {
         packets += 1;
         if packets == 1 && packet.data.starts_with(b"OpusTags") {
@@ -225,47 +273,19 @@ fn decode_ogg_opus(bytes: &[u8]) -> Result<DecodedAudio, MediaError> {
             Ok(frames) => frames,
             Err(_) => continue,
         };
-        for frame in pcm[..frames * count].chunks_exact(count) {
-            for (channel, sample) in channels.iter_mut().zip(frame) {
-                channel.push(*sample);
-            }
-        }
-        if channels[0].len() as u64 > MAX_DURATION_SECONDS * RATE as u64 {
-            return Err(MediaError::TooLong);
+        let decoded = &pcm[..frames * count];
+        let dropped = skip.min(decoded.len());
+        skip -= dropped;
+        if dropped < decoded.len() {
+            sink.push(&decoded[dropped..], count, RATE)?;
         }
     }
-    for channel in &mut channels {
-        channel.drain(..pre_skip.min(channel.len()));
-    }
-    if channels[0].is_empty() {
-        return Err(corrupt("no audio packets"));
-    }
-    Ok(DecodedAudio {
-        sample_rate: RATE,
-        channels,
-    })
+    sink.finish().ok_or_else(|| corrupt("no audio packets"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn channels_stay_the_same_length_when_a_stream_changes_its_channel_count() {
-        let mut channels = vec![Vec::new(); 2];
-        append_frames(&mut channels, &[0.1, 0.2, 0.3, 0.4], 2);
-        // Mono packets in a stereo stream fill both channels.
-        append_frames(&mut channels, &[0.5, 0.6], 1);
-        // A packet with more channels than the stream began with keeps the first two.
-        append_frames(&mut channels, &[0.7, 0.8, 0.9], 3);
-        assert_eq!(channels[0], vec![0.1, 0.3, 0.5, 0.6, 0.7]);
-        assert_eq!(channels[1], vec![0.2, 0.4, 0.5, 0.6, 0.8]);
-        let audio = DecodedAudio {
-            sample_rate: 8_000,
-            channels,
-        };
-        assert_eq!(audio.mono().len(), 5);
-    }
 
     fn fixture(name: &str) -> Vec<u8> {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))

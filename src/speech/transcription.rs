@@ -9,7 +9,7 @@ use switchboard_actors::engine::{
 };
 
 use super::{diarize, SpeechError};
-use crate::media::{decode, resample, DecodedAudio};
+use crate::media::{decode_to, resample, DecodeTarget, DecodedAudio};
 
 /// What the caller asked for beyond the engine's own options.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -19,14 +19,19 @@ pub struct TranscriptionRequest {
 }
 
 /// Decodes `audio` (an uploaded or fetched file; `extension` from its name helps the probe)
-/// and transcribes it.
+/// straight to the recogniser's rate, one channel, or one per channel when diarizing, and
+/// transcribes it.
 pub async fn transcribe_file(
     engine: Arc<dyn SpeechToText>,
     audio: Vec<u8>,
     extension: Option<String>,
     request: TranscriptionRequest,
 ) -> Result<Transcript, SpeechError> {
-    let decoded = blocking(move || decode(&audio, extension.as_deref())).await??;
+    let target = DecodeTarget {
+        sample_rate: Some(STT_SAMPLE_RATE),
+        split_channels: request.diarize,
+    };
+    let decoded = blocking(move || decode_to(&audio, extension.as_deref(), target)).await??;
     transcribe_decoded(engine, decoded, request).await
 }
 
@@ -37,9 +42,16 @@ pub async fn transcribe_decoded(
     request: TranscriptionRequest,
 ) -> Result<Transcript, SpeechError> {
     let duration = decoded.duration_seconds();
-    let by_channel = request.diarize && decoded.channels.len() > 1 && {
-        let channels = decoded.channels.clone();
-        blocking(move || diarize::channels_differ(&channels)).await?
+    // The channels are compared where they are, not copied: they may be most of the
+    // decoded-audio budget.
+    let (decoded, by_channel) = if request.diarize && decoded.channels.len() > 1 {
+        blocking(move || {
+            let differ = diarize::channels_differ(&decoded.channels);
+            (decoded, differ)
+        })
+        .await?
+    } else {
+        (decoded, false)
     };
     if by_channel {
         let rate = decoded.sample_rate;
@@ -47,7 +59,7 @@ pub async fn transcribe_decoded(
             let engine = engine.clone();
             let options = request.options.clone();
             async move {
-                let samples = blocking(move || resample(&channel, rate, STT_SAMPLE_RATE)).await?;
+                let samples = blocking(move || at_rate(channel, rate, STT_SAMPLE_RATE)).await?;
                 engine.transcribe(Arc::from(samples), options).await
             }
         });
@@ -55,9 +67,18 @@ pub async fn transcribe_decoded(
         return Ok(diarize::merge_channels(per_channel, duration));
     }
 
-    let rate = decoded.sample_rate;
-    let samples: Arc<[f32]> =
-        Arc::from(blocking(move || resample(&decoded.mono(), rate, STT_SAMPLE_RATE)).await?);
+    let samples: Arc<[f32]> = Arc::from(
+        blocking(move || {
+            let rate = decoded.sample_rate;
+            let mono = if decoded.channels.len() == 1 {
+                decoded.channels.into_iter().next().unwrap_or_default()
+            } else {
+                decoded.mono()
+            };
+            at_rate(mono, rate, STT_SAMPLE_RATE)
+        })
+        .await?,
+    );
     let mut transcript = engine
         .transcribe(samples.clone(), request.options.clone())
         .await?;
@@ -70,6 +91,15 @@ pub async fn transcribe_decoded(
         .await?;
     }
     Ok(transcript)
+}
+
+/// `samples` at `to` Hz, moved rather than copied when already there.
+fn at_rate(samples: Vec<f32>, from: u32, to: u32) -> Vec<f32> {
+    if from == to {
+        samples
+    } else {
+        resample(&samples, from, to)
+    }
 }
 
 /// Runs CPU work (decoding, resampling, pitch analysis) off the async workers.

@@ -142,7 +142,11 @@ async fn whole_file(
             return Err(endpoint.error(EngineErrorKind::Upstream, "answered with too large a file"));
         }
     }
-    let decoded = tokio::task::spawn_blocking(move || crate::media::decode::decode(&file, None))
+    let target = crate::media::DecodeTarget {
+        sample_rate: None,
+        split_channels: false,
+    };
+    let decoded = tokio::task::spawn_blocking(move || crate::media::decode_to(&file, None, target))
         .await
         .map_err(|_| endpoint.error(EngineErrorKind::Internal, "decoding the audio failed"))?
         .map_err(|err| {

@@ -5,6 +5,8 @@
 
 use std::path::Path;
 
+use crate::media::decode::{MediaError, MAX_DURATION_SECONDS};
+use crate::media::sink::check_format;
 use switchboard_actors::engine::{EngineError, STT_SAMPLE_RATE};
 use symphonia::core::codecs::audio::AudioDecoderOptions;
 use symphonia::core::errors::Error as SymphoniaError;
@@ -49,7 +51,8 @@ fn invalid(path: &Path, err: impl std::fmt::Display) -> EngineError {
     EngineError::invalid(format!("cannot decode {}: {err}", path.display()))
 }
 
-/// Decodes the default audio track of a file.
+/// Decodes the default audio track of a file. Sample rates and channel counts are checked
+/// as uploads' are (`media::sink::check_format`), and so is the duration cap.
 pub fn decode_file(path: &Path) -> Result<DecodedAudio, EngineError> {
     let file = std::fs::File::open(path).map_err(|err| invalid(path, err))?;
     let stream = MediaSourceStream::new(Box::new(file), Default::default());
@@ -75,6 +78,11 @@ pub fn decode_file(path: &Path) -> Result<DecodedAudio, EngineError> {
         .and_then(|p| p.audio())
         .ok_or_else(|| invalid(path, "the track has no audio parameters"))?
         .clone();
+    // Implausible headers are refused before a decoder or resampler is sized from them.
+    if let Some(rate) = params.sample_rate {
+        let count = params.channels.as_ref().map_or(1, |c| c.count());
+        check_format(rate, count).map_err(|err| invalid(path, err))?;
+    }
     let mut decoder = symphonia::default::get_codecs()
         .make_audio_decoder(&params, &AudioDecoderOptions::default())
         .map_err(|err| invalid(path, err))?;
@@ -98,12 +106,17 @@ pub fn decode_file(path: &Path) -> Result<DecodedAudio, EngineError> {
         match decoder.decode(&packet) {
             Ok(buffer) => {
                 sample_rate = buffer.spec().rate();
+                check_format(sample_rate, buffer.spec().channels().count())
+                    .map_err(|err| invalid(path, err))?;
                 buffer.copy_to_vecs_planar::<f32>(&mut planes);
                 if channels.len() < planes.len() {
                     channels.resize(planes.len(), Vec::new());
                 }
                 for (all, plane) in channels.iter_mut().zip(&planes) {
                     all.extend_from_slice(plane);
+                }
+                if channels[0].len() as u64 > MAX_DURATION_SECONDS * sample_rate as u64 {
+                    return Err(invalid(path, MediaError::TooLong));
                 }
             }
             // A damaged packet is skipped, as players do.

@@ -7,14 +7,15 @@
 //! accurate mode with beam search. Both are CTranslate2 directories under the models dir.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use candle_core::{DType, Device};
 use candle_nn::VarBuilder;
 use serde::Serialize;
 use switchboard_actors::engine::{
-    EngineError, EngineFuture, SpeechToText, SttMode, TranscribeOptions, Transcript,
-    TranscriptSegment, TranscriptWord, STT_SAMPLE_RATE,
+    EngineError, EngineErrorKind, EngineFuture, SpeechToText, SttMode, TranscribeOptions,
+    Transcript, TranscriptSegment, TranscriptWord, STT_SAMPLE_RATE,
 };
 
 use super::ct2;
@@ -174,7 +175,7 @@ impl WhisperEngine {
         audio: &[f32],
         options: &TranscribeOptions,
     ) -> Result<Transcript, EngineError> {
-        self.inner.transcribe(audio, options, &mut || {})
+        self.inner.transcribe(audio, options, &mut || true)
     }
 }
 
@@ -191,13 +192,30 @@ impl SpeechToText for WhisperEngine {
         let inner = self.inner.clone();
         let pool = self.pool.clone();
         let make_way = self.pool.clone();
+        // Set when the caller stops waiting (a client gone, a job past its time bound):
+        // the recognition then ends at its next window instead of running to the end.
+        let abandoned = Arc::new(AtomicBool::new(false));
+        let watched = abandoned.clone();
         Box::pin(async move {
+            let _abandon_on_drop = SetOnDrop(abandoned);
             pool.run(move || {
-                // A file's windows make way for a caller's turn (see `run_waiting_live`).
-                inner.transcribe(&audio, &options, &mut || make_way.run_waiting_live())
+                inner.transcribe(&audio, &options, &mut || {
+                    // A file's windows make way for a caller's turn (see `run_waiting_live`).
+                    make_way.run_waiting_live();
+                    !watched.load(Ordering::Relaxed)
+                })
             })
             .await
         })
+    }
+}
+
+/// Sets its flag when dropped.
+struct SetOnDrop(Arc<AtomicBool>);
+
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
     }
 }
 
@@ -263,12 +281,12 @@ impl Inner {
     }
 
     /// Transcribes `audio`, calling `between_windows` before each 30 s window after the
-    /// first.
+    /// first; it answers false when nobody waits for the result any more.
     fn transcribe(
         &self,
         audio: &[f32],
         options: &TranscribeOptions,
-        between_windows: &mut dyn FnMut(),
+        between_windows: &mut dyn FnMut() -> bool,
     ) -> Result<Transcript, EngineError> {
         let forced = requested_language(options)?;
         if audio.is_empty() {
@@ -405,14 +423,15 @@ fn max_new_tokens(content: usize, options: &TranscribeOptions, n_ctx: usize) -> 
     }
 }
 
-/// The long-form loop; `between_windows` runs before each window after the first.
+/// The long-form loop; `between_windows` runs before each window after the first and stops
+/// the loop when it answers false.
 fn run(
     m: &Loaded,
     audio: &[f32],
     options: &TranscribeOptions,
     forced: Option<&'static str>,
     beam_size: usize,
-    between_windows: &mut dyn FnMut(),
+    between_windows: &mut dyn FnMut() -> bool,
 ) -> Result<Transcript, EngineError> {
     let vocab = &m.vocab;
     let duration = audio.len() as f32 / STT_SAMPLE_RATE as f32;
@@ -436,8 +455,11 @@ fn run(
         if window_frames < MIN_WINDOW_FRAMES && seek > 0 {
             break;
         }
-        if seek > 0 {
-            between_windows();
+        if seek > 0 && !between_windows() {
+            return Err(EngineError::new(
+                EngineErrorKind::Timeout,
+                "the recognition was abandoned: nobody waits for its result any more",
+            ));
         }
         let time_offset = (seek * HOP_LENGTH) as f32 / STT_SAMPLE_RATE as f32;
         let window_started = std::time::Instant::now();
