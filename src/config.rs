@@ -428,6 +428,11 @@ pub struct JobsConfig {
     pub max_pending: usize,
     /// Asynchronous transcriptions run at once.
     pub concurrency: usize,
+    /// Longest one job may spend fetching, decoding and recognising before it fails.
+    pub timeout_seconds: u64,
+    /// Times a job may start running: a job cut by a crash runs again after the restart
+    /// only while it has started fewer times than this; then it fails with its reason.
+    pub max_runs: i32,
 }
 
 impl Config {
@@ -504,6 +509,11 @@ impl Config {
             || portal.session_max_seconds == 0
         {
             return Err(invalid("every portal.* limit must be at least 1"));
+        }
+        if self.jobs.timeout_seconds == 0 || self.jobs.max_runs < 1 {
+            return Err(invalid(
+                "jobs.timeout_seconds and jobs.max_runs must be at least 1",
+            ));
         }
         if self.registry.search_graph_min_chunks == 0 {
             return Err(invalid(

@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use actix::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -84,6 +85,8 @@ pub struct JobRegistry {
     node_id: String,
     upload_dir: PathBuf,
     max_pending: usize,
+    timeout: Duration,
+    max_runs: i32,
     pending: Arc<AtomicUsize>,
     running: Arc<Semaphore>,
     /// Completed transcriptions are charged when they finish.
@@ -108,6 +111,8 @@ impl JobRegistry {
             node_id,
             upload_dir: data_dir.join("jobs"),
             max_pending: config.max_pending.max(1),
+            timeout: Duration::from_secs(config.timeout_seconds.max(1)),
+            max_runs: config.max_runs.max(1),
             pending: Arc::new(AtomicUsize::new(0)),
             running: Arc::new(Semaphore::new(config.concurrency.max(1))),
         }
@@ -122,6 +127,7 @@ impl JobRegistry {
             pending: self.pending.clone(),
             running: self.running.clone(),
             metering: self.metering.clone(),
+            timeout: self.timeout,
         };
         actix::spawn(runner.run(row));
     }
@@ -144,6 +150,10 @@ impl Actor for JobRegistry {
                             tracing::info!("resuming {} unfinished transcription jobs", rows.len());
                         }
                         for row in rows {
+                            if row.runs >= registry.max_runs {
+                                actix::spawn(fail_cut_too_often(registry.db.clone(), row));
+                                continue;
+                            }
                             registry.pending.fetch_add(1, Ordering::SeqCst);
                             registry.spawn(row);
                         }
@@ -193,6 +203,7 @@ impl Handler<SubmitJob> for JobRegistry {
             error: None,
             created_at: now_ms(),
             completed_at: None,
+            runs: 0,
         };
         let me = ctx.address();
         Box::pin(async move {
@@ -262,6 +273,24 @@ async fn write_upload(path: &Path, bytes: Vec<u8>) -> Result<(), JobError> {
         .map_err(|e| JobError::Io(format!("{}: {e}", path.display())))
 }
 
+/// Ends a job that was running each of the times its node stopped (it may be what stops
+/// the node) instead of running it again.
+async fn fail_cut_too_often(db: Db, row: JobRow) {
+    let reason = format!(
+        "the job was running when the server stopped, {} times; it is not run again",
+        row.runs
+    );
+    tracing::warn!(job = %row.id, "transcription job failed: {reason}");
+    match jobs::finish(&db, &row.id, Err(reason), now_ms()).await {
+        Ok(_) => {
+            if let Some(path) = &row.audio_path {
+                let _ = tokio::fs::remove_file(path).await;
+            }
+        }
+        Err(e) => tracing::error!(job = %row.id, "could not record the job's outcome: {e}"),
+    }
+}
+
 /// One job's run, independent of the actor so a long transcription never holds it.
 struct JobRunner {
     db: Db,
@@ -270,12 +299,14 @@ struct JobRunner {
     pending: Arc<AtomicUsize>,
     running: Arc<Semaphore>,
     metering: Addr<Metering>,
+    /// The time bound of one run (`jobs.timeout_seconds`).
+    timeout: Duration,
 }
 
 impl JobRunner {
     async fn run(self, row: JobRow) {
         let outcome = match self.running.clone().acquire_owned().await {
-            Ok(_permit) => self.transcribe(&row).await,
+            Ok(_permit) => self.run_counted(&row).await,
             Err(_) => Err("the server is shutting down".to_string()),
         };
         let failed = outcome.as_ref().err().cloned();
@@ -292,6 +323,21 @@ impl JobRunner {
             Err(e) => tracing::error!(job = %row.id, "could not record the job's outcome: {e}"),
         }
         self.pending.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// Counts the run, then transcribes within the time bound. Past it the job's work is
+    /// dropped: the recogniser stops at its next 30 s window.
+    async fn run_counted(&self, row: &JobRow) -> Result<String, String> {
+        jobs::start_run(&self.db, &row.id)
+            .await
+            .map_err(|e| format!("the job could not be started: {e}"))?;
+        match tokio::time::timeout(self.timeout, self.transcribe(row)).await {
+            Ok(outcome) => outcome,
+            Err(_) => Err(format!(
+                "the transcription took longer than the {} s limit for one job",
+                self.timeout.as_secs()
+            )),
+        }
     }
 
     /// The result JSON, or the reason the job failed as a client may read it.

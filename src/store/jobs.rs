@@ -26,6 +26,8 @@ pub struct JobRow {
     pub error: Option<String>,
     pub created_at: i64,
     pub completed_at: Option<i64>,
+    /// How many times the job has started running (a restart runs an unfinished job again).
+    pub runs: i32,
 }
 
 pub async fn insert(db: &Db, row: &JobRow) -> StoreResult<()> {
@@ -61,6 +63,22 @@ pub async fn unfinished(db: &Db, node: &str) -> StoreResult<Vec<JobRow>> {
             .order(transcription_jobs::seq.asc())
             .select(JobRow::as_select())
             .load(conn)
+            .await?)
+    })
+}
+
+/// Counts one more run of a job about to start; answers the runs so far, this one included.
+pub async fn start_run(db: &Db, id: &str) -> StoreResult<i32> {
+    use transcription_jobs as t;
+    db_run!(db, |conn| {
+        diesel::update(t::table.filter(t::id.eq(id)))
+            .set(t::runs.eq(t::runs + 1))
+            .execute(conn)
+            .await?;
+        Ok(t::table
+            .filter(t::id.eq(id))
+            .select(t::runs)
+            .first(conn)
             .await?)
     })
 }

@@ -185,6 +185,7 @@ diesel::table! {
         error -> Nullable<Text>,
         created_at -> BigInt,
         completed_at -> Nullable<BigInt>,
+        runs -> Integer,
     }
 }
 

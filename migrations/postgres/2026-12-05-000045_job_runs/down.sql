@@ -1,0 +1,1 @@
+ALTER TABLE transcription_jobs DROP COLUMN runs;
