@@ -238,7 +238,7 @@ async fn implausible_rates_and_channel_counts_are_refused_on_every_decoding_rout
         assert!(
             body["error"]["message"]
                 .as_str()
-                .is_some_and(|m| m.contains("channels") || m.contains("Hz")),
+                .is_some_and(|m| m.contains("channel") || m.contains("rate")),
             "{case}: the reason is given: {body}"
         );
     }
@@ -270,10 +270,12 @@ async fn the_cli_refuses_an_absurd_sample_rate_with_a_clear_message() {
     assert!(started.elapsed() < Duration::from_secs(10));
 }
 
-/// Peak memory the decoding of one upload may add, in MiB, whatever the upload: 60 s of
-/// 16 kHz mono PCM is under 4 MiB, Whisper's work on it a few tens; before decoding was
-/// streamed, the 60 s bomb added about 400 MiB and the 2-minute one about 800.
-const BOMB_BUDGET_MIB: u64 = 150;
+/// Peak memory one bomb's transcription may add over the server's RSS before it (recogniser
+/// already loaded on an 11 s file), in MiB. The decoded audio itself is small (120 s of
+/// 16 kHz mono is 7.7 MB); most of what is measured, 140-165 MiB, is Whisper's working
+/// memory for a file of several 30 s windows. Before decoding was streamed the 60 s bomb
+/// added 466 MiB and the 120 s one 956 MiB.
+const BOMB_BUDGET_MIB: u64 = 256;
 
 #[tokio::test]
 async fn silent_high_rate_multichannel_flacs_are_decoded_within_a_fixed_memory_budget() {
@@ -386,16 +388,17 @@ async fn job_runs(storage: &Storage, id: &str) -> i32 {
     use switchboard::store::schema::transcription_jobs as t;
     let db = switchboard::store::Db::connect(&storage.resolved_url(), 1, 5_000).unwrap();
     let id = id.to_string();
-    switchboard::db_run!(db, |conn| {
-        Ok::<i32, switchboard::store::StoreError>(
-            t::table
+    let query = async {
+        switchboard::db_run!(db, |conn| {
+            let runs: i32 = t::table
                 .filter(t::id.eq(&id))
                 .select(t::runs)
                 .first(conn)
-                .await?,
-        )
-    })
-    .unwrap()
+                .await?;
+            Ok::<_, switchboard::store::StoreError>(runs)
+        })
+    };
+    query.await.expect("the job's runs")
 }
 
 async fn wait_for_runs(server: &Server, id: &str, runs: i32) {
