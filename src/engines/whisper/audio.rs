@@ -115,7 +115,9 @@ pub fn decode_file(path: &Path) -> Result<DecodedAudio, EngineError> {
                 for (all, plane) in channels.iter_mut().zip(&planes) {
                     all.extend_from_slice(plane);
                 }
-                if channels[0].len() as u64 > MAX_DURATION_SECONDS * sample_rate as u64 {
+                if channels.first().map_or(0, Vec::len) as u64
+                    > MAX_DURATION_SECONDS * sample_rate as u64
+                {
                     return Err(invalid(path, MediaError::TooLong));
                 }
             }
