@@ -129,6 +129,9 @@ pub struct ServerConfig {
     /// A direct socket whose client sends no audio and no message for this long is closed
     /// (1008) and its session ended, freeing its place; 0 = never.
     pub direct_idle_timeout_seconds: u64,
+    /// Give the allocator's free memory back to the system when live sessions fall
+    /// ([`crate::memory`]).
+    pub give_back_memory: bool,
 }
 
 impl ServerConfig {

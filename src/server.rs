@@ -98,7 +98,9 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     .start();
     let drain = Drain::new();
     // What a peak of calls took goes back to the system once they end.
-    actix_web::rt::spawn(crate::memory::give_back_when_load_falls(drain.clone()));
+    if config.server.give_back_memory {
+        actix_web::rt::spawn(crate::memory::give_back_when_load_falls(drain.clone()));
+    }
     let recordings = Recordings::new(
         config.recordings.clone(),
         recording_storage.clone(),
