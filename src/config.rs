@@ -118,6 +118,41 @@ pub struct ServerConfig {
     /// Nice steps the background threads (inference, search-graph builders) run below the
     /// real-time workers; 0 = the same priority. See [`crate::background`].
     pub background_nice: BackgroundPriority,
+    /// A request body must start arriving within this long of being asked for (408 past it).
+    pub body_read_timeout_seconds: u64,
+    /// After `body_read_timeout_seconds`, the body must keep arriving at this average rate
+    /// (bytes per second) or it is cut off with 408; 0 = only the wait between two pieces of
+    /// the body is limited.
+    pub body_min_bytes_per_second: u64,
+    /// A WebSocket frame must arrive whole within this long of its first byte (close 1008).
+    pub websocket_frame_timeout_seconds: u64,
+    /// A direct socket whose client sends no audio and no message for this long is closed
+    /// (1008) and its session ended, freeing its place; 0 = never.
+    pub direct_idle_timeout_seconds: u64,
+    /// Give the allocator's free memory back to the system when live sessions fall
+    /// ([`crate::memory`]).
+    pub give_back_memory: bool,
+}
+
+impl ServerConfig {
+    /// The limits of a real-time socket's reader; the idle timeout is the direct socket's.
+    pub fn socket_limits(&self) -> crate::realtime_socket::SocketLimits {
+        use std::time::Duration;
+        crate::realtime_socket::SocketLimits {
+            max_message: crate::realtime_socket::MAX_MESSAGE_BYTES,
+            frame_timeout: Duration::from_secs(self.websocket_frame_timeout_seconds.max(1)),
+            idle_timeout: (self.direct_idle_timeout_seconds > 0)
+                .then(|| Duration::from_secs(self.direct_idle_timeout_seconds)),
+        }
+    }
+
+    /// How long a request body may take ([`crate::http::body_timeout`]).
+    pub fn body_deadline(&self) -> crate::http::body_timeout::BodyDeadline {
+        crate::http::body_timeout::BodyDeadline {
+            grace: std::time::Duration::from_secs(self.body_read_timeout_seconds.max(1)),
+            min_bytes_per_second: self.body_min_bytes_per_second,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]

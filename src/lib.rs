@@ -17,6 +17,7 @@ pub mod http;
 pub mod knowledge;
 pub mod loadtest;
 pub mod media;
+pub mod memory;
 pub mod observability;
 pub mod portal;
 pub mod realtime_socket;

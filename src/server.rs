@@ -97,6 +97,10 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     )
     .start();
     let drain = Drain::new();
+    // What a peak of calls took goes back to the system once they end.
+    if config.server.give_back_memory {
+        actix_web::rt::spawn(crate::memory::give_back_when_load_falls(drain.clone()));
+    }
     let recordings = Recordings::new(
         config.recordings.clone(),
         recording_storage.clone(),
@@ -187,10 +191,16 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         portal,
     });
     let max_json = config.server.max_json_bytes;
+    let socket_limits = config.server.socket_limits();
+    let body_deadline = config.server.body_deadline();
     let app = move || {
         App::new()
             .app_data(state.clone())
+            .app_data(socket_limits)
+            .app_data(body_deadline)
             .configure(|cfg| http::configure(cfg, max_json))
+            // Inside the request id's scope, so that a 408 carries it.
+            .wrap(from_fn(http::body_timeout::limit))
             .wrap(from_fn(http::request_id::assign))
     };
     let http_listener = listen(config.server.bind)

@@ -64,6 +64,11 @@ impl Drain {
         *self.live.borrow()
     }
 
+    /// The number of live sessions, as it changes.
+    pub fn watch_live(&self) -> watch::Receiver<usize> {
+        self.live.subscribe()
+    }
+
     /// Starts draining: no new session is admitted from now on.
     pub fn begin(&self) {
         let sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());

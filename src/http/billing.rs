@@ -9,7 +9,7 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::auth::Developer;
-use super::body::{ApiJson, OptionalJson};
+use super::body::{ApiJson, OptionalJson, RawWebhook};
 use super::{validate, AppState};
 use crate::billing::pricing::format_credits;
 use crate::billing::stripe::StripeClient;
@@ -341,7 +341,7 @@ pub struct WebhookBody {
 pub async fn webhook(
     state: web::Data<AppState>,
     req: HttpRequest,
-    payload: web::Bytes,
+    RawWebhook(payload): RawWebhook,
 ) -> Result<HttpResponse, ApiError> {
     let stripe = &state.config.billing.stripe;
     let secret = stripe.webhook_secret.trim();

@@ -2,7 +2,8 @@
 //! empty body means `T::default()`, for endpoints whose every field is optional, such as
 //! `POST /v1/keys`). Both check the content type (415), the size (413), that the body is an
 //! object (not an array, which serde would read by position), and name the failing field in
-//! the error's `param`.
+//! the error's `param`. `RawWebhook` is a webhook's raw body (Twilio's form, Stripe's event),
+//! read up to [`WEBHOOK_BODY_LIMIT`] with the same JSON errors (413, never a bare text one).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -22,8 +23,28 @@ pub struct JsonLimit(pub usize);
 /// Bodies of endpoints whose fields are all small; used when no limit is registered.
 pub const SMALL_BODY_LIMIT: usize = 65_536;
 
+/// Largest body a webhook (Twilio's or Stripe's) may send: theirs are a few KB.
+pub const WEBHOOK_BODY_LIMIT: usize = 256 * 1024;
+
 /// A required JSON object body.
 pub struct ApiJson<T>(pub T);
+
+/// A webhook's raw body, checked by its signature before it is read as anything.
+pub struct RawWebhook(pub web::Bytes);
+
+impl FromRequest for RawWebhook {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(_req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let mut payload = payload.take();
+        Box::pin(async move {
+            read_limited(&mut payload, WEBHOOK_BODY_LIMIT)
+                .await
+                .map(RawWebhook)
+        })
+    }
+}
 
 /// A JSON object body that may be left out.
 pub struct OptionalJson<T>(pub T);

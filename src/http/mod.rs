@@ -5,6 +5,7 @@ pub mod agents;
 pub mod auth;
 pub mod billing;
 pub mod body;
+pub mod body_timeout;
 pub mod chat;
 pub mod collections;
 pub mod direct;

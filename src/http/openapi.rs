@@ -41,7 +41,10 @@ the developer's stored key (`/v1/provider-keys`) is used, then the platform's. T
 own or stored key bypasses credit metering (`X-Usage-Bypassed: true`).\n\n\
 Errors are `{\"error\": {\"code\", \"message\", \"param\", \"requestId\"}}` with codes: \
 400 validation_error, 401 unauthorized, 402 insufficient_credits, 404 not_found, \
-405 method_not_allowed, 409 conflict, 413 payload_too_large, 415 unsupported_media_type, \
+405 method_not_allowed, 408 request_timeout (the request body did not arrive in time: it \
+must start within `body_read_timeout_seconds` and then keep coming at \
+`body_min_bytes_per_second`), 409 conflict, 413 payload_too_large, \
+415 unsupported_media_type, \
 429 rate_limited (with X-RateLimit-Limit, X-RateLimit-Remaining and Retry-After in seconds) \
 or session_limit_exceeded (the tier's concurrent real-time sessions are all live), \
 500 internal_error, 502 upstream_error, 503 unavailable (retry later; \
@@ -137,8 +140,8 @@ const NOT_KEYED: &[&str] = &[
 
 /// The answers every operation of a kind can give, written once instead of on each handler:
 /// every API-key route can answer 401 (no, unknown, revoked or expired key) and 429 (its key's
-/// rate limit); every JSON or multipart body can be malformed (400), too large (413) or of
-/// another content type (415). The OpenAI-compatible routes answer these in OpenAI's error
+/// rate limit); every body can be too slow (408) or too large (413); every JSON or multipart
+/// body can be malformed (400) or of another content type (415). The OpenAI-compatible routes answer these in OpenAI's error
 /// shape, the others in `ErrorBody`.
 struct CommonResponses;
 
@@ -187,8 +190,14 @@ impl Modify for CommonResponses {
                 if has_body || has_query {
                     common.push(("400", "Malformed body, query or field"));
                 }
-                if has_body {
+                if operation.request_body.is_some() {
+                    common.push((
+                        "408",
+                        "The body did not arrive in time (too slow, or stopped)",
+                    ));
                     common.push(("413", "Body larger than the route accepts"));
+                }
+                if has_body {
                     common.push(("415", "Body of another content type"));
                 }
                 for (status, description) in common {

@@ -280,7 +280,12 @@ pub async fn twilio_stream(
 ) -> Result<HttpResponse, actix_web::Error> {
     // A stopping node takes no new call (a load balancer retries it on another node).
     state.drain.refuse_if_draining()?;
-    let (response, socket, messages) = crate::realtime_socket::accept(&req)?;
+    // Twilio sends audio all call long: the direct socket's idle limit is not for it.
+    let limits = crate::realtime_socket::SocketLimits {
+        idle_timeout: None,
+        ..crate::realtime_socket::SocketLimits::of(&req)
+    };
+    let (response, socket, messages) = crate::realtime_socket::accept(&req, limits)?;
     let context = StreamContext {
         drain: state.drain.clone(),
         signer: state.signer.clone(),

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::auth::Developer;
-use super::body::ApiJson;
+use super::body::{ApiJson, RawWebhook};
 use super::sessions::{issue_stream, resolve_instance, warm_agent_voice, StreamFor};
 use super::AppState;
 use crate::error::{ApiError, ErrorBody};
@@ -378,7 +378,7 @@ async fn task_connect(
     state: web::Data<AppState>,
     req: HttpRequest,
     task_id: web::Path<String>,
-    body: web::Bytes,
+    RawWebhook(body): RawWebhook,
 ) -> Result<HttpResponse, ApiError> {
     let form = verify_webhook(&state, &req, &body)?;
     let task = state
@@ -480,7 +480,7 @@ async fn task_status(
     state: web::Data<AppState>,
     req: HttpRequest,
     task_id: web::Path<String>,
-    body: web::Bytes,
+    RawWebhook(body): RawWebhook,
 ) -> Result<HttpResponse, ApiError> {
     let form = verify_webhook(&state, &req, &body)?;
     let task_id = task_id.into_inner();
@@ -575,7 +575,7 @@ async fn task_status(
 async fn inbound_call(
     state: web::Data<AppState>,
     req: HttpRequest,
-    body: web::Bytes,
+    RawWebhook(body): RawWebhook,
 ) -> Result<HttpResponse, ApiError> {
     let form = verify_webhook(&state, &req, &body)?;
     let called = form

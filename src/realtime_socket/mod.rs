@@ -7,8 +7,9 @@
 //! server answers a client that closed the socket or broke the WebSocket protocol (RFC 6455
 //! §5.5.1, §7.4.1): a client's `Close` is echoed with its own code, a frame over the size
 //! limit is answered with 1009, a text frame that is not UTF-8 with 1007, any other protocol
-//! error with 1002 and what it was. A stream that just ended gets nothing: the connection is
-//! already gone.
+//! error with 1002 and what it was (a frame with a reserved bit set among them), a frame left
+//! unfinished or a client silent past its limits ([`SocketLimits`]) with 1008. A stream that
+//! just ended gets nothing: the connection is already gone.
 
 pub mod upgraded;
 
@@ -52,8 +53,11 @@ const FRAGMENTS_TOO_LARGE: &str = "Exceeded maximum continuation size";
 /// Accepts the WebSocket upgrade of `req`: the `101` to answer with, and the socket that takes
 /// the connection once the HTTP layer has written it ([`crate::http::upgrade`]). A request
 /// that is not a valid handshake is refused (400, with actix-http's reason).
+/// The socket's reader follows `limits` ([`SocketLimits`] as registered in the app's data, or
+/// its defaults).
 pub fn accept(
     req: &HttpRequest,
+    limits: SocketLimits,
 ) -> Result<(HttpResponse, SocketWriter, Messages), actix_web::Error> {
     let response = actix_http::ws::handshake(req.head())?.finish();
     let takeover = req.extensions().get::<Takeover>().cloned().ok_or_else(|| {
@@ -61,13 +65,77 @@ pub fn accept(
             "this connection cannot be taken over for a WebSocket",
         )
     })?;
-    let (reader, writer, handoff, in_use) = upgraded::socket();
+    let (reader, writer, handoff, in_use) = upgraded::socket(limits);
     takeover.leave(handoff, in_use);
     Ok((
         HttpResponse::from(response.map_into_boxed_body()),
         SocketWriter::new(writer),
         reader,
     ))
+}
+
+/// How a socket's reader bounds what a client may hold on the server: the largest message, how
+/// long a frame may take to arrive whole, and how long a client may send nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SocketLimits {
+    /// Largest message (and frame); a frame declaring more is refused from its header.
+    pub max_message: usize,
+    /// Longest a frame may take from its first byte to its last.
+    pub frame_timeout: Duration,
+    /// Longest the client may send no text or binary message; `None` = no limit.
+    pub idle_timeout: Option<Duration>,
+}
+
+impl Default for SocketLimits {
+    fn default() -> Self {
+        Self {
+            max_message: MAX_MESSAGE_BYTES,
+            frame_timeout: Duration::from_secs(10),
+            idle_timeout: None,
+        }
+    }
+}
+
+impl SocketLimits {
+    /// The limits registered in the app's data (`server::run` sets them from `[sockets]`), or
+    /// the defaults.
+    pub fn of(req: &HttpRequest) -> Self {
+        req.app_data::<SocketLimits>().copied().unwrap_or_default()
+    }
+}
+
+/// Why the reader refused a client: what the codec has no variant for. Carried as the source
+/// of a [`ProtocolError::Io`], so that [`answer`] can tell them apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    /// RSV1-3 set without an extension that defines them (none is negotiated here).
+    #[error("a frame has a reserved bit set")]
+    ReservedBits,
+    /// A frame was not whole within [`SocketLimits::frame_timeout`].
+    #[error("a frame did not arrive whole within {} s", .0.as_secs_f32())]
+    FrameTimedOut(Duration),
+    /// No text or binary message within [`SocketLimits::idle_timeout`].
+    #[error("no audio or message from the client for {} s", .0.as_secs_f32())]
+    Idle(Duration),
+}
+
+impl Refusal {
+    /// As a reader's error.
+    pub fn error(self) -> ProtocolError {
+        let kind = match self {
+            Refusal::ReservedBits => std::io::ErrorKind::InvalidInput,
+            Refusal::FrameTimedOut(_) | Refusal::Idle(_) => std::io::ErrorKind::TimedOut,
+        };
+        ProtocolError::Io(std::io::Error::new(kind, self))
+    }
+
+    /// The refusal `error` carries, if it is one.
+    fn of(error: &ProtocolError) -> Option<Refusal> {
+        match error {
+            ProtocolError::Io(e) => e.get_ref()?.downcast_ref::<Refusal>().copied(),
+            _ => None,
+        }
+    }
 }
 
 /// What the server sends back when a socket's incoming side ends with `ending`; `None` when
@@ -78,6 +146,17 @@ pub fn answer(ending: &Incoming) -> Option<CloseReason> {
             code: reason.as_ref().map_or(CloseCode::Normal, |r| r.code),
             description: None,
         }),
+        Some(Err(error)) if Refusal::of(error).is_some() => {
+            let refusal = Refusal::of(error)?;
+            let code = match refusal {
+                Refusal::ReservedBits => CloseCode::Protocol,
+                Refusal::FrameTimedOut(_) | Refusal::Idle(_) => CloseCode::Policy,
+            };
+            Some(CloseReason {
+                code,
+                description: Some(refusal.to_string()),
+            })
+        }
         // The reader reports a text frame that is not UTF-8 as invalid data.
         Some(Err(ProtocolError::Io(e))) if e.kind() == std::io::ErrorKind::InvalidData => {
             Some(CloseReason {
@@ -243,5 +322,11 @@ mod tests {
         assert_eq!(answer(&fragments).map(|r| r.code), Some(CloseCode::Size));
         assert_eq!(answer(&None), None);
         assert_eq!(answer(&Some(Ok(ClientMessage::Text("x".into())))), None);
+        let reserved = Some(Err(Refusal::ReservedBits.error()));
+        assert_eq!(answer(&reserved).map(|r| r.code), Some(CloseCode::Protocol));
+        let slow = Some(Err(Refusal::FrameTimedOut(Duration::from_secs(1)).error()));
+        assert_eq!(answer(&slow).map(|r| r.code), Some(CloseCode::Policy));
+        let idle = Some(Err(Refusal::Idle(Duration::from_secs(1)).error()));
+        assert_eq!(answer(&idle).map(|r| r.code), Some(CloseCode::Policy));
     }
 }

@@ -10,7 +10,13 @@
 //! worker, and under load that wait is most of a barge-in's latency past its 200 ms.
 //!
 //! Frames are read and written by actix-http's WebSocket codec (RFC 6455 framing, masking,
-//! the 64 KiB frame limit, control frames); fragmented messages are put together here.
+//! control frames); fragmented messages are put together here. The codec checks a frame's
+//! size only once all of its declared payload has arrived, so each frame's header is checked
+//! here first ([`check_header`]): a frame declaring more than the socket's limit is refused as
+//! soon as its header is read, and the connection is read only up to the end of the frame in
+//! progress, so a socket never holds more than one frame's worth of the client's bytes. A
+//! frame that does not arrive whole in time, and a client that sends nothing for too long,
+//! are refused too ([`SocketLimits`]).
 
 use std::cell::RefCell;
 use std::future::Future as _;
@@ -29,10 +35,52 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 
-use super::{ClientMessage, FRAGMENTS_TOO_LARGE, MAX_MESSAGE_BYTES};
+use bytes::BufMut;
+use tokio::time::{Instant, Sleep};
+
+use super::{ClientMessage, Refusal, SocketLimits, FRAGMENTS_TOO_LARGE};
 
 /// Bytes read from the connection at a time, at most.
 const READ_CHUNK: usize = 8 * 1024;
+
+/// Longest frame header a client sends: 2 bytes, a 64-bit length and the mask (RFC 6455 §5.2).
+const MAX_HEADER: usize = 14;
+
+/// Longest payload of a control frame (RFC 6455 §5.5).
+const MAX_CONTROL_PAYLOAD: usize = 125;
+
+/// Checks the header of the frame `buf` starts with, as far as it has arrived: no reserved bit
+/// set, a control frame's payload at most 125 bytes, and no payload over `max` bytes. A frame
+/// that fails is refused before its payload is waited for.
+fn check_header(buf: &[u8], max: usize) -> Result<(), ProtocolError> {
+    let (Some(&first), Some(&second)) = (buf.first(), buf.get(1)) else {
+        return Ok(());
+    };
+    if first & 0x70 != 0 {
+        return Err(Refusal::ReservedBits.error());
+    }
+    let control = first & 0x08 != 0;
+    let length = match second & 0x7f {
+        126 => match buf.get(2..4) {
+            Some(b) => u64::from(u16::from_be_bytes([b[0], b[1]])),
+            None => return Ok(()),
+        },
+        127 => match buf.get(2..10) {
+            Some(b) => u64::from_be_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
+            None => return Ok(()),
+        },
+        short => u64::from(short),
+    };
+    if control && length > MAX_CONTROL_PAYLOAD as u64 {
+        return Err(ProtocolError::InvalidLength(
+            usize::try_from(length).unwrap_or(usize::MAX),
+        ));
+    }
+    if length > max as u64 {
+        return Err(ProtocolError::Overflow);
+    }
+    Ok(())
+}
 
 /// Put in an upgrade request's extensions by the HTTP layer, which then hands the connection
 /// over to the socket [`super::accept`] leaves here, once the `101` is written.
@@ -68,7 +116,7 @@ impl InUse {
 
 /// A socket whose connection is still to be handed over: its reader, writer and handoff, and
 /// what tells when it is no longer used.
-pub fn socket() -> (Reader, Writer, Handoff, InUse) {
+pub fn socket(limits: SocketLimits) -> (Reader, Writer, Handoff, InUse) {
     let (in_use, ended) = mpsc::channel(1);
     let (to_reader, reader_io) = oneshot::channel();
     let writer = Arc::new(Mutex::new(WriteState {
@@ -83,8 +131,12 @@ pub fn socket() -> (Reader, Writer, Handoff, InUse) {
     let reader = Reader {
         io: ReadIo::Waiting(reader_io),
         buf: BytesMut::new(),
-        codec: Codec::new().max_size(MAX_MESSAGE_BYTES),
+        codec: Codec::new().max_size(limits.max_message),
         fragments: None,
+        limits,
+        partial_since: None,
+        last_message: Instant::now(),
+        timer: None,
         _in_use: in_use,
     };
     let handoff = Handoff {
@@ -250,17 +302,70 @@ enum ReadIo {
 }
 
 /// The receiving half (see the module docs): the client's messages, fragments put together
-/// up to [`MAX_MESSAGE_BYTES`]. Ends when the client's connection does.
+/// up to [`SocketLimits::max_message`]. Ends when the client's connection does.
 pub struct Reader {
     io: ReadIo,
+    /// What was read of the connection and not yet decoded: at most the frame in progress.
     buf: BytesMut,
     codec: Codec,
     /// A fragmented message being put together: whether it is text, and its bytes so far.
     fragments: Option<(bool, BytesMut)>,
+    limits: SocketLimits,
+    /// When the first bytes of a frame not yet whole were read.
+    partial_since: Option<Instant>,
+    /// When the last text or binary message came (or the socket opened).
+    last_message: Instant,
+    /// Wakes the reader at the nearest of its deadlines.
+    timer: Option<Pin<Box<Sleep>>>,
     _in_use: mpsc::Sender<()>,
 }
 
 impl Reader {
+    /// The largest message (and frame) the client may send now.
+    pub fn max_message(&self) -> usize {
+        self.limits.max_message
+    }
+
+    /// Sets the largest message (and frame) the client may send from now on: a transport that
+    /// expects only small messages for a while holds less.
+    pub fn set_max_message(&mut self, max: usize) {
+        self.limits.max_message = max;
+        // The codec keeps its state (a fragmented message in progress).
+        let codec = std::mem::replace(&mut self.codec, Codec::new());
+        self.codec = codec.max_size(max);
+    }
+
+    /// The refusal due now, if a deadline passed; otherwise the timer is set to wake the task
+    /// at the nearest one.
+    fn overdue(&mut self, cx: &mut Context<'_>) -> Option<Refusal> {
+        let frame = self.partial_since.map(|since| {
+            let limit = self.limits.frame_timeout;
+            (since + limit, Refusal::FrameTimedOut(limit))
+        });
+        let idle = self
+            .limits
+            .idle_timeout
+            .map(|limit| (self.last_message + limit, Refusal::Idle(limit)));
+        let (deadline, refusal) = match (frame, idle) {
+            (Some(f), Some(i)) => {
+                if f.0 <= i.0 {
+                    f
+                } else {
+                    i
+                }
+            }
+            (Some(due), None) | (None, Some(due)) => due,
+            (None, None) => return None,
+        };
+        let timer = self
+            .timer
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+        if timer.deadline() != deadline {
+            timer.as_mut().reset(deadline);
+        }
+        timer.as_mut().poll(cx).is_ready().then_some(refusal)
+    }
+
     /// What `frame` completes, if anything.
     fn message(&mut self, frame: Frame) -> Option<Result<ClientMessage, ProtocolError>> {
         let (text, last) = match frame {
@@ -284,7 +389,7 @@ impl Reader {
         let (is_text, so_far) = self
             .fragments
             .get_or_insert_with(|| (false, BytesMut::new()));
-        if so_far.len() + text.len() > MAX_MESSAGE_BYTES {
+        if so_far.len() + text.len() > self.limits.max_message {
             self.fragments = None;
             return Some(Err(ProtocolError::Io(io::Error::other(
                 FRAGMENTS_TOO_LARGE,
@@ -320,8 +425,18 @@ impl Reader {
                     Poll::Ready(Err(_)) => self.io = ReadIo::Ended,
                 },
                 ReadIo::Open(io) => {
-                    self.buf.reserve(READ_CHUNK);
-                    match io.try_read_buf(&mut self.buf) {
+                    // Never past the end of the largest frame: the header was checked, so
+                    // what is held is part of one frame the client may send.
+                    let room = (self.limits.max_message + MAX_HEADER)
+                        .saturating_sub(self.buf.len())
+                        .min(READ_CHUNK);
+                    if room == 0 {
+                        return Poll::Ready(Err(io::Error::other(
+                            "a frame is larger than this socket accepts",
+                        )));
+                    }
+                    self.buf.reserve(room);
+                    match io.try_read_buf(&mut (&mut self.buf).limit(room)) {
                         Ok(0) => self.io = ReadIo::Ended,
                         Ok(_) => return Poll::Ready(Ok(true)),
                         Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
@@ -355,12 +470,31 @@ impl Stream for Reader {
             if matches!(this.io, ReadIo::Ended) && this.buf.is_empty() {
                 return Poll::Ready(None);
             }
-            match this.codec.decode(&mut this.buf) {
-                Ok(Some(frame)) => match this.message(frame) {
-                    Some(message) => return Poll::Ready(Some(message)),
-                    None => continue,
-                },
-                Ok(None) => {}
+            let decoded = check_header(&this.buf, this.limits.max_message)
+                .and_then(|()| this.codec.decode(&mut this.buf));
+            match decoded {
+                Ok(Some(frame)) => {
+                    this.partial_since = None;
+                    match this.message(frame) {
+                        Some(message) => {
+                            if matches!(
+                                message,
+                                Ok(ClientMessage::Text(_) | ClientMessage::Binary(_))
+                            ) {
+                                this.last_message = Instant::now();
+                            }
+                            return Poll::Ready(Some(message));
+                        }
+                        None => continue,
+                    }
+                }
+                Ok(None) => {
+                    if this.buf.is_empty() {
+                        this.partial_since = None;
+                    } else if this.partial_since.is_none() {
+                        this.partial_since = Some(Instant::now());
+                    }
+                }
                 Err(e) => {
                     this.io = ReadIo::Ended;
                     this.buf.clear();
@@ -379,7 +513,14 @@ impl Stream for Reader {
                     this.buf.clear();
                     return Poll::Ready(Some(Err(ProtocolError::Io(e))));
                 }
-                Poll::Pending => return Poll::Pending,
+                Poll::Pending => {
+                    if let Some(refusal) = this.overdue(cx) {
+                        this.io = ReadIo::Ended;
+                        this.buf.clear();
+                        return Poll::Ready(Some(Err(refusal.error())));
+                    }
+                    return Poll::Pending;
+                }
             }
         }
     }
@@ -415,7 +556,7 @@ mod tests {
     #[tokio::test]
     async fn bytes_read_past_the_handshake_come_first_and_fragments_are_put_together() {
         let (server, mut client) = connection().await;
-        let (mut reader, _writer, handoff, _in_use) = socket();
+        let (mut reader, _writer, handoff, _in_use) = socket(SocketLimits::default());
         let mut client_codec = Codec::new().client_mode();
         let mut sent = from_client(
             &mut client_codec,
@@ -464,9 +605,12 @@ mod tests {
     #[tokio::test]
     async fn text_that_is_not_utf8_and_fragments_over_the_limit_are_errors() {
         let (server, mut client) = connection().await;
-        let (mut reader, _writer, handoff, _in_use) = socket();
+        let (mut reader, _writer, handoff, _in_use) = socket(SocketLimits::default());
         handoff.connect(server, BytesMut::new());
-        let chunk = Bytes::from(vec![b'a'; MAX_MESSAGE_BYTES / 2 + 1]);
+        let chunk = Bytes::from(vec![
+            b'a';
+            crate::realtime_socket::MAX_MESSAGE_BYTES / 2 + 1
+        ]);
         let too_large = from_client(
             &mut Codec::new().client_mode(),
             vec![
@@ -481,7 +625,7 @@ mod tests {
         }
 
         let (server, mut client) = connection().await;
-        let (mut reader, _writer, handoff, _in_use) = socket();
+        let (mut reader, _writer, handoff, _in_use) = socket(SocketLimits::default());
         handoff.connect(server, BytesMut::new());
         let mut codec = Codec::new().client_mode();
         let mut garbled = BytesMut::new();
@@ -505,7 +649,7 @@ mod tests {
     #[tokio::test]
     async fn what_a_client_does_not_take_at_once_waits_and_goes_out_in_order() {
         let (server, mut client) = connection().await;
-        let (_reader, writer, handoff, in_use) = socket();
+        let (_reader, writer, handoff, in_use) = socket(SocketLimits::default());
         handoff.connect(server, BytesMut::new());
         // Written without a wait until the connection's buffers are full.
         let message = "x".repeat(16 * 1024);
@@ -566,7 +710,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_socket_whose_connection_never_comes_fails_its_writes_and_ends() {
-        let (mut reader, writer, handoff, _in_use) = socket();
+        let (mut reader, writer, handoff, _in_use) = socket(SocketLimits::default());
         let waiting = writer.clone();
         let flush = tokio::spawn(async move { waiting.send(Message::Text("hi".into())).await });
         tokio::task::yield_now().await;

@@ -40,6 +40,11 @@ use crate::time::now_ms;
 /// How long a new stream may take to send `start`.
 const START_TIMEOUT: Duration = Duration::from_secs(15);
 
+/// Largest message a stream may send before `start`: Twilio's `connected` and `start` are
+/// well under 2 KB (a relay token in `customParameters` included), and anyone can open the
+/// socket, so until a token is checked it holds no more than this.
+pub const MAX_MESSAGE_BEFORE_START: usize = 4 * 1024;
+
 /// What a session is started with: the agent's profile and its engines, or why not.
 pub type SessionParts = Result<(AgentProfile, SessionEngines), String>;
 
@@ -338,6 +343,8 @@ pub async fn run(context: StreamContext, socket: SocketWriter, mut messages: Mes
     let mut writer_socket = socket.clone();
     let deadline = tokio::time::sleep(START_TIMEOUT);
     tokio::pin!(deadline);
+    let max_message = messages.max_message();
+    messages.set_max_message(MAX_MESSAGE_BEFORE_START.min(max_message));
 
     // Until `start`: only `connected` is expected.
     let start = loop {
@@ -383,6 +390,8 @@ pub async fn run(context: StreamContext, socket: SocketWriter, mut messages: Mes
             return;
         }
     };
+    // A caller the token vouches for: its messages may be as large as the socket's.
+    messages.set_max_message(max_message);
     // Admitted before the token is spent: a stream refused by a draining node leaves its
     // session pending.
     let slot = match context.drain.admit(&claims.sid) {

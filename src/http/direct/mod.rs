@@ -361,7 +361,8 @@ async fn start_direct(
     config.output = audio.format();
     config.pacing.acks = audio.acks;
     let (response, socket, messages) =
-        realtime_socket::accept(req).map_err(|e| ApiError::bad_request(e.to_string()))?;
+        realtime_socket::accept(req, realtime_socket::SocketLimits::of(req))
+            .map_err(|e| ApiError::bad_request(e.to_string()))?;
     let (output, rx) = OutputQueue::with_clear_lane(Arc::new(ClearNow(socket.clone())));
     let observer = Arc::new(SessionRecorder::new(
         state.sessions.clone(),
