@@ -111,9 +111,9 @@ pub fn is_public(ip: IpAddr) -> bool {
             // IPv4-compatible ::a.b.c.d (deprecated, RFC 4291), IPv4-translated
             // ::ffff:0:a.b.c.d (RFC 2765), NAT64's well-known prefix 64:ff9b::/96 (the last
             // 32 bits) and 6to4's 2002::/16 (the next 32 bits). They are as public as the
-            // IPv4 address inside; `::` and `::1` are judged below.
+            // IPv4 address inside (`::` and `::1` carry 0.0.0.0 and 0.0.0.1: never public).
             let v4_inside = match segments[..6] {
-                [0, 0, 0, 0, 0, 0] if segments[6] != 0 => Some((segments[6], segments[7])),
+                [0, 0, 0, 0, 0, 0] => Some((segments[6], segments[7])),
                 [0, 0, 0, 0, 0xffff, 0] => Some((segments[6], segments[7])),
                 [0x64, 0xff9b, 0, 0, 0, 0] => Some((segments[6], segments[7])),
                 _ if segments[0] == 0x2002 => Some((segments[1], segments[2])),
@@ -400,6 +400,7 @@ mod tests {
             "198.19.255.254",
             "192.88.99.1",
             "::c612:1",
+            "::2",
         ] {
             assert!(!is_public(ip.parse().unwrap()), "{ip} passed as public");
         }
