@@ -326,6 +326,62 @@ pub struct TelephonyConfig {
     pub token_ttl_seconds: u64,
     /// Twilio's REST API, for outbound calls and for checking Twilio's webhook signatures.
     pub twilio: TwilioConfig,
+    /// Which numbers outbound calls may ring.
+    pub outbound: OutboundConfig,
+    /// Proving a phone number before it is routed.
+    pub numbers: NumbersConfig,
+}
+
+/// A route in `/v1/phone-numbers` takes calls (and serves as an outbound caller id) only
+/// once the code texted to its number was confirmed.
+#[derive(Debug, Clone, Deserialize)]
+pub struct NumbersConfig {
+    /// A code is valid this long.
+    pub code_ttl_seconds: u64,
+    /// Wrong tries that burn a code.
+    pub code_max_attempts: u32,
+    /// Routes a developer may have waiting for their code at once (each sent one text).
+    pub max_pending_claims: u32,
+}
+
+/// Where outbound calls may go. A number is refused when it starts with a denied prefix, or
+/// when allowed prefixes are listed and it starts with none of them (E.164 prefixes, `+`
+/// included: `+1900`, `+44`).
+#[derive(Debug, Clone, Deserialize)]
+pub struct OutboundConfig {
+    /// Empty = every destination that is not denied.
+    pub allow_prefixes: Vec<String>,
+    /// Premium-rate, satellite and other costly destinations (the default list).
+    pub deny_prefixes: Vec<String>,
+    /// A placed call holds one of the tier's concurrent-session slots until it is answered or
+    /// ends, and at most this long when Twilio never says.
+    pub answer_timeout_seconds: u64,
+}
+
+impl OutboundConfig {
+    /// The prefix that refuses `number`, or `None` when it may be called.
+    pub fn refusal(&self, number: &str) -> Option<String> {
+        if let Some(denied) = self
+            .deny_prefixes
+            .iter()
+            .map(|p| p.trim())
+            .filter(|p| !p.is_empty())
+            .filter(|p| number.starts_with(p))
+            .max_by_key(|p| p.len())
+        {
+            return Some(denied.to_string());
+        }
+        let allowed: Vec<&str> = self
+            .allow_prefixes
+            .iter()
+            .map(|p| p.trim())
+            .filter(|p| !p.is_empty())
+            .collect();
+        if !allowed.is_empty() && !allowed.iter().any(|p| number.starts_with(p)) {
+            return Some(format!("outside {}", allowed.join(", ")));
+        }
+        None
+    }
 }
 
 /// The Twilio account outbound calls are placed with. Its auth token also signs every

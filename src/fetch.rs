@@ -76,12 +76,15 @@ impl AddressPolicy {
 }
 
 /// True for addresses on the public internet: not loopback, private, link-local (which holds
-/// the 169.254.169.254 metadata service), shared (CGNAT), unspecified, multicast, broadcast
-/// or documentation ranges. IPv4-mapped IPv6 addresses are judged as the IPv4 they carry.
+/// the 169.254.169.254 metadata service), shared (CGNAT), benchmarking (198.18.0.0/15), the
+/// retired 6to4 relay anycast (192.88.99.0/24), IETF protocol assignments, unspecified,
+/// multicast, broadcast or documentation ranges. IPv6 addresses that carry an IPv4 address
+/// (IPv4-mapped, IPv4-compatible, IPv4-translated, NAT64, 6to4) are judged as the IPv4 they
+/// carry; Teredo, discard-only and local-use NAT64 prefixes are never public.
 pub fn is_public(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => {
-            let [a, b, ..] = v4.octets();
+            let [a, b, c, _] = v4.octets();
             !(v4.is_loopback()
                 || v4.is_private()
                 || v4.is_link_local()
@@ -91,7 +94,9 @@ pub fn is_public(ip: IpAddr) -> bool {
                 || v4.is_documentation()
                 || a == 0
                 || (a == 100 && (64..128).contains(&b))
-                || (a == 192 && b == 0 && v4.octets()[2] == 0)
+                || (a == 192 && b == 0 && c == 0)
+                || (a == 198 && (b == 18 || b == 19))
+                || (a == 192 && b == 88 && c == 99)
                 || a >= 240)
         }
         IpAddr::V6(v6) => {
@@ -102,22 +107,31 @@ pub fn is_public(ip: IpAddr) -> bool {
             let embedded = |high: u16, low: u16| {
                 std::net::Ipv4Addr::new((high >> 8) as u8, high as u8, (low >> 8) as u8, low as u8)
             };
-            // Addresses that carry an IPv4 address a gateway forwards to: NAT64's well-known
-            // prefix 64:ff9b::/96 (the last 32 bits) and 6to4's 2002::/16 (the next 32 bits).
-            // They are as public as the IPv4 address inside.
-            if segments[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
-                return is_public(IpAddr::V4(embedded(segments[6], segments[7])));
-            }
-            if segments[0] == 0x2002 {
-                return is_public(IpAddr::V4(embedded(segments[1], segments[2])));
+            // Addresses that carry an IPv4 address a gateway or a dual stack forwards to:
+            // IPv4-compatible ::a.b.c.d (deprecated, RFC 4291), IPv4-translated
+            // ::ffff:0:a.b.c.d (RFC 2765), NAT64's well-known prefix 64:ff9b::/96 (the last
+            // 32 bits) and 6to4's 2002::/16 (the next 32 bits). They are as public as the
+            // IPv4 address inside (`::` and `::1` carry 0.0.0.0 and 0.0.0.1: never public).
+            let v4_inside = match segments[..6] {
+                [0, 0, 0, 0, 0, 0] => Some((segments[6], segments[7])),
+                [0, 0, 0, 0, 0xffff, 0] => Some((segments[6], segments[7])),
+                [0x64, 0xff9b, 0, 0, 0, 0] => Some((segments[6], segments[7])),
+                _ if segments[0] == 0x2002 => Some((segments[1], segments[2])),
+                _ => None,
+            };
+            if let Some((high, low)) = v4_inside {
+                return is_public(IpAddr::V4(embedded(high, low)));
             }
             let first = segments[0];
             !(v6.is_loopback()
                 || v6.is_unspecified()
                 || v6.is_multicast()
+                || segments[..2] == [0x64, 0xff9b] // local-use NAT64 (RFC 8215)
+                || segments[..4] == [0x100, 0, 0, 0] // discard-only
+                || segments[..2] == [0x2001, 0] // Teredo: carries an obfuscated IPv4
                 || (first & 0xfe00) == 0xfc00 // unique local
                 || (first & 0xffc0) == 0xfe80 // link-local
-                || first == 0x2001 && v6.segments()[1] == 0x0db8) // documentation
+                || first == 0x2001 && segments[1] == 0x0db8) // documentation
         }
     }
 }
@@ -323,21 +337,21 @@ fn check_url(policy: &AddressPolicy, url: &Url) -> Result<(), FetchError> {
     Ok(())
 }
 
+/// The one message every failure to reach an allowed address gets: refused, unreachable, no
+/// route, reset, timed out or a broken answer all read the same, so the caller cannot map which
+/// hosts and ports exist behind the server by the wording of the error.
+pub const UNREACHABLE: &str = "the URL could not be fetched";
+
 fn describe(error: reqwest::Error) -> FetchError {
-    if error.is_timeout() {
-        return FetchError::Failed("the URL did not answer in time".into());
-    }
     if error.is_redirect() {
         return FetchError::Forbidden(format!("a redirect was refused: {}", root_cause(&error)));
     }
-    if error.is_connect() {
-        let cause = root_cause(&error);
-        if cause.contains("may not be fetched") {
-            return FetchError::Forbidden(cause);
-        }
-        return FetchError::Failed(format!("could not connect: {cause}"));
+    let cause = root_cause(&error);
+    if error.is_connect() && cause.contains("may not be fetched") {
+        return FetchError::Forbidden(cause);
     }
-    FetchError::Failed(format!("fetching failed: {}", root_cause(&error)))
+    tracing::debug!(error = %cause, "fetching a URL failed");
+    FetchError::Failed(UNREACHABLE.into())
 }
 
 fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
@@ -373,6 +387,20 @@ mod tests {
             "64:ff9b::7f00:1",
             "2002:a9fe:a9fe::1",
             "2002:0a00:0001::1",
+            // IPv4-compatible and IPv4-translated forms, local-use NAT64, Teredo, discard.
+            "::127.0.0.1",
+            "::a9fe:a9fe",
+            "::ffff:0:127.0.0.1",
+            "::ffff:0:a00:1",
+            "64:ff9b:1::a00:1",
+            "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+            "100::1",
+            // Benchmarking and the 6to4 relay anycast.
+            "198.18.0.1",
+            "198.19.255.254",
+            "192.88.99.1",
+            "::c612:1",
+            "::2",
         ] {
             assert!(!is_public(ip.parse().unwrap()), "{ip} passed as public");
         }
@@ -382,6 +410,9 @@ mod tests {
             "2606:4700::1111",
             "64:ff9b::808:808",
             "2002:808:808::1",
+            "::808:808",
+            "::ffff:0:808:808",
+            "198.20.0.1",
         ] {
             assert!(is_public(ip.parse().unwrap()), "{ip} refused");
         }

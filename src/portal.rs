@@ -245,6 +245,66 @@ impl Portal {
         }
     }
 
+    /// The stored form of a code that proves phone-number route `route_id` (see
+    /// `/v1/phone-numbers`): keyed like sign-in codes, bound to the route.
+    pub fn claim_code_hash(&self, route_id: &str, code: &str) -> String {
+        URL_SAFE_NO_PAD.encode(self.mac(&["claim", route_id, code]).finalize().into_bytes())
+    }
+
+    /// Whether `code` is the one stored (as `stored`) for route `route_id`, in constant time.
+    pub fn claim_code_matches(&self, route_id: &str, code: &str, stored: &str) -> bool {
+        let Ok(stored) = URL_SAFE_NO_PAD.decode(stored) else {
+            return false;
+        };
+        self.mac(&["claim", route_id, code])
+            .verify_slice(&stored)
+            .is_ok()
+    }
+
+    /// A new random 6-digit code.
+    pub fn new_code() -> String {
+        format!("{:06}", rand::rng().random_range(0..1_000_000u32))
+    }
+
+    /// Texts `text` to `phone` through the sign-in codes' sender (or, with none configured,
+    /// writes `log_line` to the server log); answers the channel used, `sms` or `log`. A
+    /// number that cannot receive texts is a 400 on `param`; other Twilio failures a 502.
+    pub async fn text(
+        &self,
+        phone: &str,
+        text: &str,
+        log_line: &str,
+        param: &str,
+    ) -> Result<&'static str, ApiError> {
+        match &self.delivery {
+            Delivery::Log => {
+                tracing::warn!("{log_line}; no SMS sender is configured, so it is written here");
+                Ok("log")
+            }
+            Delivery::Sms { client, sender } => {
+                match client.send_message(phone, sender, text).await {
+                    Ok(message) => {
+                        tracing::info!(phone = %masked(phone), sid = %message.sid, "code texted");
+                        Ok("sms")
+                    }
+                    Err(err) => {
+                        tracing::warn!(phone = %masked(phone), "code not texted: {err}");
+                        Err(match err {
+                            TwilioError::Rejected {
+                                code: Some(code), ..
+                            } if TWILIO_BAD_DESTINATION.contains(&code) => {
+                                ApiError::invalid(param, "this number cannot receive text messages")
+                            }
+                            other => {
+                                ApiError::Upstream(format!("the code could not be texted: {other}"))
+                            }
+                        })
+                    }
+                }
+            }
+        }
+    }
+
     /// Checks `code` for `phone`; on success opens a session.
     pub async fn verify(&self, phone: &str, code: &str) -> Result<SignedIn, ApiError> {
         let now = now_ms();

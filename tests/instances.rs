@@ -114,6 +114,61 @@ async fn phone_numbers_are_e164_and_unique_per_agent() {
 }
 
 #[tokio::test]
+async fn instance_ids_are_scoped_per_developer_and_say_nothing_of_others() {
+    let server = Server::start().await;
+    let key = server.key().to_string();
+    let stranger = server.storage.create_key("dev_other");
+    new_agent(&server, &key, "desk").await;
+    new_agent(&server, &stranger, "desk").await;
+    let (status, mine) = call(server.post(
+        "/v1/agents/desk/instances",
+        &key,
+        json!({"id": "store-42", "name": "Mine"}),
+    ))
+    .await;
+    assert_eq!(status, 201, "{mine}");
+
+    // Another developer neither sees the id nor is told it is taken: they get their own.
+    let (status, body) = call(server.get("/v1/agents/desk/instances/store-42", &stranger)).await;
+    assert_not_found(status, &body, "another developer's instance id");
+    let (status, theirs) = call(server.post(
+        "/v1/agents/desk/instances",
+        &stranger,
+        json!({"id": "store-42", "name": "Theirs"}),
+    ))
+    .await;
+    assert_eq!(status, 201, "{theirs}");
+    assert_eq!(theirs["name"], "Theirs");
+
+    // Each reads, changes and deletes only their own.
+    let (status, body) = call(server.put(
+        "/v1/agents/desk/instances/store-42",
+        &stranger,
+        json!({"name": "Theirs, renamed"}),
+    ))
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = call(server.get("/v1/agents/desk/instances/store-42", &key)).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["name"], "Mine");
+    let (status, _) = call(server.delete("/v1/agents/desk/instances/store-42", &stranger)).await;
+    assert_eq!(status, 204);
+    let (status, body) = call(server.get("/v1/agents/desk/instances/store-42", &key)).await;
+    assert_eq!(status, 200, "{body}");
+
+    // Within one developer an id is still unique, across their agents too.
+    new_agent(&server, &key, "sales").await;
+    let (status, body) = call(server.post(
+        "/v1/agents/sales/instances",
+        &key,
+        json!({"id": "store-42"}),
+    ))
+    .await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(error_code(&body), "conflict");
+}
+
+#[tokio::test]
 async fn instances_belong_to_a_live_agent_of_their_developer() {
     let server = Server::start().await;
     let key = server.key().to_string();

@@ -153,6 +153,11 @@ fn attempts() -> Vec<(Method, &'static str, Option<Value>)> {
             Some(json!({"name": "Mine"})),
         ),
         (Method::DELETE, "/v1/phone-numbers/{id}", None),
+        (
+            Method::POST,
+            "/v1/phone-numbers/{id}/verify",
+            Some(json!({"code": "123456"})),
+        ),
         (Method::GET, "/v1/observability/sessions/{sessionId}", None),
         (
             Method::GET,
@@ -209,7 +214,7 @@ async fn snapshot(server: &Server, key: &str, owned: &Owned) -> Vec<(String, u16
     seen
 }
 
-async fn provision_a(server: &Server, key: &str) -> Owned {
+async fn provision_a(server: &Server, twilio: &TwilioMock, key: &str) -> Owned {
     let (status, provisioned) = call(server.post(
         "/v1/agents/provision",
         key,
@@ -243,6 +248,18 @@ async fn provision_a(server: &Server, key: &str) -> Owned {
     ))
     .await;
     assert_eq!(status, 201, "{number}");
+    // A proves the number with the code texted to it, so it may be A's caller id.
+    let code = twilio.last_code_for("+15550000100").unwrap();
+    let (status, verified) = call(server.post(
+        &format!(
+            "/v1/phone-numbers/{}/verify",
+            number["id"].as_str().unwrap()
+        ),
+        key,
+        json!({"code": code}),
+    ))
+    .await;
+    assert_eq!(status, 200, "{verified}");
     let (status, new_key) = call(server.post("/v1/keys", key, json!({"name": "A's spare"}))).await;
     assert_eq!(status, 201, "{new_key}");
     let (status, stored) = call(server.post(
@@ -331,12 +348,12 @@ async fn direct_session(server: &Server, key: &str, agent: &str) -> String {
 #[tokio::test]
 async fn another_developer_gets_404_for_every_verb_on_every_owned_route() {
     let twilio = TwilioMock::start();
-    let env: Vec<(String, String)> = twilio.env();
+    let env: Vec<(String, String)> = twilio.sms_env("+15005550006");
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let server = Server::start_with(Storage::fresh().await, &env).await;
     let a = server.key().to_string();
     let b = server.storage.create_key("dev_b");
-    let owned = provision_a(&server, &a).await;
+    let owned = provision_a(&server, &twilio, &a).await;
 
     // Every parameterised path of the API is either swept here or named as not owned.
     let (status, document) = call(server.http.get(server.url("/openapi.json"))).await;

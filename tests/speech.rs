@@ -408,6 +408,78 @@ async fn audio_urls_are_fetched_but_internal_addresses_are_refused() {
     );
 }
 
+#[tokio::test]
+async fn audio_urls_hiding_internal_addresses_are_refused_and_failures_do_not_say_why() {
+    let url = serve_file(fixture("jfk.flac")).await;
+    let port = url.split(':').nth(2).unwrap().split('/').next().unwrap();
+
+    // IPv4 inside IPv6 forms and reserved IPv4 ranges are refused before any connection.
+    let server = Server::start().await;
+    for target in [
+        format!("http://[::127.0.0.1]:{port}/media/jfk.flac"),
+        format!("http://[::ffff:0:127.0.0.1]:{port}/media/jfk.flac"),
+        "http://[::a9fe:a9fe]/latest/meta-data".to_string(),
+        "http://[64:ff9b::a00:5]/a.wav".to_string(),
+        "http://198.18.0.1/a.wav".to_string(),
+        "http://198.19.7.7/a.wav".to_string(),
+        "http://192.88.99.1/a.wav".to_string(),
+    ] {
+        let started = std::time::Instant::now();
+        let (status, body) =
+            call(server.post("/v1/transcribe", server.key(), json!({"audioUrl": target}))).await;
+        assert_invalid(status, &body, "audioUrl", &target);
+        let message = body["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("may not be fetched"), "{target} → {body}");
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{target} was tried"
+        );
+    }
+    let storage = server.stop();
+
+    // Where the operator allows loopback, a closed port and an open one that is not HTTP
+    // read the same: nothing of the socket's state reaches the caller.
+    let server =
+        Server::start_with(storage, &[("SWITCHBOARD__FETCH__ALLOW", "[\"127.0.0.1\"]")]).await;
+    let key = storage_key(&server);
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let garbage = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let garbage_port = garbage.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = garbage.accept().await {
+            let _ = socket.write_all(b"SSH-2.0-OpenSSH_9.6\r\n").await;
+        }
+    });
+    let mut messages = Vec::new();
+    for target in [
+        format!("http://127.0.0.1:{closed}/a.wav"),
+        format!("http://127.0.0.1:{garbage_port}/a.wav"),
+    ] {
+        let (status, body) =
+            call(server.post("/v1/transcribe", &key, json!({"audioUrl": target}))).await;
+        assert_invalid(status, &body, "audioUrl", &target);
+        let message = body["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        for leak in [
+            "refused",
+            "route",
+            "reset",
+            "unreachable",
+            "SSH",
+            "os error",
+        ] {
+            assert!(!message.contains(leak), "{target} → {message}");
+        }
+        messages.push(message);
+    }
+    assert_eq!(messages[0], messages[1]);
+}
+
 /// A key for a restarted server (the bootstrap key is printed only on the first start).
 fn storage_key(server: &Server) -> String {
     server.storage.create_key("dev_speech")

@@ -19,9 +19,64 @@ use tokio_tungstenite::tungstenite::Message;
 use twilio_mock::{TwilioMock, ACCOUNT_SID, AUTH_TOKEN};
 
 async fn server_with_twilio(mock: &TwilioMock) -> Server {
-    let env = mock.env();
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    server_with_twilio_and(mock, &[]).await
+}
+
+/// The server, with Twilio (calls and texts) on the stand-in, and `extra` settings.
+async fn server_with_twilio_and(mock: &TwilioMock, extra: &[(&str, &str)]) -> Server {
+    let env = mock.sms_env("+15005550006");
+    let mut env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    env.extend_from_slice(extra);
     Server::start_with(Storage::fresh().await, &env).await
+}
+
+/// Routes `number` to `key`'s `agent` and proves it with the code texted to it, as its owner
+/// would: answers the route's id.
+async fn own_number(
+    server: &Server,
+    mock: &TwilioMock,
+    key: &str,
+    number: &str,
+    agent: &str,
+) -> String {
+    let (status, route) = call(server.post(
+        "/v1/phone-numbers",
+        key,
+        json!({"phoneNumber": number, "agentId": agent}),
+    ))
+    .await;
+    assert_eq!(status, 201, "{route}");
+    let id = route["id"].as_str().unwrap().to_string();
+    let code = mock
+        .last_code_for(number)
+        .expect("a code was texted to the number");
+    let (status, verified) = call(server.post(
+        &format!("/v1/phone-numbers/{id}/verify"),
+        key,
+        json!({"code": code}),
+    ))
+    .await;
+    assert_eq!(status, 200, "{verified}");
+    assert_eq!(verified["verified"], true);
+    id
+}
+
+/// The claims of the relay token in stream markup.
+fn token_claims(markup: &str) -> Value {
+    use base64::Engine as _;
+    let token = markup
+        .split("value=\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap();
+    serde_json::from_slice(
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(token.split('.').next().unwrap())
+            .unwrap(),
+    )
+    .unwrap()
 }
 
 async fn new_agent(server: &Server, key: &str, id: &str) {
@@ -97,6 +152,7 @@ async fn an_outbound_call_is_placed_connected_and_tracked_through_signed_callbac
     let server = server_with_twilio(&mock).await;
     let key = server.key().to_string();
     new_agent(&server, &key, "dialer").await;
+    own_number(&server, &mock, &key, "+14155550199", "dialer").await;
 
     let (status, placed) = call(server.post(
         "/v1/sessions/twilio/outbound",
@@ -111,7 +167,7 @@ async fn an_outbound_call_is_placed_connected_and_tracked_through_signed_callbac
     assert_eq!(placed["status"], "queued");
 
     // What reached Twilio, field for field.
-    let requests = mock.requests();
+    let requests = mock.calls();
     assert_eq!(requests.len(), 1);
     let request = &requests[0];
     assert_eq!(
@@ -277,11 +333,288 @@ async fn an_outbound_call_is_placed_connected_and_tracked_through_signed_callbac
     ))
     .await;
     assert_not_found(status, &body, "another developer's agent");
-    assert_eq!(
-        mock.requests().len(),
-        1,
-        "nothing placed for a foreign agent"
+    assert_eq!(mock.calls().len(), 1, "nothing placed for a foreign agent");
+}
+
+/// Places a call for `key`'s agent `dialer` and answers its task id and call SID.
+async fn place(server: &Server, key: &str) -> (String, String) {
+    let (status, placed) = call(server.post(
+        "/v1/sessions/twilio/outbound",
+        key,
+        json!({"agentId": "dialer", "to": "+14155550100", "from": "+14155550199"}),
+    ))
+    .await;
+    assert_eq!(status, 201, "{placed}");
+    (
+        placed["taskId"].as_str().unwrap().to_string(),
+        placed["callSid"].as_str().unwrap().to_string(),
+    )
+}
+
+#[tokio::test]
+async fn a_replayed_connect_webhook_gets_no_second_relay_token() {
+    let mock = TwilioMock::start();
+    let server = server_with_twilio(&mock).await;
+    let key = server.key().to_string();
+    new_agent(&server, &key, "dialer").await;
+    own_number(&server, &mock, &key, "+14155550199", "dialer").await;
+    let (task_id, call_sid) = place(&server, &key).await;
+    let connect_path = format!("/v1/sessions/twilio/task/{task_id}/connect");
+    let answer = form(&[
+        ("CallSid", &call_sid),
+        ("From", "+14155550199"),
+        ("To", "+14155550100"),
+        ("CallStatus", "in-progress"),
+    ]);
+    let signature = signed(&server, &connect_path, &answer);
+
+    let response = twilio_post(&server, &connect_path, &answer, signature.clone()).await;
+    assert_eq!(response.status(), 200);
+    assert!(response.text().await.unwrap().contains("name=\"token\""));
+    let session_id = task(&server, &key, &task_id).await["sessionId"].clone();
+
+    // The same signed request again, twice at once: each is refused with markup that hangs
+    // up and carries no token, and the task keeps its one session.
+    let replays = futures_util::future::join_all(
+        (0..2).map(|_| twilio_post(&server, &connect_path, &answer, signature.clone())),
+    )
+    .await;
+    for response in replays {
+        assert_eq!(response.status(), 409);
+        assert!(response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/xml"));
+        let markup = response.text().await.unwrap();
+        assert!(markup.contains("<Hangup/>"), "{markup}");
+        assert!(!markup.contains("token"), "{markup}");
+    }
+    let current = task(&server, &key, &task_id).await;
+    assert_eq!(current["sessionId"], session_id);
+    assert_eq!(current["status"], "in-progress");
+}
+
+#[tokio::test]
+async fn outbound_calls_are_gated_on_caller_id_destination_tier_and_credits() {
+    let mock = TwilioMock::start();
+    let server = server_with_twilio_and(
+        &mock,
+        &[("SWITCHBOARD__TIERS__STARTER__MAX_CONCURRENT_SESSIONS", "1")],
+    )
+    .await;
+    let key = server.key().to_string();
+    let other = server.storage.create_key("dev_other");
+    new_agent(&server, &key, "dialer").await;
+    new_agent(&server, &other, "dialer").await;
+    own_number(&server, &mock, &key, "+14155550199", "dialer").await;
+    own_number(&server, &mock, &other, "+14155550188", "dialer").await;
+    // A claim not yet proven is no caller id either.
+    let (status, pending) = call(server.post(
+        "/v1/phone-numbers",
+        &key,
+        json!({"phoneNumber": "+14155550166", "agentId": "dialer"}),
+    ))
+    .await;
+    assert_eq!(status, 201, "{pending}");
+    assert_eq!(pending["verified"], false);
+
+    let outbound = |to: &str, from: &str| {
+        server.post(
+            "/v1/sessions/twilio/outbound",
+            &key,
+            json!({"agentId": "dialer", "to": to, "from": from}),
+        )
+    };
+    for (to, from, param) in [
+        ("+14155550100", "+14155550188", "from"), // another developer's number
+        ("+14155550100", "+14155550177", "from"), // nobody's
+        ("+14155550100", "+14155550166", "from"), // pending
+        ("+19005550100", "+14155550199", "to"),   // US premium rate
+        ("+18095550100", "+14155550199", "to"),   // a costly Caribbean code
+        ("+8816555010", "+14155550199", "to"),    // satellite
+    ] {
+        let (status, body) = call(outbound(to, from)).await;
+        assert_invalid(status, &body, param, &format!("{to} from {from}"));
+    }
+    assert!(mock.calls().is_empty(), "no refused call reached Twilio");
+
+    // The tier allows one session at once: a ringing call holds it until it ends.
+    let (status, first) = call(outbound("+14155550100", "+14155550199")).await;
+    assert_eq!(status, 201, "{first}");
+    let (status, body) = call(outbound("+14155550101", "+14155550199")).await;
+    assert_eq!(status, 429, "{body}");
+    assert_eq!(error_code(&body), "session_limit_exceeded");
+    let task_id = first["taskId"].as_str().unwrap();
+    let status_path = format!("/v1/sessions/twilio/task/{task_id}/status");
+    let busy = status_event(first["callSid"].as_str().unwrap(), "busy", 1);
+    let response = twilio_post(
+        &server,
+        &status_path,
+        &busy,
+        signed(&server, &status_path, &busy),
+    )
+    .await;
+    assert_eq!(response.status(), 204);
+    let (status, body) = call(outbound("+14155550101", "+14155550199")).await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(mock.calls().len(), 2);
+    let storage = server.stop();
+
+    // No credits, no call; an operator's allow list keeps calls to the listed prefixes.
+    let server = Server::start_with(
+        storage,
+        &mock
+            .sms_env("+15005550006")
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .chain([
+                ("SWITCHBOARD__TIERS__STARTER__MONTHLY_CREDITS", "0"),
+                (
+                    "SWITCHBOARD__TELEPHONY__OUTBOUND__ALLOW_PREFIXES",
+                    "[\"+1415\"]",
+                ),
+            ])
+            .collect::<Vec<_>>(),
+    )
+    .await;
+    let key = server.storage.create_key("dev_local");
+    let outbound = |to: &str| {
+        server.post(
+            "/v1/sessions/twilio/outbound",
+            &key,
+            json!({"agentId": "dialer", "to": to, "from": "+14155550199"}),
+        )
+    };
+    let (status, body) = call(outbound("+14165550100")).await;
+    assert_invalid(status, &body, "to", "a prefix outside the allow list");
+    let (status, body) = call(outbound("+14155550102")).await;
+    assert_eq!(status, 402, "{body}");
+    assert_eq!(error_code(&body), "insufficient_credits");
+    assert_eq!(mock.calls().len(), 2, "nothing placed without credits");
+}
+
+#[tokio::test]
+async fn routing_a_number_needs_the_code_texted_to_it_and_a_squatter_blocks_no_one() {
+    let mock = TwilioMock::start();
+    let server = server_with_twilio(&mock).await;
+    let owner = server.storage.create_key("dev_owner");
+    let squatter = server.storage.create_key("dev_squatter");
+    new_agent(&server, &owner, "desk").await;
+    new_agent(&server, &squatter, "desk").await;
+    let number = "+14155550123";
+    let inbound = "/v1/sessions/twilio/inbound";
+    let params = form(&[
+        ("AccountSid", ACCOUNT_SID),
+        ("CallSid", "CA22222222222222222222222222222222"),
+        ("CallStatus", "ringing"),
+        ("Direction", "inbound"),
+        ("From", "+14155550777"),
+        ("To", number),
+    ]);
+    let ring = || twilio_post(&server, inbound, &params, signed(&server, inbound, &params));
+
+    // The squatter claims the number first: a pending route, and a code texted to the number.
+    let (status, claim) = call(server.post(
+        "/v1/phone-numbers",
+        &squatter,
+        json!({"phoneNumber": number, "agentId": "desk"}),
+    ))
+    .await;
+    assert_eq!(status, 201, "{claim}");
+    assert_eq!(claim["verified"], false);
+    assert!(claim["verifiedAt"].is_null());
+    assert!(is_iso_millis(&claim["codeExpiresAt"]), "{claim}");
+    let claim_id = claim["id"].as_str().unwrap().to_string();
+    let texts = mock.messages();
+    assert_eq!(texts.len(), 1);
+    assert_eq!(texts[0].param("To"), Some(number));
+    assert_eq!(texts[0].param("From"), Some("+15005550006"));
+    let squatters_code = mock.last_code_for(number).unwrap();
+    // A pending route takes no calls.
+    let markup = ring().await.text().await.unwrap();
+    assert!(!markup.contains("<Stream"), "{markup}");
+    // Guessing costs tries.
+    let wrong = if squatters_code == "000000" {
+        "111111"
+    } else {
+        "000000"
+    };
+    let verify = |key: &str, id: &str, code: &str| {
+        server.post(
+            &format!("/v1/phone-numbers/{id}/verify"),
+            key,
+            json!({"code": code}),
+        )
+    };
+    let (status, body) = call(verify(&squatter, &claim_id, wrong)).await;
+    assert_invalid(status, &body, "code", "a wrong code");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("4 tries left"),
+        "{body}"
     );
+    let (status, body) = call(verify(&squatter, &claim_id, "12345")).await;
+    assert_invalid(status, &body, "code", "five digits");
+
+    // The owner is not blocked by the pending claim: their code proves the number.
+    let (status, mine) = call(server.post(
+        "/v1/phone-numbers",
+        &owner,
+        json!({"phoneNumber": number, "agentId": "desk"}),
+    ))
+    .await;
+    assert_eq!(status, 201, "{mine}");
+    let mine_id = mine["id"].as_str().unwrap().to_string();
+    let owners_code = mock.last_code_for(number).unwrap();
+    // One route's code does not prove another's.
+    if owners_code != squatters_code {
+        let (status, body) = call(verify(&owner, &mine_id, &squatters_code)).await;
+        assert_invalid(status, &body, "code", "another route's code");
+    }
+    let (status, verified) = call(verify(&owner, &mine_id, &owners_code)).await;
+    assert_eq!(status, 200, "{verified}");
+    assert_eq!(verified["verified"], true);
+    assert!(is_iso_millis(&verified["verifiedAt"]));
+    let markup = ring().await.text().await.unwrap();
+    assert_eq!(token_claims(&markup)["dev"], "dev_owner", "{markup}");
+
+    // Once proven, the number is the owner's: the squatter's own code is too late.
+    let (status, body) = call(verify(&squatter, &claim_id, &squatters_code)).await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(error_code(&body), "conflict");
+    // Another's route is not found; a route's number cannot be swapped for an unproven one.
+    let (status, body) = call(verify(&squatter, &mine_id, &owners_code)).await;
+    assert_not_found(status, &body, "another developer's route");
+    let (status, body) = call(server.put(
+        &format!("/v1/phone-numbers/{mine_id}"),
+        &owner,
+        json!({"phoneNumber": "+14155550124"}),
+    ))
+    .await;
+    assert_invalid(status, &body, "phoneNumber", "changing a route's number");
+
+    // Claims waiting for their code are capped per developer (3 by default).
+    for n in ["+14155550131", "+14155550132"] {
+        let (status, body) = call(server.post(
+            "/v1/phone-numbers",
+            &squatter,
+            json!({"phoneNumber": n, "agentId": "desk"}),
+        ))
+        .await;
+        assert_eq!(status, 201, "{body}");
+    }
+    let texts_before = mock.messages().len();
+    let (status, body) = call(server.post(
+        "/v1/phone-numbers",
+        &squatter,
+        json!({"phoneNumber": "+14155550133", "agentId": "desk"}),
+    ))
+    .await;
+    assert_eq!(status, 429, "{body}");
+    assert_eq!(error_code(&body), "rate_limited");
+    assert_eq!(mock.messages().len(), texts_before, "no text past the cap");
 }
 
 #[tokio::test]
@@ -290,6 +623,7 @@ async fn outbound_calls_validate_their_input_and_report_twilio_failures() {
     let server = server_with_twilio(&mock).await;
     let key = server.key().to_string();
     new_agent(&server, &key, "dialer").await;
+    own_number(&server, &mock, &key, "+14155550199", "dialer").await;
     for (body, param) in [
         (
             json!({"to": "+14155550100", "from": "+14155550199"}),
@@ -321,7 +655,7 @@ async fn outbound_calls_validate_their_input_and_report_twilio_failures() {
         }
     }
     assert!(
-        mock.requests().is_empty(),
+        mock.calls().is_empty(),
         "invalid requests never reach Twilio"
     );
 
@@ -392,6 +726,14 @@ async fn phone_numbers_route_inbound_calls_to_their_owners_agents() {
     assert_eq!(status, 201, "{created}");
     let id = created["id"].as_str().unwrap().to_string();
     assert_eq!(created["phoneNumber"], "+14155550123");
+    let code = mock.last_code_for("+14155550123").unwrap();
+    let (status, verified) = call(server.post(
+        &format!("/v1/phone-numbers/{id}/verify"),
+        &key,
+        json!({"code": code}),
+    ))
+    .await;
+    assert_eq!(status, 200, "{verified}");
     assert_eq!(created["agentId"], "front-desk");
     assert!(is_iso_millis(&created["createdAt"]));
     for (body, param) in [
@@ -581,6 +923,7 @@ async fn an_outbound_calls_stream_is_refused_once_the_key_that_placed_it_is_revo
     let server = server_with_twilio(&mock).await;
     let key = server.key().to_string();
     new_agent(&server, &key, "dialer").await;
+    own_number(&server, &mock, &key, "+14155550199", "dialer").await;
     let (status, campaign) = call(server.post("/v1/keys", &key, json!({"name": "campaign"}))).await;
     assert_eq!(status, 201, "{campaign}");
     let mut placed = Vec::new();

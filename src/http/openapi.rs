@@ -86,6 +86,7 @@ answer `{data, nextCursor, hasMore}` in creation order."
         phone_numbers::get_number,
         phone_numbers::update_number,
         phone_numbers::delete_number,
+        phone_numbers::verify_number,
         recordings::get_recording,
         agent_sync::sync_agent,
         direct::session_token,

@@ -208,8 +208,18 @@ pub async fn issue_stream(
     req: &HttpRequest,
     target: StreamFor,
 ) -> Result<IssuedStream, ApiError> {
+    issue_stream_as(state, req, target, new_id("ses")).await
+}
+
+/// [`issue_stream`] for a session id chosen beforehand (an outbound task claims its one
+/// session before the session exists).
+pub async fn issue_stream_as(
+    state: &AppState,
+    req: &HttpRequest,
+    target: StreamFor,
+    session_id: String,
+) -> Result<IssuedStream, ApiError> {
     let now = time::now_ms();
-    let session_id = new_id("ses");
     let expires = now + state.config.telephony.token_ttl_seconds as i64 * 1000;
     state
         .sessions

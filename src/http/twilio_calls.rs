@@ -14,25 +14,31 @@
 //! URL Twilio requested and its form parameters (see [`crate::telephony::signature`]), else
 //! it is refused with 403 and changes nothing.
 
+use std::time::Duration;
+
 use actix_web::{get, post, web, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::auth::Developer;
 use super::body::{ApiJson, RawWebhook};
-use super::sessions::{issue_stream, resolve_instance, warm_agent_voice, StreamFor};
+use super::sessions::{
+    issue_stream, issue_stream_as, resolve_instance, warm_agent_voice, StreamFor,
+};
 use super::AppState;
 use crate::error::{ApiError, ErrorBody};
 use crate::registry::agents::GetAgent;
+use crate::registry::metering::{CloseSession, OpenSession, SessionMetering};
 use crate::registry::new_id;
 use crate::registry::telephony::{
-    AdvanceTask, CreateTask, EndUnconnectedSession, GetTask, RouteCall, UpdateTask,
+    AdvanceTask, ClaimTaskConnect, CreateTask, EndUnconnectedSession, GetTask, RouteCall,
+    UpdateTask,
 };
 use crate::store::telephony::{
     CallTaskRow, TaskChanges, TASK_IN_PROGRESS, TASK_QUEUED, TASK_TERMINAL,
 };
 use crate::telephony::is_e164;
-use crate::telephony::rest::{NewCall, TwilioError};
+use crate::telephony::rest::{NewCall, TwilioClient, TwilioError};
 use crate::telephony::{signature, twiml};
 use crate::time::{self, iso};
 
@@ -79,9 +85,10 @@ async fn webhook_method_not_allowed(req: HttpRequest) -> Result<HttpResponse, Ap
 pub struct OutboundRequest {
     /// The agent that talks on the call.
     pub agent_id: Option<String>,
-    /// The number to call, E.164.
+    /// The number to call, E.164; premium-rate and other costly destinations are refused
+    /// (`telephony.outbound` prefix lists).
     pub to: Option<String>,
-    /// The caller id: a number of the Twilio account (or verified with it), E.164.
+    /// The caller id, E.164: one of your verified numbers in `/v1/phone-numbers`.
     pub from: Option<String>,
     /// An instance of the agent; otherwise the instance whose phoneNumber is `to`, if any.
     pub instance_id: Option<String>,
@@ -155,8 +162,10 @@ fn e164(param: &str, value: Option<String>) -> Result<String, ApiError> {
 /// Places a call through Twilio's REST API. When it is answered, Twilio fetches the task's
 /// connect URL, which connects the call to the agent like an inbound session.
 #[utoipa::path(post, path = "/v1/sessions/twilio/outbound", tag = "sessions", request_body = OutboundRequest,
-    responses((status = 201, body = OutboundBody), (status = 400, body = ErrorBody, description = "Invalid request, or Twilio refused the numbers"),
-        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody, description = "No such agent"),
+    responses((status = 201, body = OutboundBody), (status = 400, body = ErrorBody, description = "Invalid request; `to` a refused destination (premium-rate and other costly prefixes, telephony.outbound); `from` not one of your verified numbers; or Twilio refused the numbers"),
+        (status = 401, body = ErrorBody), (status = 402, body = ErrorBody, description = "insufficient_credits: the credits are spent and the tier allows no overage"),
+        (status = 404, body = ErrorBody, description = "No such agent"),
+        (status = 429, body = ErrorBody, description = "rate_limited (the key's request rate), or session_limit_exceeded: the tier's concurrent sessions (live calls and ringing outbound calls) are all in use"),
         (status = 502, body = ErrorBody, description = "Twilio failed"),
         (status = 503, body = ErrorBody, description = "[telephony.twilio] is not configured")),
     security(("bearer" = [])))]
@@ -173,6 +182,15 @@ async fn place_call(
         .ok_or_else(|| ApiError::invalid("agentId", "agentId is required"))?;
     let to = e164("to", request.to)?;
     let from = e164("from", request.from)?;
+    if let Some(prefix) = state.config.telephony.outbound.refusal(&to) {
+        return Err(ApiError::invalid(
+            "to",
+            format!(
+                "calls to {to} are not allowed: premium-rate and other costly destinations \
+                 are refused ({prefix}; see telephony.outbound)"
+            ),
+        ));
+    }
     let developer_id = developer.id().to_string();
     let agent = state
         .agents
@@ -191,21 +209,95 @@ async fn place_call(
                 .into(),
         )
     })?;
+    // The caller id must be one of the developer's own numbers, proven when it was routed.
+    let own = state
+        .telephony
+        .send(RouteCall {
+            number: from.clone(),
+        })
+        .await??
+        .is_some_and(|route| route.developer_id == developer_id);
+    if !own {
+        return Err(ApiError::invalid(
+            "from",
+            "from must be one of your verified numbers (see /v1/phone-numbers)",
+        ));
+    }
+    // Gated like every metered session: 402 without credits, 429 when the tier's concurrent
+    // sessions are all live. The ringing call holds a slot (under the task's id) until it is
+    // answered, ends, or the answer timeout passes.
+    let task_id = new_id("task");
+    state
+        .metering
+        .send(OpenSession {
+            session_id: task_id.clone(),
+            developer_id: developer_id.clone(),
+            metered: SessionMetering::ALL,
+        })
+        .await??;
+    let hold = Duration::from_secs(state.config.telephony.outbound.answer_timeout_seconds);
+    let metering = state.metering.clone();
+    let held = task_id.clone();
+    actix_web::rt::spawn(async move {
+        tokio::time::sleep(hold).await;
+        metering.do_send(CloseSession { session_id: held });
+    });
+    let placed = place_task(
+        &state,
+        twilio,
+        &developer,
+        &req,
+        request.record,
+        task_id.clone(),
+        agent.id,
+        instance,
+        to,
+        from,
+    )
+    .await;
+    if placed.is_err() {
+        release_ringing(&state, &task_id);
+    }
+    placed
+}
+
+/// Frees the concurrent-session slot a placed call held while it rang.
+fn release_ringing(state: &AppState, task_id: &str) {
+    state.metering.do_send(CloseSession {
+        session_id: task_id.to_string(),
+    });
+}
+
+/// Records the task and asks Twilio to place the call.
+#[allow(clippy::too_many_arguments)]
+async fn place_task(
+    state: &AppState,
+    twilio: &TwilioClient,
+    developer: &Developer,
+    req: &HttpRequest,
+    record: Option<bool>,
+    task_id: String,
+    agent_id: String,
+    instance: Option<String>,
+    to: String,
+    from: String,
+) -> Result<HttpResponse, ApiError> {
+    let developer_id = developer.id().to_string();
     let now = time::now_ms();
     let task = state
         .telephony
         .send(CreateTask(CallTaskRow {
             seq: 0,
-            id: new_id("task"),
+            id: task_id,
             developer_id,
-            agent_id: agent.id,
+            agent_id,
             instance_id: instance,
             to_number: to.clone(),
             from_number: from.clone(),
             status: TASK_QUEUED.into(),
             call_sid: None,
             session_id: None,
-            record: request.record.unwrap_or(false),
+            record: record.unwrap_or(false),
             last_sequence: -1,
             duration_seconds: None,
             error: None,
@@ -216,7 +308,7 @@ async fn place_call(
         .await??;
     let base = format!(
         "{}/v1/sessions/twilio/task/{}",
-        super::public_base(&state, &req),
+        super::public_base(state, req),
         task.id
     );
     let placed = twilio
@@ -373,6 +465,7 @@ fn twiml_response(markup: String) -> HttpResponse {
     request_body(content = String, content_type = "application/x-www-form-urlencoded", description = "Twilio's voice request parameters (CallSid, From, To, ...)"),
     responses((status = 200, description = "TwiML connecting the call to the agent's media stream", content_type = "text/xml"),
         (status = 403, body = ErrorBody, description = "Missing or invalid signature"), (status = 404, body = ErrorBody),
+        (status = 409, description = "The task was already connected (a replayed or repeated connect): TwiML that says so and hangs up, with no relay token", content_type = "text/xml"),
         (status = 503, body = ErrorBody, description = "[telephony.twilio] is not configured")))]
 async fn task_connect(
     state: web::Data<AppState>,
@@ -407,6 +500,26 @@ async fn task_connect(
             "Sorry, this agent is not available. Goodbye.",
         )));
     };
+    // One connect per task: the first claims the task for its session; a replay of the same
+    // signed request (or a second answer) gets no relay token.
+    let session_id = new_id("ses");
+    let claimed = state
+        .telephony
+        .send(ClaimTaskConnect {
+            id: task.id.clone(),
+            session_id: session_id.clone(),
+        })
+        .await??;
+    let Some(task) = claimed else {
+        tracing::warn!(task = %task.id, "refused a second connect of an outbound task");
+        return Ok(HttpResponse::Conflict()
+            .content_type("text/xml; charset=utf-8")
+            .body(twiml::say_and_hang_up(
+                "This call is already connected. Goodbye.",
+            )));
+    };
+    // The stream takes the tier's slot from here (when it starts); the ringing hold ends.
+    release_ringing(&state, &task.id);
     warm_agent_voice(&state, &agent);
     let call_sid = form
         .get("CallSid")
@@ -416,10 +529,18 @@ async fn task_connect(
     let instance = match task.instance_id.clone() {
         Some(id) => Some(id),
         None => {
-            resolve_instance(&state, &task.developer_id, &agent.id, None, &task.to_number).await?
+            match resolve_instance(&state, &task.developer_id, &agent.id, None, &task.to_number)
+                .await
+            {
+                Ok(instance) => instance,
+                Err(e) => {
+                    end_task(&state, &task.id, "the call could not be connected").await;
+                    return Err(e);
+                }
+            }
         }
     };
-    let issued = issue_stream(
+    let issued = issue_stream_as(
         &state,
         &req,
         StreamFor {
@@ -432,8 +553,16 @@ async fn task_connect(
             // The stream is refused if the key that placed the call was revoked since.
             key_id: task.key_id.clone(),
         },
+        session_id,
     )
-    .await?;
+    .await;
+    let issued = match issued {
+        Ok(issued) => issued,
+        Err(e) => {
+            end_task(&state, &task.id, "the call could not be connected").await;
+            return Err(e);
+        }
+    };
     state
         .telephony
         .send(UpdateTask {
@@ -451,6 +580,7 @@ async fn task_connect(
 }
 
 async fn end_task(state: &AppState, task_id: &str, reason: &str) {
+    release_ringing(state, task_id);
     let _ = state
         .telephony
         .send(UpdateTask {
@@ -500,6 +630,9 @@ async fn task_status(
         ));
     };
     let terminal = TASK_TERMINAL.contains(&status);
+    if terminal {
+        release_ringing(&state, &task_id);
+    }
     let changes = TaskChanges {
         status: Some(status.to_string()),
         call_sid: form.get("CallSid").map(|s| Some(s.to_string())),

@@ -13,7 +13,7 @@ use crate::config::RecordingsConfig;
 use crate::error::ApiError;
 use crate::recording::{RecordingFinished, RecordingStorage, StartRecording};
 use crate::store::telephony::{
-    self, AgentSyncRow, CallTaskRow, PhoneNumberChanges, PhoneNumberRow, RecordingEnd,
+    self, AgentSyncRow, CallTaskRow, ClaimCheck, PhoneNumberChanges, PhoneNumberRow, RecordingEnd,
     RecordingRow, TaskChanges, RECORDING_COMPLETED, RECORDING_FAILED,
 };
 use crate::store::{agents, instances, Db, StoreError};
@@ -132,16 +132,23 @@ async fn check_target(
 
 fn number_conflict(err: StoreError, number: &str) -> ApiError {
     match err {
-        StoreError::Conflict(_) => {
-            ApiError::Conflict(format!("phone number {number} is already routed"))
-        }
+        StoreError::Conflict(_) => ApiError::Conflict(format!(
+            "you already have a route for phone number {number}"
+        )),
         other => other.into(),
     }
 }
 
+/// A pending route: it takes calls once its code is confirmed ([`VerifyPhoneNumber`]). At
+/// most `max_pending` of a developer's routes may wait for their code at once.
 #[derive(Message)]
 #[rtype(result = "Result<PhoneNumberRow, ApiError>")]
-pub struct CreatePhoneNumber(pub PhoneNumberRow);
+pub struct CreatePhoneNumber {
+    pub row: PhoneNumberRow,
+    pub max_pending: u32,
+    /// How long a refused developer should wait: the code lifetime.
+    pub retry_after_seconds: u64,
+}
 
 impl Handler<CreatePhoneNumber> for TelephonyRegistry {
     type Result = ResponseFuture<Result<PhoneNumberRow, ApiError>>;
@@ -149,7 +156,7 @@ impl Handler<CreatePhoneNumber> for TelephonyRegistry {
     fn handle(&mut self, msg: CreatePhoneNumber, _: &mut Context<Self>) -> Self::Result {
         let db = self.db.clone();
         Box::pin(async move {
-            let row = msg.0;
+            let row = msg.row;
             check_target(
                 &db,
                 &row.developer_id,
@@ -157,6 +164,17 @@ impl Handler<CreatePhoneNumber> for TelephonyRegistry {
                 row.instance_id.as_deref(),
             )
             .await?;
+            let pending = telephony::pending_claims(&db, &row.developer_id, now_ms()).await?;
+            if pending >= i64::from(msg.max_pending) {
+                return Err(ApiError::RateLimited {
+                    message: format!(
+                        "{pending} phone numbers are already waiting for their code; confirm \
+                         or delete one, or wait until their codes expire"
+                    ),
+                    limit: msg.max_pending,
+                    retry_after_seconds: msg.retry_after_seconds.max(1),
+                });
+            }
             telephony::insert_number(&db, &row)
                 .await
                 .map_err(|e| number_conflict(e, &row.phone_number))
@@ -240,14 +258,87 @@ impl Handler<UpdatePhoneNumber> for TelephonyRegistry {
             if changes.agent_id.is_some() && changes.instance_id.is_none() {
                 changes.instance_id = Some(None);
             }
-            let number = changes
+            if changes
                 .phone_number
-                .clone()
-                .unwrap_or_else(|| current.phone_number.clone());
+                .as_ref()
+                .is_some_and(|n| *n != current.phone_number)
+            {
+                return Err(ApiError::invalid(
+                    "phoneNumber",
+                    "a route's number cannot be changed: delete the route and add the new \
+                     number, which needs its own proof",
+                ));
+            }
+            let number = current.phone_number.clone();
             telephony::update_number(&db, dev, id, &changes)
                 .await
                 .map_err(|e| number_conflict(e, &number))?
                 .ok_or_else(|| ApiError::not_found("phone number", id))
+        })
+    }
+}
+
+/// Confirms the code texted to a pending route's number.
+#[derive(Message)]
+#[rtype(result = "Result<PhoneNumberRow, ApiError>")]
+pub struct VerifyPhoneNumber {
+    pub developer_id: String,
+    pub id: String,
+    /// Compares the presented code with the stored hash.
+    pub matches: Box<dyn Fn(&str) -> bool + Send + Sync>,
+    pub max_attempts: u32,
+}
+
+impl Handler<VerifyPhoneNumber> for TelephonyRegistry {
+    type Result = ResponseFuture<Result<PhoneNumberRow, ApiError>>;
+
+    fn handle(&mut self, msg: VerifyPhoneNumber, _: &mut Context<Self>) -> Self::Result {
+        let db = self.db.clone();
+        Box::pin(async move {
+            let max = i32::try_from(msg.max_attempts).unwrap_or(i32::MAX);
+            let checked = telephony::verify_claim(
+                &db,
+                &msg.developer_id,
+                &msg.id,
+                &*msg.matches,
+                max,
+                now_ms(),
+            )
+            .await;
+            let taken = || {
+                ApiError::Conflict(
+                    "another developer proved this number first; it routes to them".into(),
+                )
+            };
+            let checked = match checked {
+                Ok(checked) => checked,
+                Err(StoreError::Conflict(_)) => return Err(taken()),
+                Err(e) => return Err(e.into()),
+            };
+            match checked.ok_or_else(|| ApiError::not_found("phone number", &msg.id))? {
+                ClaimCheck::Verified(row) | ClaimCheck::AlreadyVerified(row) => Ok(row),
+                ClaimCheck::Taken => Err(taken()),
+                ClaimCheck::NoCode => Err(ApiError::invalid(
+                    "code",
+                    "no code is waiting for this route (it was burnt by wrong tries or \
+                     expired); delete the route and add it again for a new one",
+                )),
+                ClaimCheck::Expired => Err(ApiError::invalid(
+                    "code",
+                    "the code has expired; delete the route and add it again for a new one",
+                )),
+                ClaimCheck::Wrong { remaining: 0 } => Err(ApiError::invalid(
+                    "code",
+                    "wrong code; it had too many wrong tries and no longer works",
+                )),
+                ClaimCheck::Wrong { remaining } => Err(ApiError::invalid(
+                    "code",
+                    format!(
+                        "wrong code; {remaining} {} left",
+                        if remaining == 1 { "try" } else { "tries" }
+                    ),
+                )),
+            }
         })
     }
 }
@@ -338,6 +429,26 @@ impl Handler<UpdateTask> for TelephonyRegistry {
     fn handle(&mut self, msg: UpdateTask, _: &mut Context<Self>) -> Self::Result {
         let db = self.db.clone();
         Box::pin(async move { Ok(telephony::update_task(&db, &msg.id, &msg.changes).await?) })
+    }
+}
+
+/// The first connect of a task claims it for a session; `None` when a connect already did (a
+/// replay) or the task has ended.
+#[derive(Message)]
+#[rtype(result = "Result<Option<CallTaskRow>, ApiError>")]
+pub struct ClaimTaskConnect {
+    pub id: String,
+    pub session_id: String,
+}
+
+impl Handler<ClaimTaskConnect> for TelephonyRegistry {
+    type Result = ResponseFuture<Result<Option<CallTaskRow>, ApiError>>;
+
+    fn handle(&mut self, msg: ClaimTaskConnect, _: &mut Context<Self>) -> Self::Result {
+        let db = self.db.clone();
+        Box::pin(async move {
+            Ok(telephony::claim_connect(&db, &msg.id, &msg.session_id, now_ms()).await?)
+        })
     }
 }
 

@@ -304,6 +304,10 @@ diesel::table! {
         name -> Nullable<Text>,
         created_at -> BigInt,
         updated_at -> BigInt,
+        verified_at -> Nullable<BigInt>,
+        code_hash -> Nullable<Text>,
+        code_expires_at -> Nullable<BigInt>,
+        code_attempts -> Integer,
     }
 }
 

@@ -6,7 +6,7 @@ use diesel_async::RunQueryDsl;
 
 use super::schema::{agent_syncs, call_tasks, phone_numbers, recordings};
 use super::{Db, StoreResult};
-use crate::db_run;
+use crate::{db_run, db_tx};
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
 #[diesel(table_name = phone_numbers)]
@@ -22,6 +22,28 @@ pub struct PhoneNumberRow {
     pub name: Option<String>,
     pub created_at: i64,
     pub updated_at: i64,
+    /// When the developer proved the number is theirs; `None` while the route is pending
+    /// (it takes no calls and is no caller id).
+    pub verified_at: Option<i64>,
+    /// The keyed hash of the code texted to the number, while one is live.
+    pub code_hash: Option<String>,
+    pub code_expires_at: Option<i64>,
+    pub code_attempts: i32,
+}
+
+/// What checking a claim's code came to.
+#[derive(Debug)]
+pub enum ClaimCheck {
+    Verified(PhoneNumberRow),
+    /// The route was already verified: nothing changed.
+    AlreadyVerified(PhoneNumberRow),
+    NoCode,
+    Expired,
+    Wrong {
+        remaining: i32,
+    },
+    /// Another developer proved the number first.
+    Taken,
 }
 
 /// The columns an update may change; `None` leaves one as it is.
@@ -57,15 +79,102 @@ pub async fn get_number(db: &Db, developer: &str, id: &str) -> StoreResult<Optio
     })
 }
 
-/// The route of a called number, whoever owns it (the inbound webhook's lookup).
+/// The verified route of a called number, whoever owns it (the inbound webhook's lookup and
+/// the owner of an outbound caller id). Pending claims are not routes.
 pub async fn route_of(db: &Db, number: &str) -> StoreResult<Option<PhoneNumberRow>> {
     db_run!(db, |conn| {
         Ok(phone_numbers::table
             .filter(phone_numbers::phone_number.eq(number))
+            .filter(phone_numbers::verified_at.is_not_null())
             .select(PhoneNumberRow::as_select())
             .first(conn)
             .await
             .optional()?)
+    })
+}
+
+/// How many of the developer's routes are still waiting for their code.
+pub async fn pending_claims(db: &Db, developer: &str, now: i64) -> StoreResult<i64> {
+    db_run!(db, |conn| {
+        Ok(phone_numbers::table
+            .filter(phone_numbers::developer_id.eq(developer))
+            .filter(phone_numbers::verified_at.is_null())
+            .filter(phone_numbers::code_expires_at.gt(now))
+            .count()
+            .get_result(conn)
+            .await?)
+    })
+}
+
+/// Checks a code presented for the developer's route `id` (`matches` compares it with the
+/// stored hash). A wrong code counts a try and the `max_attempts`-th burns the code; the
+/// right one verifies the route, unless another developer verified the number first.
+pub async fn verify_claim(
+    db: &Db,
+    developer: &str,
+    id: &str,
+    matches: &(dyn Fn(&str) -> bool + Sync),
+    max_attempts: i32,
+    now: i64,
+) -> StoreResult<Option<ClaimCheck>> {
+    db_tx!(db, |conn| {
+        let row: Option<PhoneNumberRow> = phone_numbers::table
+            .filter(phone_numbers::developer_id.eq(developer))
+            .filter(phone_numbers::id.eq(id))
+            .select(PhoneNumberRow::as_select())
+            .first(conn)
+            .await
+            .optional()?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        if row.verified_at.is_some() {
+            return Ok(Some(ClaimCheck::AlreadyVerified(row)));
+        }
+        let this = phone_numbers::table.filter(phone_numbers::seq.eq(row.seq));
+        let (Some(hash), Some(expires_at)) = (&row.code_hash, row.code_expires_at) else {
+            return Ok(Some(ClaimCheck::NoCode));
+        };
+        if expires_at <= now {
+            diesel::update(this)
+                .set(phone_numbers::code_hash.eq(None::<String>))
+                .execute(conn)
+                .await?;
+            return Ok(Some(ClaimCheck::Expired));
+        }
+        if !matches(hash) {
+            let attempts = row.code_attempts + 1;
+            let burnt = attempts >= max_attempts;
+            diesel::update(this)
+                .set((
+                    phone_numbers::code_attempts.eq(attempts),
+                    phone_numbers::code_hash.eq(if burnt { None } else { Some(hash.clone()) }),
+                ))
+                .execute(conn)
+                .await?;
+            return Ok(Some(ClaimCheck::Wrong {
+                remaining: (max_attempts - attempts).max(0),
+            }));
+        }
+        let taken: i64 = phone_numbers::table
+            .filter(phone_numbers::phone_number.eq(&row.phone_number))
+            .filter(phone_numbers::verified_at.is_not_null())
+            .count()
+            .get_result(conn)
+            .await?;
+        if taken > 0 {
+            return Ok(Some(ClaimCheck::Taken));
+        }
+        let verified = diesel::update(this)
+            .set((
+                phone_numbers::verified_at.eq(Some(now)),
+                phone_numbers::code_hash.eq(None::<String>),
+                phone_numbers::updated_at.eq(now),
+            ))
+            .returning(PhoneNumberRow::as_returning())
+            .get_result(conn)
+            .await?;
+        Ok(Some(ClaimCheck::Verified(verified)))
     })
 }
 
@@ -218,6 +327,32 @@ pub async fn update_task(
                 .filter(call_tasks::status.ne_all(TASK_TERMINAL)),
         )
         .set(changes)
+        .returning(CallTaskRow::as_returning())
+        .get_result(conn)
+        .await
+        .optional()?)
+    })
+}
+
+/// Marks the task as connected to `session_id`, once: only a live task that no connect has
+/// reached yet is changed, so a replayed connect webhook finds `None`.
+pub async fn claim_connect(
+    db: &Db,
+    id: &str,
+    session_id: &str,
+    updated_at: i64,
+) -> StoreResult<Option<CallTaskRow>> {
+    db_run!(db, |conn| {
+        Ok(diesel::update(
+            call_tasks::table
+                .filter(call_tasks::id.eq(id))
+                .filter(call_tasks::session_id.is_null())
+                .filter(call_tasks::status.ne_all(TASK_TERMINAL)),
+        )
+        .set((
+            call_tasks::session_id.eq(Some(session_id)),
+            call_tasks::updated_at.eq(updated_at),
+        ))
         .returning(CallTaskRow::as_returning())
         .get_result(conn)
         .await

@@ -110,6 +110,14 @@ impl TwilioMock {
         self.seen.lock().unwrap().clone()
     }
 
+    /// The calls placed (`Calls.json` requests, accepted or not), oldest first.
+    pub fn calls(&self) -> Vec<TwilioRequest> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r.path.ends_with("/Calls.json"))
+            .collect()
+    }
+
     /// The SMS requests received (accepted or not), oldest first.
     pub fn messages(&self) -> Vec<TwilioRequest> {
         self.requests()
