@@ -26,6 +26,7 @@ pub mod registry;
 pub mod server;
 pub mod speech;
 pub mod store;
+pub mod supervision;
 pub mod telephony;
 pub mod time;
 pub mod vendors;

@@ -9,7 +9,8 @@ fn main() -> anyhow::Result<()> {
         .with_env_filter(
             EnvFilter::try_from_env("SWITCHBOARD_LOG").unwrap_or_else(|_| EnvFilter::new("info")),
         )
-        .with_writer(std::io::stderr)
+        .with_writer(switchboard::observability::log::LossyStderr)
+        .log_internal_errors(false)
         .init();
     let cli = Cli::parse();
     let config = cli.config()?;

@@ -3,13 +3,11 @@
 //! SIGTERM/SIGINT: drain (see [`crate::cluster::drain`]), then a final flush of what is still
 //! in memory.
 
-use std::io::Write;
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix::Actor;
 use actix_http::HttpService;
 use actix_service::{
     fn_factory, fn_service, map_config, IntoServiceFactory, ServiceFactory, ServiceFactoryExt,
@@ -35,7 +33,7 @@ use crate::registry::metering::FlushUsage;
 use crate::registry::sessions::Settle;
 use crate::registry::{
     AgentRegistry, CollectionRegistry, ConversationRegistry, JobRegistry, KeyRegistry,
-    KnowledgeIndex, Metering, SessionRegistry, TelephonyRegistry,
+    KnowledgeIndex, Metering, SessionRegistry, Supervised, TelephonyRegistry,
 };
 use crate::store::{developers, Backend, Db};
 use crate::telephony::rest::{Sender, TwilioClient};
@@ -49,6 +47,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
             config.server.data_dir.display()
         )
     })?;
+    keep_data_private(&config)?;
     let url = config.database_url();
     let db = Db::open(
         &url,
@@ -61,41 +60,60 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
 
     // On PostgreSQL the caches follow the other nodes' changes (SQLite: one server).
     let feed_state = FeedState::default();
-    let keys = KeyRegistry::new(db.clone(), config.auth.clone())
-        .following(feed_state.clone())
-        .start();
-    let agents = AgentRegistry::new(db.clone(), &config.registry)
-        .following(feed_state.clone())
-        .start();
-    let collections = CollectionRegistry::new(db.clone(), &config.registry, agents.clone())
-        .following(feed_state.clone())
-        .start();
+    // Each registry is supervised: one that dies is started again from these parts.
+    let keys = Supervised::start("keys", {
+        let (db, auth, feed) = (db.clone(), config.auth.clone(), feed_state.clone());
+        move || KeyRegistry::new(db.clone(), auth.clone()).following(feed.clone())
+    });
+    let agents = Supervised::start("agents", {
+        let (db, registry, feed) = (db.clone(), config.registry.clone(), feed_state.clone());
+        move || AgentRegistry::new(db.clone(), &registry).following(feed.clone())
+    });
+    let collections = Supervised::start("collections", {
+        let (db, registry, feed) = (db.clone(), config.registry.clone(), feed_state.clone());
+        let agents = agents.clone();
+        move || {
+            CollectionRegistry::new(db.clone(), &registry, agents.clone()).following(feed.clone())
+        }
+    });
     let clock = Arc::new(SystemClock {
         offset_ms: config.metering.clock_offset_seconds.saturating_mul(1000),
     });
-    let metering = Metering::new(
-        db.clone(),
-        config.tiers.clone(),
-        config.pricing.clone(),
-        config.rate_limit.clone(),
-        clock,
-        &config.metering,
-    )
-    .start();
+    let metering = Supervised::start("metering", {
+        let (db, config) = (db.clone(), config.clone());
+        move || {
+            Metering::new(
+                db.clone(),
+                config.tiers.clone(),
+                config.pricing.clone(),
+                config.rate_limit.clone(),
+                clock.clone(),
+                &config.metering,
+            )
+        }
+    });
     let engines = Engines::start(&config);
-    let conversations = ConversationRegistry::new(db.clone()).start();
+    let conversations = Supervised::start("conversations", {
+        let db = db.clone();
+        move || ConversationRegistry::new(db.clone())
+    });
     let node_id = node_id(&config.server.data_dir)?;
-    end_abandoned_work(&db, &node_id).await?;
-    let sessions = SessionRegistry::new(db.clone(), node_id.clone()).start();
     let recording_storage = RecordingStorage::new(&config.recordings, &config.server.data_dir)
         .context("cannot set up the recording store")?;
-    let telephony = TelephonyRegistry::new(
-        db.clone(),
-        recording_storage.clone(),
-        config.recordings.clone(),
-        node_id.clone(),
-    )
-    .start();
+    end_abandoned_work(&db, &node_id, &recording_storage).await?;
+    let sessions = Supervised::start("sessions", {
+        let (db, node_id) = (db.clone(), node_id.clone());
+        move || SessionRegistry::new(db.clone(), node_id.clone())
+    });
+    let telephony = Supervised::start("telephony", {
+        let (db, storage, config, node_id) = (
+            db.clone(),
+            recording_storage.clone(),
+            config.recordings.clone(),
+            node_id.clone(),
+        );
+        move || TelephonyRegistry::new(db.clone(), storage.clone(), config.clone(), node_id.clone())
+    });
     let drain = Drain::new();
     // What a peak of calls took goes back to the system once they end.
     if config.server.give_back_memory {
@@ -105,8 +123,8 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         config.recordings.clone(),
         recording_storage.clone(),
         RecordingReports {
-            started: telephony.clone().recipient(),
-            finished: telephony.clone().recipient(),
+            started: telephony.notifier(),
+            finished: telephony.notifier(),
         },
         drain.clone(),
     )
@@ -126,41 +144,54 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         &portal_secret(&config)?,
         sign_in_delivery(&config)?,
     );
-    let knowledge = KnowledgeIndex::new(
-        db.clone(),
-        engines.batch.embedder.dimensions(),
-        &config.registry,
-        config.server.background_nice,
-    )
-    .following(feed_state.clone())
-    .start();
+    let knowledge = Supervised::start("knowledge", {
+        let (db, dimensions, registry, nice, feed) = (
+            db.clone(),
+            engines.batch.embedder.dimensions(),
+            config.registry.clone(),
+            config.server.background_nice,
+            feed_state.clone(),
+        );
+        move || KnowledgeIndex::new(db.clone(), dimensions, &registry, nice).following(feed.clone())
+    });
     let listener = (db.backend() == Backend::Postgres).then(|| {
         let listen_url = match config.database.listen_url.trim() {
             "" => url.clone(),
             own => own.to_string(),
         };
         let subscribers = Subscribers(vec![
-            keys.clone().recipient(),
-            agents.clone().recipient(),
-            collections.clone().recipient(),
-            knowledge.clone().recipient(),
-            metering.clone().recipient(),
+            keys.notifier(),
+            agents.notifier(),
+            collections.notifier(),
+            knowledge.notifier(),
+            metering.notifier(),
         ]);
         feed::start(&listen_url, subscribers, feed_state.clone())
     });
     let fetcher = Fetcher::new(&config.fetch).context("cannot build the HTTP client")?;
     let vendors = crate::vendors::Vendors::new(&config, db.clone())
         .context("cannot set up the vendor adapters")?;
-    let jobs = JobRegistry::new(
-        db.clone(),
-        engines.clone(),
-        fetcher.clone(),
-        node_id,
-        &config.server.data_dir,
-        &config.jobs,
-        metering.clone(),
-    )
-    .start();
+    let jobs = Supervised::start("jobs", {
+        let (db, engines, fetcher, data_dir, config, metering) = (
+            db.clone(),
+            engines.clone(),
+            fetcher.clone(),
+            config.server.data_dir.clone(),
+            config.jobs.clone(),
+            metering.clone(),
+        );
+        move || {
+            JobRegistry::new(
+                db.clone(),
+                engines.clone(),
+                fetcher.clone(),
+                node_id.clone(),
+                &data_dir,
+                &config,
+                metering.clone(),
+            )
+        }
+    });
 
     let traces = TraceExport::start(&config.otlp, tokio::runtime::Handle::current())
         .map_err(anyhow::Error::msg)?;
@@ -251,8 +282,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
             ))
             .tcp()
     })?;
-    println!("switchboard listening on http://{addr}");
-    std::io::stdout().flush()?;
+    crate::observability::log::say(&format!("switchboard listening on http://{addr}"));
     let server = server.run();
     let handle = server.handle();
     let mut running = actix_web::rt::spawn(server);
@@ -344,7 +374,7 @@ impl StopSignals {
 /// once every session's record and recording is complete (each wait bounded).
 async fn stop_gracefully(
     drain: &Arc<Drain>,
-    sessions: &actix::Addr<crate::registry::SessionRegistry>,
+    sessions: &Supervised<SessionRegistry>,
     drain_timeout: Duration,
     signals: &mut StopSignals,
 ) {
@@ -406,14 +436,25 @@ async fn bootstrap_first_key(db: &Db, config: &Config) -> anyhow::Result<()> {
 /// none of its own sessions can be mistaken for abandoned ones. Work of other nodes sharing
 /// the database is left to them. (Its unfinished transcription jobs are resumed instead, by
 /// `JobRegistry`.)
-async fn end_abandoned_work(db: &Db, node: &str) -> anyhow::Result<()> {
+async fn end_abandoned_work(
+    db: &Db,
+    node: &str,
+    recording_storage: &RecordingStorage,
+) -> anyhow::Result<()> {
     let now = crate::time::now_ms();
     let sessions = crate::store::sessions::fail_abandoned(db, node, now)
         .await
         .context("cannot end the sessions a previous run left active")?;
-    let recordings = crate::store::telephony::fail_abandoned_recordings(db, node, now)
+    let abandoned = crate::store::telephony::fail_abandoned_recordings(db, node, now)
         .await
         .context("cannot end the recordings a previous run left unfinished")?;
+    let recordings = abandoned.len();
+    for location in abandoned {
+        // The partial file of a recording that is not kept goes with it.
+        if let Err(e) = recording_storage.remove_partial(&location).await {
+            tracing::warn!("could not remove the partial recording {location}: {e}");
+        }
+    }
     if sessions + recordings > 0 {
         tracing::warn!(
             "the previous run stopped without ending its work: {sessions} sessions and \
@@ -440,16 +481,47 @@ fn node_id(data_dir: &std::path::Path) -> anyhow::Result<String> {
 
 /// Takes group and other permissions off a secret an earlier version wrote world-readable.
 fn keep_private(path: &std::path::Path) -> anyhow::Result<()> {
+    restrict(path, 0o600)
+}
+
+/// The data dir holds every tenant's transcripts, call audio and sealed keys: it is the
+/// owner's only (0700), and whatever this process creates is too (umask 077: files 0600,
+/// dirs 0700). A data dir or SQLite database an operator or an earlier version left open to
+/// others is restricted at start.
+fn keep_data_private(config: &Config) -> anyhow::Result<()> {
+    #[cfg(unix)]
+    nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
+    let data_dir = &config.server.data_dir;
+    restrict(data_dir, 0o700)?;
+    if config.database.url.trim().is_empty() {
+        let database = config.database_url();
+        for suffix in ["", "-wal", "-shm"] {
+            let path = std::path::PathBuf::from(format!("{database}{suffix}"));
+            if path.exists() {
+                restrict(&path, 0o600)?;
+            }
+        }
+    }
+    let recordings = data_dir.join("recordings");
+    if recordings.exists() {
+        restrict(&recordings, 0o700)?;
+    }
+    Ok(())
+}
+
+/// Sets `path`'s permissions to `mode` when group or others had any access.
+fn restrict(path: &std::path::Path, mode: u32) -> anyhow::Result<()> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(path)?.permissions().mode();
-        if mode & 0o077 != 0 {
-            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+        let current = std::fs::metadata(path)?.permissions().mode();
+        if current & 0o077 != 0 {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
                 .with_context(|| format!("cannot restrict {}", path.display()))?;
             tracing::warn!(
-                "{} was readable by others; it is now owner-only",
-                path.display()
+                "{} was open to others ({:o}); it is now owner-only",
+                path.display(),
+                current & 0o777
             );
         }
     }

@@ -400,7 +400,8 @@ async fn a_live_session_cut_by_a_crash_is_failed_with_a_reason_after_the_restart
     let (status, agent) = call(server.post(
         "/v1/agents",
         &key,
-        json!({"id": "crashing", "name": "Crashing", "firstMessage": "Hello."}),
+        json!({"id": "crashing", "name": "Crashing", "firstMessage": "Hello.",
+            "metadata": {"recordDirectSessions": true}}),
     ))
     .await;
     assert_eq!(status, 201, "{agent}");
@@ -434,6 +435,23 @@ async fn a_live_session_cut_by_a_crash_is_failed_with_a_reason_after_the_restart
         call(server.get(&format!("/v1/observability/sessions/{session}"), &key)).await;
     assert_eq!(status, 200, "{live}");
     assert_eq!(live["status"], "active", "{live}");
+    // The session is being recorded: its file is on disk while it runs.
+    let recordings = server.storage.data_dir.path().join("recordings");
+    let partial_files = || -> Vec<std::path::PathBuf> {
+        let Ok(developers) = std::fs::read_dir(&recordings) else {
+            return Vec::new();
+        };
+        developers
+            .flatten()
+            .filter_map(|dir| std::fs::read_dir(dir.path()).ok())
+            .flat_map(|files| files.flatten().map(|f| f.path()))
+            .collect()
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while partial_files().is_empty() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(partial_files().len(), 1, "the recording being written");
     let storage = kill_hard(server);
     drop(socket);
 
@@ -449,6 +467,16 @@ async fn a_live_session_cut_by_a_crash_is_failed_with_a_reason_after_the_restart
         "{ended}"
     );
     assert!(is_iso_millis(&ended["endedAt"]), "{ended}");
+    // Its recording failed and is not kept: the API says so and its partial file is gone.
+    let (status, body) = call(server.get(&format!("/v1/recordings/{session}"), &key)).await;
+    assert_eq!(status, 404, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("not kept")),
+        "{body}"
+    );
+    assert_eq!(partial_files(), Vec::<std::path::PathBuf>::new());
     // A session that starts on the restarted node is its own, and is left alone.
     let (status, _) = call(server.get("/v1/observability/sessions", &key)).await;
     assert_eq!(status, 200);

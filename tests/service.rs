@@ -602,3 +602,74 @@ async fn background_threads_yield_the_cpu_to_the_threads_that_carry_live_audio()
         );
     }
 }
+
+#[tokio::test]
+async fn the_data_dir_and_the_database_are_the_owners_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let storage = Storage::fresh().await;
+    let data = storage.data_dir.path().to_path_buf();
+    // An operator's `mkdir` leaves the dir readable by everyone.
+    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let server = Server::start_on(storage).await;
+    let (status, _) = call(server.post(
+        "/v1/agents",
+        server.key(),
+        json!({"id": "private", "name": "Private"}),
+    ))
+    .await;
+    assert_eq!(status, 201);
+    let mode_of = |path: &std::path::Path| {
+        std::fs::metadata(path)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    assert_eq!(mode_of(&data), 0o700, "the data dir");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&data).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() && path.file_name().is_some_and(|n| n != "server.log") {
+            assert_eq!(mode_of(&path), 0o600, "{}", path.display());
+            checked += 1;
+        }
+    }
+    if server.storage.database_url.is_none() {
+        assert_eq!(mode_of(&data.join("switchboard.db")), 0o600, "the database");
+        assert!(checked >= 3, "the database, the node id and the secrets");
+    }
+}
+
+#[tokio::test]
+async fn a_log_on_a_full_disk_never_takes_the_server_down() {
+    // Standard error on /dev/full: every log write fails with ENOSPC, as on a full disk.
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full");
+    let server = Server::start_logging_to(
+        Storage::fresh().await,
+        &[("SWITCHBOARD_LOG", "debug")],
+        std::process::Stdio::from(full),
+    )
+    .await;
+    let key = server.key().to_string();
+    for round in 0..3 {
+        let id = format!("agent-{round}");
+        let (status, body) =
+            call(server.post("/v1/agents", &key, json!({"id": id, "name": "Logged"}))).await;
+        assert_eq!(status, 201, "{body}");
+        let (status, body) = call(server.get(&format!("/v1/agents/{id}"), &key)).await;
+        assert_eq!(status, 200, "{body}");
+        let (status, body) = call(server.get("/v1/usage", &key)).await;
+        assert_eq!(status, 200, "{body}");
+        let (status, body) = call(server.get("/v1/agents/missing", &key)).await;
+        assert_eq!(status, 404, "{body}");
+    }
+    let (status, body) = call(server.http.get(server.url("/health"))).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        server.metric("switchboard_log_lines_lost_total").await > 0.0,
+        "the lost lines are counted"
+    );
+}

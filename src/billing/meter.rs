@@ -5,14 +5,14 @@
 //! vendor key (BYOK): nothing is checked or deducted, and the response says
 //! `X-Usage-Bypassed: true` (`http::providers::Chosen::tag`).
 
-use actix::Addr;
+use crate::registry::Supervised;
 
 use super::Usage;
 use crate::error::ApiError;
 use crate::registry::metering::{Charge, CheckCredits, Metering};
 
 /// Charges `usage` to `developer_id`'s current period (when `metered`).
-pub fn charge(metering: &Addr<Metering>, developer_id: &str, usage: Usage, metered: bool) {
+pub fn charge(metering: &Supervised<Metering>, developer_id: &str, usage: Usage, metered: bool) {
     if !metered {
         return;
     }
@@ -25,7 +25,7 @@ pub fn charge(metering: &Addr<Metering>, developer_id: &str, usage: Usage, meter
 /// Refuses metered work with 402 `insufficient_credits` when the developer has no credits
 /// left and the tier allows no overage.
 pub async fn ensure_credits(
-    metering: &Addr<Metering>,
+    metering: &Supervised<Metering>,
     developer_id: &str,
     metered: bool,
 ) -> Result<(), ApiError> {

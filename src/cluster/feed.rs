@@ -22,6 +22,7 @@ use futures_util::StreamExt;
 use serde::Deserialize;
 
 use crate::observability::metrics::metrics;
+use crate::supervision::Notifier;
 use crate::time::now_ms;
 
 /// The notification channel the triggers of migration `change_notifications` announce on.
@@ -115,7 +116,7 @@ pub struct Changed(pub Change);
 
 /// The registries that cache what other nodes change.
 #[derive(Clone)]
-pub struct Subscribers(pub Vec<Recipient<Changed>>);
+pub struct Subscribers(pub Vec<Notifier<Changed>>);
 
 impl Subscribers {
     fn publish(&self, change: &Change) {

@@ -3,9 +3,9 @@
 //! voice sessions get a [`CollectionKnowledge`] among their engines, which the session calls
 //! after each caller turn (with its own deadline) before the model starts.
 
+use crate::registry::Supervised;
 use std::sync::Arc;
 
-use actix::Addr;
 use switchboard_actors::engine::{EngineError, EngineFuture, KnowledgeRetriever};
 
 use crate::engines::embeddings::Embedder;
@@ -24,7 +24,7 @@ const QUERY_CHARS: usize = 2_000;
 /// often names what a follow-up question is about).
 pub async fn retrieve(
     embedder: &dyn Embedder,
-    knowledge: &Addr<KnowledgeIndex>,
+    knowledge: &Supervised<KnowledgeIndex>,
     collection_id: &str,
     latest: &str,
     previous: Option<&str>,
@@ -47,7 +47,7 @@ pub async fn retrieve(
 /// One agent's collection, searched for a voice session.
 pub struct CollectionKnowledge {
     pub embedder: Arc<dyn Embedder>,
-    pub knowledge: Addr<KnowledgeIndex>,
+    pub knowledge: Supervised<KnowledgeIndex>,
     pub collection_id: String,
 }
 

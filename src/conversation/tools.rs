@@ -4,10 +4,10 @@
 //! go through the same address guard as every fetch (operators allow internal hosts in
 //! `fetch.allow`).
 
+use crate::registry::Supervised;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use actix::Addr;
 use serde_json::{json, Value};
 use switchboard_actors::engine::{EngineFuture, ToolCall, ToolExecutor, ToolSpec};
 
@@ -103,7 +103,7 @@ pub struct ToolOutcome {
 #[derive(Clone)]
 pub struct AgentTools {
     embedder: Arc<dyn Embedder>,
-    knowledge: Addr<KnowledgeIndex>,
+    knowledge: Supervised<KnowledgeIndex>,
     fetcher: Fetcher,
     collection_id: Option<String>,
     http: Arc<Vec<HttpTool>>,
@@ -112,7 +112,7 @@ pub struct AgentTools {
 impl AgentTools {
     pub fn new(
         embedder: Arc<dyn Embedder>,
-        knowledge: Addr<KnowledgeIndex>,
+        knowledge: Supervised<KnowledgeIndex>,
         fetcher: Fetcher,
         collection_id: Option<String>,
         http: Vec<HttpTool>,

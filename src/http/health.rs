@@ -1,6 +1,8 @@
-//! `GET /health`: liveness, storage reachability and the state of each embedded engine,
-//! without authentication. A draining node (stopping after SIGTERM) answers 503 `draining`,
+//! `GET /health`: liveness, storage reachability, whether every registry answers, and the
+//! state of each embedded engine, without authentication. A draining node (stopping after SIGTERM) answers 503 `draining`,
 //! so a load balancer stops sending it work while its live calls finish.
+
+use std::time::Duration;
 
 use actix_web::{get, web, HttpResponse};
 use serde::Serialize;
@@ -11,7 +13,7 @@ use super::AppState;
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct HealthBody {
-    /// `ok` when storage answers, `unavailable` otherwise, `draining` (503) while the node
+    /// `ok` when storage and every registry answer, `unavailable` otherwise, `draining` (503) while the node
     /// stops: it refuses new real-time sessions and finishes the live ones.
     pub status: String,
     /// `sqlite` or `postgres`.
@@ -26,7 +28,8 @@ pub struct HealthBody {
     pub live_sessions: usize,
 }
 
-/// Answers 200 `{"status":"ok"}` when the database is reachable, 503 otherwise, and 503
+/// Answers 200 `{"status":"ok"}` when the database is reachable and every registry answers
+/// within 2 s, 503 `unavailable` otherwise (naming what did not answer), and 503
 /// `{"status":"draining"}` while the node stops.
 #[utoipa::path(get, path = "/health", tag = "service",
     responses((status = 200, body = HealthBody), (status = 503, body = HealthBody)))]
@@ -50,20 +53,46 @@ async fn health(state: web::Data<AppState>) -> HttpResponse {
             live_sessions,
         });
     }
-    match state.db.ping().await {
-        Ok(()) => HttpResponse::Ok().json(HealthBody {
-            status: "ok".into(),
-            database,
-            error: None,
-            engines: state.engines.status(),
-            live_sessions,
-        }),
-        Err(err) => HttpResponse::ServiceUnavailable().json(HealthBody {
-            status: "unavailable".into(),
-            database,
-            error: Some(format!("database unreachable: {err}")),
-            engines: state.engines.status(),
-            live_sessions,
-        }),
+    let (database_answer, registries) =
+        futures_util::future::join(state.db.ping(), registries_answer(&state)).await;
+    let error = match (database_answer, registries) {
+        (Ok(()), Ok(())) => None,
+        (Err(err), _) => Some(format!("database unreachable: {err}")),
+        (Ok(()), Err(silent)) => Some(silent),
+    };
+    let body = HealthBody {
+        status: if error.is_none() { "ok" } else { "unavailable" }.into(),
+        database,
+        error,
+        engines: state.engines.status(),
+        live_sessions,
+    };
+    if body.error.is_none() {
+        HttpResponse::Ok().json(body)
+    } else {
+        HttpResponse::ServiceUnavailable().json(body)
+    }
+}
+
+/// How long a registry may take to answer `/health`'s ping: a healthy one answers in
+/// microseconds, a mailbox stuck behind work is a sick node.
+const REGISTRY_ANSWER: Duration = Duration::from_secs(2);
+
+/// Pings every registry at once; answers which did not answer, and why.
+async fn registries_answer(state: &AppState) -> Result<(), String> {
+    let pings = state
+        .registries()
+        .map(|registry| (registry.name(), registry.ping(REGISTRY_ANSWER)));
+    let (names, pings): (Vec<_>, Vec<_>) = pings.into_iter().unzip();
+    let silent: Vec<String> = futures_util::future::join_all(pings)
+        .await
+        .into_iter()
+        .zip(names)
+        .filter_map(|(answer, name)| answer.err().map(|e| format!("{name} ({e})")))
+        .collect();
+    if silent.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("a registry did not answer: {}", silent.join(", ")))
     }
 }

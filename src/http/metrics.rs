@@ -46,6 +46,9 @@ async fn scrape(state: web::Data<AppState>, req: HttpRequest) -> Result<HttpResp
             ));
         }
     }
+    for registry in state.registries() {
+        metrics().registry_restarts(registry.name(), registry.restarts());
+    }
     Ok(HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4; charset=utf-8")
         .body(metrics().render(state.engines.pool.stats())))

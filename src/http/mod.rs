@@ -34,7 +34,7 @@ pub mod upload;
 pub mod validate;
 pub mod widget;
 
-use actix::Addr;
+use crate::registry::Supervised;
 use actix_web::error::{PathError, QueryPayloadError};
 use actix_web::middleware::from_fn;
 use actix_web::{web, HttpRequest, HttpResponse};
@@ -53,14 +53,14 @@ use crate::store::Db;
 pub struct AppState {
     pub config: Config,
     pub db: Db,
-    pub keys: Addr<KeyRegistry>,
-    pub agents: Addr<AgentRegistry>,
-    pub collections: Addr<CollectionRegistry>,
-    pub metering: Addr<Metering>,
-    pub jobs: Addr<JobRegistry>,
-    pub knowledge: Addr<KnowledgeIndex>,
-    pub conversations: Addr<ConversationRegistry>,
-    pub sessions: Addr<SessionRegistry>,
+    pub keys: Supervised<KeyRegistry>,
+    pub agents: Supervised<AgentRegistry>,
+    pub collections: Supervised<CollectionRegistry>,
+    pub metering: Supervised<Metering>,
+    pub jobs: Supervised<JobRegistry>,
+    pub knowledge: Supervised<KnowledgeIndex>,
+    pub conversations: Supervised<ConversationRegistry>,
+    pub sessions: Supervised<SessionRegistry>,
     pub signer: crate::telephony::token::TokenSigner,
     pub engines: Engines,
     pub fetcher: Fetcher,
@@ -68,7 +68,7 @@ pub struct AppState {
     /// The payment processor's client; `None` when billing is not configured.
     pub stripe: Option<crate::billing::stripe::StripeClient>,
     /// Phone numbers, outbound call tasks, recordings and agent syncs.
-    pub telephony: Addr<crate::registry::TelephonyRegistry>,
+    pub telephony: Supervised<crate::registry::TelephonyRegistry>,
     /// Starts call recordings; serves finished ones through `recording_storage`.
     pub recordings: crate::recording::Recordings,
     pub recording_storage: crate::recording::RecordingStorage,
@@ -82,6 +82,23 @@ pub struct AppState {
     pub drain: std::sync::Arc<crate::cluster::Drain>,
     /// The developer portal's sign-in codes and sessions.
     pub portal: crate::portal::Portal,
+}
+
+impl AppState {
+    /// Every registry, for `/health` and the metrics.
+    pub fn registries(&self) -> [&dyn crate::supervision::Probe; 9] {
+        [
+            &self.keys,
+            &self.agents,
+            &self.collections,
+            &self.metering,
+            &self.jobs,
+            &self.knowledge,
+            &self.conversations,
+            &self.sessions,
+            &self.telephony,
+        ]
+    }
 }
 
 /// Registers every route and the extractor error mappings.

@@ -2,9 +2,9 @@
 //! (off the async workers), and fill the hits in with their text and metadata from storage.
 //! Used by the search endpoint, by chat retrieval and by the `search_knowledge` tool.
 
+use crate::registry::Supervised;
 use std::collections::HashMap;
 
-use actix::Addr;
 use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -30,7 +30,7 @@ pub struct KnowledgeHit {
 /// Searches a collection whose ownership the caller has checked.
 pub async fn search_collection(
     embedder: &dyn Embedder,
-    knowledge: &Addr<KnowledgeIndex>,
+    knowledge: &Supervised<KnowledgeIndex>,
     collection_id: &str,
     query: String,
     limit: usize,

@@ -60,6 +60,8 @@ pub struct Metrics {
     session_actors: IntGauge,
     frames_sent: IntCounter,
     frames_sent_late: IntCounter,
+    log_lines_lost: IntCounter,
+    registry_restarts: IntCounterVec,
     /// The process-wide counts are brought up to date one scrape at a time.
     render: Mutex<()>,
 }
@@ -179,6 +181,16 @@ impl Metrics {
                 format!("Agent audio frames sent more than {SENT_LATE_MS} ms after their time to play although they were ready before it: playback fell behind and the caller heard a gap."),
             )
             .expect("a valid metric definition"),
+            log_lines_lost: IntCounter::new(
+                "switchboard_log_lines_lost_total",
+                "Log lines that could not be written (a full disk, a closed pipe) and were dropped.",
+            )
+            .expect("a valid metric definition"),
+            registry_restarts: counter(
+                "switchboard_registry_restarts_total",
+                "Registries restarted after their actor died, by registry.",
+                &["registry"],
+            ),
             render: Mutex::new(()),
         };
         let registry = &metrics.registry;
@@ -203,6 +215,8 @@ impl Metrics {
             Box::new(metrics.session_actors.clone()),
             Box::new(metrics.frames_sent.clone()),
             Box::new(metrics.frames_sent_late.clone()),
+            Box::new(metrics.log_lines_lost.clone()),
+            Box::new(metrics.registry_restarts.clone()),
             Box::new(prometheus::process_collector::ProcessCollector::for_self()),
         ] {
             registry
@@ -224,12 +238,24 @@ impl Metrics {
         metrics
     }
 
+    /// Brings a registry's restart count up to `total` (counted by its supervisor).
+    pub fn registry_restarts(&self, registry: &str, total: u64) {
+        catch_up(
+            &self.registry_restarts.with_label_values(&[registry]),
+            total,
+        );
+    }
+
     /// The text exposition of every metric, with the worker pool's gauges as they are now.
     pub fn render(&self, pool: PoolStats) -> String {
         let _one_at_a_time = self.render.lock().unwrap_or_else(|e| e.into_inner());
         let (sent, late) = frames_sent_in_process();
         catch_up(&self.frames_sent, sent);
         catch_up(&self.frames_sent_late, late);
+        catch_up(
+            &self.log_lines_lost,
+            crate::observability::log::lines_lost(),
+        );
         self.queue_depth.set(pool.queued as i64);
         self.live_queue_depth.set(pool.queued_live as i64);
         self.queue_limit.set(pool.queue_limit as i64);

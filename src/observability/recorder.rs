@@ -6,9 +6,9 @@
 //! tokens), updates the Prometheus metrics, and opens a `tracing` span per turn with a child
 //! span per stage. The session's end frees its slot.
 
+use crate::registry::Supervised;
 use std::sync::{Arc, Mutex};
 
-use actix::Addr;
 use switchboard_actors::session::tools::ToolOutcome;
 use switchboard_actors::session::{
     EndReason, EndpointSource, SessionObserver, SessionStatus, SessionSummary, Speaker, TurnRecord,
@@ -30,8 +30,8 @@ use crate::store::sessions::{
 use crate::time::now_ms;
 
 pub struct SessionRecorder {
-    registry: Addr<SessionRegistry>,
-    metering: Addr<Metering>,
+    registry: Supervised<SessionRegistry>,
+    metering: Supervised<Metering>,
     /// `twilio` or `direct`, for the metrics.
     transport: &'static str,
     /// Tool calls of the agent turn in progress, written with it.
@@ -43,8 +43,8 @@ pub struct SessionRecorder {
 
 impl SessionRecorder {
     pub fn new(
-        registry: Addr<SessionRegistry>,
-        metering: Addr<Metering>,
+        registry: Supervised<SessionRegistry>,
+        metering: Supervised<Metering>,
         traces: Option<Arc<TraceExport>>,
         transport: &'static str,
     ) -> Self {

@@ -14,7 +14,7 @@ pub mod writer;
 
 use std::sync::Arc;
 
-use actix::{Message, Recipient};
+use actix::Message;
 
 pub use storage::RecordingStorage;
 pub use writer::{RecordingTap, TapFormat, WriterPool, Written};
@@ -23,6 +23,7 @@ use crate::cluster::drain::{Drain, RecordingHold};
 use crate::config::RecordingsConfig;
 use crate::registry::new_id;
 use crate::store::telephony::{RecordingRow, RECORDING_ACTIVE};
+use crate::supervision::Notifier;
 use crate::time::now_ms;
 
 /// Sample rate of phone-call recordings.
@@ -49,8 +50,8 @@ pub struct RecordingFinished {
 /// Where recordings report their start and end (the telephony registry).
 #[derive(Clone)]
 pub struct RecordingReports {
-    pub started: Recipient<StartRecording>,
-    pub finished: Recipient<RecordingFinished>,
+    pub started: Notifier<StartRecording>,
+    pub finished: Notifier<RecordingFinished>,
 }
 
 /// Starts recordings for the transports.

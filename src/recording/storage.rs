@@ -193,6 +193,16 @@ impl RecordingStorage {
         .boxed())
     }
 
+    /// Removes the local file of a recording that failed while it was being written (a
+    /// missing one counts as removed).
+    pub async fn remove_partial(&self, location: &str) -> Result<(), String> {
+        match tokio::fs::remove_file(self.local_path(location)).await {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
     /// Removes a stored recording (a missing one counts as removed).
     pub async fn remove(&self, storage: &str, location: &str) -> Result<(), String> {
         if storage == S3 {
@@ -205,10 +215,6 @@ impl RecordingStorage {
                 Err(e) => Err(format!("object store: {e}")),
             };
         }
-        match tokio::fs::remove_file(self.local_path(location)).await {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(e.to_string()),
-        }
+        self.remove_partial(location).await
     }
 }

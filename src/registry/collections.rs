@@ -3,6 +3,7 @@
 //! agents may point at it. Other nodes' changes arrive as [`Changed`] notifications
 //! (PostgreSQL).
 
+use crate::registry::Supervised;
 use actix::prelude::*;
 
 use super::agents::{AgentRegistry, CollectionDeleted};
@@ -19,12 +20,12 @@ type CollectionKey = (String, String);
 
 pub struct CollectionRegistry {
     db: Db,
-    agents: Addr<AgentRegistry>,
+    agents: Supervised<AgentRegistry>,
     cache: RegistryCache<CollectionKey, CollectionRow>,
 }
 
 impl CollectionRegistry {
-    pub fn new(db: Db, config: &RegistryConfig, agents: Addr<AgentRegistry>) -> Self {
+    pub fn new(db: Db, config: &RegistryConfig, agents: Supervised<AgentRegistry>) -> Self {
         CollectionRegistry {
             cache: RegistryCache::new(config.cache_capacity, config.cache_ttl(db.backend())),
             db,

@@ -4,6 +4,7 @@
 //! in the data directory until its job ends, so a job interrupted by a restart runs again
 //! when this server comes back instead of being lost.
 
+use crate::registry::Supervised;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -90,7 +91,7 @@ pub struct JobRegistry {
     pending: Arc<AtomicUsize>,
     running: Arc<Semaphore>,
     /// Completed transcriptions are charged when they finish.
-    metering: Addr<Metering>,
+    metering: Supervised<Metering>,
 }
 
 impl JobRegistry {
@@ -101,7 +102,7 @@ impl JobRegistry {
         node_id: String,
         data_dir: &Path,
         config: &JobsConfig,
-        metering: Addr<Metering>,
+        metering: Supervised<Metering>,
     ) -> Self {
         Self {
             metering,
@@ -298,7 +299,7 @@ struct JobRunner {
     fetcher: Fetcher,
     pending: Arc<AtomicUsize>,
     running: Arc<Semaphore>,
-    metering: Addr<Metering>,
+    metering: Supervised<Metering>,
     /// The time bound of one run (`jobs.timeout_seconds`).
     timeout: Duration,
 }

@@ -1,6 +1,7 @@
 //! Registry actors own the resources that have owners (keys, agents, collections, usage).
-//! HTTP handlers send them messages; they answer from an LRU cache or from storage, and
-//! never hold up their mailbox on a query (storage work runs in futures spawned on the actor's
+//! HTTP handlers send them messages through a [`Supervised`] handle that restarts a registry
+//! that died; they answer from an LRU cache or from storage, and never hold up their mailbox
+//! on a query (storage work runs in futures spawned on the actor's
 //! context, and cache fills are dropped if an invalidation happened meanwhile).
 
 pub mod agents;
@@ -15,6 +16,7 @@ pub mod metering;
 pub mod sessions;
 pub mod telephony;
 
+pub use crate::supervision::Supervised;
 pub use agents::AgentRegistry;
 pub use collections::CollectionRegistry;
 pub use conversations::ConversationRegistry;
@@ -24,6 +26,18 @@ pub use knowledge::KnowledgeIndex;
 pub use metering::Metering;
 pub use sessions::SessionRegistry;
 pub use telephony::TelephonyRegistry;
+
+crate::answers_ping!(
+    AgentRegistry,
+    CollectionRegistry,
+    ConversationRegistry,
+    JobRegistry,
+    KeyRegistry,
+    KnowledgeIndex,
+    Metering,
+    SessionRegistry,
+    TelephonyRegistry,
+);
 
 use crate::error::ApiError;
 use crate::store::StoreResult;

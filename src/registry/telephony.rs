@@ -519,6 +519,9 @@ impl Handler<RecordingFinished> for TelephonyRegistry {
                 }
                 Err(e) => {
                     tracing::error!(recording = %row.id, "recording failed: {e}");
+                    if let Err(e) = storage.remove_partial(&row.location).await {
+                        tracing::warn!(recording = %row.id, "could not remove the partial file: {e}");
+                    }
                     RecordingEnd {
                         status: RECORDING_FAILED.into(),
                         storage: row.storage.clone(),

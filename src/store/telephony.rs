@@ -435,9 +435,9 @@ pub async fn insert_recording(db: &Db, row: &RecordingRow, node: &str) -> StoreR
 }
 
 /// At a node's start: the recordings its previous process was still writing when it died
-/// can never be finished; they become `failed` (their partial file, if any, goes with the
-/// retention sweep). Answers how many.
-pub async fn fail_abandoned_recordings(db: &Db, node: &str, at: i64) -> StoreResult<usize> {
+/// can never be finished; they become `failed`. Answers their locations, so that their
+/// partial files can be removed (a failed recording is not kept).
+pub async fn fail_abandoned_recordings(db: &Db, node: &str, at: i64) -> StoreResult<Vec<String>> {
     db_run!(db, |conn| {
         Ok(diesel::update(
             recordings::table
@@ -448,7 +448,8 @@ pub async fn fail_abandoned_recordings(db: &Db, node: &str, at: i64) -> StoreRes
             recordings::status.eq(RECORDING_FAILED),
             recordings::completed_at.eq(Some(at)),
         ))
-        .execute(conn)
+        .returning(recordings::location)
+        .get_results(conn)
         .await?)
     })
 }

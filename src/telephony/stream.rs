@@ -10,13 +10,13 @@
 //! JSON or base64 is logged and skipped. A forged, expired or reused token closes the stream
 //! before any audio is sent.
 
+use crate::registry::Supervised;
 use std::borrow::Cow;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix::prelude::*;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
 use bytes::{Bytes, BytesMut};
@@ -81,7 +81,7 @@ pub trait SessionFactory: Send + Sync + 'static {
 #[derive(Clone)]
 pub struct StreamContext {
     pub signer: TokenSigner,
-    pub sessions: Addr<SessionRegistry>,
+    pub sessions: Supervised<SessionRegistry>,
     pub factory: Arc<dyn SessionFactory>,
     pub observer: Arc<dyn SessionObserver>,
     /// The node's live sessions (a stream is refused once the node drains).

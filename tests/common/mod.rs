@@ -132,12 +132,18 @@ impl Server {
     pub async fn start_with(storage: Storage, env: &[(&str, &str)]) -> Server {
         let log = std::fs::File::create(storage.data_dir.path().join("server.log"))
             .expect("server log file");
+        Server::start_logging_to(storage, env, Stdio::from(log)).await
+    }
+
+    /// A server on an existing store with extra environment, its log (standard error) going
+    /// to `log`.
+    pub async fn start_logging_to(storage: Storage, env: &[(&str, &str)], log: Stdio) -> Server {
         let mut command = storage.command();
         command.envs(env.iter().copied());
         let mut child = command
             .arg("serve")
             .stdout(Stdio::piped())
-            .stderr(Stdio::from(log))
+            .stderr(log)
             .spawn()
             .expect("start the server");
         let stdout = child.stdout.take().expect("piped stdout");
