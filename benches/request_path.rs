@@ -14,7 +14,7 @@ use switchboard::registry::keys::{create_key, hash_key, CheckKey, KeyCheck};
 use switchboard::billing::period::SystemClock;
 use switchboard::billing::{meter, Usage};
 use switchboard::registry::metering::{Admit, CurrentUsage};
-use switchboard::registry::{AgentRegistry, KeyRegistry, Metering};
+use switchboard::registry::{AgentRegistry, KeyRegistry, Metering, Supervised};
 use switchboard::store::agents::AgentRow;
 use switchboard::store::Db;
 
@@ -33,15 +33,20 @@ fn request_path(c: &mut Criterion) {
         let mut rate = config.rate_limit.clone();
         // The bench measures the admission path, not refusals.
         rate.requests = u32::MAX;
-        let metering = Metering::new(
-            db.clone(),
-            config.tiers.clone(),
-            config.pricing.clone(),
-            rate,
-            Arc::new(SystemClock::default()),
-            &config.metering,
-        )
-        .start();
+        // As the server reaches it: through its supervisor.
+        let metering = Supervised::start("metering", {
+            let (db, config) = (db.clone(), config.clone());
+            move || {
+                Metering::new(
+                    db.clone(),
+                    config.tiers.clone(),
+                    config.pricing.clone(),
+                    rate.clone(),
+                    Arc::new(SystemClock::default()),
+                    &config.metering,
+                )
+            }
+        });
         agents
             .send(CreateAgent {
                 agent: AgentRow {
