@@ -134,27 +134,6 @@ pub struct ServerConfig {
     pub give_back_memory: bool,
 }
 
-impl ServerConfig {
-    /// The limits of a real-time socket's reader; the idle timeout is the direct socket's.
-    pub fn socket_limits(&self) -> crate::realtime_socket::SocketLimits {
-        use std::time::Duration;
-        crate::realtime_socket::SocketLimits {
-            max_message: crate::realtime_socket::MAX_MESSAGE_BYTES,
-            frame_timeout: Duration::from_secs(self.websocket_frame_timeout_seconds.max(1)),
-            idle_timeout: (self.direct_idle_timeout_seconds > 0)
-                .then(|| Duration::from_secs(self.direct_idle_timeout_seconds)),
-        }
-    }
-
-    /// How long a request body may take ([`crate::http::body_timeout`]).
-    pub fn body_deadline(&self) -> crate::http::body_timeout::BodyDeadline {
-        crate::http::body_timeout::BodyDeadline {
-            grace: std::time::Duration::from_secs(self.body_read_timeout_seconds.max(1)),
-            min_bytes_per_second: self.body_min_bytes_per_second,
-        }
-    }
-}
-
 #[derive(Debug, Clone, Deserialize)]
 pub struct DatabaseConfig {
     pub url: String,

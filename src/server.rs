@@ -222,8 +222,8 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         portal,
     });
     let max_json = config.server.max_json_bytes;
-    let socket_limits = config.server.socket_limits();
-    let body_deadline = config.server.body_deadline();
+    let socket_limits = crate::realtime_socket::SocketLimits::from_config(&config.server);
+    let body_deadline = http::body_timeout::BodyDeadline::from_config(&config.server);
     let app = move || {
         App::new()
             .app_data(state.clone())

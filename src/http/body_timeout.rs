@@ -35,6 +35,14 @@ pub struct BodyDeadline {
 }
 
 impl BodyDeadline {
+    /// The deadline `[server]` sets.
+    pub fn from_config(server: &crate::config::ServerConfig) -> BodyDeadline {
+        BodyDeadline {
+            grace: Duration::from_secs(server.body_read_timeout_seconds.max(1)),
+            min_bytes_per_second: server.body_min_bytes_per_second,
+        }
+    }
+
     /// When the body is cut off, having received `received` bytes since `started`, the last
     /// of them at `last`.
     fn due(&self, started: Instant, last: Instant, received: u64) -> Instant {

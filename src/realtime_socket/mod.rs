@@ -86,6 +86,18 @@ pub struct SocketLimits {
     pub idle_timeout: Option<Duration>,
 }
 
+impl SocketLimits {
+    /// The limits `[server]` sets; the idle timeout is the direct socket's.
+    pub fn from_config(server: &crate::config::ServerConfig) -> SocketLimits {
+        SocketLimits {
+            max_message: MAX_MESSAGE_BYTES,
+            frame_timeout: Duration::from_secs(server.websocket_frame_timeout_seconds.max(1)),
+            idle_timeout: (server.direct_idle_timeout_seconds > 0)
+                .then(|| Duration::from_secs(server.direct_idle_timeout_seconds)),
+        }
+    }
+}
+
 impl Default for SocketLimits {
     fn default() -> Self {
         Self {
