@@ -215,17 +215,28 @@ impl AgentTools {
             .join("\n---\n"))
     }
 
+    /// Calls an HTTP tool within its `timeoutMs`. Running out of time is said as such (the
+    /// developer set that bound, and the call's `durationMs` shows it anyway); every other
+    /// failure to reach the URL reads as the fetch guard words it.
     async fn call_http(&self, tool: &HttpTool, arguments: &Value) -> Result<String, String> {
-        let answer = self
-            .fetcher
-            .call_json(
-                &tool.method,
-                &tool.url,
-                arguments,
-                tool.timeout,
-                MAX_RESULT_BYTES,
-            )
+        // The client's own bound is a backstop a little later, so running out of time is
+        // always seen here first.
+        let call = self.fetcher.call_json(
+            &tool.method,
+            &tool.url,
+            arguments,
+            tool.timeout + Duration::from_secs(1),
+            MAX_RESULT_BYTES,
+        );
+        let answer = tokio::time::timeout(tool.timeout, call)
             .await
+            .map_err(|_| {
+                format!(
+                    "{} did not answer in time ({} ms)",
+                    tool.name,
+                    tool.timeout.as_millis()
+                )
+            })?
             .map_err(|e| e.to_string())?;
         if !(200..300).contains(&answer.status) {
             return Err(format!("{} answered HTTP {}", tool.name, answer.status));
