@@ -1,9 +1,11 @@
-// Sign-in: ask for a code for a phone number, then present it. The server sets the session
-// cookie (HttpOnly) on success; this script never sees it.
+// Sign-in: ask for a code for a phone number, then present it with the challenge id the
+// request answered (the code works only with it). The server sets the session cookie
+// (HttpOnly) on success; this script never sees it.
 
 const $ = (id) => document.getElementById(id);
 const status = $('status');
 let phone = '';
+let challengeId = '';
 
 async function post(path, body) {
   const response = await fetch(`/portal/api/sign-in/${path}`, {
@@ -33,6 +35,7 @@ $('phone-form').addEventListener('submit', async (event) => {
   try {
     const sent = await post('code', { phone: $('phone').value });
     phone = sent.phone;
+    challengeId = sent.challengeId;
     const until = new Date(sent.expiresAt).toLocaleTimeString();
     $('code-sent').textContent = sent.channel === 'sms'
       ? `We sent a code to ${phone}. It works until ${until}.`
@@ -54,7 +57,7 @@ $('code-form').addEventListener('submit', async (event) => {
   busy(button, true);
   status.textContent = 'Checking…';
   try {
-    await post('verify', { phone, code: $('code').value.trim() });
+    await post('verify', { phone, challengeId, code: $('code').value.trim() });
     status.textContent = 'Signed in.';
     window.location.assign('/portal/keys');
   } catch (err) {

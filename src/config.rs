@@ -60,8 +60,12 @@ pub struct PortalConfig {
     pub code_ttl_seconds: u64,
     /// Wrong tries that burn a code.
     pub code_max_attempts: u32,
-    /// Codes one phone number may be sent per window.
+    /// Codes one phone number may be sent per window for browsers that have not signed in
+    /// with it before (a browser that has, by its device cookie, is not held back by this).
     pub code_requests_per_phone: u32,
+    /// Codes one phone number may be sent per window at the request of one client address
+    /// (an IPv6 address counts by its /64).
+    pub code_requests_per_phone_per_ip: u32,
     /// Codes one client address may ask for per window.
     pub code_requests_per_ip: u32,
     pub code_request_window_seconds: u64,
@@ -573,6 +577,7 @@ impl Config {
         if portal.code_ttl_seconds == 0
             || portal.code_max_attempts == 0
             || portal.code_requests_per_phone == 0
+            || portal.code_requests_per_phone_per_ip == 0
             || portal.code_requests_per_ip == 0
             || portal.code_request_window_seconds == 0
             || portal.session_idle_seconds == 0

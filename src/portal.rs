@@ -1,8 +1,11 @@
 //! The developer portal's sign-in and sessions: one-time codes sent to a phone (by SMS through
-//! Twilio's Messages API, or to the server log when no sender is configured), rate limits per
-//! number and per client address, verification that maps a number to its developer (created on
-//! first sign-in), and server-side sessions with idle and absolute expiry, revocation and a
-//! CSRF token each. The HTTP side is `http::portal`.
+//! Twilio's Messages API, or to the server log when no sender is configured), each answering
+//! the challenge of the browser that asked for it; rate limits per number, per number and
+//! client address, and per client address, where a browser that signed in with the number
+//! before (its device cookie) is not held back by the number-wide one, so a stranger cannot
+//! lock the owner out; verification that maps a number to its developer (created on first
+//! sign-in), and server-side sessions with idle and absolute expiry, revocation and a CSRF
+//! token each. The HTTP side is `http::portal`.
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
@@ -13,7 +16,7 @@ use sha2::Sha256;
 use crate::config::PortalConfig;
 use crate::error::ApiError;
 use crate::registry::keys::hash_key;
-use crate::store::portal::{self, NewSession, Verification};
+use crate::store::portal::{self, NewCode, NewSession, Verification};
 use crate::store::Db;
 use crate::telephony::is_e164;
 use crate::telephony::rest::{Sender, TwilioClient, TwilioError};
@@ -51,6 +54,8 @@ pub struct CodeSent {
     pub expires_at: i64,
     /// `sms` or `log`.
     pub channel: &'static str,
+    /// Random; only the browser that asked holds it, and the code works only with it.
+    pub challenge_id: String,
 }
 
 /// A successful sign-in: the raw session id goes into the cookie, and only there.
@@ -88,6 +93,31 @@ pub fn normalise_phone(input: &str) -> Option<String> {
         .filter(|c| !matches!(c, ' ' | '.' | '-' | '(' | ')'))
         .collect();
     (is_e164(&compact) && compact[1..].len() >= MIN_PHONE_DIGITS).then_some(compact)
+}
+
+/// The address the sign-in rate limits count: an IPv6 address by its /64 (what one
+/// subscriber is given), an IPv4-mapped IPv6 address as the IPv4 address, anything else as it
+/// is.
+pub fn rate_limit_address(address: &str) -> String {
+    match address.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V6(v6)) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => {
+                let s = v6.segments();
+                let prefix = std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0);
+                format!("{prefix}/64")
+            }
+        },
+        Ok(ip) => ip.to_string(),
+        Err(_) => address.to_string(),
+    }
+}
+
+/// Random bytes as base64url: challenge ids, device ids, session ids.
+fn random_token() -> String {
+    let mut raw = [0u8; 32];
+    rand::rng().fill_bytes(&mut raw);
+    URL_SAFE_NO_PAD.encode(raw)
 }
 
 /// Masks all but the last 4 digits, for logs.
@@ -150,9 +180,40 @@ impl Portal {
             .is_ok()
     }
 
-    /// Sends a new code to `phone` (already normalised), unless the number or the client
-    /// address asked for too many lately. A new code replaces any older one.
-    pub async fn request_code(&self, phone: &str, client_ip: &str) -> Result<CodeSent, ApiError> {
+    /// The device cookie's value for a browser that just signed in with `phone`: a random id
+    /// and its MAC bound to the number, so it cannot be made for a number by anyone else.
+    pub fn device_token(&self, phone: &str) -> String {
+        let id = random_token();
+        let mac = URL_SAFE_NO_PAD.encode(self.mac(&["device", phone, &id]).finalize().into_bytes());
+        format!("{id}.{mac}")
+    }
+
+    /// Whether `token` (a device cookie's value) was made by [`Portal::device_token`] for
+    /// `phone`; compared in constant time.
+    pub fn device_trusted(&self, token: &str, phone: &str) -> bool {
+        let Some((id, mac)) = token.split_once('.') else {
+            return false;
+        };
+        if id.len() > 64 {
+            return false;
+        }
+        let Ok(mac) = URL_SAFE_NO_PAD.decode(mac) else {
+            return false;
+        };
+        self.mac(&["device", phone, id]).verify_slice(&mac).is_ok()
+    }
+
+    /// Sends a new code to `phone` (already normalised), unless too many were asked for lately:
+    /// for this number by browsers it never signed in (unless `trusted`, the request carries
+    /// the device cookie of one that did), for this number from this address, or from this
+    /// address at all (`client_ip` as [`rate_limit_address`] gives it). Older codes of the
+    /// number stay live, each for its own challenge.
+    pub async fn request_code(
+        &self,
+        phone: &str,
+        client_ip: &str,
+        trusted: bool,
+    ) -> Result<CodeSent, ApiError> {
         let now = now_ms();
         let window_ms = (self.config.code_request_window_seconds as i64).saturating_mul(1000);
         let since = now - window_ms;
@@ -172,24 +233,38 @@ impl Portal {
                 retry_after_seconds: retry_after_seconds.max(1),
             })
         };
-        let by_phone = portal::requests_for_phone(&self.db, phone, since).await?;
+        let by_phone_and_ip =
+            portal::requests_for_phone_from_ip(&self.db, phone, client_ip, since).await?;
         limited(
-            &by_phone,
-            self.config.code_requests_per_phone,
-            "this number",
+            &by_phone_and_ip,
+            self.config.code_requests_per_phone_per_ip,
+            "this address, for this number,",
         )?;
+        if !trusted {
+            let by_phone = portal::untrusted_requests_for_phone(&self.db, phone, since).await?;
+            limited(
+                &by_phone,
+                self.config.code_requests_per_phone,
+                "browsers that have not signed in with this number",
+            )?;
+        }
         let by_ip = portal::requests_from_ip(&self.db, client_ip, since).await?;
         limited(&by_ip, self.config.code_requests_per_ip, "this address")?;
 
         let code = format!("{:06}", rand::rng().random_range(0..1_000_000u32));
         let expires_at = now + (self.config.code_ttl_seconds as i64).saturating_mul(1000);
+        let challenge_id = random_token();
         let seq = portal::insert_code(
             &self.db,
-            phone,
-            &self.code_hash(phone, &code),
-            client_ip,
-            now,
-            expires_at,
+            &NewCode {
+                phone,
+                code_hash: &self.code_hash(phone, &code),
+                challenge_hash: &hash_key(&challenge_id),
+                client_ip,
+                trusted,
+                created_at: now,
+                expires_at,
+            },
         )
         .await?;
         let minutes = self.config.code_ttl_seconds.div_ceil(60);
@@ -204,6 +279,7 @@ impl Portal {
                     phone: phone.to_string(),
                     expires_at,
                     channel: "log",
+                    challenge_id,
                 })
             }
             Delivery::Sms { client, sender } => {
@@ -223,6 +299,7 @@ impl Portal {
                             phone: phone.to_string(),
                             expires_at,
                             channel: "sms",
+                            challenge_id,
                         })
                     }
                     Err(err) => {
@@ -305,12 +382,16 @@ impl Portal {
         }
     }
 
-    /// Checks `code` for `phone`; on success opens a session.
-    pub async fn verify(&self, phone: &str, code: &str) -> Result<SignedIn, ApiError> {
+    /// Checks `code` for `phone` and the challenge `challenge_id` it was sent for; on success
+    /// opens a session.
+    pub async fn verify(
+        &self,
+        phone: &str,
+        challenge_id: &str,
+        code: &str,
+    ) -> Result<SignedIn, ApiError> {
         let now = now_ms();
-        let mut raw = [0u8; 32];
-        rand::rng().fill_bytes(&mut raw);
-        let session_id = URL_SAFE_NO_PAD.encode(raw);
+        let session_id = random_token();
         let expires_at = now + (self.config.session_max_seconds as i64).saturating_mul(1000);
         let session = NewSession {
             id_hash: hash_key(&session_id),
@@ -321,6 +402,7 @@ impl Portal {
         let outcome = portal::verify(
             &self.db,
             phone,
+            &hash_key(challenge_id),
             &matches,
             self.config.code_max_attempts as i32,
             now,
@@ -347,8 +429,8 @@ impl Portal {
                 })
             }
             Verification::NoCode => Err(ApiError::Unauthorized(
-                "no sign-in code is waiting for this number (it was used, burnt or never sent); \
-                 ask for a new one"
+                "no sign-in code is waiting for this number and challenge (it was used, burnt or \
+                 never sent); ask for a new one"
                     .into(),
             )),
             Verification::Expired => Err(ApiError::Unauthorized(
@@ -428,6 +510,21 @@ mod tests {
         ] {
             assert_eq!(normalise_phone(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn ipv6_clients_count_by_their_64_and_mapped_ipv4_as_ipv4() {
+        assert_eq!(rate_limit_address("203.0.113.7"), "203.0.113.7");
+        assert_eq!(
+            rate_limit_address("2001:db8:1:2:3:4:5:6"),
+            "2001:db8:1:2::/64"
+        );
+        assert_eq!(
+            rate_limit_address("2001:db8:1:2::ffff"),
+            rate_limit_address("2001:db8:1:2:aaaa::1")
+        );
+        assert_eq!(rate_limit_address("::ffff:203.0.113.7"), "203.0.113.7");
+        assert_eq!(rate_limit_address("unknown"), "unknown");
     }
 
     #[test]

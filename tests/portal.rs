@@ -60,22 +60,56 @@ async fn request_code(server: &Server, phone: &str) -> (u16, Value) {
     .await
 }
 
-/// Presents a code; answers (status, body, the session cookie's `name=value` if one was set,
-/// the whole Set-Cookie header).
-async fn verify(server: &Server, phone: &str, code: &str) -> (u16, Value, Option<String>, String) {
+/// The challenge id a code request answered.
+fn challenge(sent: &Value) -> String {
+    let id = sent["challengeId"].as_str().expect("a challengeId");
+    assert!(id.len() >= 40, "{sent}");
+    id.to_string()
+}
+
+/// Asks for a code (it must be sent) and answers its challenge id.
+async fn code_requested(server: &Server, phone: &str) -> String {
+    let (status, sent) = request_code(server, phone).await;
+    assert_eq!(status, 202, "{sent}");
+    challenge(&sent)
+}
+
+/// The `Set-Cookie` header of `response` that sets cookie `name`, whole.
+fn set_cookie_of(response: &reqwest::Response, name: &str) -> Option<String> {
+    response
+        .headers()
+        .get_all(SET_COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|v| v.starts_with(&format!("{name}=")))
+        .map(str::to_string)
+}
+
+/// The `name=value` of a Set-Cookie header, when it sets a value.
+fn cookie_pair(set_cookie: &str) -> Option<String> {
+    let pair = set_cookie.split(';').next()?;
+    pair.split_once('=')
+        .filter(|(_, value)| !value.is_empty())
+        .map(|_| pair.to_string())
+}
+
+/// Presents a code for the challenge `challenge`; answers (status, body, the session cookie's
+/// `name=value` if one was set, the session's whole Set-Cookie header).
+async fn verify(
+    server: &Server,
+    phone: &str,
+    challenge: &str,
+    code: &str,
+) -> (u16, Value, Option<String>, String) {
     let response = server
         .http
         .post(server.url("/portal/api/sign-in/verify"))
-        .json(&json!({ "phone": phone, "code": code }))
+        .json(&json!({ "phone": phone, "challengeId": challenge, "code": code }))
         .send()
         .await
         .unwrap();
-    let set_cookie = header(&response, SET_COOKIE).to_string();
-    let cookie = set_cookie
-        .split(';')
-        .next()
-        .filter(|pair| pair.starts_with("sb_portal=") && pair.len() > "sb_portal=".len())
-        .map(str::to_string);
+    let set_cookie = set_cookie_of(&response, "sb_portal").unwrap_or_default();
+    let cookie = cookie_pair(&set_cookie);
     let (status, body) = json_of(response).await;
     (status, body, cookie, set_cookie)
 }
@@ -121,8 +155,13 @@ impl Browser<'_> {
     }
 }
 
-async fn finish_sign_in<'a>(server: &'a Server, phone: &str, code: &str) -> Browser<'a> {
-    let (status, body, cookie, _) = verify(server, phone, code).await;
+async fn finish_sign_in<'a>(
+    server: &'a Server,
+    phone: &str,
+    challenge: &str,
+    code: &str,
+) -> Browser<'a> {
+    let (status, body, cookie, _) = verify(server, phone, challenge, code).await;
     assert_eq!(status, 200, "{body}");
     let browser = Browser {
         server,
@@ -140,7 +179,7 @@ async fn sign_in<'a>(server: &'a Server, phone: &str) -> Browser<'a> {
     assert_eq!(status, 202, "{sent}");
     assert_eq!(sent["channel"], "log", "{sent}");
     let code = code_from_log(server, phone).expect("the code is in the server log");
-    finish_sign_in(server, phone, &code).await
+    finish_sign_in(server, phone, &challenge(&sent), &code).await
 }
 
 /// A six-digit code other than `code`.
@@ -185,7 +224,8 @@ async fn a_developer_signs_in_with_a_code_sent_by_sms() {
     // The code is nowhere in the server's log when it went by SMS.
     assert!(!server.log().contains(&code), "{}", server.log());
 
-    let (status, body, cookie, set_cookie) = verify(&server, PHONE_A, &code).await;
+    let first = challenge(&sent);
+    let (status, body, cookie, set_cookie) = verify(&server, PHONE_A, &first, &code).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["created"], true);
     let developer = body["developerId"].as_str().unwrap().to_string();
@@ -216,7 +256,7 @@ async fn a_developer_signs_in_with_a_code_sent_by_sms() {
     }
 
     // A used code cannot sign in again.
-    let (status, again, cookie_again, _) = verify(&server, PHONE_A, &code).await;
+    let (status, again, cookie_again, _) = verify(&server, PHONE_A, &first, &code).await;
     assert_eq!(status, 401, "{again}");
     assert_eq!(error_code(&again), "unauthorized");
     assert!(cookie_again.is_none());
@@ -233,10 +273,9 @@ async fn a_developer_signs_in_with_a_code_sent_by_sms() {
         .contains("/portal/assets/app.js"));
 
     // The same number signs in to the same developer next time.
-    let (status, _) = request_code(&server, PHONE_A).await;
-    assert_eq!(status, 202);
+    let again = code_requested(&server, PHONE_A).await;
     let code = twilio.last_code_for(PHONE_A).unwrap();
-    let second = finish_sign_in(&server, PHONE_A, &code).await;
+    let second = finish_sign_in(&server, PHONE_A, &again, &code).await;
     assert_eq!(second.developer, developer);
     assert_ne!(second.cookie, browser.cookie);
     // Both sessions live side by side (two browsers).
@@ -311,16 +350,29 @@ async fn bad_numbers_and_codes_are_refused_with_the_field_named() {
         "no code was made"
     );
 
-    let (status, _) = request_code(&server, PHONE_A).await;
-    assert_eq!(status, 202);
+    let asked = code_requested(&server, PHONE_A).await;
     for code in ["", "12345", "1234567", "12a456"] {
-        let (status, body, cookie, _) = verify(&server, PHONE_A, code).await;
+        let (status, body, cookie, _) = verify(&server, PHONE_A, &asked, code).await;
         assert_invalid(status, &body, "code", code);
         assert!(cookie.is_none());
     }
-    // Malformed codes cost no try: the real code still works.
+    // A code without the challenge it was sent for is refused on that field.
     let code = code_from_log(&server, PHONE_A).unwrap();
-    finish_sign_in(&server, PHONE_A, &code).await;
+    for missing in ["", "   "] {
+        let (status, body, cookie, _) = verify(&server, PHONE_A, missing, &code).await;
+        assert_invalid(status, &body, "challengeId", missing);
+        assert!(cookie.is_none());
+    }
+    let (status, body) = call(
+        server
+            .http
+            .post(server.url("/portal/api/sign-in/verify"))
+            .json(&json!({ "phone": PHONE_A, "code": code })),
+    )
+    .await;
+    assert_invalid(status, &body, "challengeId", "no challengeId");
+    // Malformed codes and missing challenges cost no try: the real code still works.
+    finish_sign_in(&server, PHONE_A, &asked, &code).await;
     // GET on the sign-in routes is the documented 405.
     let (status, body) = call(server.http.get(server.url("/portal/api/sign-in/code"))).await;
     assert_eq!(status, 405, "{body}");
@@ -330,11 +382,11 @@ async fn bad_numbers_and_codes_are_refused_with_the_field_named() {
 #[tokio::test]
 async fn five_wrong_codes_burn_the_code() {
     let server = Server::start().await;
-    let (status, _) = request_code(&server, PHONE_A).await;
-    assert_eq!(status, 202);
+    let asked = code_requested(&server, PHONE_A).await;
     let code = code_from_log(&server, PHONE_A).unwrap();
     for n in 1..=4 {
-        let (status, body, cookie, _) = verify(&server, PHONE_A, &other_code(&code, n)).await;
+        let (status, body, cookie, _) =
+            verify(&server, PHONE_A, &asked, &other_code(&code, n)).await;
         assert_eq!(status, 401, "{body}");
         assert_eq!(error_code(&body), "unauthorized");
         let left = 5 - n;
@@ -347,7 +399,7 @@ async fn five_wrong_codes_burn_the_code() {
         );
         assert!(cookie.is_none());
     }
-    let (status, body, _, _) = verify(&server, PHONE_A, &other_code(&code, 5)).await;
+    let (status, body, _, _) = verify(&server, PHONE_A, &asked, &other_code(&code, 5)).await;
     assert_eq!(status, 401);
     assert!(
         body["error"]["message"]
@@ -357,33 +409,32 @@ async fn five_wrong_codes_burn_the_code() {
         "{body}"
     );
     // The right code no longer signs in.
-    let (status, body, cookie, _) = verify(&server, PHONE_A, &code).await;
+    let (status, body, cookie, _) = verify(&server, PHONE_A, &asked, &code).await;
     assert_eq!(status, 401, "{body}");
     assert!(cookie.is_none());
 
-    // A new code works, and a newer code replaces an older one.
-    let (status, _) = request_code(&server, PHONE_A).await;
-    assert_eq!(status, 202);
+    // A new code works; a code works only with its own challenge, and a newer request does
+    // not replace an older code (each answers its own browser).
+    let older_challenge = code_requested(&server, PHONE_A).await;
     let older = code_from_log(&server, PHONE_A).unwrap();
-    let (status, _) = request_code(&server, PHONE_A).await;
-    assert_eq!(status, 202);
+    let newer_challenge = code_requested(&server, PHONE_A).await;
     let newer = code_from_log(&server, PHONE_A).unwrap();
     if older != newer {
-        let (status, _, cookie, _) = verify(&server, PHONE_A, &older).await;
-        assert_eq!(status, 401);
+        let (status, body, cookie, _) = verify(&server, PHONE_A, &newer_challenge, &older).await;
+        assert_eq!(status, 401, "{body}");
         assert!(cookie.is_none());
     }
-    finish_sign_in(&server, PHONE_A, &newer).await;
+    finish_sign_in(&server, PHONE_A, &older_challenge, &older).await;
+    finish_sign_in(&server, PHONE_A, &newer_challenge, &newer).await;
 }
 
 #[tokio::test]
 async fn an_expired_code_is_refused() {
     let server = server_with(&[("SWITCHBOARD__PORTAL__CODE_TTL_SECONDS".into(), "1".into())]).await;
-    let (status, sent) = request_code(&server, PHONE_A).await;
-    assert_eq!(status, 202, "{sent}");
+    let asked = code_requested(&server, PHONE_A).await;
     let code = code_from_log(&server, PHONE_A).unwrap();
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    let (status, body, cookie, _) = verify(&server, PHONE_A, &code).await;
+    let (status, body, cookie, _) = verify(&server, PHONE_A, &asked, &code).await;
     assert_eq!(status, 401, "{body}");
     assert!(
         body["error"]["message"]
@@ -408,9 +459,9 @@ async fn code_requests_are_rate_limited_per_number_and_per_address() {
         "3".into(),
     ));
     let server = server_with(&env).await;
+    let mut challenges = Vec::new();
     for _ in 0..2 {
-        let (status, body) = request_code(&server, PHONE_A).await;
-        assert_eq!(status, 202, "{body}");
+        challenges.push(code_requested(&server, PHONE_A).await);
     }
     let response = server
         .http
@@ -444,7 +495,158 @@ async fn code_requests_are_rate_limited_per_number_and_per_address() {
 
     // The codes already sent still work.
     let code = twilio.last_code_for(PHONE_A).unwrap();
-    finish_sign_in(&server, PHONE_A, &code).await;
+    finish_sign_in(&server, PHONE_A, &challenges[1], &code).await;
+}
+
+/// Asks for a code for `phone` as a browser at `address` (behind a proxy that sets
+/// `X-Forwarded-For`), with the `cookies` it holds.
+async fn request_code_as(
+    server: &Server,
+    phone: &str,
+    address: &str,
+    cookies: &str,
+) -> (u16, Value) {
+    let mut request = server
+        .http
+        .post(server.url("/portal/api/sign-in/code"))
+        .header("X-Forwarded-For", address)
+        .json(&json!({ "phone": phone }));
+    if !cookies.is_empty() {
+        request = request.header("Cookie", cookies);
+    }
+    call(request).await
+}
+
+/// A stranger who asks for codes for the owner's number, from many addresses, and tries
+/// wrong codes for it, used to lock the owner out for the hour: now the owner's browser (known
+/// to the number since its last sign-in) still gets a code, a code the owner waits for is
+/// neither replaced nor burnt by the stranger, and an IPv6 stranger counts by its /64.
+#[tokio::test]
+async fn a_stranger_cannot_lock_the_owner_out_of_sign_in() {
+    let twilio = TwilioMock::start();
+    let mut env = twilio.sms_env(SMS_FROM);
+    for (name, value) in [
+        ("CODE_REQUESTS_PER_PHONE", "5"),
+        ("CODE_REQUESTS_PER_PHONE_PER_IP", "2"),
+        ("CODE_REQUESTS_PER_IP", "20"),
+        ("TRUST_FORWARDED_FOR", "true"),
+    ] {
+        env.push((format!("SWITCHBOARD__PORTAL__{name}"), value.into()));
+    }
+    let server = server_with(&env).await;
+    const OWNER: &str = "198.51.100.7";
+
+    // The owner signs in once: the browser is given the device cookie, bound to the number.
+    let (status, sent) = request_code_as(&server, PHONE_A, OWNER, "").await;
+    assert_eq!(status, 202, "{sent}");
+    let code = twilio.last_code_for(PHONE_A).unwrap();
+    let response = server
+        .http
+        .post(server.url("/portal/api/sign-in/verify"))
+        .json(&json!({ "phone": PHONE_A, "challengeId": challenge(&sent), "code": code }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let device_header = set_cookie_of(&response, "sb_portal_device").expect("a device cookie");
+    let lower = device_header.to_ascii_lowercase();
+    assert!(lower.contains("httponly"), "{device_header}");
+    assert!(lower.contains("samesite=strict"), "{device_header}");
+    assert!(
+        lower.contains("path=/portal/api/sign-in"),
+        "{device_header}"
+    );
+    let device = cookie_pair(&device_header).unwrap();
+    assert!(!device.contains("4155550100"), "{device}");
+
+    // The owner starts signing in again, and waits for the code.
+    let (status, sent) = request_code_as(&server, PHONE_A, OWNER, &device).await;
+    assert_eq!(status, 202, "{sent}");
+    let owners_challenge = challenge(&sent);
+    let owners_code = twilio.last_code_for(PHONE_A).unwrap();
+
+    // A stranger asks for codes for the number: two per address, from an IPv4 address and
+    // from two addresses of one IPv6 /64 (whose every address counts as one).
+    let mut strangers_challenges = Vec::new();
+    for address in [
+        "203.0.113.1",
+        "203.0.113.1",
+        "2001:db8:7:7::1",
+        "2001:db8:7:7::2",
+    ] {
+        let (status, sent) = request_code_as(&server, PHONE_A, address, "").await;
+        assert_eq!(status, 202, "{address}: {sent}");
+        strangers_challenges.push(challenge(&sent));
+    }
+    let (status, body) = request_code_as(&server, PHONE_A, "203.0.113.1", "").await;
+    assert_eq!(status, 429, "a third from one address: {body}");
+    let (status, body) = request_code_as(&server, PHONE_A, "2001:db8:7:7::3", "").await;
+    assert_eq!(status, 429, "a third from the same /64: {body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("this address, for this number"),
+        "{body}"
+    );
+    // Five codes for browsers that had not signed in with the number (the owner's first and
+    // the stranger's four): the number-wide limit is reached, whatever the address.
+    let (status, body) = request_code_as(&server, PHONE_A, "203.0.113.99", "").await;
+    assert_eq!(status, 429, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("have not signed in with this number"),
+        "{body}"
+    );
+    // A device cookie made for another number, or forged, does not lift it.
+    for forged in [
+        "sb_portal_device=abc.def".to_string(),
+        device.replace("sb_portal_device=", "sb_portal_device=x"),
+    ] {
+        let (status, body) = request_code_as(&server, PHONE_A, "203.0.113.99", &forged).await;
+        assert_eq!(status, 429, "{forged}: {body}");
+    }
+    let (status, body) = request_code_as(&server, PHONE_B, OWNER, &device).await;
+    assert_eq!(status, 202, "another number is its own count: {body}");
+
+    // The stranger's wrong tries, with its own challenges or none of the owner's, burn only
+    // the stranger's codes.
+    for n in 1..=5 {
+        let wrong = other_code(&owners_code, n);
+        let (status, body, cookie, _) =
+            verify(&server, PHONE_A, &strangers_challenges[0], &wrong).await;
+        assert_eq!(status, 401, "{body}");
+        assert!(cookie.is_none());
+        let (status, body, cookie, _) = verify(
+            &server,
+            PHONE_A,
+            "made-up-challenge-id-of-forty-chars-0000",
+            &wrong,
+        )
+        .await;
+        assert_eq!(status, 401, "{body}");
+        assert!(cookie.is_none());
+    }
+    // The owner's code with a stranger's challenge is refused too: the code is not theirs.
+    let (status, body, cookie, _) =
+        verify(&server, PHONE_A, &strangers_challenges[1], &owners_code).await;
+    assert_eq!(status, 401, "{body}");
+    assert!(cookie.is_none());
+
+    // The owner still signs in with the code it waited for...
+    let owner = finish_sign_in(&server, PHONE_A, &owners_challenge, &owners_code).await;
+    // ...and, the number-wide limit notwithstanding, gets new codes in its own browser,
+    // wherever it is now.
+    let (status, sent) = request_code_as(&server, PHONE_A, "198.51.100.8", &device).await;
+    assert_eq!(status, 202, "{sent}");
+    let code = twilio.last_code_for(PHONE_A).unwrap();
+    let again = finish_sign_in(&server, PHONE_A, &challenge(&sent), &code).await;
+    assert_eq!(again.developer, owner.developer);
+    // Per address it stays bounded like anyone (two for the number in the window).
+    let (status, body) = request_code_as(&server, PHONE_A, OWNER, &device).await;
+    assert_eq!(status, 429, "{body}");
 }
 
 #[tokio::test]

@@ -25,12 +25,17 @@ use serde_json::json;
 use super::body::ApiJson;
 use super::AppState;
 use crate::error::ApiError;
-use crate::portal::{normalise_phone, ActiveSession};
+use crate::portal::{normalise_phone, rate_limit_address, ActiveSession};
 use crate::registry::keys::{hash_key, Principal};
 use crate::time::iso;
 
 /// The session cookie's name.
 pub const COOKIE: &str = "sb_portal";
+/// The device cookie: set at sign-in, bound to the number; a code request carrying it is not
+/// held back by the number-wide limit. It grants nothing else.
+pub const DEVICE_COOKIE: &str = "sb_portal_device";
+/// How long a browser stays known to its number after signing in (Chromium's cap on cookies).
+const DEVICE_COOKIE_DAYS: i64 = 400;
 /// The header state-changing portal requests carry the session's CSRF token in.
 pub const CSRF_HEADER: &str = "x-csrf-token";
 
@@ -204,8 +209,12 @@ pub async fn require_session(
 }
 
 /// The client address the rate limits count: the peer, or the first `X-Forwarded-For` entry
-/// when the deployment says a proxy sets it.
+/// when the deployment says a proxy sets it; an IPv6 address by its /64.
 fn client_ip(state: &AppState, req: &HttpRequest) -> String {
+    rate_limit_address(&peer_or_forwarded(state, req))
+}
+
+fn peer_or_forwarded(state: &AppState, req: &HttpRequest) -> String {
     if state.config.portal.trust_forwarded_for {
         let forwarded = req
             .headers()
@@ -238,10 +247,12 @@ pub struct CodeRequest {
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct VerifyRequest {
     pub phone: String,
     pub code: String,
+    /// The `challengeId` the code request answered.
+    pub challenge_id: Option<String>,
 }
 
 /// `POST /portal/api/sign-in/code`: sends a 6-digit code to the number.
@@ -252,9 +263,12 @@ async fn request_code(
 ) -> Result<HttpResponse, ApiError> {
     same_origin(&state, &req)?;
     let phone = phone_of(&body.0.phone)?;
+    let trusted = req
+        .cookie(DEVICE_COOKIE)
+        .is_some_and(|device| state.portal.device_trusted(device.value(), &phone));
     let sent = state
         .portal
-        .request_code(&phone, &client_ip(&state, &req))
+        .request_code(&phone, &client_ip(&state, &req), trusted)
         .await?;
     Ok(HttpResponse::Accepted()
         .insert_header((header::CACHE_CONTROL, "no-store"))
@@ -262,22 +276,38 @@ async fn request_code(
             "phone": sent.phone,
             "expiresAt": iso(sent.expires_at),
             "channel": sent.channel,
+            "challengeId": sent.challenge_id,
         })))
 }
 
-fn session_cookie(state: &AppState, value: String, max_age_seconds: i64) -> Cookie<'static> {
-    let secure = state
+/// The device cookie of a browser that signed in with `phone`: sent back only to the code
+/// requests, never readable by the page.
+fn device_cookie(state: &AppState, phone: &str) -> Cookie<'static> {
+    Cookie::build(DEVICE_COOKIE, state.portal.device_token(phone))
+        .path("/portal/api/sign-in")
+        .http_only(true)
+        .same_site(SameSite::Strict)
+        .secure(served_over_https(state))
+        .max_age(CookieDuration::days(DEVICE_COOKIE_DAYS))
+        .finish()
+}
+
+fn served_over_https(state: &AppState) -> bool {
+    state
         .config
         .server
         .public_url
         .trim()
         .to_ascii_lowercase()
-        .starts_with("https://");
+        .starts_with("https://")
+}
+
+fn session_cookie(state: &AppState, value: String, max_age_seconds: i64) -> Cookie<'static> {
     Cookie::build(COOKIE, value)
         .path("/portal")
         .http_only(true)
         .same_site(SameSite::Lax)
-        .secure(secure)
+        .secure(served_over_https(state))
         .max_age(CookieDuration::seconds(max_age_seconds.max(0)))
         .finish()
 }
@@ -295,7 +325,14 @@ async fn verify(
     if code.len() != 6 || !code.chars().all(|c| c.is_ascii_digit()) {
         return Err(ApiError::invalid("code", "code must be the 6 digits sent"));
     }
-    let signed_in = state.portal.verify(&phone, code).await?;
+    let challenge_id = request.challenge_id.as_deref().map(str::trim).unwrap_or("");
+    if challenge_id.is_empty() || challenge_id.len() > 100 {
+        return Err(ApiError::invalid(
+            "challengeId",
+            "challengeId must be the one the code request answered",
+        ));
+    }
+    let signed_in = state.portal.verify(&phone, challenge_id, code).await?;
     // A browser that was signed in before gets a new session; the old one ends.
     if let Some(old) = req.cookie(COOKIE) {
         state.portal.sign_out(&hash_key(old.value())).await?;
@@ -305,6 +342,7 @@ async fn verify(
     Ok(HttpResponse::Ok()
         .insert_header((header::CACHE_CONTROL, "no-store"))
         .cookie(session_cookie(&state, signed_in.session_id, max_age))
+        .cookie(device_cookie(&state, &phone))
         .json(json!({
             "developerId": signed_in.developer_id,
             "created": signed_in.created,

@@ -32,7 +32,7 @@ pub struct NewSession {
 /// How presenting a code for a number went.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verification {
-    /// No live code for this number (never sent, already used, burnt or replaced).
+    /// No live code for this number and challenge (never sent, already used or burnt).
     NoCode,
     /// The newest code expired; it is now burnt.
     Expired,
@@ -42,11 +42,36 @@ pub enum Verification {
     SignedIn { developer_id: String, created: bool },
 }
 
-/// Creation times of codes requested for `phone` at or after `since` (epoch ms), oldest first.
-pub async fn requests_for_phone(db: &Db, phone: &str, since: i64) -> StoreResult<Vec<i64>> {
+/// Creation times of codes sent to `phone` at or after `since` (epoch ms) for browsers that
+/// had not signed in with it before (`trusted` false), oldest first: the number-wide limit.
+pub async fn untrusted_requests_for_phone(
+    db: &Db,
+    phone: &str,
+    since: i64,
+) -> StoreResult<Vec<i64>> {
     db_run!(db, |conn| {
         Ok(portal_codes::table
             .filter(portal_codes::phone.eq(phone))
+            .filter(portal_codes::trusted.eq(false))
+            .filter(portal_codes::created_at.ge(since))
+            .order(portal_codes::created_at.asc())
+            .select(portal_codes::created_at)
+            .load(conn)
+            .await?)
+    })
+}
+
+/// Creation times of codes sent to `phone` at the request of client address `ip`.
+pub async fn requests_for_phone_from_ip(
+    db: &Db,
+    phone: &str,
+    ip: &str,
+    since: i64,
+) -> StoreResult<Vec<i64>> {
+    db_run!(db, |conn| {
+        Ok(portal_codes::table
+            .filter(portal_codes::phone.eq(phone))
+            .filter(portal_codes::client_ip.eq(ip))
             .filter(portal_codes::created_at.ge(since))
             .order(portal_codes::created_at.asc())
             .select(portal_codes::created_at)
@@ -68,33 +93,35 @@ pub async fn requests_from_ip(db: &Db, ip: &str, since: i64) -> StoreResult<Vec<
     })
 }
 
-/// Stores a new code for `phone`, burning any older live one, in one transaction. Answers
-/// the new code's row number.
-pub async fn insert_code(
-    db: &Db,
-    phone: &str,
-    code_hash: &str,
-    client_ip: &str,
-    now: i64,
-    expires_at: i64,
-) -> StoreResult<i64> {
-    db_tx!(db, |conn| {
-        diesel::update(
-            portal_codes::table
-                .filter(portal_codes::phone.eq(phone))
-                .filter(portal_codes::consumed_at.is_null()),
-        )
-        .set(portal_codes::consumed_at.eq(now))
-        .execute(conn)
-        .await?;
+/// A code about to be sent.
+#[derive(Debug, Clone)]
+pub struct NewCode<'a> {
+    pub phone: &'a str,
+    pub code_hash: &'a str,
+    /// SHA-256 of the challenge id the requesting browser gets.
+    pub challenge_hash: &'a str,
+    pub client_ip: &'a str,
+    /// The request came with the device cookie of a browser that signed in with the number.
+    pub trusted: bool,
+    pub created_at: i64,
+    pub expires_at: i64,
+}
+
+/// Stores a new code. Older live codes of the number stay live: each answers its own
+/// challenge, so a request by someone else cannot replace the code a browser waits for.
+/// Answers the new code's row number.
+pub async fn insert_code(db: &Db, code: &NewCode<'_>) -> StoreResult<i64> {
+    db_run!(db, |conn| {
         Ok(diesel::insert_into(portal_codes::table)
             .values((
-                portal_codes::phone.eq(phone),
-                portal_codes::code_hash.eq(code_hash),
-                portal_codes::client_ip.eq(client_ip),
+                portal_codes::phone.eq(code.phone),
+                portal_codes::code_hash.eq(code.code_hash),
+                portal_codes::challenge_hash.eq(code.challenge_hash),
+                portal_codes::client_ip.eq(code.client_ip),
+                portal_codes::trusted.eq(code.trusted),
                 portal_codes::attempts.eq(0),
-                portal_codes::created_at.eq(now),
-                portal_codes::expires_at.eq(expires_at),
+                portal_codes::created_at.eq(code.created_at),
+                portal_codes::expires_at.eq(code.expires_at),
             ))
             .returning(portal_codes::seq)
             .get_result(conn)
@@ -117,15 +144,16 @@ pub async fn burn_code(db: &Db, seq: i64, now: i64) -> StoreResult<()> {
     })
 }
 
-/// Checks a presented code against the newest live code of `phone` (`matches` compares it
-/// with the stored hash) and, when it matches, uses the code up, finds or creates the
+/// Checks a presented code against the live code of `phone` that answers the challenge whose
+/// SHA-256 is `challenge_hash` (`matches` compares it with the stored hash) and, when it matches, uses the code up, finds or creates the
 /// developer the number belongs to (`new_developer_id` names a new one) and stores the
-/// session, all in one transaction. A wrong code counts a try; the `max_attempts`-th wrong
-/// try burns the code. Each step is a conditional update, so two nodes checking the same code
+/// session, all in one transaction. A wrong code counts a try of that challenge only; the
+/// `max_attempts`-th wrong try burns its code. Each step is a conditional update, so two nodes checking the same code
 /// at once cannot both use it.
 pub async fn verify(
     db: &Db,
     phone: &str,
+    challenge_hash: &str,
     matches: &(dyn Fn(&str) -> bool + Sync),
     max_attempts: i32,
     now: i64,
@@ -135,6 +163,7 @@ pub async fn verify(
     db_tx!(db, |conn| {
         let code: Option<(i64, String, i64)> = portal_codes::table
             .filter(portal_codes::phone.eq(phone))
+            .filter(portal_codes::challenge_hash.eq(challenge_hash))
             .filter(portal_codes::consumed_at.is_null())
             .order(portal_codes::seq.desc())
             .select((

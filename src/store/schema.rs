@@ -372,6 +372,8 @@ diesel::table! {
         created_at -> BigInt,
         expires_at -> BigInt,
         consumed_at -> Nullable<BigInt>,
+        challenge_hash -> Text,
+        trusted -> Bool,
     }
 }
 
