@@ -16,7 +16,7 @@ use sha2::Sha256;
 use crate::config::PortalConfig;
 use crate::error::ApiError;
 use crate::registry::keys::hash_key;
-use crate::store::portal::{self, NewCode, NewSession, Verification};
+use crate::store::portal::{self, Attempt, NewCode, NewSession, Verification};
 use crate::store::Db;
 use crate::telephony::is_e164;
 use crate::telephony::rest::{Sender, TwilioClient, TwilioError};
@@ -399,17 +399,15 @@ impl Portal {
         };
         let new_developer = crate::registry::new_id("dev");
         let matches = |stored: &str| self.code_matches(phone, code, stored);
-        let outcome = portal::verify(
-            &self.db,
+        let challenge_hash = hash_key(challenge_id);
+        let attempt = Attempt {
             phone,
-            &hash_key(challenge_id),
-            &matches,
-            self.config.code_max_attempts as i32,
+            challenge_hash: &challenge_hash,
+            matches: &matches,
+            max_attempts: self.config.code_max_attempts as i32,
             now,
-            &new_developer,
-            &session,
-        )
-        .await?;
+        };
+        let outcome = portal::verify(&self.db, &attempt, &new_developer, &session).await?;
         match outcome {
             Verification::SignedIn {
                 developer_id,

@@ -29,6 +29,19 @@ pub struct NewSession {
     pub expires_at: i64,
 }
 
+/// A code presented for a number and a challenge.
+#[derive(Clone, Copy)]
+pub struct Attempt<'a> {
+    pub phone: &'a str,
+    /// SHA-256 of the challenge id presented with the code.
+    pub challenge_hash: &'a str,
+    /// Compares the presented code with a stored hash.
+    pub matches: &'a (dyn Fn(&str) -> bool + Sync),
+    /// Wrong tries that burn the code.
+    pub max_attempts: i32,
+    pub now: i64,
+}
+
 /// How presenting a code for a number went.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verification {
@@ -152,14 +165,17 @@ pub async fn burn_code(db: &Db, seq: i64, now: i64) -> StoreResult<()> {
 /// at once cannot both use it.
 pub async fn verify(
     db: &Db,
-    phone: &str,
-    challenge_hash: &str,
-    matches: &(dyn Fn(&str) -> bool + Sync),
-    max_attempts: i32,
-    now: i64,
+    attempt: &Attempt<'_>,
     new_developer_id: &str,
     session: &NewSession,
 ) -> StoreResult<Verification> {
+    let Attempt {
+        phone,
+        challenge_hash,
+        matches,
+        max_attempts,
+        now,
+    } = *attempt;
     db_tx!(db, |conn| {
         let code: Option<(i64, String, i64)> = portal_codes::table
             .filter(portal_codes::phone.eq(phone))
