@@ -3,6 +3,7 @@
 //! storage, engines and vendor adapters. The real-time session actors live in
 //! `switchboard-actors`.
 
+pub mod app;
 pub mod background;
 pub mod billing;
 pub mod caller_side;
@@ -15,11 +16,13 @@ pub mod error;
 pub mod fetch;
 pub mod http;
 pub mod knowledge;
+pub mod live;
 pub mod loadtest;
 pub mod media;
 pub mod memory;
 pub mod observability;
 pub mod portal;
+pub mod providers;
 pub mod realtime_socket;
 pub mod recording;
 pub mod registry;

@@ -17,6 +17,7 @@ use actix_web::middleware::from_fn;
 use actix_web::{web, App};
 use anyhow::Context as _;
 
+use crate::app::{AppParts, AppState};
 use crate::billing::period::SystemClock;
 use crate::billing::stripe::StripeClient;
 use crate::cluster::feed::{self, Subscribers};
@@ -24,7 +25,7 @@ use crate::cluster::{Drain, FeedState};
 use crate::config::Config;
 use crate::engines::Engines;
 use crate::fetch::Fetcher;
-use crate::http::{self, AppState};
+use crate::http;
 use crate::observability::otlp::TraceExport;
 use crate::portal::{Delivery, Portal};
 use crate::recording::{RecordingReports, RecordingStorage, Recordings};
@@ -196,7 +197,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     let traces = TraceExport::start(&config.otlp, tokio::runtime::Handle::current())
         .map_err(anyhow::Error::msg)?;
 
-    let state = web::Data::new(AppState {
+    let state = web::Data::new(AppState::new(AppParts {
         config: config.clone(),
         db,
         keys: keys.clone(),
@@ -220,7 +221,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         traces: traces.clone(),
         drain: drain.clone(),
         portal,
-    });
+    }));
     let max_json = config.server.max_json_bytes;
     let socket_limits = crate::realtime_socket::SocketLimits::from_config(&config.server);
     let body_deadline = http::body_timeout::BodyDeadline::from_config(&config.server);

@@ -3,7 +3,7 @@
 //! `ensure_credits` before the work (402 `insufficient_credits` once the allowance is spent,
 //! unless the tier allows overage). `metered: false` is a request that used the caller's own
 //! vendor key (BYOK): nothing is checked or deducted, and the response says
-//! `X-Usage-Bypassed: true` (`http::providers::Chosen::tag`).
+//! `X-Usage-Bypassed: true` (`http::auth::tag_provider`).
 
 use crate::registry::Supervised;
 

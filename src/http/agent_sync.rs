@@ -7,7 +7,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::auth::Developer;
-use super::AppState;
+use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
 use crate::registry::agents::GetAgent;
 use crate::registry::telephony::{GetAgentSync, SaveAgentSync};
@@ -47,20 +47,20 @@ async fn sync_agent(
 ) -> Result<HttpResponse, ApiError> {
     let developer_id = developer.id().to_string();
     let agent = state
-        .agents
+        .agents()
         .send(GetAgent {
             developer_id: developer_id.clone(),
             agent_id: id.into_inner(),
         })
         .await??;
-    let sync = state.agent_sync.as_ref().ok_or_else(|| {
+    let sync = state.agent_sync().as_ref().ok_or_else(|| {
         ApiError::Unavailable(
             "agent sync is not configured: set [sync] provider and api_key".into(),
         )
     })?;
     let provider = sync.provider().to_string();
     let existing = state
-        .telephony
+        .telephony()
         .send(GetAgentSync {
             developer_id: developer_id.clone(),
             agent_id: agent.id.clone(),
@@ -76,7 +76,7 @@ async fn sync_agent(
         .map_err(|SyncError::Vendor(message)| ApiError::Upstream(message))?;
     let now = time::now_ms();
     state
-        .telephony
+        .telephony()
         .send(SaveAgentSync(AgentSyncRow {
             developer_id,
             agent_id: agent.id,

@@ -9,7 +9,7 @@ use super::auth::Developer;
 use super::body::ApiJson;
 use super::pagination::{PageBody, PageQuery};
 use super::validate::{self, not_null, nullable};
-use super::AppState;
+use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
 use crate::registry::agents::{ArchiveAgent, CreateAgent, GetAgent, ListAgents, UpdateAgent};
 use crate::registry::new_id;
@@ -309,7 +309,7 @@ async fn create_agent(
     body: ApiJson<AgentFields>,
 ) -> Result<HttpResponse, ApiError> {
     let agent = new_agent_row(developer.id(), body.into_inner())?;
-    let agent = state.agents.send(CreateAgent { agent }).await??;
+    let agent = state.agents().send(CreateAgent { agent }).await??;
     Ok(HttpResponse::Created().json(AgentBody::from(agent)))
 }
 
@@ -371,7 +371,7 @@ async fn list_agents(
 ) -> Result<HttpResponse, ApiError> {
     let page = query.into_inner().validate()?;
     let page = state
-        .agents
+        .agents()
         .send(ListAgents {
             developer_id: developer.id().to_string(),
             page,
@@ -391,7 +391,7 @@ async fn get_agent(
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let agent = state
-        .agents
+        .agents()
         .send(GetAgent {
             developer_id: developer.id().to_string(),
             agent_id: id.into_inner(),
@@ -440,7 +440,7 @@ async fn update_agent(
         updated_at: time::now_ms(),
     };
     let agent = state
-        .agents
+        .agents()
         .send(UpdateAgent {
             developer_id: developer.id().to_string(),
             agent_id: id,
@@ -461,7 +461,7 @@ async fn delete_agent(
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     state
-        .agents
+        .agents()
         .send(ArchiveAgent {
             developer_id: developer.id().to_string(),
             agent_id: id.into_inner(),

@@ -7,11 +7,12 @@ use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION};
 use actix_web::middleware::Next;
-use actix_web::{web, FromRequest, HttpMessage, HttpRequest, ResponseError};
+use actix_web::{web, FromRequest, HttpMessage, HttpRequest, HttpResponseBuilder, ResponseError};
 
-use super::AppState;
+use crate::app::AppState;
 use crate::billing::pricing::format_credits;
 use crate::error::ApiError;
+use crate::providers::Chosen;
 use crate::registry::keys::{hash_key, CheckKey, KeyCheck, Principal};
 use crate::registry::metering::{Admit, CurrentUsage, UsageSnapshot};
 
@@ -37,7 +38,7 @@ pub async fn require_api_key(
     };
     req.extensions_mut().insert(principal.clone());
     let admission = state
-        .metering
+        .metering()
         .send(Admit {
             developer_id: principal.developer_id.clone(),
             key_id: principal.key_id.clone(),
@@ -54,7 +55,7 @@ pub async fn require_api_key(
             message: format!(
                 "this API key made more than {} requests in {} seconds; retry in {} s",
                 admission.rate.limit,
-                state.config.rate_limit.window_seconds,
+                state.config().rate_limit.window_seconds,
                 admission.rate.retry_after_seconds
             ),
             limit: admission.rate.limit,
@@ -67,7 +68,7 @@ pub async fn require_api_key(
     let mut response = next.call(req).await?.map_into_boxed_body();
     // After the handler: its charges are in (the registry handles messages in order).
     let usage = state
-        .metering
+        .metering()
         .send(CurrentUsage {
             developer_id: principal.developer_id,
         })
@@ -102,11 +103,11 @@ pub async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Princ
     let raw = bearer_credentials(header).ok_or_else(|| {
         ApiError::Unauthorized("malformed Authorization header: expected `Bearer <API key>`".into())
     })?;
-    if !raw.starts_with(&state.config.auth.key_prefix) {
+    if !raw.starts_with(&state.config().auth.key_prefix) {
         return Err(ApiError::Unauthorized("invalid API key".into()));
     }
     let check = state
-        .keys
+        .keys()
         .send(CheckKey {
             hash: hash_key(raw),
         })
@@ -155,5 +156,14 @@ impl FromRequest for Developer {
                 .map(Developer)
                 .ok_or_else(|| ApiError::Unauthorized("missing API key".into())),
         )
+    }
+}
+
+/// Sets `X-Provider-Used` (the provider that served `chosen`'s request), and
+/// `X-Usage-Bypassed: true` when the caller's own key paid.
+pub fn tag_provider<E: ?Sized>(chosen: &Chosen<E>, response: &mut HttpResponseBuilder) {
+    response.insert_header(("X-Provider-Used", chosen.served().0));
+    if chosen.bypasses_metering() {
+        response.insert_header((USAGE_BYPASSED, "true"));
     }
 }

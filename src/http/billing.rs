@@ -10,7 +10,8 @@ use utoipa::ToSchema;
 
 use super::auth::Developer;
 use super::body::{ApiJson, OptionalJson, RawWebhook};
-use super::{validate, AppState};
+use super::validate;
+use crate::app::AppState;
 use crate::billing::pricing::format_credits;
 use crate::billing::stripe::StripeClient;
 use crate::billing::{webhook, TIERS};
@@ -96,7 +97,7 @@ fn credits_body(report: &UsageReport) -> CreditsBody {
 
 async fn report_of(state: &AppState, developer: &Developer) -> Result<UsageReport, ApiError> {
     state
-        .metering
+        .metering()
         .send(GetUsage {
             developer_id: developer.id().to_string(),
         })
@@ -164,7 +165,7 @@ async fn subscription(
     developer: Developer,
 ) -> Result<HttpResponse, ApiError> {
     let report = report_of(&state, &developer).await?;
-    let tier = state.config.tier(&report.tier);
+    let tier = state.config().tier(&report.tier);
     Ok(HttpResponse::Ok().json(SubscriptionBody {
         tier: report.tier.clone(),
         tier_display: tier.display.clone(),
@@ -180,7 +181,7 @@ async fn subscription(
 }
 
 fn stripe(state: &AppState) -> Result<&StripeClient, ApiError> {
-    state.stripe.as_ref().ok_or_else(|| {
+    state.stripe().as_ref().ok_or_else(|| {
         ApiError::BillingNotConfigured(
             "billing is not configured on this server (billing.stripe.secret_key)".into(),
         )
@@ -199,7 +200,7 @@ async fn customer_of(
     }
     let customer = client.create_customer(developer.id()).await?;
     state
-        .metering
+        .metering()
         .send(ChangeSubscription {
             developer_id: developer.id().to_string(),
             change: SubscriptionChange {
@@ -269,7 +270,7 @@ async fn checkout(
     let success_url = http_url("successUrl", request.success_url.as_deref())?;
     let cancel_url = http_url("cancelUrl", request.cancel_url.as_deref())?;
     let client = stripe(&state)?;
-    let price_id = state.config.tier(tier).price_id.trim().to_string();
+    let price_id = state.config().tier(tier).price_id.trim().to_string();
     if price_id.is_empty() {
         return Err(ApiError::BillingNotConfigured(format!(
             "the {tier} tier has no price configured (tiers.{tier}.price_id)"
@@ -343,7 +344,7 @@ pub async fn webhook(
     req: HttpRequest,
     RawWebhook(payload): RawWebhook,
 ) -> Result<HttpResponse, ApiError> {
-    let stripe = &state.config.billing.stripe;
+    let stripe = &state.config().billing.stripe;
     let secret = stripe.webhook_secret.trim();
     if secret.is_empty() {
         return Err(ApiError::BillingNotConfigured(
@@ -364,9 +365,9 @@ pub async fn webhook(
     let (Some(id), Some(kind)) = (event["id"].as_str(), event["type"].as_str()) else {
         return Err(ApiError::bad_request("the event has no id or type"));
     };
-    let meaning = webhook::interpret(kind, &event["data"]["object"], &state.config.tiers);
+    let meaning = webhook::interpret(kind, &event["data"]["object"], &state.config().tiers);
     let outcome = state
-        .metering
+        .metering()
         .send(ApplyBillingEvent {
             event_id: id.to_string(),
             event_type: kind.to_string(),

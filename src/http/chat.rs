@@ -12,8 +12,8 @@ use utoipa::ToSchema;
 
 use super::auth::Developer;
 use super::body::ApiJson;
-use super::providers::{self, Caller};
-use super::{validate, AppState};
+use super::validate;
+use crate::app::AppState;
 use crate::billing::{meter, Usage};
 use crate::conversation::prompt::system_prompt;
 use crate::conversation::retrieval;
@@ -22,6 +22,7 @@ use crate::conversation::turn::{run_turn, ToolCallRecord, TurnSettings};
 use crate::engines::pool::Lane;
 use crate::error::{ApiError, ErrorBody};
 use crate::knowledge::search::KnowledgeHit;
+use crate::providers::{self, Caller};
 use crate::registry::agents::GetAgent;
 use crate::registry::conversations::{LoadConversation, SaveTurn};
 use crate::registry::instances::{GetInstance, InstanceLookup};
@@ -110,7 +111,7 @@ async fn chat(
     let message = request.message.unwrap_or_default();
     let developer_id = developer.id().to_string();
     let agent = state
-        .agents
+        .agents()
         .send(GetAgent {
             developer_id: developer_id.clone(),
             agent_id: id.into_inner(),
@@ -133,7 +134,7 @@ async fn chat(
     let (conversation, history, is_new) = match &request.conversation_id {
         Some(conversation_id) => {
             let (row, history) = state
-                .conversations
+                .conversations()
                 .send(LoadConversation {
                     developer_id: developer_id.clone(),
                     agent_id: agent.id.clone(),
@@ -179,7 +180,7 @@ async fn chat(
         None => None,
         Some((lookup, required)) => {
             let found = state
-                .agents
+                .agents()
                 .send(GetInstance {
                     developer_id: developer_id.clone(),
                     agent_id: agent.id.clone(),
@@ -210,8 +211,8 @@ async fn chat(
                 .find(|m| m.role == "user")
                 .map(|m| m.content.as_str());
             retrieval::retrieve(
-                state.engines.batch.embedder.as_ref(),
-                &state.knowledge,
+                state.engines().batch.embedder.as_ref(),
+                state.knowledge(),
                 collection,
                 &message,
                 previous,
@@ -235,9 +236,9 @@ async fn chat(
     messages.push(ChatMessage::new(Role::User, message.clone()));
 
     let agent_tools = AgentTools::new(
-        state.engines.batch.embedder.clone(),
-        state.knowledge.clone(),
-        state.fetcher.clone(),
+        state.engines().batch.embedder.clone(),
+        state.knowledge().clone(),
+        state.fetcher().clone(),
         agent.collection_id.clone(),
         tools,
     );
@@ -250,10 +251,10 @@ async fn chat(
         // The embedded model cannot call tools (retrieval is already in its prompt).
         offer_tools: agent.llm_provider != crate::vendors::catalog::DEFAULT_PROVIDER,
     };
-    meter::ensure_credits(&state.metering, &developer_id, llm.metered_up_front()).await?;
+    meter::ensure_credits(state.metering(), &developer_id, llm.metered_up_front()).await?;
     let outcome = run_turn(llm.engine.clone(), &agent_tools, messages, settings).await?;
     meter::charge(
-        &state.metering,
+        state.metering(),
         &developer_id,
         Usage::Llm {
             input_tokens: u64::from(outcome.input_tokens),
@@ -281,7 +282,7 @@ async fn chat(
         created_at: now,
     }));
     state
-        .conversations
+        .conversations()
         .send(SaveTurn {
             conversation: conversation.clone(),
             is_new,
@@ -290,7 +291,7 @@ async fn chat(
         })
         .await??;
     let mut response = HttpResponse::Ok();
-    llm.tag(&mut response);
+    super::auth::tag_provider(&llm, &mut response);
     Ok(response.json(ChatResponseBody {
         reply: outcome.reply,
         conversation_id: conversation.id,

@@ -10,7 +10,7 @@ use super::auth::Developer;
 use super::body::ApiJson;
 use super::pagination::{PageBody, PageQuery};
 use super::validate;
-use super::AppState;
+use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
 use crate::registry::collections::{
     CreateCollection, DeleteCollection, GetCollection, ListCollections,
@@ -87,7 +87,7 @@ async fn create_collection(
         created_at: time::now_ms(),
     };
     let collection = state
-        .collections
+        .collections()
         .send(CreateCollection { collection })
         .await??;
     Ok(HttpResponse::Created().json(CollectionBody::from(collection)))
@@ -105,7 +105,7 @@ async fn list_collections(
 ) -> Result<HttpResponse, ApiError> {
     let page = query.into_inner().validate()?;
     let page = state
-        .collections
+        .collections()
         .send(ListCollections {
             developer_id: developer.id().to_string(),
             page,
@@ -125,7 +125,7 @@ async fn get_collection(
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let collection = state
-        .collections
+        .collections()
         .send(GetCollection {
             developer_id: developer.id().to_string(),
             collection_id: id.into_inner(),
@@ -147,12 +147,14 @@ async fn delete_collection(
 ) -> Result<HttpResponse, ApiError> {
     let collection_id = id.into_inner();
     state
-        .collections
+        .collections()
         .send(DeleteCollection {
             developer_id: developer.id().to_string(),
             collection_id: collection_id.clone(),
         })
         .await??;
-    state.knowledge.do_send(CollectionDropped { collection_id });
+    state
+        .knowledge()
+        .do_send(CollectionDropped { collection_id });
     Ok(HttpResponse::NoContent().finish())
 }

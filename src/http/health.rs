@@ -8,7 +8,7 @@ use actix_web::{get, web, HttpResponse};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::AppState;
+use crate::app::AppState;
 
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -35,13 +35,13 @@ pub struct HealthBody {
     responses((status = 200, body = HealthBody), (status = 503, body = HealthBody)))]
 #[get("/health")]
 async fn health(state: web::Data<AppState>) -> HttpResponse {
-    let database = match state.db.backend() {
+    let database = match state.db().backend() {
         crate::store::Backend::Sqlite => "sqlite",
         crate::store::Backend::Postgres => "postgres",
     }
     .to_string();
-    let live_sessions = state.drain.live_sessions();
-    if state.drain.is_draining() {
+    let live_sessions = state.drain().live_sessions();
+    if state.drain().is_draining() {
         return HttpResponse::ServiceUnavailable().json(HealthBody {
             status: "draining".into(),
             database,
@@ -49,12 +49,12 @@ async fn health(state: web::Data<AppState>) -> HttpResponse {
                 "the server is shutting down: it refuses new sessions while live ones finish"
                     .into(),
             ),
-            engines: state.engines.status(),
+            engines: state.engines().status(),
             live_sessions,
         });
     }
     let (database_answer, registries) =
-        futures_util::future::join(state.db.ping(), registries_answer(&state)).await;
+        futures_util::future::join(state.db().ping(), registries_answer(&state)).await;
     let error = match (database_answer, registries) {
         (Ok(()), Ok(())) => None,
         (Err(err), _) => Some(format!("database unreachable: {err}")),
@@ -64,7 +64,7 @@ async fn health(state: web::Data<AppState>) -> HttpResponse {
         status: if error.is_none() { "ok" } else { "unavailable" }.into(),
         database,
         error,
-        engines: state.engines.status(),
+        engines: state.engines().status(),
         live_sessions,
     };
     if body.error.is_none() {

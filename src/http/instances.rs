@@ -11,7 +11,7 @@ use super::auth::Developer;
 use super::body::ApiJson;
 use super::pagination::{PageBody, PageQuery};
 use super::validate::{self, nullable};
-use super::AppState;
+use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
 use crate::registry::instances::{
     CreateInstance, DeleteInstance, GetInstance, InstanceLookup, ListInstances, UpdateInstance,
@@ -158,7 +158,7 @@ async fn create_instance(
         created_at: now,
         updated_at: now,
     };
-    let row = state.agents.send(CreateInstance { instance }).await??;
+    let row = state.agents().send(CreateInstance { instance }).await??;
     Ok(HttpResponse::Created().json(InstanceBody::from(row)))
 }
 
@@ -175,7 +175,7 @@ async fn list_instances(
 ) -> Result<HttpResponse, ApiError> {
     let page = query.into_inner().validate()?;
     let page = state
-        .agents
+        .agents()
         .send(ListInstances {
             developer_id: developer.id().to_string(),
             agent_id: agent.into_inner(),
@@ -197,7 +197,7 @@ async fn get_instance(
 ) -> Result<HttpResponse, ApiError> {
     let (agent_id, instance_id) = path.into_inner();
     let row = state
-        .agents
+        .agents()
         .send(GetInstance {
             developer_id: developer.id().to_string(),
             agent_id,
@@ -229,7 +229,7 @@ async fn update_instance(
     }
     let changes = changes(fields)?;
     let row = state
-        .agents
+        .agents()
         .send(UpdateInstance {
             developer_id: developer.id().to_string(),
             agent_id,
@@ -252,7 +252,7 @@ async fn delete_instance(
 ) -> Result<HttpResponse, ApiError> {
     let (agent_id, instance_id) = path.into_inner();
     state
-        .agents
+        .agents()
         .send(DeleteInstance {
             developer_id: developer.id().to_string(),
             agent_id,

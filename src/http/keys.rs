@@ -8,7 +8,7 @@ use super::auth::Developer;
 use super::body::OptionalJson;
 use super::pagination::{PageBody, PageQuery};
 use super::validate;
-use super::AppState;
+use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
 use crate::registry::keys::{CreateKey, IssuedKey, KeyInfo, ListKeys, RevokeKey, RotateKey};
 use crate::time::{iso, iso_opt};
@@ -103,7 +103,7 @@ async fn create_key(
         validate::integer_in("expiresInDays", days, 1, 365)?;
     }
     let issued = state
-        .keys
+        .keys()
         .send(CreateKey {
             developer_id: developer.id().to_string(),
             name,
@@ -125,7 +125,7 @@ async fn list_keys(
 ) -> Result<HttpResponse, ApiError> {
     let page = query.into_inner().validate()?;
     let page = state
-        .keys
+        .keys()
         .send(ListKeys {
             developer_id: developer.id().to_string(),
             page,
@@ -146,7 +146,7 @@ async fn revoke_key(
 ) -> Result<HttpResponse, ApiError> {
     let id = id.into_inner();
     let revoked = state
-        .keys
+        .keys()
         .send(RevokeKey {
             developer_id: developer.id().to_string(),
             key_id: id.clone(),
@@ -170,7 +170,7 @@ async fn rotate_key(
 ) -> Result<HttpResponse, ApiError> {
     let id = id.into_inner();
     let rotated = state
-        .keys
+        .keys()
         .send(RotateKey {
             developer_id: developer.id().to_string(),
             key_id: id.clone(),

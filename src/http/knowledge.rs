@@ -10,7 +10,7 @@ use utoipa::ToSchema;
 use super::auth::Developer;
 use super::body::ApiJson;
 use super::validate;
-use super::AppState;
+use crate::app::AppState;
 use crate::billing::{meter, Usage};
 use crate::error::{ApiError, ErrorBody};
 use crate::fetch::FetchError;
@@ -183,10 +183,10 @@ async fn sections_of(state: &AppState, request: &Ingest) -> Result<Vec<Section>,
     let url = request.source_url.as_deref().unwrap_or_default();
     match request.content_type.as_str() {
         "audio" => {
-            let fetched = state.fetcher.fetch(url).await.map_err(source_error)?;
+            let fetched = state.fetcher().fetch(url).await.map_err(source_error)?;
             let extension = extension_of(fetched.url.path());
             let transcript = transcribe_file(
-                state.engines.batch.stt.clone(),
+                state.engines().batch.stt.clone(),
                 fetched.bytes,
                 extension,
                 TranscriptionRequest::default(),
@@ -213,7 +213,7 @@ async fn sections_of(state: &AppState, request: &Ingest) -> Result<Vec<Section>,
                 .collect())
         }
         "url" => {
-            let fetched = state.fetcher.fetch(url).await.map_err(source_error)?;
+            let fetched = state.fetcher().fetch(url).await.map_err(source_error)?;
             let content_type = fetched
                 .content_type
                 .unwrap_or_default()
@@ -315,7 +315,7 @@ pub async fn prepare_document(
         ));
     }
 
-    let embedder = state.engines.batch.embedder.clone();
+    let embedder = state.engines().batch.embedder.clone();
     let texts: Vec<String> = pieces.iter().map(|(t, _)| t.clone()).collect();
     let tokens_used: usize = texts.iter().map(|t| embedder.count_tokens(t)).sum();
     let mut vectors = Vec::with_capacity(texts.len());
@@ -380,16 +380,16 @@ async fn ingest(
     let collection_id = id.into_inner();
     let plan = body.into_inner();
     state
-        .collections
+        .collections()
         .send(GetCollection {
             developer_id: developer.id().to_string(),
             collection_id: collection_id.clone(),
         })
         .await??;
-    meter::ensure_credits(&state.metering, developer.id(), true).await?;
+    meter::ensure_credits(state.metering(), developer.id(), true).await?;
     let prepared = prepare_document(&state, developer.id(), &collection_id, plan).await?;
     meter::charge(
-        &state.metering,
+        state.metering(),
         developer.id(),
         Usage::RagEmbed {
             tokens: prepared.document.tokens.max(0) as u64,
@@ -398,7 +398,7 @@ async fn ingest(
     );
     let body = prepared.body();
     let stored = state
-        .knowledge
+        .knowledge()
         .send(StoreDocument {
             document: prepared.document,
             chunks: prepared.chunks,
@@ -434,16 +434,16 @@ async fn search(
     validate::number_in("threshold", threshold, 0.0, 1.0)?;
     let include_metadata = request.include_metadata.unwrap_or(true);
     state
-        .collections
+        .collections()
         .send(GetCollection {
             developer_id: developer.id().to_string(),
             collection_id: collection_id.clone(),
         })
         .await??;
-    meter::ensure_credits(&state.metering, developer.id(), true).await?;
+    meter::ensure_credits(state.metering(), developer.id(), true).await?;
     let results = search_collection(
-        state.engines.batch.embedder.as_ref(),
-        &state.knowledge,
+        state.engines().batch.embedder.as_ref(),
+        state.knowledge(),
         &collection_id,
         request.query.unwrap_or_default(),
         limit as usize,
@@ -451,7 +451,7 @@ async fn search(
     )
     .await?;
     meter::charge(
-        &state.metering,
+        state.metering(),
         developer.id(),
         Usage::RagSearch { searches: 1 },
         true,
@@ -481,7 +481,7 @@ async fn delete_document(
 ) -> Result<HttpResponse, ApiError> {
     let (collection_id, document_id) = path.into_inner();
     let deleted = state
-        .knowledge
+        .knowledge()
         .send(DeleteDocument {
             developer_id: developer.id().to_string(),
             collection_id,

@@ -7,7 +7,7 @@ use actix_web::http::header::AUTHORIZATION;
 use actix_web::{get, web, HttpRequest, HttpResponse};
 use sha2::{Digest, Sha256};
 
-use super::AppState;
+use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
 use crate::observability::metrics::metrics;
 
@@ -28,7 +28,7 @@ fn same_secret(presented: &str, expected: &str) -> bool {
         (status = 404, body = ErrorBody, description = "metrics.enabled is false")))]
 #[get("/metrics")]
 async fn scrape(state: web::Data<AppState>, req: HttpRequest) -> Result<HttpResponse, ApiError> {
-    let config = &state.config.metrics;
+    let config = &state.config().metrics;
     if !config.enabled {
         return Err(ApiError::NotFound("no route for GET /metrics".into()));
     }
@@ -51,5 +51,5 @@ async fn scrape(state: web::Data<AppState>, req: HttpRequest) -> Result<HttpResp
     }
     Ok(HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4; charset=utf-8")
-        .body(metrics().render(state.engines.pool.stats())))
+        .body(metrics().render(state.engines().pool.stats())))
 }

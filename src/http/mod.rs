@@ -1,4 +1,5 @@
-//! The HTTP API: routes, shared state, and how malformed requests become documented errors.
+//! The HTTP API: routes, request and response bodies, and how malformed requests become
+//! documented errors. The state handlers share is `crate::app::AppState`.
 
 pub mod agent_sync;
 pub mod agents;
@@ -21,7 +22,6 @@ pub mod pagination;
 pub mod phone_numbers;
 pub mod portal;
 pub mod provider_keys;
-pub mod providers;
 pub mod provision;
 pub mod recordings;
 pub mod request_id;
@@ -34,72 +34,11 @@ pub mod upload;
 pub mod validate;
 pub mod widget;
 
-use crate::registry::Supervised;
 use actix_web::error::{PathError, QueryPayloadError};
 use actix_web::middleware::from_fn;
 use actix_web::{web, HttpRequest, HttpResponse};
 
-use crate::config::Config;
-use crate::engines::Engines;
 use crate::error::ApiError;
-use crate::fetch::Fetcher;
-use crate::registry::{
-    AgentRegistry, CollectionRegistry, ConversationRegistry, JobRegistry, KeyRegistry,
-    KnowledgeIndex, Metering, SessionRegistry,
-};
-use crate::store::Db;
-
-/// What every handler can reach: the registries' addresses and the configuration.
-pub struct AppState {
-    pub config: Config,
-    pub db: Db,
-    pub keys: Supervised<KeyRegistry>,
-    pub agents: Supervised<AgentRegistry>,
-    pub collections: Supervised<CollectionRegistry>,
-    pub metering: Supervised<Metering>,
-    pub jobs: Supervised<JobRegistry>,
-    pub knowledge: Supervised<KnowledgeIndex>,
-    pub conversations: Supervised<ConversationRegistry>,
-    pub sessions: Supervised<SessionRegistry>,
-    pub signer: crate::telephony::token::TokenSigner,
-    pub engines: Engines,
-    pub fetcher: Fetcher,
-    pub vendors: crate::vendors::Vendors,
-    /// The payment processor's client; `None` when billing is not configured.
-    pub stripe: Option<crate::billing::stripe::StripeClient>,
-    /// Phone numbers, outbound call tasks, recordings and agent syncs.
-    pub telephony: Supervised<crate::registry::TelephonyRegistry>,
-    /// Starts call recordings; serves finished ones through `recording_storage`.
-    pub recordings: crate::recording::Recordings,
-    pub recording_storage: crate::recording::RecordingStorage,
-    /// Twilio's REST API; `None` when `[telephony.twilio]` has no account.
-    pub twilio: Option<crate::telephony::rest::TwilioClient>,
-    /// The platform agents are synced to; `None` when `[sync]` is not configured.
-    pub agent_sync: Option<crate::vendors::agent_sync::AgentSync>,
-    /// Session traces to an OpenTelemetry collector; `None` when `[otlp]` has no endpoint.
-    pub traces: Option<std::sync::Arc<crate::observability::otlp::TraceExport>>,
-    /// This node's live sessions, and whether it drains before stopping.
-    pub drain: std::sync::Arc<crate::cluster::Drain>,
-    /// The developer portal's sign-in codes and sessions.
-    pub portal: crate::portal::Portal,
-}
-
-impl AppState {
-    /// Every registry, for `/health` and the metrics.
-    pub fn registries(&self) -> [&dyn crate::supervision::Probe; 9] {
-        [
-            &self.keys,
-            &self.agents,
-            &self.collections,
-            &self.metering,
-            &self.jobs,
-            &self.knowledge,
-            &self.conversations,
-            &self.sessions,
-            &self.telephony,
-        ]
-    }
-}
 
 /// Registers every route and the extractor error mappings.
 pub fn configure(cfg: &mut web::ServiceConfig, max_json_bytes: usize) {
@@ -152,18 +91,6 @@ pub fn configure(cfg: &mut web::ServiceConfig, max_json_bytes: usize) {
                 .configure(openai_audio::routes),
         )
         .default_service(web::to(not_found));
-}
-
-/// The base URL outside parties reach this server at: `server.public_url` when set, else
-/// the scheme and host this request came in on (so a server on an ephemeral port, or behind
-/// a proxy that sets `Forwarded`/`X-Forwarded-*`, advertises a URL that works).
-pub fn public_base(state: &AppState, req: &HttpRequest) -> String {
-    let configured = state.config.server.public_url.trim().trim_end_matches('/');
-    if !configured.is_empty() {
-        return configured.to_string();
-    }
-    let info = req.connection_info();
-    format!("{}://{}", info.scheme(), info.host())
 }
 
 /// Registers, after a module's routes, a catch-all for its paths so a known path with an

@@ -11,7 +11,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::auth::Developer;
 use super::pagination::{PageBody, PageQuery};
-use super::AppState;
+use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
 use crate::observability::analysis::{analyse, Issue};
 use crate::observability::interruptions::{aggregate, InterruptionQuality};
@@ -395,7 +395,7 @@ async fn list_sessions(
     let page = query.into_inner().validate()?;
     let newest_first = filter.newest_first()?;
     let page = state
-        .sessions
+        .sessions()
         .send(ListSessions {
             developer_id: developer.id().to_string(),
             agent_id: filter.into_inner().agent_id,
@@ -443,7 +443,7 @@ async fn trace_of(
     lookup: SessionLookup,
 ) -> Result<SessionTrace, ApiError> {
     state
-        .sessions
+        .sessions()
         .send(GetSession {
             developer_id: developer.id().to_string(),
             lookup,
@@ -549,7 +549,7 @@ async fn interruption_quality(
         }
     }
     let data = state
-        .sessions
+        .sessions()
         .send(GetInterruptions(SessionScope {
             developer_id: developer.id().to_string(),
             agent_id: filter.agent_id,

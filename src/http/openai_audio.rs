@@ -17,10 +17,11 @@ use switchboard_actors::engine::{SpeechRequest, SttMode, TranscribeOptions, Tran
 use utoipa::ToSchema;
 
 use super::upload::{is_multipart, read_form};
-use super::{providers, AppState};
+use crate::app::AppState;
 use crate::billing::{meter, Usage};
 use crate::error::ApiError;
 use crate::media::OutputFormat;
+use crate::providers;
 use crate::registry::jobs::extension_of;
 use crate::speech::languages::language_name;
 use crate::speech::synthesis::synthesize_stream;
@@ -214,8 +215,8 @@ async fn speech(
             ))
         }
     };
-    let engine = providers::embedded(state.engines.batch.tts.clone()).engine;
-    meter::ensure_credits(&state.metering, developer.id(), true).await?;
+    let engine = providers::embedded(state.engines().batch.tts.clone()).engine;
+    meter::ensure_credits(state.metering(), developer.id(), true).await?;
     let characters = input.chars().count() as u64;
     let asked_voice = voice.clone();
     let request = SpeechRequest {
@@ -233,7 +234,7 @@ async fn speech(
             other => other,
         })?;
     meter::charge(
-        &state.metering,
+        state.metering(),
         developer.id(),
         Usage::Tts { characters },
         true,
@@ -361,8 +362,8 @@ async fn transcriptions(
         },
         diarize: false,
     };
-    let engine = providers::embedded(state.engines.batch.stt.clone()).engine;
-    meter::ensure_credits(&state.metering, developer.id(), true).await?;
+    let engine = providers::embedded(state.engines().batch.stt.clone()).engine;
+    meter::ensure_credits(state.metering(), developer.id(), true).await?;
     let extension = file.filename.as_deref().and_then(extension_of);
     let transcript = transcribe_file(engine, file.bytes, extension, request)
         .await
@@ -375,7 +376,7 @@ async fn transcriptions(
             other => other,
         })?;
     meter::charge(
-        &state.metering,
+        state.metering(),
         developer.id(),
         Usage::Stt {
             seconds: f64::from(transcript.duration),
@@ -503,7 +504,7 @@ pub struct ModelBody {
 #[get("/audio/models")]
 async fn models(state: web::Data<AppState>) -> HttpResponse {
     let mut voices: Vec<String> = OPENAI_VOICES.iter().map(|v| v.to_string()).collect();
-    voices.extend(state.engines.voice_ids());
+    voices.extend(state.engines().voice_ids());
     let mut data: Vec<ModelBody> = SPEECH_MODELS
         .iter()
         .map(|id| ModelBody {
@@ -526,7 +527,7 @@ async fn models(state: web::Data<AppState>) -> HttpResponse {
     HttpResponse::Ok().json(json!({
         "object": "list",
         "data": data,
-        "providers": state.vendors.catalog(),
+        "providers": state.vendors().catalog(),
     }))
 }
 

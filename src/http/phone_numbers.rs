@@ -16,7 +16,7 @@ use super::auth::Developer;
 use super::body::ApiJson;
 use super::pagination::{PageBody, PageQuery};
 use super::validate::{self, nullable};
-use super::AppState;
+use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
 use crate::portal::Portal;
 use crate::registry::new_id;
@@ -163,12 +163,12 @@ async fn create_number(
         .agent_id
         .ok_or_else(|| ApiError::invalid("agentId", "agentId is required"))?;
     let now = time::now_ms();
-    let numbers = &state.config.telephony.numbers;
+    let numbers = &state.config().telephony.numbers;
     let id = new_id("pn");
     let code = Portal::new_code();
     let expires_at = now + (numbers.code_ttl_seconds as i64).saturating_mul(1000);
     let row = state
-        .telephony
+        .telephony()
         .send(CreatePhoneNumber {
             row: PhoneNumberRow {
                 seq: 0,
@@ -181,7 +181,7 @@ async fn create_number(
                 created_at: now,
                 updated_at: now,
                 verified_at: None,
-                code_hash: Some(state.portal.claim_code_hash(&id, &code)),
+                code_hash: Some(state.portal().claim_code_hash(&id, &code)),
                 code_expires_at: Some(expires_at),
                 code_attempts: 0,
             },
@@ -191,7 +191,7 @@ async fn create_number(
         .await??;
     let minutes = numbers.code_ttl_seconds.div_ceil(60);
     let texted = state
-        .portal
+        .portal()
         .text(
             &phone_number,
             &format!(
@@ -205,7 +205,7 @@ async fn create_number(
     if let Err(e) = texted {
         // Nothing was sent: the claim is dropped rather than left waiting for a lost code.
         let _ = state
-            .telephony
+            .telephony()
             .send(DeletePhoneNumber {
                 developer_id: developer.id().to_string(),
                 id,
@@ -243,15 +243,15 @@ async fn verify_number(
         ));
     }
     let id = id.into_inner();
-    let portal = state.portal.clone();
+    let portal = state.portal().clone();
     let route = id.clone();
     let row = state
-        .telephony
+        .telephony()
         .send(VerifyPhoneNumber {
             developer_id: developer.id().to_string(),
             id,
             matches: Box::new(move |stored| portal.claim_code_matches(&route, &code, stored)),
-            max_attempts: state.config.telephony.numbers.code_max_attempts,
+            max_attempts: state.config().telephony.numbers.code_max_attempts,
         })
         .await??;
     Ok(HttpResponse::Ok().json(PhoneNumberBody::from(row)))
@@ -268,7 +268,7 @@ async fn list_numbers(
 ) -> Result<HttpResponse, ApiError> {
     let page = query.into_inner().validate()?;
     let page = state
-        .telephony
+        .telephony()
         .send(ListPhoneNumbers {
             developer_id: developer.id().to_string(),
             page,
@@ -288,7 +288,7 @@ async fn get_number(
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let row = state
-        .telephony
+        .telephony()
         .send(GetPhoneNumber {
             developer_id: developer.id().to_string(),
             id: id.into_inner(),
@@ -311,7 +311,7 @@ async fn update_number(
 ) -> Result<HttpResponse, ApiError> {
     let changes = changes(body.into_inner())?;
     let row = state
-        .telephony
+        .telephony()
         .send(UpdatePhoneNumber {
             developer_id: developer.id().to_string(),
             id: id.into_inner(),
@@ -332,7 +332,7 @@ async fn delete_number(
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     state
-        .telephony
+        .telephony()
         .send(DeletePhoneNumber {
             developer_id: developer.id().to_string(),
             id: id.into_inner(),

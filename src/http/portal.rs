@@ -23,7 +23,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::body::ApiJson;
-use super::AppState;
+use crate::app::AppState;
 use crate::error::ApiError;
 use crate::portal::{normalise_phone, rate_limit_address, ActiveSession};
 use crate::registry::keys::{hash_key, Principal};
@@ -118,7 +118,7 @@ async fn session_of(
     req: &HttpRequest,
 ) -> Result<Option<ActiveSession>, ApiError> {
     match req.cookie(COOKIE) {
-        Some(cookie) => state.portal.session(cookie.value()).await,
+        Some(cookie) => state.portal().session(cookie.value()).await,
         None => Ok(None),
     }
 }
@@ -139,7 +139,7 @@ fn same_origin(state: &AppState, req: &HttpRequest) -> Result<(), ApiError> {
         }
     }
     if let Some(origin) = value("origin") {
-        let expected = super::public_base(state, req);
+        let expected = state.public_base(req);
         if !origin.eq_ignore_ascii_case(&expected) {
             return Err(ApiError::Forbidden(format!(
                 "portal requests must come from {expected}, not from origin {origin}"
@@ -187,7 +187,7 @@ pub async fn require_session(
             Some(ApiError::Forbidden(format!(
                 "missing CSRF token: send the session's csrfToken in {CSRF_HEADER}"
             )))
-        } else if !state.portal.csrf_matches(&session.id_hash, token) {
+        } else if !state.portal().csrf_matches(&session.id_hash, token) {
             Some(ApiError::Forbidden("wrong CSRF token".into()))
         } else {
             same_origin(&state, req.request()).err()
@@ -215,7 +215,7 @@ fn client_ip(state: &AppState, req: &HttpRequest) -> String {
 }
 
 fn peer_or_forwarded(state: &AppState, req: &HttpRequest) -> String {
-    if state.config.portal.trust_forwarded_for {
+    if state.config().portal.trust_forwarded_for {
         let forwarded = req
             .headers()
             .get("x-forwarded-for")
@@ -265,9 +265,9 @@ async fn request_code(
     let phone = phone_of(&body.0.phone)?;
     let trusted = req
         .cookie(DEVICE_COOKIE)
-        .is_some_and(|device| state.portal.device_trusted(device.value(), &phone));
+        .is_some_and(|device| state.portal().device_trusted(device.value(), &phone));
     let sent = state
-        .portal
+        .portal()
         .request_code(&phone, &client_ip(&state, &req), trusted)
         .await?;
     Ok(HttpResponse::Accepted()
@@ -283,7 +283,7 @@ async fn request_code(
 /// The device cookie of a browser that signed in with `phone`: sent back only to the code
 /// requests, never readable by the page.
 fn device_cookie(state: &AppState, phone: &str) -> Cookie<'static> {
-    Cookie::build(DEVICE_COOKIE, state.portal.device_token(phone))
+    Cookie::build(DEVICE_COOKIE, state.portal().device_token(phone))
         .path("/portal/api/sign-in")
         .http_only(true)
         .same_site(SameSite::Strict)
@@ -294,7 +294,7 @@ fn device_cookie(state: &AppState, phone: &str) -> Cookie<'static> {
 
 fn served_over_https(state: &AppState) -> bool {
     state
-        .config
+        .config()
         .server
         .public_url
         .trim()
@@ -332,10 +332,10 @@ async fn verify(
             "challengeId must be the one the code request answered",
         ));
     }
-    let signed_in = state.portal.verify(&phone, challenge_id, code).await?;
+    let signed_in = state.portal().verify(&phone, challenge_id, code).await?;
     // A browser that was signed in before gets a new session; the old one ends.
     if let Some(old) = req.cookie(COOKIE) {
-        state.portal.sign_out(&hash_key(old.value())).await?;
+        state.portal().sign_out(&hash_key(old.value())).await?;
     }
     let id_hash = hash_key(&signed_in.session_id);
     let max_age = (signed_in.expires_at - crate::time::now_ms()) / 1000;
@@ -346,7 +346,7 @@ async fn verify(
         .json(json!({
             "developerId": signed_in.developer_id,
             "created": signed_in.created,
-            "csrfToken": state.portal.csrf_token(&id_hash),
+            "csrfToken": state.portal().csrf_token(&id_hash),
             "expiresAt": iso(signed_in.expires_at),
         })))
 }
@@ -367,8 +367,8 @@ async fn session_info(
         "signedInAt": iso(session.created_at),
         "idleExpiresAt": iso(session.idle_expires_at),
         "expiresAt": iso(session.expires_at),
-        "csrfToken": state.portal.csrf_token(&session.id_hash),
-        "billingConfigured": state.stripe.is_some(),
+        "csrfToken": state.portal().csrf_token(&session.id_hash),
+        "billingConfigured": state.stripe().is_some(),
     })))
 }
 
@@ -379,7 +379,7 @@ async fn sign_out(state: web::Data<AppState>, req: HttpRequest) -> Result<HttpRe
         .get::<ActiveSession>()
         .cloned()
         .ok_or_else(|| ApiError::Unauthorized("sign in to the portal first".into()))?;
-    state.portal.sign_out(&session.id_hash).await?;
+    state.portal().sign_out(&session.id_hash).await?;
     let mut gone = session_cookie(&state, String::new(), 0);
     gone.make_removal();
     Ok(HttpResponse::NoContent().cookie(gone).finish())

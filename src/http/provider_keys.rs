@@ -9,7 +9,7 @@ use utoipa::ToSchema;
 use super::auth::Developer;
 use super::body::ApiJson;
 use super::validate;
-use super::AppState;
+use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
 use crate::store::provider_keys::{self, ProviderKeyRow};
 use crate::time::{iso, iso_opt, now_ms};
@@ -132,14 +132,14 @@ async fn store_key(
         developer_id: developer.id().to_string(),
         provider: vendor.id.to_string(),
         sealed_key: state
-            .vendors
+            .vendors()
             .sealer
             .seal(developer.id(), vendor.id, api_key),
         key_hint: hint,
         created_at: now_ms(),
         last_verified_at: None,
     };
-    provider_keys::upsert(&state.db, &row).await?;
+    provider_keys::upsert(state.db(), &row).await?;
     Ok(HttpResponse::Created().json(ProviderKeyBody::from(row)))
 }
 
@@ -152,7 +152,7 @@ async fn list_keys(
     state: web::Data<AppState>,
     developer: Developer,
 ) -> Result<HttpResponse, ApiError> {
-    let rows = provider_keys::list(&state.db, developer.id()).await?;
+    let rows = provider_keys::list(state.db(), developer.id()).await?;
     Ok(HttpResponse::Ok().json(ProviderKeyList {
         data: rows.into_iter().map(ProviderKeyBody::from).collect(),
     }))
@@ -174,11 +174,11 @@ async fn verify_key(
 ) -> Result<HttpResponse, ApiError> {
     let provider = path.into_inner();
     let vendor = vendor("provider", &provider)?;
-    let row = provider_keys::get(&state.db, developer.id(), vendor.id)
+    let row = provider_keys::get(state.db(), developer.id(), vendor.id)
         .await?
         .ok_or_else(|| ApiError::not_found("provider key", &provider))?;
     let key = state
-        .vendors
+        .vendors()
         .sealer
         .open(developer.id(), vendor.id, &row.sealed_key)
         .ok_or_else(|| {
@@ -186,10 +186,10 @@ async fn verify_key(
                 "the stored {provider} key does not open with this server's master key"
             ))
         })?;
-    let endpoint = state.vendors.endpoint(vendor, key);
+    let endpoint = state.vendors().endpoint(vendor, key);
     let outcome = crate::vendors::verify(&endpoint).await;
     if outcome.is_ok() {
-        provider_keys::mark_verified(&state.db, developer.id(), vendor.id, now_ms()).await?;
+        provider_keys::mark_verified(state.db(), developer.id(), vendor.id, now_ms()).await?;
     }
     Ok(HttpResponse::Ok().json(VerifyBody {
         provider: vendor.id.to_string(),
@@ -212,7 +212,7 @@ async fn delete_key(
 ) -> Result<HttpResponse, ApiError> {
     let provider = path.into_inner();
     let vendor = vendor("provider", &provider)?;
-    if provider_keys::delete(&state.db, developer.id(), vendor.id).await? {
+    if provider_keys::delete(state.db(), developer.id(), vendor.id).await? {
         Ok(HttpResponse::NoContent().finish())
     } else {
         Err(ApiError::not_found("provider key", &provider))

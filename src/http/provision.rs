@@ -13,7 +13,7 @@ use super::body::ApiJson;
 use super::collections::CollectionBody;
 use super::knowledge::{prepare_document, IngestBody, IngestRequest};
 use super::validate;
-use super::AppState;
+use crate::app::AppState;
 use crate::billing::{meter, Usage};
 use crate::error::{ApiError, ErrorBody};
 use crate::registry::agents::ProvisionAgent;
@@ -116,14 +116,14 @@ async fn provision(
     let mut content = Vec::with_capacity(items.len());
     let mut ingest_results = Vec::with_capacity(items.len());
     if !items.is_empty() {
-        meter::ensure_credits(&state.metering, developer.id(), true).await?;
+        meter::ensure_credits(state.metering(), developer.id(), true).await?;
     }
     for (index, item) in items.into_iter().enumerate() {
         let prepared = prepare_document(&state, developer.id(), &collection_id, item)
             .await
             .map_err(|e| name_item(e, index))?;
         meter::charge(
-            &state.metering,
+            state.metering(),
             developer.id(),
             Usage::RagEmbed {
                 tokens: prepared.document.tokens.max(0) as u64,
@@ -134,7 +134,7 @@ async fn provision(
         content.push((prepared.document, prepared.chunks));
     }
     state
-        .agents
+        .agents()
         .send(ProvisionAgent {
             collection: collection.clone(),
             agent: agent.clone(),

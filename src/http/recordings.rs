@@ -8,7 +8,7 @@ use actix_web::http::header::{self, HeaderValue};
 use actix_web::{get, web, HttpRequest, HttpResponse};
 
 use super::auth::Developer;
-use super::AppState;
+use crate::app::AppState;
 use crate::error::{current_request_id, ApiError, ErrorBody, ErrorDetail};
 use crate::registry::telephony::GetRecording;
 use crate::store::telephony::{RECORDING_ACTIVE, RECORDING_FAILED};
@@ -90,7 +90,7 @@ async fn get_recording(
 ) -> Result<HttpResponse, ApiError> {
     let call_id = call_id.into_inner();
     let row = state
-        .telephony
+        .telephony()
         .send(GetRecording {
             developer_id: developer.id().to_string(),
             call_id: call_id.clone(),
@@ -106,7 +106,7 @@ async fn get_recording(
             "the recording of call '{call_id}' failed and was not kept"
         )));
     }
-    let storage = &state.recording_storage;
+    let storage = &state.recording_storage();
     let size = storage
         .size(&row.storage, &row.location)
         .await

@@ -8,13 +8,13 @@ use utoipa::ToSchema;
 
 use super::auth::Developer;
 use super::body::ApiJson;
-use super::providers::{self, Caller};
 use super::validate;
-use super::AppState;
+use crate::app::AppState;
 use crate::billing::{meter, Usage};
 use crate::engines::pool::Lane;
 use crate::error::{ApiError, ErrorBody};
 use crate::media::OutputFormat;
+use crate::providers::{self, Caller};
 use crate::registry::agents::GetAgent;
 use crate::speech::synthesis::synthesize_stream;
 
@@ -112,20 +112,20 @@ async fn speak_metered(
     speech: SpeechRequest,
     format: OutputFormat,
 ) -> Result<HttpResponse, ApiError> {
-    meter::ensure_credits(&state.metering, developer.id(), chosen.metered_up_front()).await?;
+    meter::ensure_credits(state.metering(), developer.id(), chosen.metered_up_front()).await?;
     let characters = speech.text.chars().count() as u64;
     let voice = speech.voice.clone();
     let stream = synthesize_stream(chosen.engine.clone(), speech, format)
         .await
         .map_err(|e| voice_error(e.into(), &voice))?;
     meter::charge(
-        &state.metering,
+        state.metering(),
         developer.id(),
         Usage::Tts { characters },
         !chosen.bypasses_metering(),
     );
     let mut response = HttpResponse::Ok();
-    chosen.tag(&mut response);
+    super::auth::tag_provider(chosen, &mut response);
     Ok(response
         .content_type(format.content_type())
         .streaming(stream))
@@ -184,7 +184,7 @@ async fn speak(
     let speed = request.speed.unwrap_or(1.0);
     validate::number_in("speed", speed, 0.5, 2.0)?;
     let agent = state
-        .agents
+        .agents()
         .send(GetAgent {
             developer_id: developer.id().to_string(),
             agent_id: id.into_inner(),

@@ -9,10 +9,12 @@ use utoipa::ToSchema;
 use super::auth::Developer;
 use super::body::{is_json_type, parse_object, read_limited, unsupported_type};
 use super::upload::{is_multipart, read_form, Form};
-use super::{providers, validate, AppState};
+use super::validate;
+use crate::app::AppState;
 use crate::billing::{meter, Usage};
 use crate::error::{ApiError, ErrorBody};
 use crate::media::check_header;
+use crate::providers;
 use crate::registry::jobs::{extension_of, GetJob, JobRequest, SubmitJob};
 use crate::speech::transcription::{transcribe_file, TranscriptionBody};
 use crate::store::jobs::{JobRow, STATUS_COMPLETED, STATUS_FAILED};
@@ -124,13 +126,13 @@ async fn transcribe(
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let (request, upload) = parse_request(&req, payload).await?;
-    let engine = providers::embedded(state.engines.batch.stt.clone()).engine;
-    meter::ensure_credits(&state.metering, developer.id(), true).await?;
+    let engine = providers::embedded(state.engines().batch.stt.clone()).engine;
+    meter::ensure_credits(state.metering(), developer.id(), true).await?;
     let (audio, extension) = match upload {
         Some(bytes) => (bytes, request.extension.clone()),
         None => {
             let url = request.audio_url.as_deref().unwrap_or_default();
-            let fetched = state.fetcher.fetch(url).await?;
+            let fetched = state.fetcher().fetch(url).await?;
             let extension = extension_of(fetched.url.path());
             (fetched.bytes, extension)
         }
@@ -139,7 +141,7 @@ async fn transcribe(
         .await
         .map_err(|e| language_error(e.into()))?;
     meter::charge(
-        &state.metering,
+        state.metering(),
         developer.id(),
         Usage::Stt {
             seconds: f64::from(transcript.duration),
@@ -179,9 +181,9 @@ async fn transcribe_async(
             .map_err(|_| ApiError::Internal("the upload's header could not be read".into()))??;
     }
     // Charged when the job completes.
-    meter::ensure_credits(&state.metering, developer.id(), true).await?;
+    meter::ensure_credits(state.metering(), developer.id(), true).await?;
     let row = state
-        .jobs
+        .jobs()
         .send(SubmitJob {
             developer_id: developer.id().to_string(),
             request,
@@ -211,7 +213,7 @@ async fn get_job(
 ) -> Result<HttpResponse, ApiError> {
     let id = path.into_inner();
     let row = state
-        .jobs
+        .jobs()
         .send(GetJob {
             developer_id: developer.id().to_string(),
             id: id.clone(),

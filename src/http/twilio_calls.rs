@@ -22,11 +22,9 @@ use utoipa::ToSchema;
 
 use super::auth::Developer;
 use super::body::{ApiJson, RawWebhook};
-use super::sessions::{
-    issue_stream, issue_stream_as, resolve_instance, warm_agent_voice, StreamFor,
-};
-use super::AppState;
+use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
+use crate::live::{issue_stream, issue_stream_as, resolve_instance, warm_agent_voice, StreamFor};
 use crate::registry::agents::GetAgent;
 use crate::registry::metering::{CloseSession, OpenSession, SessionMetering};
 use crate::registry::new_id;
@@ -182,7 +180,7 @@ async fn place_call(
         .ok_or_else(|| ApiError::invalid("agentId", "agentId is required"))?;
     let to = e164("to", request.to)?;
     let from = e164("from", request.from)?;
-    if let Some(prefix) = state.config.telephony.outbound.refusal(&to) {
+    if let Some(prefix) = state.config().telephony.outbound.refusal(&to) {
         return Err(ApiError::invalid(
             "to",
             format!(
@@ -193,7 +191,7 @@ async fn place_call(
     }
     let developer_id = developer.id().to_string();
     let agent = state
-        .agents
+        .agents()
         .send(GetAgent {
             developer_id: developer_id.clone(),
             agent_id,
@@ -203,7 +201,7 @@ async fn place_call(
         Some(id) => resolve_instance(&state, &developer_id, &agent.id, Some(id), &to).await?,
         None => None,
     };
-    let twilio = state.twilio.as_ref().ok_or_else(|| {
+    let twilio = state.twilio().as_ref().ok_or_else(|| {
         ApiError::Unavailable(
             "outbound calls are not configured: set [telephony.twilio] account_sid and auth_token"
                 .into(),
@@ -211,7 +209,7 @@ async fn place_call(
     })?;
     // The caller id must be one of the developer's own numbers, proven when it was routed.
     let own = state
-        .telephony
+        .telephony()
         .send(RouteCall {
             number: from.clone(),
         })
@@ -228,15 +226,15 @@ async fn place_call(
     // answered, ends, or the answer timeout passes.
     let task_id = new_id("task");
     state
-        .metering
+        .metering()
         .send(OpenSession {
             session_id: task_id.clone(),
             developer_id: developer_id.clone(),
             metered: SessionMetering::ALL,
         })
         .await??;
-    let hold = Duration::from_secs(state.config.telephony.outbound.answer_timeout_seconds);
-    let metering = state.metering.clone();
+    let hold = Duration::from_secs(state.config().telephony.outbound.answer_timeout_seconds);
+    let metering = state.metering().clone();
     let held = task_id.clone();
     actix_web::rt::spawn(async move {
         tokio::time::sleep(hold).await;
@@ -263,7 +261,7 @@ async fn place_call(
 
 /// Frees the concurrent-session slot a placed call held while it rang.
 fn release_ringing(state: &AppState, task_id: &str) {
-    state.metering.do_send(CloseSession {
+    state.metering().do_send(CloseSession {
         session_id: task_id.to_string(),
     });
 }
@@ -285,7 +283,7 @@ async fn place_task(
     let developer_id = developer.id().to_string();
     let now = time::now_ms();
     let task = state
-        .telephony
+        .telephony()
         .send(CreateTask(CallTaskRow {
             seq: 0,
             id: task_id,
@@ -308,7 +306,7 @@ async fn place_task(
         .await??;
     let base = format!(
         "{}/v1/sessions/twilio/task/{}",
-        super::public_base(state, req),
+        state.public_base(req),
         task.id
     );
     let placed = twilio
@@ -326,7 +324,7 @@ async fn place_task(
                 .unwrap_or(TASK_QUEUED)
                 .to_string();
             state
-                .telephony
+                .telephony()
                 .send(UpdateTask {
                     id: task.id.clone(),
                     changes: TaskChanges {
@@ -345,7 +343,7 @@ async fn place_task(
         }
         Err(e) => {
             state
-                .telephony
+                .telephony()
                 .send(UpdateTask {
                     id: task.id.clone(),
                     changes: TaskChanges {
@@ -375,7 +373,7 @@ async fn get_task(
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let task = state
-        .telephony
+        .telephony()
         .send(GetTask {
             developer_id: Some(developer.id().to_string()),
             id: id.into_inner(),
@@ -419,7 +417,7 @@ fn verify_webhook(
     req: &HttpRequest,
     body: &[u8],
 ) -> Result<SignedForm, ApiError> {
-    let twilio = &state.config.telephony.twilio;
+    let twilio = &state.config().telephony.twilio;
     if !twilio.configured() {
         return Err(ApiError::Unavailable(
             "Twilio webhooks are not configured: set [telephony.twilio] account_sid and auth_token"
@@ -431,7 +429,7 @@ fn verify_webhook(
         .collect();
     let url = format!(
         "{}{}",
-        super::public_base(state, req),
+        state.public_base(req),
         req.uri()
             .path_and_query()
             .map_or(req.path(), |pq| pq.as_str())
@@ -475,7 +473,7 @@ async fn task_connect(
 ) -> Result<HttpResponse, ApiError> {
     let form = verify_webhook(&state, &req, &body)?;
     let task = state
-        .telephony
+        .telephony()
         .send(GetTask {
             developer_id: None,
             id: task_id.into_inner(),
@@ -487,7 +485,7 @@ async fn task_connect(
         )));
     }
     let agent = state
-        .agents
+        .agents()
         .send(GetAgent {
             developer_id: task.developer_id.clone(),
             agent_id: task.agent_id.clone(),
@@ -504,7 +502,7 @@ async fn task_connect(
     // signed request (or a second answer) gets no relay token.
     let session_id = new_id("ses");
     let claimed = state
-        .telephony
+        .telephony()
         .send(ClaimTaskConnect {
             id: task.id.clone(),
             session_id: session_id.clone(),
@@ -564,7 +562,7 @@ async fn task_connect(
         }
     };
     state
-        .telephony
+        .telephony()
         .send(UpdateTask {
             id: task.id,
             changes: TaskChanges {
@@ -582,7 +580,7 @@ async fn task_connect(
 async fn end_task(state: &AppState, task_id: &str, reason: &str) {
     release_ringing(state, task_id);
     let _ = state
-        .telephony
+        .telephony()
         .send(UpdateTask {
             id: task_id.to_string(),
             changes: TaskChanges {
@@ -616,7 +614,7 @@ async fn task_status(
     let task_id = task_id.into_inner();
     // Known task (404 otherwise), whoever owns it: the signature is the proof.
     state
-        .telephony
+        .telephony()
         .send(GetTask {
             developer_id: None,
             id: task_id.clone(),
@@ -656,7 +654,7 @@ async fn task_status(
     {
         Some(sequence) => {
             state
-                .telephony
+                .telephony()
                 .send(AdvanceTask {
                     id: task_id.clone(),
                     sequence,
@@ -669,7 +667,7 @@ async fn task_status(
         }
         None => {
             state
-                .telephony
+                .telephony()
                 .send(UpdateTask {
                     id: task_id.clone(),
                     changes,
@@ -681,7 +679,7 @@ async fn task_status(
         Some(task) if terminal => {
             if let Some(session_id) = task.session_id {
                 state
-                    .telephony
+                    .telephony()
                     .send(EndUnconnectedSession {
                         session_id,
                         reason: status.to_string(),
@@ -722,7 +720,7 @@ async fn inbound_call(
         .unwrap_or("")
         .to_string();
     let Some(route) = state
-        .telephony
+        .telephony()
         .send(RouteCall {
             number: called.clone(),
         })
@@ -734,7 +732,7 @@ async fn inbound_call(
         )));
     };
     let agent = state
-        .agents
+        .agents()
         .send(GetAgent {
             developer_id: route.developer_id.clone(),
             agent_id: route.agent_id.clone(),

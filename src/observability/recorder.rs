@@ -17,7 +17,7 @@ use switchboard_actors::session::{
 
 use super::metrics::metrics;
 use super::otlp::{SessionTrace, TraceExport};
-use super::served;
+use super::served::StageSlots;
 use crate::billing::Usage;
 use crate::registry::metering::{ChargeSession, CloseSession, Metering};
 use crate::registry::sessions::{
@@ -39,6 +39,8 @@ pub struct SessionRecorder {
     /// The OpenTelemetry exporter, when one is configured, and this session's trace in it.
     traces: Option<Arc<TraceExport>>,
     trace: Mutex<Option<SessionTrace>>,
+    /// Which provider served each stage, marked by the session's engines.
+    served: Arc<StageSlots>,
 }
 
 impl SessionRecorder {
@@ -47,6 +49,7 @@ impl SessionRecorder {
         metering: Supervised<Metering>,
         traces: Option<Arc<TraceExport>>,
         transport: &'static str,
+        served: Arc<StageSlots>,
     ) -> Self {
         Self {
             registry,
@@ -55,6 +58,7 @@ impl SessionRecorder {
             tools: Mutex::new(Vec::new()),
             traces,
             trace: Mutex::new(None),
+            served,
         }
     }
 
@@ -97,18 +101,6 @@ pub fn end_reason(reason: &EndReason) -> String {
 
 /// How a turn's stages are named in metrics and spans.
 const STAGES: [&str; 6] = ["endpoint", "stt", "llm", "tool", "tts", "platform"];
-
-/// The providers that served a turn's stages: what the session's slots hold (emptied for the
-/// next turn). A caller turn ran recognition; an agent turn the model and the voice.
-fn served_stages(session_id: &str, speaker: Speaker) -> [Option<String>; 3] {
-    let Some(slots) = served::lookup(session_id) else {
-        return [None, None, None];
-    };
-    match speaker {
-        Speaker::User => [served::take(&slots.stt), None, None],
-        Speaker::Agent => [None, served::take(&slots.llm), served::take(&slots.tts)],
-    }
-}
 
 fn outcome(turn: &TurnRecord) -> &'static str {
     if turn.error.is_some() {
@@ -219,9 +211,7 @@ impl SessionObserver for SessionRecorder {
 
     fn speech_unrecognised(&self, session_id: &str, speech: &UnrecognisedSpeech) {
         // The recogniser ran on it: its slot is not the next caller turn's.
-        if let Some(slots) = served::lookup(session_id) {
-            served::take(&slots.stt);
-        }
+        self.served.clear_stt();
         self.registry.do_send(RecordEvent(EventRow {
             session_id: session_id.to_string(),
             kind: EVENT_UNRECOGNISED_SPEECH.to_string(),
@@ -250,7 +240,10 @@ impl SessionObserver for SessionRecorder {
             }
             _ => {}
         }
-        let providers = served_stages(session_id, turn.speaker);
+        let providers = match turn.speaker {
+            Speaker::User => self.served.take_caller_turn(),
+            Speaker::Agent => self.served.take_agent_turn(),
+        };
         observe_turn(session_id, self.transport, turn, &providers);
         let calls = if turn.speaker == Speaker::Agent {
             self.tools
@@ -316,7 +309,6 @@ impl SessionObserver for SessionRecorder {
     }
 
     fn session_ended(&self, session_id: &str, summary: &SessionSummary) {
-        served::forget(session_id);
         let status = match summary.status {
             SessionStatus::Completed => STATUS_COMPLETED,
             SessionStatus::Failed => STATUS_FAILED,

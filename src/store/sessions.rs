@@ -43,6 +43,41 @@ pub struct SessionRow {
     pub ended_at: Option<i64>,
 }
 
+impl SessionRow {
+    /// A new session's record, nothing counted yet: `pending` (a phone session waiting for
+    /// its media stream) or `active` (started now). Who called whom, the call and the
+    /// instance are filled in by the caller where it knows them.
+    pub fn new(
+        id: &str,
+        developer_id: &str,
+        agent_id: &str,
+        transport: &str,
+        status: &str,
+        now: i64,
+    ) -> Self {
+        Self {
+            seq: 0,
+            id: id.to_string(),
+            developer_id: developer_id.to_string(),
+            agent_id: agent_id.to_string(),
+            transport: transport.to_string(),
+            call_sid: None,
+            from_number: None,
+            to_number: None,
+            instance_id: None,
+            status: status.to_string(),
+            turn_count: 0,
+            tool_executions: 0,
+            total_duration_ms: 0,
+            avg_turn_latency_ms: 0,
+            end_reason: None,
+            created_at: now,
+            started_at: (status == STATUS_ACTIVE).then_some(now),
+            ended_at: None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
 #[diesel(table_name = turns)]
 pub struct TurnRow {

@@ -45,12 +45,18 @@ const START_TIMEOUT: Duration = Duration::from_secs(15);
 /// socket, so until a token is checked it holds no more than this.
 pub const MAX_MESSAGE_BEFORE_START: usize = 4 * 1024;
 
-/// What a session is started with: the agent's profile and its engines, or why not.
-pub type SessionParts = Result<(AgentProfile, SessionEngines), String>;
+/// What a session is started with: the agent's profile, its engines and the observer that
+/// records it, or why not.
+pub type SessionParts = Result<(AgentProfile, SessionEngines, Arc<dyn SessionObserver>), String>;
 
-/// Builds what a session needs from its verified claims (the agent's profile and engines).
+/// Builds what a session needs from its verified claims (the agent's profile and engines,
+/// and its recorder); `transport` names the transport for the records and the metrics.
 pub trait SessionFactory: Send + Sync + 'static {
-    fn build(&self, claims: RelayClaims) -> Pin<Box<dyn Future<Output = SessionParts> + Send>>;
+    fn build(
+        &self,
+        claims: RelayClaims,
+        transport: &'static str,
+    ) -> Pin<Box<dyn Future<Output = SessionParts> + Send>>;
 
     /// Whether the API key that minted the token (`claims.key`) still vouches for it: a
     /// revoked or expired key takes the tokens it handed out with it. `Err` says why not.
@@ -83,7 +89,6 @@ pub struct StreamContext {
     pub signer: TokenSigner,
     pub sessions: Supervised<SessionRegistry>,
     pub factory: Arc<dyn SessionFactory>,
-    pub observer: Arc<dyn SessionObserver>,
     /// The node's live sessions (a stream is refused once the node drains).
     pub drain: Arc<Drain>,
 }
@@ -427,7 +432,7 @@ pub async fn run(context: StreamContext, socket: SocketWriter, mut messages: Mes
         return;
     }
     let recording_claims = claims.clone();
-    let (profile, engines) = match context.factory.build(claims).await {
+    let (profile, engines, observer) = match context.factory.build(claims, "twilio").await {
         Ok(built) => built,
         Err(reason) => {
             tracing::error!(session = %session_id, "cannot start the call: {reason}");
@@ -457,7 +462,7 @@ pub async fn run(context: StreamContext, socket: SocketWriter, mut messages: Mes
         SessionConfig::twilio(session_id.clone(), profile),
         engines,
         output,
-        context.observer.clone(),
+        observer,
         caller,
     ) {
         Ok(started) => started,

@@ -258,6 +258,12 @@ pub fn vendor(id: &str) -> Option<&'static Vendor> {
     VENDORS.iter().find(|vendor| vendor.id == id)
 }
 
+/// Whether recognition by `provider` streams the whole call (the live recognisers, Deepgram
+/// and AssemblyAI) rather than going utterance by utterance.
+pub fn streams_live(provider: &str) -> bool {
+    vendor(provider).is_some_and(|vendor| vendor.streams.contains(&Kind::Stt))
+}
+
 /// Whether `id` names a vendor whose keys can be stored (it has at least one adapter).
 pub fn accepts_keys(id: &str) -> bool {
     vendor(id).is_some()

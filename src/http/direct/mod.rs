@@ -33,12 +33,11 @@ use wire::event_json;
 pub use wire::{parse_client_message, ClientMessage, ClientMessageError};
 
 use super::auth::{bearer_credentials, Developer};
-use super::sessions::{abandon_unstarted, release_unstarted};
-use super::AppState;
+use crate::app::AppState;
 use crate::caller_side::{CallerProtocol, CallerSide, Duties, Read, SocketDuty};
 use crate::cluster::drain::SessionSlot;
 use crate::error::{ApiError, ErrorBody};
-use crate::observability::recorder::SessionRecorder;
+use crate::live::{self, abandon_unstarted, release_unstarted};
 use crate::realtime_socket::{self, CloseCode, CloseReason, SocketWriter};
 use crate::recording::{RecordingTap, TapFormat};
 use crate::registry::agents::GetAgent;
@@ -83,16 +82,16 @@ async fn session_token(
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let agent = state
-        .agents
+        .agents()
         .send(GetAgent {
             developer_id: developer.id().to_string(),
             agent_id: id.into_inner(),
         })
         .await??;
     // A browser opens the socket right after it has the token.
-    super::sessions::warm_agent_voice(&state, &agent);
+    live::warm_agent_voice(&state, &agent);
     let expires = time::now_ms() + SESSION_TOKEN_TTL_MS;
-    let token = state.signer.sign(&RelayClaims {
+    let token = state.signer().sign(&RelayClaims {
         sid: new_id("ses"),
         dev: developer.id().to_string(),
         agent: agent.id.clone(),
@@ -102,7 +101,7 @@ async fn session_token(
         key: Some(developer.0.key_id.clone()),
         exp: expires,
     });
-    let base = super::public_base(&state, &req);
+    let base = state.public_base(&req);
     let ws_base = base
         .replacen("https://", "wss://", 1)
         .replacen("http://", "ws://", 1);
@@ -211,7 +210,7 @@ pub async fn direct_session(
     query: web::Query<DirectQuery>,
 ) -> Result<HttpResponse, ApiError> {
     // A stopping node takes no new session (a load balancer retries it on another node).
-    state.drain.refuse_if_draining()?;
+    state.drain().refuse_if_draining()?;
     let agent_id = path.into_inner();
     let query = query.into_inner();
     let audio = SocketAudio::from_query(&query)?;
@@ -222,7 +221,7 @@ pub async fn direct_session(
         authenticate(&state, &req, query.token.as_deref(), &agent_id).await?;
     // A socket counts once against the rate limit, at connect.
     let admission = state
-        .metering
+        .metering()
         .send(Admit {
             developer_id: developer_id.clone(),
             key_id: rate_key,
@@ -239,7 +238,7 @@ pub async fn direct_session(
         });
     }
     let agent = state
-        .agents
+        .agents()
         .send(GetAgent {
             developer_id: developer_id.clone(),
             agent_id: agent_id.clone(),
@@ -249,7 +248,7 @@ pub async fn direct_session(
     let session_id = match token_session {
         Some((session_id, expires_at)) => {
             let claimed = state
-                .sessions
+                .sessions()
                 .send(ClaimTokenSession {
                     session_id: session_id.clone(),
                     expires_at,
@@ -265,11 +264,11 @@ pub async fn direct_session(
         None => new_id("ses"),
     };
     // The session's place among this node's live ones (refused once the node drains).
-    let slot = state.drain.admit(&session_id)?;
+    let slot = state.drain().admit(&session_id)?;
     // Refused here, before the socket opens, when the tier's concurrent sessions are all in
     // use or the credits are spent; the slot is freed when the session ends.
     state
-        .metering
+        .metering()
         .send(OpenSession {
             session_id: session_id.clone(),
             developer_id: developer_id.clone(),
@@ -318,29 +317,17 @@ async fn start_direct(
     } = admitted;
     let now = time::now_ms();
     state
-        .sessions
-        .send(CreateSession(SessionRow {
-            seq: 0,
-            id: session_id.clone(),
-            developer_id: developer_id.clone(),
-            agent_id: agent.id.clone(),
-            transport: "direct".into(),
-            call_sid: None,
-            from_number: None,
-            to_number: None,
-            instance_id: None,
-            status: STATUS_ACTIVE.into(),
-            turn_count: 0,
-            tool_executions: 0,
-            total_duration_ms: 0,
-            avg_turn_latency_ms: 0,
-            end_reason: None,
-            created_at: now,
-            started_at: Some(now),
-            ended_at: None,
-        }))
+        .sessions()
+        .send(CreateSession(SessionRow::new(
+            &session_id,
+            &developer_id,
+            &agent.id,
+            "direct",
+            STATUS_ACTIVE,
+            now,
+        )))
         .await??;
-    let factory = super::sessions::app_session_factory(state.clone());
+    let factory = live::app_session_factory(state.clone());
     let claims = RelayClaims {
         sid: session_id.clone(),
         dev: developer_id,
@@ -351,8 +338,8 @@ async fn start_direct(
         key: None,
         exp: now + SESSION_TOKEN_TTL_MS,
     };
-    let (profile, engines) = factory
-        .build(claims.clone())
+    let (profile, engines, observer) = factory
+        .build(claims.clone(), "direct")
         .await
         .map_err(ApiError::Unavailable)?;
     let tap = factory.recording(&claims, None, audio.tap()).await;
@@ -364,12 +351,6 @@ async fn start_direct(
         realtime_socket::accept(req, realtime_socket::SocketLimits::of(req))
             .map_err(|e| ApiError::bad_request(e.to_string()))?;
     let (output, rx) = OutputQueue::with_clear_lane(Arc::new(ClearNow(socket.clone())));
-    let observer = Arc::new(SessionRecorder::new(
-        state.sessions.clone(),
-        state.metering.clone(),
-        state.traces.clone(),
-        "direct",
-    ));
     let tap = tap.map(Arc::new);
     let (caller, duties) = CallerSide::new(messages, DirectCaller, tap.clone());
     let handle = CallSession::start_reading(config, engines, output, observer, caller)
@@ -390,7 +371,7 @@ async fn authenticate(
 ) -> Result<(String, String, Option<(String, i64)>), ApiError> {
     if let Some(token) = token {
         let claims = state
-            .signer
+            .signer()
             .verify(token, time::now_ms())
             .map_err(|e| ApiError::Unauthorized(format!("session token refused: {e}")))?;
         if claims.agent != agent_id {
@@ -398,7 +379,7 @@ async fn authenticate(
                 "this session token is for another agent".into(),
             ));
         }
-        super::sessions::token_issuer_in_force(state, &claims)
+        live::token_issuer_in_force(state, &claims)
             .await
             .map_err(|reason| ApiError::Unauthorized(format!("session token refused: {reason}")))?;
         let rate_key = format!("session-token:{}", claims.dev);
@@ -414,7 +395,7 @@ async fn authenticate(
             )
         })?;
     match state
-        .keys
+        .keys()
         .send(CheckKey {
             hash: hash_key(raw),
         })

@@ -6,10 +6,9 @@
 use std::sync::Arc;
 
 use actix_web::http::header::HeaderMap;
-use actix_web::HttpResponseBuilder;
 use switchboard_actors::engine::{LanguageModel, SpeechToText, TextToSpeech};
 
-use super::AppState;
+use crate::app::AppState;
 use crate::engines::pool::Lane;
 use crate::error::ApiError;
 use crate::store::agents::AgentRow;
@@ -61,15 +60,6 @@ impl<E: ?Sized> Chosen<E> {
     pub fn bypasses_metering(&self) -> bool {
         self.served().1.is_some_and(KeySource::bypasses_metering)
     }
-
-    /// Sets `X-Provider-Used` (the provider that served), and `X-Usage-Bypassed: true` when
-    /// the caller's own key paid.
-    pub fn tag(&self, response: &mut HttpResponseBuilder) {
-        response.insert_header(("X-Provider-Used", self.served().0));
-        if self.bypasses_metering() {
-            response.insert_header((super::auth::USAGE_BYPASSED, "true"));
-        }
-    }
 }
 
 /// Who the engine is for: the developer, for HTTP requests the request's headers, and which
@@ -97,7 +87,7 @@ pub async fn tts(
     caller: Caller<'_>,
 ) -> Result<Chosen<dyn TextToSpeech>, ApiError> {
     if check(param, provider, Kind::Tts)? {
-        return Ok(embedded(state.engines.on(caller.lane).tts.clone()));
+        return Ok(embedded(state.engines().on(caller.lane).tts.clone()));
     }
     let (endpoint, key_source) = vendor_endpoint(state, Kind::Tts, provider, caller).await?;
     let engine = vendors::tts_adapter(endpoint).ok_or_else(|| no_adapter(provider, Kind::Tts))?;
@@ -111,7 +101,7 @@ pub async fn stt(
     caller: Caller<'_>,
 ) -> Result<Chosen<dyn SpeechToText>, ApiError> {
     if check(param, provider, Kind::Stt)? {
-        return Ok(embedded(state.engines.on(caller.lane).stt.clone()));
+        return Ok(embedded(state.engines().on(caller.lane).stt.clone()));
     }
     let (endpoint, key_source) = vendor_endpoint(state, Kind::Stt, provider, caller).await?;
     let engine = vendors::stt_adapter(endpoint).ok_or_else(|| no_adapter(provider, Kind::Stt))?;
@@ -125,7 +115,7 @@ pub async fn llm(
     caller: Caller<'_>,
 ) -> Result<Chosen<dyn LanguageModel>, ApiError> {
     if check(param, provider, Kind::Llm)? {
-        return Ok(embedded(state.engines.on(caller.lane).llm.clone()));
+        return Ok(embedded(state.engines().on(caller.lane).llm.clone()));
     }
     let (endpoint, key_source) = vendor_endpoint(state, Kind::Llm, provider, caller).await?;
     let engine = vendors::llm_adapter(endpoint).ok_or_else(|| no_adapter(provider, Kind::Llm))?;
@@ -204,8 +194,7 @@ pub async fn agent_stt(
         }
     }
     // Live recognisers (Deepgram, AssemblyAI) stream the whole call; the others go per utterance.
-    let primary_streams_live = crate::vendors::catalog::vendor(&agent.stt_provider)
-        .is_some_and(|vendor| vendor.streams.contains(&Kind::Stt));
+    let primary_streams_live = crate::vendors::catalog::streams_live(&agent.stt_provider);
     Ok(with_engine(
         primary,
         engines,
@@ -267,9 +256,9 @@ async fn vendor_endpoint(
     provider: &str,
     caller: Caller<'_>,
 ) -> Result<(vendors::http::Endpoint, KeySource), ApiError> {
-    let vendor = state.vendors.vendor_for(kind, provider)?;
-    let (key, source) = state.vendors.key_for(vendor, caller.keys()).await?;
-    Ok((state.vendors.endpoint(vendor, key), source))
+    let vendor = state.vendors().vendor_for(kind, provider)?;
+    let (key, source) = state.vendors().key_for(vendor, caller.keys()).await?;
+    Ok((state.vendors().endpoint(vendor, key), source))
 }
 
 fn no_adapter(provider: &str, kind: Kind) -> ApiError {

@@ -1,0 +1,300 @@
+//! A live session's parts from its verified claims: the agent's profile (prompt, greeting,
+//! voice, model, tools, turn taking), its engines (provider, key and fallback choice through
+//! `crate::providers`, each stage wrapped so it marks which provider served), its place in
+//! the metering, and the recorder that writes its turns with those providers; and whether and
+//! how the session is recorded.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use actix_web::web;
+use serde_json::{Map, Value};
+use switchboard_actors::engine::{KnowledgeRetriever, LanguageModel, SpeechToText, TextToSpeech};
+use switchboard_actors::session::{AgentProfile, SessionEngines, SessionObserver, TurnPreferences};
+
+use super::admission::{abandon_unstarted, token_issuer_in_force};
+use crate::app::AppState;
+use crate::conversation::prompt::{substitute, system_prompt};
+use crate::conversation::retrieval::CollectionKnowledge;
+use crate::conversation::tools::{http_tools, AgentTools};
+use crate::conversation::turn_taking;
+use crate::engines::pool::Lane;
+use crate::observability::recorder::SessionRecorder;
+use crate::observability::served::StageSlots;
+use crate::providers::{self, Caller, Chosen};
+use crate::recording::{RecordingOf, RecordingTap, TapFormat, DIRECT_RATE, PHONE_RATE};
+use crate::registry::agents::GetAgent;
+use crate::registry::instances::{GetInstance, InstanceLookup};
+use crate::registry::metering::{OpenSession, SessionMetering};
+use crate::store::stored_json;
+use crate::telephony::stream::{SessionFactory, SessionParts};
+use crate::telephony::token::RelayClaims;
+use crate::vendors::catalog;
+use crate::vendors::fallback::{FallbackLlm, FallbackStt, FallbackTts, ServedBy};
+
+/// Answer length of the agent in calls when it sets no maxTokens: short, spoken replies.
+const CALL_MAX_TOKENS: u32 = 160;
+
+/// The factory live sessions of this server are built with.
+pub fn app_session_factory(state: web::Data<AppState>) -> Arc<dyn SessionFactory> {
+    Arc::new(AppSessionFactory { state })
+}
+
+/// Builds a session's agent profile and engines from the stored agent and instance.
+struct AppSessionFactory {
+    state: web::Data<AppState>,
+}
+
+impl SessionFactory for AppSessionFactory {
+    fn abandon(&self, session_id: &str, reason: &str) {
+        abandon_unstarted(&self.state, session_id, reason);
+    }
+
+    fn issuer_in_force(
+        &self,
+        claims: &RelayClaims,
+    ) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send>> {
+        let state = self.state.clone();
+        let claims = claims.clone();
+        Box::pin(async move { token_issuer_in_force(&state, &claims).await })
+    }
+
+    fn recording(
+        &self,
+        claims: &RelayClaims,
+        call_sid: Option<String>,
+        format: TapFormat,
+    ) -> Pin<Box<dyn Future<Output = Option<RecordingTap>> + Send>> {
+        let state = self.state.clone();
+        let claims = claims.clone();
+        Box::pin(async move {
+            if !state.recordings().enabled() {
+                return None;
+            }
+            let agent = state
+                .agents()
+                .send(GetAgent {
+                    developer_id: claims.dev.clone(),
+                    agent_id: claims.agent.clone(),
+                })
+                .await
+                .ok()?
+                .ok()?;
+            let metadata = stored_json(&agent.metadata);
+            let (wanted, rate) = match format {
+                // Calls are recorded unless the agent opts out; direct sessions when it opts in.
+                TapFormat::Mulaw8k => (
+                    metadata["recordCalls"].as_bool().unwrap_or(true),
+                    PHONE_RATE,
+                ),
+                TapFormat::Pcm16(_) | TapFormat::Opus(_) => (
+                    metadata["recordDirectSessions"].as_bool().unwrap_or(false),
+                    DIRECT_RATE,
+                ),
+            };
+            if !wanted {
+                return None;
+            }
+            state.recordings().start(RecordingOf {
+                session_id: claims.sid,
+                developer_id: claims.dev,
+                call_sid,
+                format,
+                rate,
+            })
+        })
+    }
+
+    fn build(
+        &self,
+        claims: RelayClaims,
+        transport: &'static str,
+    ) -> Pin<Box<dyn Future<Output = SessionParts> + Send>> {
+        let state = self.state.clone();
+        Box::pin(async move {
+            let agent = state
+                .agents()
+                .send(GetAgent {
+                    developer_id: claims.dev.clone(),
+                    agent_id: claims.agent.clone(),
+                })
+                .await
+                .map_err(|e| e.to_string())?
+                .map_err(|e| e.to_string())?;
+            let instance = match &claims.inst {
+                Some(id) => state
+                    .agents()
+                    .send(GetInstance {
+                        developer_id: claims.dev.clone(),
+                        agent_id: agent.id.clone(),
+                        lookup: InstanceLookup::Id(id.clone()),
+                    })
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .ok(),
+                None => None,
+            };
+            let variables: Map<String, Value> = instance
+                .as_ref()
+                .and_then(|i| stored_json(&i.metadata).as_object().cloned())
+                .unwrap_or_default();
+            let metadata = stored_json(&agent.metadata);
+            // Checked when the agent was written; an older row with a bad section keeps the
+            // defaults rather than failing the call.
+            let turn = turn_taking::from_metadata(&metadata).unwrap_or_else(|reason| {
+                tracing::warn!(agent = %agent.id, "turn taking ignored: {reason}");
+                TurnPreferences::default()
+            });
+            let tools = AgentTools::new(
+                state.engines().live.embedder.clone(),
+                state.knowledge().clone(),
+                state.fetcher().clone(),
+                agent.collection_id.clone(),
+                http_tools(&metadata).unwrap_or_default(),
+            );
+            let profile = AgentProfile {
+                system_prompt: system_prompt(
+                    agent.system_prompt.as_deref(),
+                    &variables,
+                    instance.as_ref().map(|i| i.context.as_str()),
+                    &[],
+                ),
+                first_message: agent
+                    .first_message
+                    .as_deref()
+                    .map(|m| substitute(m, &variables))
+                    .unwrap_or_default(),
+                voice: agent.voice_id.clone(),
+                language: agent.forced_language().map(str::to_string),
+                model: agent.llm_model.clone(),
+                tts_model: agent.tts_model.clone(),
+                temperature: agent.temperature as f32,
+                max_tokens: agent
+                    .max_tokens
+                    .map_or(CALL_MAX_TOKENS, |t| t.max(1) as u32),
+                // The embedded model cannot call tools; offering them only confuses it.
+                tools: if agent.llm_provider == crate::vendors::catalog::DEFAULT_PROVIDER {
+                    Vec::new()
+                } else {
+                    tools.specs()
+                },
+                max_steps: 4,
+                turn,
+            };
+            // A call has no request headers: the developer's stored key, else the platform's.
+            // Its embedded engines' jobs wait in the pool's live lane, ahead of batch work.
+            let caller = Caller {
+                developer_id: &claims.dev,
+                headers: None,
+                lane: Lane::Live,
+            };
+            let stt = providers::agent_stt(&state, &agent, caller)
+                .await
+                .map_err(|e| e.to_string())?;
+            let llm = providers::agent_llm(&state, &agent, caller)
+                .await
+                .map_err(|e| e.to_string())?;
+            let tts = providers::agent_tts(&state, &agent, caller)
+                .await
+                .map_err(|e| e.to_string())?;
+            let metered = SessionMetering {
+                stt: stt.metered_up_front(),
+                llm: llm.metered_up_front(),
+                tts: tts.metered_up_front(),
+            };
+            // Each stage's engine marks the provider that served it, for the turn records.
+            let (stt, stt_slot) = track_stt(stt, catalog::streams_live(&agent.stt_provider));
+            let (llm, llm_slot) = track_llm(llm);
+            let (tts, tts_slot) = track_tts(tts);
+            let engines = SessionEngines {
+                stt,
+                llm,
+                tts,
+                tools: Arc::new(tools),
+                knowledge: agent.collection_id.clone().map(|collection_id| {
+                    Arc::new(CollectionKnowledge {
+                        embedder: state.engines().live.embedder.clone(),
+                        knowledge: state.knowledge().clone(),
+                        collection_id,
+                    }) as Arc<dyn KnowledgeRetriever>
+                }),
+            };
+            // The session's slot among the tier's concurrent sessions (already taken when
+            // the direct socket opened), and its per-turn metering.
+            state
+                .metering()
+                .send(OpenSession {
+                    session_id: claims.sid.clone(),
+                    developer_id: claims.dev.clone(),
+                    metered,
+                })
+                .await
+                .map_err(|e| e.to_string())?
+                .map_err(|e| e.to_string())?;
+            let observer = Arc::new(SessionRecorder::new(
+                state.sessions().clone(),
+                state.metering().clone(),
+                state.traces().clone(),
+                transport,
+                Arc::new(StageSlots {
+                    stt: stt_slot,
+                    llm: llm_slot,
+                    tts: tts_slot,
+                }),
+            ));
+            Ok((profile, engines, observer as Arc<dyn SessionObserver>))
+        })
+    }
+}
+
+/// The engine a session runs for a stage, marking its slot: a fallback chain already marks
+/// the provider that served; a single engine is wrapped in a chain of one so it does too.
+pub fn track_tts(chosen: Chosen<dyn TextToSpeech>) -> (Arc<dyn TextToSpeech>, ServedBy) {
+    match chosen.served_by() {
+        Some(slot) => (chosen.engine, slot),
+        None => {
+            let slot = ServedBy::default();
+            let engine = Arc::new(FallbackTts {
+                engines: vec![chosen.engine],
+                served_by: slot.clone(),
+            });
+            (engine, slot)
+        }
+    }
+}
+
+/// [`track_tts`] for the language model.
+pub fn track_llm(chosen: Chosen<dyn LanguageModel>) -> (Arc<dyn LanguageModel>, ServedBy) {
+    match chosen.served_by() {
+        Some(slot) => (chosen.engine, slot),
+        None => {
+            let slot = ServedBy::default();
+            let engine = Arc::new(FallbackLlm {
+                engines: vec![chosen.engine],
+                served_by: slot.clone(),
+            });
+            (engine, slot)
+        }
+    }
+}
+
+/// [`track_tts`] for the recogniser; `streams_live` when the engine has its own live stream
+/// (the catalog's live recognisers), which is then kept.
+pub fn track_stt(
+    chosen: Chosen<dyn SpeechToText>,
+    streams_live: bool,
+) -> (Arc<dyn SpeechToText>, ServedBy) {
+    match chosen.served_by() {
+        Some(slot) => (chosen.engine, slot),
+        None => {
+            let slot = ServedBy::default();
+            let engine = Arc::new(FallbackStt {
+                engines: vec![chosen.engine],
+                primary_streams_live: streams_live,
+                served_by: slot.clone(),
+            });
+            (engine, slot)
+        }
+    }
+}

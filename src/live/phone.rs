@@ -1,0 +1,136 @@
+//! A phone session before its call connects: the agent's voice warmed, the instance the call
+//! runs with, the pending session record and the relay token its media stream must present,
+//! and the markup that connects the call to the stream. Every way into a phone call (the API,
+//! outbound connect, the inbound webhook) answers with [`issue_stream`].
+
+use actix_web::HttpRequest;
+
+use crate::app::AppState;
+use crate::error::ApiError;
+use crate::registry::instances::{GetInstance, InstanceLookup};
+use crate::registry::new_id;
+use crate::registry::sessions::CreateSession;
+use crate::store::agents::AgentRow;
+use crate::store::sessions::{SessionRow, STATUS_PENDING};
+use crate::telephony::token::RelayClaims;
+use crate::telephony::twiml;
+use crate::time;
+
+/// A call with `agent` has been placed and its media stream will open shortly: start loading
+/// the agent's embedded voice, if it speaks with one, so the greeting does not wait for it.
+pub fn warm_agent_voice(state: &AppState, agent: &AgentRow) {
+    if agent.tts_provider == crate::vendors::catalog::DEFAULT_PROVIDER {
+        state
+            .engines()
+            .warm_voice(&agent.voice_id, agent.forced_language());
+    }
+}
+
+/// The instance a call runs with: `instance_id` when given (400 if it is not the agent's),
+/// else the agent's instance whose phone number is `phone`, if any.
+pub async fn resolve_instance(
+    state: &AppState,
+    developer_id: &str,
+    agent_id: &str,
+    instance_id: Option<&str>,
+    phone: &str,
+) -> Result<Option<String>, ApiError> {
+    let lookup = match instance_id {
+        Some(id) => InstanceLookup::Id(id.to_string()),
+        None => InstanceLookup::Phone(phone.to_string()),
+    };
+    let found = state
+        .agents()
+        .send(GetInstance {
+            developer_id: developer_id.to_string(),
+            agent_id: agent_id.to_string(),
+            lookup,
+        })
+        .await?;
+    match (instance_id, found) {
+        (_, Ok(instance)) => Ok(Some(instance.id)),
+        (Some(_), Err(ApiError::NotFound(message))) => {
+            Err(ApiError::invalid("instanceId", message))
+        }
+        (Some(_), Err(other)) => Err(other),
+        (None, Err(_)) => Ok(None),
+    }
+}
+
+/// Who a phone session is for.
+pub struct StreamFor {
+    pub developer_id: String,
+    pub agent_id: String,
+    pub from: Option<String>,
+    pub to: Option<String>,
+    pub instance_id: Option<String>,
+    /// Known when Twilio asks for the markup itself (outbound connect, inbound webhook).
+    pub call_sid: Option<String>,
+    /// The API key asking for the session, when one does (`POST /v1/sessions/twilio`): its
+    /// revocation also revokes the relay token.
+    pub key_id: Option<String>,
+}
+
+/// A pending phone session and the markup that connects a call to it.
+pub struct IssuedStream {
+    pub session_id: String,
+    pub twiml: String,
+    pub stream_url: String,
+    pub expires_at: i64,
+}
+
+/// Records a pending phone session and signs the relay token its stream must present: the
+/// markup every way into a phone call answers (the API, outbound connect, inbound webhook).
+pub async fn issue_stream(
+    state: &AppState,
+    req: &HttpRequest,
+    target: StreamFor,
+) -> Result<IssuedStream, ApiError> {
+    issue_stream_as(state, req, target, new_id("ses")).await
+}
+
+/// [`issue_stream`] for a session id chosen beforehand (an outbound task claims its one
+/// session before the session exists).
+pub async fn issue_stream_as(
+    state: &AppState,
+    req: &HttpRequest,
+    target: StreamFor,
+    session_id: String,
+) -> Result<IssuedStream, ApiError> {
+    let now = time::now_ms();
+    let expires = now + state.config().telephony.token_ttl_seconds as i64 * 1000;
+    state
+        .sessions()
+        .send(CreateSession(SessionRow {
+            call_sid: target.call_sid,
+            from_number: target.from.clone(),
+            to_number: target.to.clone(),
+            instance_id: target.instance_id.clone(),
+            ..SessionRow::new(
+                &session_id,
+                &target.developer_id,
+                &target.agent_id,
+                "twilio",
+                STATUS_PENDING,
+                now,
+            )
+        }))
+        .await??;
+    let token = state.signer().sign(&RelayClaims {
+        sid: session_id.clone(),
+        dev: target.developer_id,
+        agent: target.agent_id,
+        from: target.from,
+        to: target.to,
+        inst: target.instance_id,
+        key: target.key_id,
+        exp: expires,
+    });
+    let stream_url = twiml::stream_url(&state.public_base(req));
+    Ok(IssuedStream {
+        twiml: twiml::connect_stream(&stream_url, &token),
+        session_id,
+        stream_url,
+        expires_at: expires,
+    })
+}
