@@ -959,10 +959,22 @@ async fn placing_a_call_loads_the_agents_embedded_voice_before_its_stream_opens(
     }
 }
 
-/// A Deepgram-protocol live recognizer on 127.0.0.1: the upgrade URIs it was asked on and the
-/// audio bytes it got; each `Finalize` is answered with a final result.
+/// The wire protocol a live recognizer stand-in speaks.
+#[derive(Clone, Copy)]
+enum LiveProtocol {
+    /// Deepgram's `/v1/listen`: a `Finalize` is answered with a final `Results`.
+    Deepgram,
+    /// AssemblyAI's `/v3/ws`: `Begin` at once; a `ForceEndpoint` is answered with the
+    /// unformatted and then the formatted end-of-turn `Turn`.
+    AssemblyAi,
+}
+
+/// A live recognizer on 127.0.0.1 speaking `protocol`: the upgrade URIs it was asked on and
+/// the audio bytes it got; each end of utterance is answered with the final transcript.
 #[allow(clippy::result_large_err)] // the handshake callback's error type is tungstenite's
-async fn live_recognizer() -> (
+async fn live_recognizer(
+    protocol: LiveProtocol,
+) -> (
     std::net::SocketAddr,
     std::sync::Arc<std::sync::Mutex<Vec<String>>>,
     std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
@@ -987,9 +999,24 @@ async fn live_recognizer() -> (
                 else {
                     return;
                 };
+                if matches!(protocol, LiveProtocol::AssemblyAi) {
+                    let begin = json!({"type": "Begin", "id": "s-1", "expires_at": 1_900_000_000});
+                    let _ = socket.send(Message::text(begin.to_string())).await;
+                }
+                let turn = |text: &str, formatted: bool| {
+                    json!({"type": "Turn", "turn_order": 0, "turn_is_formatted": formatted,
+                           "end_of_turn": true, "transcript": text, "end_of_turn_confidence": 0.9,
+                           "words": []})
+                    .to_string()
+                };
                 while let Some(Ok(message)) = socket.next().await {
                     match message {
                         Message::Binary(bytes) => heard.lock().unwrap().extend_from_slice(&bytes),
+                        Message::Text(text) if text.contains("ForceEndpoint") => {
+                            let plain = RIGHT.to_lowercase().replace('.', "");
+                            let _ = socket.send(Message::text(turn(&plain, false))).await;
+                            let _ = socket.send(Message::text(turn(RIGHT, true))).await;
+                        }
                         Message::Text(text) if text.contains("Finalize") => {
                             let done = json!({"type": "Results", "channel_index": [0, 1], "start": 0.0,
                                 "duration": 2.5, "is_final": true, "speech_final": false, "from_finalize": true,
@@ -1007,7 +1034,7 @@ async fn live_recognizer() -> (
 
 #[tokio::test]
 async fn a_live_vendor_recognizer_hears_a_phone_line_at_its_own_8_khz() {
-    let (address, uris, audio) = live_recognizer().await;
+    let (address, uris, audio) = live_recognizer(LiveProtocol::Deepgram).await;
     let mock = vendor_mock::VendorMock::start();
     let live = format!("http://{address}");
     let server = mock
@@ -1081,4 +1108,72 @@ async fn a_live_vendor_recognizer_hears_a_phone_line_at_its_own_8_khz() {
         .cloned()
         .unwrap_or_default();
     assert_eq!(user["text"], RIGHT, "{detail}");
+}
+
+/// Every recogniser the catalog lists as live streams the whole call, not only Deepgram: an
+/// AssemblyAI agent on its own (no fallbacks) used to be sent utterance by utterance, because
+/// one place decided "live" by the name `deepgram`.
+#[tokio::test]
+async fn an_assemblyai_agent_streams_the_phone_line_live_too() {
+    let (address, uris, audio) = live_recognizer(LiveProtocol::AssemblyAi).await;
+    let mock = vendor_mock::VendorMock::start();
+    let live = format!("http://{address}");
+    let server = mock
+        .server(&[("SWITCHBOARD__VENDORS__ASSEMBLYAI__ALT_BASE_URL", &live)])
+        .await;
+    let key = server.key().to_string();
+    let (status, body) = call(server.post(
+        "/v1/agents",
+        &key,
+        json!({"id": "aai-ears", "name": "AssemblyAI ears", "sttProvider": "assemblyai",
+               "llmProvider": "openai", "systemPrompt": "You are a phone agent."}),
+    ))
+    .await;
+    assert_eq!(status, 201, "{body}");
+
+    let placed = place_call(&server, &key, "aai-ears").await;
+    let sid = "CA00000000000000000000000000000089";
+    let mut stream = TwilioStream::open(&placed.stream_url, &placed.token, sid).await;
+    let speech = caller_speech();
+    converse(&mut stream, Some(&speech), Duration::from_secs(6)).await;
+    let stop = json!({"event": "stop", "sequenceNumber": "9999", "streamSid": STREAM_SID,
+                      "stop": {"accountSid": "AC00000000000000000000000000000001", "callSid": sid}});
+    stream
+        .socket
+        .send(Message::text(stop.to_string()))
+        .await
+        .unwrap();
+    let mut detail = Value::Null;
+    for _ in 0..100 {
+        let (status, body) =
+            call(server.get(&format!("/v1/observability/calls/{sid}"), &key)).await;
+        assert_eq!(status, 200, "{body}");
+        if body["status"] != "active" {
+            detail = body;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // The line was streamed to AssemblyAI's live endpoint, and nothing went to its file API.
+    let uris = uris.lock().unwrap().clone();
+    assert!(!uris.is_empty(), "no live stream: {}", server.log());
+    assert!(uris.iter().all(|uri| uri.contains("/v3/ws?")), "{uris:?}");
+    assert!(
+        mock.seen_at("/v2/upload").is_empty(),
+        "the call's audio went to the file API"
+    );
+    assert!(
+        audio.lock().unwrap().len() >= 8_000,
+        "too little audio heard"
+    );
+    let user = detail["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["speaker"] == "user")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(user["text"], RIGHT, "{detail}");
+    assert_eq!(user["providers"]["stt"], "assemblyai", "{detail}");
 }
