@@ -1032,26 +1032,54 @@ async fn live_recognizer(
     (address, uris, audio)
 }
 
-#[tokio::test]
-async fn a_live_vendor_recognizer_hears_a_phone_line_at_its_own_8_khz() {
-    let (address, uris, audio) = live_recognizer(LiveProtocol::Deepgram).await;
+/// What a phone call whose agent recognises with a live vendor left behind: the upgrade URIs
+/// the live recognizer was asked on, the audio bytes it got, the call's record once it ended,
+/// and the vendor stand-in the rest of the agent ran on.
+struct LiveCall {
+    uris: Vec<String>,
+    audio: Vec<u8>,
+    detail: Value,
+    mock: vendor_mock::VendorMock,
+    speech: Vec<u8>,
+}
+
+impl LiveCall {
+    /// The caller's turn as recorded.
+    fn user_turn(&self) -> Value {
+        self.detail["turns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["speaker"] == "user")
+            .cloned()
+            .unwrap_or_default()
+    }
+}
+
+/// Places call `sid` with an agent that recognises with `stt` (whose live host `host_setting`
+/// points at a stand-in speaking `protocol`), says one sentence, hangs up, and waits for the
+/// call's record to end.
+async fn call_with_live_recognizer(
+    protocol: LiveProtocol,
+    stt: &str,
+    host_setting: &str,
+    sid: &str,
+) -> LiveCall {
+    let (address, uris, audio) = live_recognizer(protocol).await;
     let mock = vendor_mock::VendorMock::start();
     let live = format!("http://{address}");
-    let server = mock
-        .server(&[("SWITCHBOARD__VENDORS__DEEPGRAM__BASE_URL", &live)])
-        .await;
+    let server = mock.server(&[(host_setting, &live)]).await;
     let key = server.key().to_string();
     let (status, body) = call(server.post(
         "/v1/agents",
         &key,
-        json!({"id": "live-ears", "name": "Live ears", "sttProvider": "deepgram",
+        json!({"id": "live-ears", "name": "Live ears", "sttProvider": stt,
                "llmProvider": "openai", "systemPrompt": "You are a phone agent."}),
     ))
     .await;
     assert_eq!(status, 201, "{body}");
 
     let placed = place_call(&server, &key, "live-ears").await;
-    let sid = "CA00000000000000000000000000000088";
     let mut stream = TwilioStream::open(&placed.stream_url, &placed.token, sid).await;
     let speech = caller_speech();
     converse(&mut stream, Some(&speech), Duration::from_secs(6)).await;
@@ -1073,11 +1101,29 @@ async fn a_live_vendor_recognizer_hears_a_phone_line_at_its_own_8_khz() {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-
-    // The stream was opened for the line's rate, as Deepgram advises for Twilio audio.
     let uris = uris.lock().unwrap().clone();
     assert!(!uris.is_empty(), "no live stream: {}", server.log());
-    for uri in &uris {
+    let audio = audio.lock().unwrap().clone();
+    LiveCall {
+        uris,
+        audio,
+        detail,
+        mock,
+        speech,
+    }
+}
+
+#[tokio::test]
+async fn a_live_vendor_recognizer_hears_a_phone_line_at_its_own_8_khz() {
+    let call = call_with_live_recognizer(
+        LiveProtocol::Deepgram,
+        "deepgram",
+        "SWITCHBOARD__VENDORS__DEEPGRAM__BASE_URL",
+        "CA00000000000000000000000000000088",
+    )
+    .await;
+    // The stream was opened for the line's rate, as Deepgram advises for Twilio audio.
+    for uri in &call.uris {
         assert!(
             uri.contains("encoding=linear16") && uri.contains("sample_rate=8000"),
             "{uri}"
@@ -1085,13 +1131,13 @@ async fn a_live_vendor_recognizer_hears_a_phone_line_at_its_own_8_khz() {
     }
     // What it heard is the caller's audio as decoded from µ-law, sample for sample (the speech,
     // then the silence that ended the turn): nothing upsampled, nothing lost in between.
-    let bytes = audio.lock().unwrap().clone();
-    let heard: Vec<i16> = bytes
+    let heard: Vec<i16> = call
+        .audio
         .chunks_exact(2)
         .map(|b| i16::from_le_bytes([b[0], b[1]]))
         .collect();
     assert!(heard.len() >= 8_000, "{} samples heard", heard.len());
-    let mut sent: Vec<i16> = speech.iter().map(|&b| mulaw::decode(b)).collect();
+    let mut sent: Vec<i16> = call.speech.iter().map(|&b| mulaw::decode(b)).collect();
     sent.resize(sent.len() + 6 * 8_000, mulaw::decode(0xFF));
     assert!(
         sent.windows(heard.len()).any(|window| window == heard),
@@ -1100,14 +1146,7 @@ async fn a_live_vendor_recognizer_hears_a_phone_line_at_its_own_8_khz() {
         sent.len()
     );
     // And the call went on with its transcript.
-    let user = detail["turns"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["speaker"] == "user")
-        .cloned()
-        .unwrap_or_default();
-    assert_eq!(user["text"], RIGHT, "{detail}");
+    assert_eq!(call.user_turn()["text"], RIGHT, "{}", call.detail);
 }
 
 /// Every recogniser the catalog lists as live streams the whole call, not only Deepgram: an
@@ -1115,65 +1154,25 @@ async fn a_live_vendor_recognizer_hears_a_phone_line_at_its_own_8_khz() {
 /// one place decided "live" by the name `deepgram`.
 #[tokio::test]
 async fn an_assemblyai_agent_streams_the_phone_line_live_too() {
-    let (address, uris, audio) = live_recognizer(LiveProtocol::AssemblyAi).await;
-    let mock = vendor_mock::VendorMock::start();
-    let live = format!("http://{address}");
-    let server = mock
-        .server(&[("SWITCHBOARD__VENDORS__ASSEMBLYAI__ALT_BASE_URL", &live)])
-        .await;
-    let key = server.key().to_string();
-    let (status, body) = call(server.post(
-        "/v1/agents",
-        &key,
-        json!({"id": "aai-ears", "name": "AssemblyAI ears", "sttProvider": "assemblyai",
-               "llmProvider": "openai", "systemPrompt": "You are a phone agent."}),
-    ))
+    let call = call_with_live_recognizer(
+        LiveProtocol::AssemblyAi,
+        "assemblyai",
+        "SWITCHBOARD__VENDORS__ASSEMBLYAI__ALT_BASE_URL",
+        "CA00000000000000000000000000000089",
+    )
     .await;
-    assert_eq!(status, 201, "{body}");
-
-    let placed = place_call(&server, &key, "aai-ears").await;
-    let sid = "CA00000000000000000000000000000089";
-    let mut stream = TwilioStream::open(&placed.stream_url, &placed.token, sid).await;
-    let speech = caller_speech();
-    converse(&mut stream, Some(&speech), Duration::from_secs(6)).await;
-    let stop = json!({"event": "stop", "sequenceNumber": "9999", "streamSid": STREAM_SID,
-                      "stop": {"accountSid": "AC00000000000000000000000000000001", "callSid": sid}});
-    stream
-        .socket
-        .send(Message::text(stop.to_string()))
-        .await
-        .unwrap();
-    let mut detail = Value::Null;
-    for _ in 0..100 {
-        let (status, body) =
-            call(server.get(&format!("/v1/observability/calls/{sid}"), &key)).await;
-        assert_eq!(status, 200, "{body}");
-        if body["status"] != "active" {
-            detail = body;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-
     // The line was streamed to AssemblyAI's live endpoint, and nothing went to its file API.
-    let uris = uris.lock().unwrap().clone();
-    assert!(!uris.is_empty(), "no live stream: {}", server.log());
-    assert!(uris.iter().all(|uri| uri.contains("/v3/ws?")), "{uris:?}");
     assert!(
-        mock.seen_at("/v2/upload").is_empty(),
+        call.uris.iter().all(|uri| uri.contains("/v3/ws?")),
+        "{:?}",
+        call.uris
+    );
+    assert!(
+        call.mock.seen_at("/v2/upload").is_empty(),
         "the call's audio went to the file API"
     );
-    assert!(
-        audio.lock().unwrap().len() >= 8_000,
-        "too little audio heard"
-    );
-    let user = detail["turns"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["speaker"] == "user")
-        .cloned()
-        .unwrap_or_default();
-    assert_eq!(user["text"], RIGHT, "{detail}");
-    assert_eq!(user["providers"]["stt"], "assemblyai", "{detail}");
+    assert!(call.audio.len() >= 8_000, "too little audio heard");
+    let user = call.user_turn();
+    assert_eq!(user["text"], RIGHT, "{}", call.detail);
+    assert_eq!(user["providers"]["stt"], "assemblyai", "{}", call.detail);
 }
