@@ -10,6 +10,7 @@ use switchboard_actors::engine::{LanguageModel, SpeechToText, TextToSpeech};
 
 use crate::app::AppState;
 use crate::engines::pool::Lane;
+use crate::engines::EngineSet;
 use crate::error::ApiError;
 use crate::store::agents::AgentRow;
 use crate::store::stored_json;
@@ -80,133 +81,157 @@ impl<'a> Caller<'a> {
     }
 }
 
+/// One stage of an agent's pipeline, as far as choosing its engine goes: the embedded engine,
+/// a vendor's adapter, the agent's field naming the provider, and the fallback chain its
+/// engines run in. [`Tts`], [`Llm`] and [`Stt`] are the three.
+pub trait Stage {
+    type Engine: ?Sized + Send + Sync + 'static;
+    const KIND: Kind;
+    /// The agent's field naming the stage's provider (`ttsProvider`).
+    const FIELD: &'static str;
+    /// Where its fallbacks are listed, for errors (`metadata.fallbacks.tts`).
+    const FALLBACKS_FIELD: &'static str;
+    /// The provider id the agent names for the stage.
+    fn provider_of(agent: &AgentRow) -> &str;
+    fn embedded(engines: &EngineSet) -> Arc<Self::Engine>;
+    fn adapter(endpoint: vendors::http::Endpoint) -> Option<Arc<Self::Engine>>;
+    /// `engines` tried in order, each failure before any output passing to the next, the one
+    /// that served marked in `served_by`; `primary` is the agent's own provider.
+    fn chain(
+        engines: Vec<Arc<Self::Engine>>,
+        served_by: ServedBy,
+        primary: &str,
+    ) -> Arc<Self::Engine>;
+}
+
+/// Speech synthesis.
+pub struct Tts;
+/// The language model.
+pub struct Llm;
+/// Speech recognition.
+pub struct Stt;
+
+impl Stage for Tts {
+    type Engine = dyn TextToSpeech;
+    const KIND: Kind = Kind::Tts;
+    const FIELD: &'static str = "ttsProvider";
+    const FALLBACKS_FIELD: &'static str = "metadata.fallbacks.tts";
+    fn provider_of(agent: &AgentRow) -> &str {
+        &agent.tts_provider
+    }
+    fn embedded(engines: &EngineSet) -> Arc<Self::Engine> {
+        engines.tts.clone()
+    }
+    fn adapter(endpoint: vendors::http::Endpoint) -> Option<Arc<Self::Engine>> {
+        vendors::tts_adapter(endpoint)
+    }
+    fn chain(engines: Vec<Arc<Self::Engine>>, served_by: ServedBy, _: &str) -> Arc<Self::Engine> {
+        Arc::new(FallbackTts { engines, served_by })
+    }
+}
+
+impl Stage for Llm {
+    type Engine = dyn LanguageModel;
+    const KIND: Kind = Kind::Llm;
+    const FIELD: &'static str = "llmProvider";
+    const FALLBACKS_FIELD: &'static str = "metadata.fallbacks.llm";
+    fn provider_of(agent: &AgentRow) -> &str {
+        &agent.llm_provider
+    }
+    fn embedded(engines: &EngineSet) -> Arc<Self::Engine> {
+        engines.llm.clone()
+    }
+    fn adapter(endpoint: vendors::http::Endpoint) -> Option<Arc<Self::Engine>> {
+        vendors::llm_adapter(endpoint)
+    }
+    fn chain(engines: Vec<Arc<Self::Engine>>, served_by: ServedBy, _: &str) -> Arc<Self::Engine> {
+        Arc::new(FallbackLlm { engines, served_by })
+    }
+}
+
+impl Stage for Stt {
+    type Engine = dyn SpeechToText;
+    const KIND: Kind = Kind::Stt;
+    const FIELD: &'static str = "sttProvider";
+    const FALLBACKS_FIELD: &'static str = "metadata.fallbacks.stt";
+    fn provider_of(agent: &AgentRow) -> &str {
+        &agent.stt_provider
+    }
+    fn embedded(engines: &EngineSet) -> Arc<Self::Engine> {
+        engines.stt.clone()
+    }
+    fn adapter(endpoint: vendors::http::Endpoint) -> Option<Arc<Self::Engine>> {
+        vendors::stt_adapter(endpoint)
+    }
+    /// Live recognisers (Deepgram, AssemblyAI) stream the whole call; the others go per
+    /// utterance.
+    fn chain(
+        engines: Vec<Arc<Self::Engine>>,
+        served_by: ServedBy,
+        primary: &str,
+    ) -> Arc<Self::Engine> {
+        Arc::new(FallbackStt {
+            engines,
+            primary_streams_live: crate::vendors::catalog::streams_live(primary),
+            served_by,
+        })
+    }
+}
+
+/// The engine of stage `S` that serves `provider` (named by request field `param`): the
+/// embedded one, or a vendor's adapter with the key `Vendors::key_for` finds.
+pub async fn choose<S: Stage>(
+    state: &AppState,
+    param: &str,
+    provider: &str,
+    caller: Caller<'_>,
+) -> Result<Chosen<S::Engine>, ApiError> {
+    if check(param, provider, S::KIND)? {
+        return Ok(embedded(S::embedded(state.engines().on(caller.lane))));
+    }
+    let (endpoint, key_source) = vendor_endpoint(state, S::KIND, provider, caller).await?;
+    let engine = S::adapter(endpoint).ok_or_else(|| no_adapter(provider, S::KIND))?;
+    Ok(chosen(engine, provider, key_source))
+}
+
+/// An agent's engine for stage `S`: its own provider, then the fallbacks its metadata lists
+/// (`{"fallbacks": {"tts": ["default"]}}`) tried in order when it fails before starting. A
+/// fallback that cannot be set up (no key) is left out with a warning; the agent's own
+/// provider failing to set up is an error.
+pub async fn for_agent<S: Stage>(
+    state: &AppState,
+    agent: &AgentRow,
+    caller: Caller<'_>,
+) -> Result<Chosen<S::Engine>, ApiError> {
+    let own = S::provider_of(agent);
+    let primary = choose::<S>(state, S::FIELD, own, caller).await?;
+    let mut engines = vec![primary.engine.clone()];
+    let mut sources = vec![(primary.provider.clone(), primary.key_source)];
+    for id in fallback_ids(&stored_json(&agent.metadata), S::KIND) {
+        match choose::<S>(state, S::FALLBACKS_FIELD, &id, caller).await {
+            Ok(fallback) => {
+                sources.push((fallback.provider, fallback.key_source));
+                engines.push(fallback.engine);
+            }
+            Err(err) => skip_fallback(&agent.id, S::KIND.as_str(), &id, &err),
+        }
+    }
+    Ok(with_engine(
+        primary,
+        engines,
+        sources,
+        |engines, served_by| S::chain(engines, served_by, own),
+    ))
+}
+
+/// The voice that serves `provider` ([`choose`] for [`Tts`]).
 pub async fn tts(
     state: &AppState,
     param: &str,
     provider: &str,
     caller: Caller<'_>,
 ) -> Result<Chosen<dyn TextToSpeech>, ApiError> {
-    if check(param, provider, Kind::Tts)? {
-        return Ok(embedded(state.engines().on(caller.lane).tts.clone()));
-    }
-    let (endpoint, key_source) = vendor_endpoint(state, Kind::Tts, provider, caller).await?;
-    let engine = vendors::tts_adapter(endpoint).ok_or_else(|| no_adapter(provider, Kind::Tts))?;
-    Ok(chosen(engine, provider, key_source))
-}
-
-pub async fn stt(
-    state: &AppState,
-    param: &str,
-    provider: &str,
-    caller: Caller<'_>,
-) -> Result<Chosen<dyn SpeechToText>, ApiError> {
-    if check(param, provider, Kind::Stt)? {
-        return Ok(embedded(state.engines().on(caller.lane).stt.clone()));
-    }
-    let (endpoint, key_source) = vendor_endpoint(state, Kind::Stt, provider, caller).await?;
-    let engine = vendors::stt_adapter(endpoint).ok_or_else(|| no_adapter(provider, Kind::Stt))?;
-    Ok(chosen(engine, provider, key_source))
-}
-
-pub async fn llm(
-    state: &AppState,
-    param: &str,
-    provider: &str,
-    caller: Caller<'_>,
-) -> Result<Chosen<dyn LanguageModel>, ApiError> {
-    if check(param, provider, Kind::Llm)? {
-        return Ok(embedded(state.engines().on(caller.lane).llm.clone()));
-    }
-    let (endpoint, key_source) = vendor_endpoint(state, Kind::Llm, provider, caller).await?;
-    let engine = vendors::llm_adapter(endpoint).ok_or_else(|| no_adapter(provider, Kind::Llm))?;
-    Ok(chosen(engine, provider, key_source))
-}
-
-/// An agent's engine for one stage: its own provider, then the fallbacks its metadata lists
-/// (`{"fallbacks": {"tts": ["default"]}}`) tried in order when it fails before starting. A
-/// fallback that cannot be set up (no key) is left out with a warning; the agent's own
-/// provider failing to set up is an error.
-pub async fn agent_tts(
-    state: &AppState,
-    agent: &AgentRow,
-    caller: Caller<'_>,
-) -> Result<Chosen<dyn TextToSpeech>, ApiError> {
-    let primary = tts(state, "ttsProvider", &agent.tts_provider, caller).await?;
-    let mut engines = vec![primary.engine.clone()];
-    let mut sources = vec![(primary.provider.clone(), primary.key_source)];
-    for id in fallback_ids(&stored_json(&agent.metadata), Kind::Tts) {
-        match tts(state, "metadata.fallbacks.tts", &id, caller).await {
-            Ok(fallback) => {
-                sources.push((fallback.provider, fallback.key_source));
-                engines.push(fallback.engine);
-            }
-            Err(err) => skip_fallback(&agent.id, "tts", &id, &err),
-        }
-    }
-    Ok(with_engine(
-        primary,
-        engines,
-        sources,
-        |engines, served_by| Arc::new(FallbackTts { engines, served_by }),
-    ))
-}
-
-pub async fn agent_llm(
-    state: &AppState,
-    agent: &AgentRow,
-    caller: Caller<'_>,
-) -> Result<Chosen<dyn LanguageModel>, ApiError> {
-    let primary = llm(state, "llmProvider", &agent.llm_provider, caller).await?;
-    let mut engines = vec![primary.engine.clone()];
-    let mut sources = vec![(primary.provider.clone(), primary.key_source)];
-    for id in fallback_ids(&stored_json(&agent.metadata), Kind::Llm) {
-        match llm(state, "metadata.fallbacks.llm", &id, caller).await {
-            Ok(fallback) => {
-                sources.push((fallback.provider, fallback.key_source));
-                engines.push(fallback.engine);
-            }
-            Err(err) => skip_fallback(&agent.id, "llm", &id, &err),
-        }
-    }
-    Ok(with_engine(
-        primary,
-        engines,
-        sources,
-        |engines, served_by| Arc::new(FallbackLlm { engines, served_by }),
-    ))
-}
-
-pub async fn agent_stt(
-    state: &AppState,
-    agent: &AgentRow,
-    caller: Caller<'_>,
-) -> Result<Chosen<dyn SpeechToText>, ApiError> {
-    let primary = stt(state, "sttProvider", &agent.stt_provider, caller).await?;
-    let mut engines = vec![primary.engine.clone()];
-    let mut sources = vec![(primary.provider.clone(), primary.key_source)];
-    for id in fallback_ids(&stored_json(&agent.metadata), Kind::Stt) {
-        match stt(state, "metadata.fallbacks.stt", &id, caller).await {
-            Ok(fallback) => {
-                sources.push((fallback.provider, fallback.key_source));
-                engines.push(fallback.engine);
-            }
-            Err(err) => skip_fallback(&agent.id, "stt", &id, &err),
-        }
-    }
-    // Live recognisers (Deepgram, AssemblyAI) stream the whole call; the others go per utterance.
-    let primary_streams_live = crate::vendors::catalog::streams_live(&agent.stt_provider);
-    Ok(with_engine(
-        primary,
-        engines,
-        sources,
-        |engines, served_by| {
-            Arc::new(FallbackStt {
-                engines,
-                primary_streams_live,
-                served_by,
-            })
-        },
-    ))
+    choose::<Tts>(state, param, provider, caller).await
 }
 
 /// `chosen` with its engine replaced by the fallback chain, when there is one.

@@ -117,7 +117,7 @@ async fn chat(
             agent_id: id.into_inner(),
         })
         .await??;
-    let llm = providers::agent_llm(
+    let llm = providers::for_agent::<providers::Llm>(
         &state,
         &agent,
         Caller {

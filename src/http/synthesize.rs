@@ -190,7 +190,7 @@ async fn speak(
             agent_id: id.into_inner(),
         })
         .await??;
-    let chosen = providers::agent_tts(
+    let chosen = providers::for_agent::<providers::Tts>(
         &state,
         &agent,
         Caller {

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use actix_web::web;
 use serde_json::{Map, Value};
-use switchboard_actors::engine::{KnowledgeRetriever, LanguageModel, SpeechToText, TextToSpeech};
+use switchboard_actors::engine::KnowledgeRetriever;
 use switchboard_actors::session::{AgentProfile, SessionEngines, SessionObserver, TurnPreferences};
 
 use super::admission::{abandon_unstarted, token_issuer_in_force};
@@ -22,7 +22,7 @@ use crate::conversation::turn_taking;
 use crate::engines::pool::Lane;
 use crate::observability::recorder::SessionRecorder;
 use crate::observability::served::StageSlots;
-use crate::providers::{self, Caller, Chosen};
+use crate::providers::{self, Caller, Chosen, Llm, Stage, Stt, Tts};
 use crate::recording::{RecordingOf, RecordingTap, TapFormat, DIRECT_RATE, PHONE_RATE};
 use crate::registry::agents::GetAgent;
 use crate::registry::instances::{GetInstance, InstanceLookup};
@@ -30,8 +30,7 @@ use crate::registry::metering::{OpenSession, SessionMetering};
 use crate::store::stored_json;
 use crate::telephony::stream::{SessionFactory, SessionParts};
 use crate::telephony::token::RelayClaims;
-use crate::vendors::catalog;
-use crate::vendors::fallback::{FallbackLlm, FallbackStt, FallbackTts, ServedBy};
+use crate::vendors::fallback::ServedBy;
 
 /// Answer length of the agent in calls when it sets no maxTokens: short, spoken replies.
 const CALL_MAX_TOKENS: u32 = 160;
@@ -189,13 +188,13 @@ impl SessionFactory for AppSessionFactory {
                 headers: None,
                 lane: Lane::Live,
             };
-            let stt = providers::agent_stt(&state, &agent, caller)
+            let stt = providers::for_agent::<Stt>(&state, &agent, caller)
                 .await
                 .map_err(|e| e.to_string())?;
-            let llm = providers::agent_llm(&state, &agent, caller)
+            let llm = providers::for_agent::<Llm>(&state, &agent, caller)
                 .await
                 .map_err(|e| e.to_string())?;
-            let tts = providers::agent_tts(&state, &agent, caller)
+            let tts = providers::for_agent::<Tts>(&state, &agent, caller)
                 .await
                 .map_err(|e| e.to_string())?;
             let metered = SessionMetering {
@@ -204,9 +203,9 @@ impl SessionFactory for AppSessionFactory {
                 tts: tts.metered_up_front(),
             };
             // Each stage's engine marks the provider that served it, for the turn records.
-            let (stt, stt_slot) = track_stt(stt, catalog::streams_live(&agent.stt_provider));
-            let (llm, llm_slot) = track_llm(llm);
-            let (tts, tts_slot) = track_tts(tts);
+            let (stt, stt_slot) = track::<Stt>(stt, &agent.stt_provider);
+            let (llm, llm_slot) = track::<Llm>(llm, &agent.llm_provider);
+            let (tts, tts_slot) = track::<Tts>(tts, &agent.tts_provider);
             let engines = SessionEngines {
                 stt,
                 llm,
@@ -248,52 +247,15 @@ impl SessionFactory for AppSessionFactory {
     }
 }
 
-/// The engine a session runs for a stage, marking its slot: a fallback chain already marks
-/// the provider that served; a single engine is wrapped in a chain of one so it does too.
-pub fn track_tts(chosen: Chosen<dyn TextToSpeech>) -> (Arc<dyn TextToSpeech>, ServedBy) {
+/// The engine a session runs for stage `S`, and the slot it marks with the provider that
+/// served: a fallback chain marks it already; a single engine (the agent's own provider,
+/// `primary`) is wrapped in a chain of one so it does too.
+fn track<S: Stage>(chosen: Chosen<S::Engine>, primary: &str) -> (Arc<S::Engine>, ServedBy) {
     match chosen.served_by() {
         Some(slot) => (chosen.engine, slot),
         None => {
             let slot = ServedBy::default();
-            let engine = Arc::new(FallbackTts {
-                engines: vec![chosen.engine],
-                served_by: slot.clone(),
-            });
-            (engine, slot)
-        }
-    }
-}
-
-/// [`track_tts`] for the language model.
-pub fn track_llm(chosen: Chosen<dyn LanguageModel>) -> (Arc<dyn LanguageModel>, ServedBy) {
-    match chosen.served_by() {
-        Some(slot) => (chosen.engine, slot),
-        None => {
-            let slot = ServedBy::default();
-            let engine = Arc::new(FallbackLlm {
-                engines: vec![chosen.engine],
-                served_by: slot.clone(),
-            });
-            (engine, slot)
-        }
-    }
-}
-
-/// [`track_tts`] for the recogniser; `streams_live` when the engine has its own live stream
-/// (the catalog's live recognisers), which is then kept.
-pub fn track_stt(
-    chosen: Chosen<dyn SpeechToText>,
-    streams_live: bool,
-) -> (Arc<dyn SpeechToText>, ServedBy) {
-    match chosen.served_by() {
-        Some(slot) => (chosen.engine, slot),
-        None => {
-            let slot = ServedBy::default();
-            let engine = Arc::new(FallbackStt {
-                engines: vec![chosen.engine],
-                primary_streams_live: streams_live,
-                served_by: slot.clone(),
-            });
+            let engine = S::chain(vec![chosen.engine], slot.clone(), primary);
             (engine, slot)
         }
     }
