@@ -7,7 +7,6 @@ use crate::registry::keys::{CheckIssuer, KeyCheck};
 use crate::registry::metering::CloseSession;
 use crate::registry::sessions::EndSession;
 use crate::store::sessions::{SessionEnd, STATUS_FAILED};
-use crate::telephony::token::RelayClaims;
 
 /// Frees what a real-time session took before it started (its place among the tier's
 /// concurrent sessions, its providers' slots) when it cannot start after all.
@@ -37,14 +36,18 @@ pub fn abandon_unstarted(state: &AppState, session_id: &str, reason: &str) {
 
 /// Whether the API key that minted a relay or session token still vouches for it (tokens
 /// minted without a key, for Twilio's own webhooks, always do). `Err` says why not.
-pub async fn token_issuer_in_force(state: &AppState, claims: &RelayClaims) -> Result<(), String> {
-    let Some(key_id) = claims.key.clone() else {
+pub async fn token_issuer_in_force(
+    state: &AppState,
+    developer_id: &str,
+    issuer_key: Option<&str>,
+) -> Result<(), String> {
+    let Some(key_id) = issuer_key.map(str::to_string) else {
         return Ok(());
     };
     let check = state
         .keys()
         .send(CheckIssuer {
-            developer_id: claims.dev.clone(),
+            developer_id: developer_id.to_string(),
             key_id,
         })
         .await

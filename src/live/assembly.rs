@@ -1,4 +1,4 @@
-//! A live session's parts from its verified claims: the agent's profile (prompt, greeting,
+//! A live session's parts from its request: the agent's profile (prompt, greeting,
 //! voice, model, tools, turn taking), its engines (provider, key and fallback choice through
 //! `crate::providers`, each stage wrapped so it marks which provider served), its place in
 //! the metering, and the recorder that writes its turns with those providers; and whether and
@@ -28,8 +28,7 @@ use crate::registry::agents::GetAgent;
 use crate::registry::instances::{GetInstance, InstanceLookup};
 use crate::registry::metering::{OpenSession, SessionMetering};
 use crate::store::stored_json;
-use crate::telephony::stream::{SessionFactory, SessionParts};
-use crate::telephony::token::RelayClaims;
+use crate::telephony::stream::{SessionFactory, SessionParts, SessionRequest};
 use crate::vendors::fallback::ServedBy;
 
 /// Answer length of the agent in calls when it sets no maxTokens: short, spoken replies.
@@ -52,21 +51,23 @@ impl SessionFactory for AppSessionFactory {
 
     fn issuer_in_force(
         &self,
-        claims: &RelayClaims,
+        request: &SessionRequest,
     ) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send>> {
         let state = self.state.clone();
-        let claims = claims.clone();
-        Box::pin(async move { token_issuer_in_force(&state, &claims).await })
+        let request = request.clone();
+        Box::pin(async move {
+            token_issuer_in_force(&state, &request.developer_id, request.issuer_key.as_deref())
+                .await
+        })
     }
 
     fn recording(
         &self,
-        claims: &RelayClaims,
-        call_sid: Option<String>,
+        request: &SessionRequest,
         format: TapFormat,
     ) -> Pin<Box<dyn Future<Output = Option<RecordingTap>> + Send>> {
         let state = self.state.clone();
-        let claims = claims.clone();
+        let request = request.clone();
         Box::pin(async move {
             if !state.recordings().enabled() {
                 return None;
@@ -74,8 +75,8 @@ impl SessionFactory for AppSessionFactory {
             let agent = state
                 .agents()
                 .send(GetAgent {
-                    developer_id: claims.dev.clone(),
-                    agent_id: claims.agent.clone(),
+                    developer_id: request.developer_id.clone(),
+                    agent_id: request.agent_id.clone(),
                 })
                 .await
                 .ok()?
@@ -96,9 +97,9 @@ impl SessionFactory for AppSessionFactory {
                 return None;
             }
             state.recordings().start(RecordingOf {
-                session_id: claims.sid,
-                developer_id: claims.dev,
-                call_sid,
+                session_id: request.session_id,
+                developer_id: request.developer_id,
+                call_sid: request.call_sid,
                 format,
                 rate,
             })
@@ -107,7 +108,7 @@ impl SessionFactory for AppSessionFactory {
 
     fn build(
         &self,
-        claims: RelayClaims,
+        request: SessionRequest,
         transport: &'static str,
     ) -> Pin<Box<dyn Future<Output = SessionParts> + Send>> {
         let state = self.state.clone();
@@ -115,17 +116,17 @@ impl SessionFactory for AppSessionFactory {
             let agent = state
                 .agents()
                 .send(GetAgent {
-                    developer_id: claims.dev.clone(),
-                    agent_id: claims.agent.clone(),
+                    developer_id: request.developer_id.clone(),
+                    agent_id: request.agent_id.clone(),
                 })
                 .await
                 .map_err(|e| e.to_string())?
                 .map_err(|e| e.to_string())?;
-            let instance = match &claims.inst {
+            let instance = match &request.instance_id {
                 Some(id) => state
                     .agents()
                     .send(GetInstance {
-                        developer_id: claims.dev.clone(),
+                        developer_id: request.developer_id.clone(),
                         agent_id: agent.id.clone(),
                         lookup: InstanceLookup::Id(id.clone()),
                     })
@@ -184,7 +185,7 @@ impl SessionFactory for AppSessionFactory {
             // A call has no request headers: the developer's stored key, else the platform's.
             // Its embedded engines' jobs wait in the pool's live lane, ahead of batch work.
             let caller = Caller {
-                developer_id: &claims.dev,
+                developer_id: &request.developer_id,
                 headers: None,
                 lane: Lane::Live,
             };
@@ -224,8 +225,8 @@ impl SessionFactory for AppSessionFactory {
             state
                 .metering()
                 .send(OpenSession {
-                    session_id: claims.sid.clone(),
-                    developer_id: claims.dev.clone(),
+                    session_id: request.session_id.clone(),
+                    developer_id: request.developer_id.clone(),
                     metered,
                 })
                 .await

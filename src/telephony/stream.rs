@@ -49,20 +49,51 @@ pub const MAX_MESSAGE_BEFORE_START: usize = 4 * 1024;
 /// records it, or why not.
 pub type SessionParts = Result<(AgentProfile, SessionEngines, Arc<dyn SessionObserver>), String>;
 
-/// Builds what a session needs from its verified claims (the agent's profile and engines,
-/// and its recorder); `transport` names the transport for the records and the metrics.
+/// Who a live session is for, whatever carried it: the session, its developer and agent, the
+/// instance, numbers and call of a phone call, and the API key that vouched for it (whose
+/// revocation ends what it handed out).
+#[derive(Debug, Clone, Default)]
+pub struct SessionRequest {
+    pub session_id: String,
+    pub developer_id: String,
+    pub agent_id: String,
+    pub instance_id: Option<String>,
+    pub from: Option<String>,
+    pub to: Option<String>,
+    pub call_sid: Option<String>,
+    pub issuer_key: Option<String>,
+}
+
+impl SessionRequest {
+    /// The phone call a relay token vouches for, on call `call_sid`.
+    pub fn phone_call(claims: RelayClaims, call_sid: Option<String>) -> Self {
+        Self {
+            session_id: claims.sid,
+            developer_id: claims.dev,
+            agent_id: claims.agent,
+            instance_id: claims.inst,
+            from: claims.from,
+            to: claims.to,
+            call_sid,
+            issuer_key: claims.key,
+        }
+    }
+}
+
+/// Builds what a session needs for its request (the agent's profile and engines, and its
+/// recorder); `transport` names the transport for the records and the metrics.
 pub trait SessionFactory: Send + Sync + 'static {
     fn build(
         &self,
-        claims: RelayClaims,
+        request: SessionRequest,
         transport: &'static str,
     ) -> Pin<Box<dyn Future<Output = SessionParts> + Send>>;
 
-    /// Whether the API key that minted the token (`claims.key`) still vouches for it: a
+    /// Whether the API key that vouched for the session (`request.issuer_key`) still does: a
     /// revoked or expired key takes the tokens it handed out with it. `Err` says why not.
     fn issuer_in_force(
         &self,
-        _claims: &RelayClaims,
+        _request: &SessionRequest,
     ) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send>> {
         Box::pin(async { Ok(()) })
     }
@@ -75,8 +106,7 @@ pub trait SessionFactory: Send + Sync + 'static {
     /// agent's choice); `format` is the transport's audio encoding.
     fn recording(
         &self,
-        _claims: &RelayClaims,
-        _call_sid: Option<String>,
+        _request: &SessionRequest,
         _format: TapFormat,
     ) -> Pin<Box<dyn Future<Output = Option<RecordingTap>> + Send>> {
         Box::pin(async { None })
@@ -425,14 +455,15 @@ pub async fn run(context: StreamContext, socket: SocketWriter, mut messages: Mes
         return;
     }
     let session_id = claims.sid.clone();
-    if let Err(reason) = context.factory.issuer_in_force(&claims).await {
+    let request = SessionRequest::phone_call(claims, call_sid.clone());
+    if let Err(reason) = context.factory.issuer_in_force(&request).await {
         tracing::warn!(session = %session_id, "media stream refused: {reason}");
         context.factory.abandon(&session_id, &reason);
         close(socket, CloseCode::Policy, "relay token revoked").await;
         return;
     }
-    let recording_claims = claims.clone();
-    let (profile, engines, observer) = match context.factory.build(claims, "twilio").await {
+    let (profile, engines, observer) = match context.factory.build(request.clone(), "twilio").await
+    {
         Ok(built) => built,
         Err(reason) => {
             tracing::error!(session = %session_id, "cannot start the call: {reason}");
@@ -444,7 +475,7 @@ pub async fn run(context: StreamContext, socket: SocketWriter, mut messages: Mes
     // Started before the session, so the greeting is on it; dropped when the stream ends.
     let tap = context
         .factory
-        .recording(&recording_claims, call_sid.clone(), TapFormat::Mulaw8k)
+        .recording(&request, TapFormat::Mulaw8k)
         .await
         .map(Arc::new);
     let clear = clear_message(&stream_sid);

@@ -46,6 +46,7 @@ use crate::registry::metering::{Admit, OpenSession, SessionMetering};
 use crate::registry::new_id;
 use crate::registry::sessions::{ClaimTokenSession, CreateSession};
 use crate::store::sessions::{SessionRow, STATUS_ACTIVE};
+use crate::telephony::stream::SessionRequest;
 use crate::telephony::token::RelayClaims;
 use crate::time::{self, iso};
 
@@ -328,21 +329,18 @@ async fn start_direct(
         )))
         .await??;
     let factory = live::app_session_factory(state.clone());
-    let claims = RelayClaims {
-        sid: session_id.clone(),
-        dev: developer_id,
-        agent: agent.id.clone(),
-        from: None,
-        to: None,
-        inst: None,
-        key: None,
-        exp: now + SESSION_TOKEN_TTL_MS,
+    // Its key or token was checked as the socket was let in.
+    let request = SessionRequest {
+        session_id: session_id.clone(),
+        developer_id,
+        agent_id: agent.id.clone(),
+        ..SessionRequest::default()
     };
     let (profile, engines, observer) = factory
-        .build(claims.clone(), "direct")
+        .build(request.clone(), "direct")
         .await
         .map_err(ApiError::Unavailable)?;
-    let tap = factory.recording(&claims, None, audio.tap()).await;
+    let tap = factory.recording(&request, audio.tap()).await;
     let mut config = SessionConfig::direct(session_id.clone(), profile, audio.rate);
     config.input = audio.format();
     config.output = audio.format();
@@ -379,7 +377,7 @@ async fn authenticate(
                 "this session token is for another agent".into(),
             ));
         }
-        live::token_issuer_in_force(state, &claims)
+        live::token_issuer_in_force(state, &claims.dev, claims.key.as_deref())
             .await
             .map_err(|reason| ApiError::Unauthorized(format!("session token refused: {reason}")))?;
         let rate_key = format!("session-token:{}", claims.dev);
