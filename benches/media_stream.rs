@@ -13,7 +13,7 @@ use bytes::BytesMut;
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::{json, Value};
 use std::hint::black_box;
-use switchboard::telephony::stream::{parse_event, parse_event_into, StreamEvent};
+use switchboard::transports::twilio::{parse_event, parse_event_into, StreamEvent};
 
 fn media_message() -> String {
     // 160 bytes of µ-law: one 20 ms frame at 8 kHz, as Twilio sends it.

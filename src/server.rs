@@ -223,7 +223,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         portal,
     }));
     let max_json = config.server.max_json_bytes;
-    let socket_limits = crate::realtime_socket::SocketLimits::from_config(&config.server);
+    let socket_limits = crate::transports::socket::SocketLimits::from_config(&config.server);
     let body_deadline = http::body_timeout::BodyDeadline::from_config(&config.server);
     let app = move || {
         App::new()

@@ -6,7 +6,7 @@
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
 use bytes::BytesMut;
-use switchboard::telephony::stream::{parse_event_into, StreamEvent};
+use switchboard::transports::twilio::{parse_event_into, StreamEvent};
 
 #[path = "../actors/tests/support/counting_allocator.rs"]
 mod counting_allocator;

@@ -368,7 +368,7 @@ async fn interruptions_are_measured_and_false_ones_found() {
     // The media stream logs the session's events: a failure's message shows them.
     let server = server_with(
         &mock,
-        &[("SWITCHBOARD_LOG", "warn,switchboard::telephony=debug")],
+        &[("SWITCHBOARD_LOG", "warn,switchboard::transports=debug")],
     )
     .await;
     let key = server.key().to_string();

@@ -8,7 +8,7 @@
 //! of `[kind][length: u16 LE][bytes]`; an even kind is a text frame, an odd one binary.
 
 use libfuzzer_sys::fuzz_target;
-use switchboard::http::direct::parse_client_message;
+use switchboard::transports::direct::parse_client_message;
 use switchboard_actors::audio::{SampleRate, VadModel};
 use switchboard_actors::session::{AudioFormat, CallerAudio};
 

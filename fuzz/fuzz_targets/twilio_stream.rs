@@ -7,7 +7,7 @@
 
 use bytes::BytesMut;
 use libfuzzer_sys::fuzz_target;
-use switchboard::telephony::stream::{parse_event_into, StreamEvent};
+use switchboard::transports::twilio::{parse_event_into, StreamEvent};
 use switchboard::telephony::token::TokenSigner;
 use switchboard_actors::audio::VadModel;
 use switchboard_actors::session::{AudioFormat, CallerAudio};

@@ -15,8 +15,8 @@ use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
 use crate::live::{self, issue_stream, resolve_instance, warm_agent_voice, StreamFor};
 use crate::registry::agents::GetAgent;
-use crate::telephony::stream::{self, StreamContext};
 use crate::time::iso;
+use crate::transports::socket::{self, SocketLimits};
 
 const MAX_NUMBER_CHARS: usize = 64;
 
@@ -141,17 +141,11 @@ pub async fn twilio_stream(
     // A stopping node takes no new call (a load balancer retries it on another node).
     state.drain().refuse_if_draining()?;
     // Twilio sends audio all call long: the direct socket's idle limit is not for it.
-    let limits = crate::realtime_socket::SocketLimits {
+    let limits = SocketLimits {
         idle_timeout: None,
-        ..crate::realtime_socket::SocketLimits::of(&req)
+        ..SocketLimits::of(&req)
     };
-    let (response, socket, messages) = crate::realtime_socket::accept(&req, limits)?;
-    let context = StreamContext {
-        drain: state.drain().clone(),
-        signer: state.signer().clone(),
-        sessions: state.sessions().clone(),
-        factory: live::app_session_factory(state.clone()),
-    };
-    actix_web::rt::spawn(stream::run(context, socket, messages));
+    let (response, socket, messages) = socket::accept(&req, limits)?;
+    actix_web::rt::spawn(live::phone_stream(state, socket, messages));
     Ok(response)
 }

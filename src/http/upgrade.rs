@@ -2,7 +2,7 @@
 //! HTTP layer hands them, with their connection, to [`serve`] instead of its dispatcher. Each is
 //! served by the application like any other request (routing, authentication, limits and the
 //! handler's own checks), with a [`Takeover`] in its extensions. When the handler accepted a
-//! real-time socket on it ([`crate::realtime_socket::accept`]), the `101` is written and the
+//! real-time socket on it ([`crate::transports::socket::accept`]), the `101` is written and the
 //! connection is handed to that socket, which reads and writes it itself from then on; the
 //! connection counts as open on its worker until the socket is done with it. Any other answer
 //! is written whole and the connection closed after it, as a client that asked to upgrade
@@ -18,7 +18,7 @@ use actix_web::dev::ServiceResponse;
 use futures_util::SinkExt;
 use tokio::net::TcpStream;
 
-use crate::realtime_socket::upgraded::Takeover;
+use crate::transports::socket::upgraded::Takeover;
 
 /// An upgrade request as the HTTP layer gives it: the request and its connection.
 pub type Upgrade = (Request, Framed<TcpStream, h1::Codec>);

@@ -1,19 +1,16 @@
-//! A live session's parts from its request: the agent's profile (prompt, greeting,
-//! voice, model, tools, turn taking), its engines (provider, key and fallback choice through
-//! `crate::providers`, each stage wrapped so it marks which provider served), its place in
-//! the metering, and the recorder that writes its turns with those providers; and whether and
-//! how the session is recorded.
+//! A live session's parts from its request: the agent's profile (prompt, greeting, voice,
+//! model, tools, turn taking), its engines (provider, key and fallback choice through
+//! `crate::providers`, each stage wrapped so it marks which provider served), which of its
+//! stages are charged, and the recorder that writes its turns with those providers; and
+//! whether and how the session is recorded.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
-use actix_web::web;
 use serde_json::{Map, Value};
 use switchboard_actors::engine::KnowledgeRetriever;
 use switchboard_actors::session::{AgentProfile, SessionEngines, SessionObserver, TurnPreferences};
 
-use super::admission::{abandon_unstarted, token_issuer_in_force};
+use super::SessionRequest;
 use crate::app::AppState;
 use crate::conversation::prompt::{substitute, system_prompt};
 use crate::conversation::retrieval::CollectionKnowledge;
@@ -26,224 +23,193 @@ use crate::providers::{self, Caller, Chosen, Llm, Stage, Stt, Tts};
 use crate::recording::{RecordingOf, RecordingTap, TapFormat, DIRECT_RATE, PHONE_RATE};
 use crate::registry::agents::GetAgent;
 use crate::registry::instances::{GetInstance, InstanceLookup};
-use crate::registry::metering::{OpenSession, SessionMetering};
+use crate::registry::metering::SessionMetering;
 use crate::store::stored_json;
-use crate::telephony::stream::{SessionFactory, SessionParts, SessionRequest};
 use crate::vendors::fallback::ServedBy;
 
 /// Answer length of the agent in calls when it sets no maxTokens: short, spoken replies.
 const CALL_MAX_TOKENS: u32 = 160;
 
-/// The factory live sessions of this server are built with.
-pub fn app_session_factory(state: web::Data<AppState>) -> Arc<dyn SessionFactory> {
-    Arc::new(AppSessionFactory { state })
+/// What a session runs with.
+pub struct Assembled {
+    pub profile: AgentProfile,
+    pub engines: SessionEngines,
+    pub observer: Arc<dyn SessionObserver>,
+    /// Which stages are charged: those on the embedded engines or the platform's keys.
+    pub metered: SessionMetering,
+    /// The agent's metadata, which says whether its sessions are recorded.
+    metadata: Value,
 }
 
-/// Builds a session's agent profile and engines from the stored agent and instance.
-struct AppSessionFactory {
-    state: web::Data<AppState>,
-}
-
-impl SessionFactory for AppSessionFactory {
-    fn abandon(&self, session_id: &str, reason: &str) {
-        abandon_unstarted(&self.state, session_id, reason);
-    }
-
-    fn issuer_in_force(
-        &self,
-        request: &SessionRequest,
-    ) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send>> {
-        let state = self.state.clone();
-        let request = request.clone();
-        Box::pin(async move {
-            token_issuer_in_force(&state, &request.developer_id, request.issuer_key.as_deref())
-                .await
+/// Builds the agent's profile and engines for `request` from the stored agent and instance;
+/// `transport` names the transport on the session's turn records. `Err` says why the agent
+/// cannot run.
+pub async fn assemble(
+    state: &AppState,
+    request: &SessionRequest,
+    transport: &'static str,
+) -> Result<Assembled, String> {
+    let agent = state
+        .agents()
+        .send(GetAgent {
+            developer_id: request.developer_id.clone(),
+            agent_id: request.agent_id.clone(),
         })
-    }
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
+    let instance = match &request.instance_id {
+        Some(id) => state
+            .agents()
+            .send(GetInstance {
+                developer_id: request.developer_id.clone(),
+                agent_id: agent.id.clone(),
+                lookup: InstanceLookup::Id(id.clone()),
+            })
+            .await
+            .map_err(|e| e.to_string())?
+            .ok(),
+        None => None,
+    };
+    let variables: Map<String, Value> = instance
+        .as_ref()
+        .and_then(|i| stored_json(&i.metadata).as_object().cloned())
+        .unwrap_or_default();
+    let metadata = stored_json(&agent.metadata);
+    // Checked when the agent was written; an older row with a bad section keeps the
+    // defaults rather than failing the call.
+    let turn = turn_taking::from_metadata(&metadata).unwrap_or_else(|reason| {
+        tracing::warn!(agent = %agent.id, "turn taking ignored: {reason}");
+        TurnPreferences::default()
+    });
+    let tools = AgentTools::new(
+        state.engines().live.embedder.clone(),
+        state.knowledge().clone(),
+        state.fetcher().clone(),
+        agent.collection_id.clone(),
+        http_tools(&metadata).unwrap_or_default(),
+    );
+    let profile = AgentProfile {
+        system_prompt: system_prompt(
+            agent.system_prompt.as_deref(),
+            &variables,
+            instance.as_ref().map(|i| i.context.as_str()),
+            &[],
+        ),
+        first_message: agent
+            .first_message
+            .as_deref()
+            .map(|m| substitute(m, &variables))
+            .unwrap_or_default(),
+        voice: agent.voice_id.clone(),
+        language: agent.forced_language().map(str::to_string),
+        model: agent.llm_model.clone(),
+        tts_model: agent.tts_model.clone(),
+        temperature: agent.temperature as f32,
+        max_tokens: agent
+            .max_tokens
+            .map_or(CALL_MAX_TOKENS, |t| t.max(1) as u32),
+        // The embedded model cannot call tools; offering them only confuses it.
+        tools: if agent.llm_provider == crate::vendors::catalog::DEFAULT_PROVIDER {
+            Vec::new()
+        } else {
+            tools.specs()
+        },
+        max_steps: 4,
+        turn,
+    };
+    // A call has no request headers: the developer's stored key, else the platform's.
+    // Its embedded engines' jobs wait in the pool's live lane, ahead of batch work.
+    let caller = Caller {
+        developer_id: &request.developer_id,
+        headers: None,
+        lane: Lane::Live,
+    };
+    let stt = providers::for_agent::<Stt>(state, &agent, caller)
+        .await
+        .map_err(|e| e.to_string())?;
+    let llm = providers::for_agent::<Llm>(state, &agent, caller)
+        .await
+        .map_err(|e| e.to_string())?;
+    let tts = providers::for_agent::<Tts>(state, &agent, caller)
+        .await
+        .map_err(|e| e.to_string())?;
+    let metered = SessionMetering {
+        stt: stt.metered_up_front(),
+        llm: llm.metered_up_front(),
+        tts: tts.metered_up_front(),
+    };
+    // Each stage's engine marks the provider that served it, for the turn records.
+    let (stt, stt_slot) = track::<Stt>(stt, &agent.stt_provider);
+    let (llm, llm_slot) = track::<Llm>(llm, &agent.llm_provider);
+    let (tts, tts_slot) = track::<Tts>(tts, &agent.tts_provider);
+    let engines = SessionEngines {
+        stt,
+        llm,
+        tts,
+        tools: Arc::new(tools),
+        knowledge: agent.collection_id.clone().map(|collection_id| {
+            Arc::new(CollectionKnowledge {
+                embedder: state.engines().live.embedder.clone(),
+                knowledge: state.knowledge().clone(),
+                collection_id,
+            }) as Arc<dyn KnowledgeRetriever>
+        }),
+    };
+    let observer: Arc<dyn SessionObserver> = Arc::new(SessionRecorder::new(
+        state.sessions().clone(),
+        state.metering().clone(),
+        state.traces().clone(),
+        transport,
+        Arc::new(StageSlots {
+            stt: stt_slot,
+            llm: llm_slot,
+            tts: tts_slot,
+        }),
+    ));
+    Ok(Assembled {
+        profile,
+        engines,
+        observer,
+        metered,
+        metadata,
+    })
+}
 
-    fn recording(
+impl Assembled {
+    /// Starts recording the session when it should be recorded (by configuration and the
+    /// agent's choice: calls unless the agent opts out, direct sessions when it opts in);
+    /// `format` is the transport's audio encoding.
+    pub fn recording(
         &self,
+        state: &AppState,
         request: &SessionRequest,
         format: TapFormat,
-    ) -> Pin<Box<dyn Future<Output = Option<RecordingTap>> + Send>> {
-        let state = self.state.clone();
-        let request = request.clone();
-        Box::pin(async move {
-            if !state.recordings().enabled() {
-                return None;
-            }
-            let agent = state
-                .agents()
-                .send(GetAgent {
-                    developer_id: request.developer_id.clone(),
-                    agent_id: request.agent_id.clone(),
-                })
-                .await
-                .ok()?
-                .ok()?;
-            let metadata = stored_json(&agent.metadata);
-            let (wanted, rate) = match format {
-                // Calls are recorded unless the agent opts out; direct sessions when it opts in.
-                TapFormat::Mulaw8k => (
-                    metadata["recordCalls"].as_bool().unwrap_or(true),
-                    PHONE_RATE,
-                ),
-                TapFormat::Pcm16(_) | TapFormat::Opus(_) => (
-                    metadata["recordDirectSessions"].as_bool().unwrap_or(false),
-                    DIRECT_RATE,
-                ),
-            };
-            if !wanted {
-                return None;
-            }
-            state.recordings().start(RecordingOf {
-                session_id: request.session_id,
-                developer_id: request.developer_id,
-                call_sid: request.call_sid,
-                format,
-                rate,
-            })
-        })
-    }
-
-    fn build(
-        &self,
-        request: SessionRequest,
-        transport: &'static str,
-    ) -> Pin<Box<dyn Future<Output = SessionParts> + Send>> {
-        let state = self.state.clone();
-        Box::pin(async move {
-            let agent = state
-                .agents()
-                .send(GetAgent {
-                    developer_id: request.developer_id.clone(),
-                    agent_id: request.agent_id.clone(),
-                })
-                .await
-                .map_err(|e| e.to_string())?
-                .map_err(|e| e.to_string())?;
-            let instance = match &request.instance_id {
-                Some(id) => state
-                    .agents()
-                    .send(GetInstance {
-                        developer_id: request.developer_id.clone(),
-                        agent_id: agent.id.clone(),
-                        lookup: InstanceLookup::Id(id.clone()),
-                    })
-                    .await
-                    .map_err(|e| e.to_string())?
-                    .ok(),
-                None => None,
-            };
-            let variables: Map<String, Value> = instance
-                .as_ref()
-                .and_then(|i| stored_json(&i.metadata).as_object().cloned())
-                .unwrap_or_default();
-            let metadata = stored_json(&agent.metadata);
-            // Checked when the agent was written; an older row with a bad section keeps the
-            // defaults rather than failing the call.
-            let turn = turn_taking::from_metadata(&metadata).unwrap_or_else(|reason| {
-                tracing::warn!(agent = %agent.id, "turn taking ignored: {reason}");
-                TurnPreferences::default()
-            });
-            let tools = AgentTools::new(
-                state.engines().live.embedder.clone(),
-                state.knowledge().clone(),
-                state.fetcher().clone(),
-                agent.collection_id.clone(),
-                http_tools(&metadata).unwrap_or_default(),
-            );
-            let profile = AgentProfile {
-                system_prompt: system_prompt(
-                    agent.system_prompt.as_deref(),
-                    &variables,
-                    instance.as_ref().map(|i| i.context.as_str()),
-                    &[],
-                ),
-                first_message: agent
-                    .first_message
-                    .as_deref()
-                    .map(|m| substitute(m, &variables))
-                    .unwrap_or_default(),
-                voice: agent.voice_id.clone(),
-                language: agent.forced_language().map(str::to_string),
-                model: agent.llm_model.clone(),
-                tts_model: agent.tts_model.clone(),
-                temperature: agent.temperature as f32,
-                max_tokens: agent
-                    .max_tokens
-                    .map_or(CALL_MAX_TOKENS, |t| t.max(1) as u32),
-                // The embedded model cannot call tools; offering them only confuses it.
-                tools: if agent.llm_provider == crate::vendors::catalog::DEFAULT_PROVIDER {
-                    Vec::new()
-                } else {
-                    tools.specs()
-                },
-                max_steps: 4,
-                turn,
-            };
-            // A call has no request headers: the developer's stored key, else the platform's.
-            // Its embedded engines' jobs wait in the pool's live lane, ahead of batch work.
-            let caller = Caller {
-                developer_id: &request.developer_id,
-                headers: None,
-                lane: Lane::Live,
-            };
-            let stt = providers::for_agent::<Stt>(&state, &agent, caller)
-                .await
-                .map_err(|e| e.to_string())?;
-            let llm = providers::for_agent::<Llm>(&state, &agent, caller)
-                .await
-                .map_err(|e| e.to_string())?;
-            let tts = providers::for_agent::<Tts>(&state, &agent, caller)
-                .await
-                .map_err(|e| e.to_string())?;
-            let metered = SessionMetering {
-                stt: stt.metered_up_front(),
-                llm: llm.metered_up_front(),
-                tts: tts.metered_up_front(),
-            };
-            // Each stage's engine marks the provider that served it, for the turn records.
-            let (stt, stt_slot) = track::<Stt>(stt, &agent.stt_provider);
-            let (llm, llm_slot) = track::<Llm>(llm, &agent.llm_provider);
-            let (tts, tts_slot) = track::<Tts>(tts, &agent.tts_provider);
-            let engines = SessionEngines {
-                stt,
-                llm,
-                tts,
-                tools: Arc::new(tools),
-                knowledge: agent.collection_id.clone().map(|collection_id| {
-                    Arc::new(CollectionKnowledge {
-                        embedder: state.engines().live.embedder.clone(),
-                        knowledge: state.knowledge().clone(),
-                        collection_id,
-                    }) as Arc<dyn KnowledgeRetriever>
-                }),
-            };
-            // The session's slot among the tier's concurrent sessions (already taken when
-            // the direct socket opened), and its per-turn metering.
-            state
-                .metering()
-                .send(OpenSession {
-                    session_id: request.session_id.clone(),
-                    developer_id: request.developer_id.clone(),
-                    metered,
-                })
-                .await
-                .map_err(|e| e.to_string())?
-                .map_err(|e| e.to_string())?;
-            let observer = Arc::new(SessionRecorder::new(
-                state.sessions().clone(),
-                state.metering().clone(),
-                state.traces().clone(),
-                transport,
-                Arc::new(StageSlots {
-                    stt: stt_slot,
-                    llm: llm_slot,
-                    tts: tts_slot,
-                }),
-            ));
-            Ok((profile, engines, observer as Arc<dyn SessionObserver>))
+    ) -> Option<RecordingTap> {
+        if !state.recordings().enabled() {
+            return None;
+        }
+        let (wanted, rate) = match format {
+            TapFormat::Mulaw8k => (
+                self.metadata["recordCalls"].as_bool().unwrap_or(true),
+                PHONE_RATE,
+            ),
+            TapFormat::Pcm16(_) | TapFormat::Opus(_) => (
+                self.metadata["recordDirectSessions"]
+                    .as_bool()
+                    .unwrap_or(false),
+                DIRECT_RATE,
+            ),
+        };
+        if !wanted {
+            return None;
+        }
+        state.recordings().start(RecordingOf {
+            session_id: request.session_id.clone(),
+            developer_id: request.developer_id.clone(),
+            call_sid: request.call_sid.clone(),
+            format,
+            rate,
         })
     }
 }

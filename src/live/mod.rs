@@ -1,23 +1,60 @@
 //! The live session's home: how "an agent and a caller on some transport" becomes a running
 //! `CallSession`, whatever the transport.
 //!
-//! - `phone`: a phone session before its call connects (the pending record and the relay
-//!   token every way into a call answers with).
-//! - `admission`: what a session that cannot start gives back, and whether the key that
+//! - [`start`]: the one admission order every real-time session goes through, and the
+//!   session started on its transport's socket.
+//! - [`phone`]: a phone session before its call connects (the pending record and the relay
+//!   token every way into a call answers with), and its media stream let in.
+//! - [`admission`]: what a session that cannot start gives back, and whether the key that
 //!   minted its token still vouches for it.
-//! - `assembly`: the agent's profile and engines for a session (provider, key and fallback
-//!   choice through `crate::providers`), each stage marking which provider served, the
-//!   session's metering and its recorder; and whether and how it is recorded.
+//! - [`assembly`]: the agent's profile and engines for a session (provider, key and fallback
+//!   choice through `crate::providers`), each stage marking which provider served, which
+//!   stages are charged, its recorder; and whether and how it is recorded.
 //!
-//! The transports (`telephony::stream`, `http::direct`) speak their wire and call in here
-//! through the `SessionFactory` this module implements; nothing here reads a socket.
+//! The transports (`crate::transports`) only speak their wire; the HTTP routes authenticate
+//! and hand the session here.
 
 pub mod admission;
 pub mod assembly;
 pub mod phone;
+pub mod start;
 
 pub use admission::{abandon_unstarted, release_unstarted, token_issuer_in_force};
-pub use assembly::app_session_factory;
 pub use phone::{
-    issue_stream, issue_stream_as, resolve_instance, warm_agent_voice, IssuedStream, StreamFor,
+    issue_stream, issue_stream_as, phone_stream, resolve_instance, warm_agent_voice, IssuedStream,
+    StreamFor,
 };
+pub use start::{admit, Admitted, Record};
+
+use crate::telephony::token::RelayClaims;
+
+/// Who a live session is for, whatever carried it: the session, its developer and agent, the
+/// instance, numbers and call of a phone call, and the API key that vouched for it (whose
+/// revocation ends what it handed out).
+#[derive(Debug, Clone, Default)]
+pub struct SessionRequest {
+    pub session_id: String,
+    pub developer_id: String,
+    pub agent_id: String,
+    pub instance_id: Option<String>,
+    pub from: Option<String>,
+    pub to: Option<String>,
+    pub call_sid: Option<String>,
+    pub issuer_key: Option<String>,
+}
+
+impl SessionRequest {
+    /// The phone call a relay token vouches for, on call `call_sid`.
+    pub fn phone_call(claims: RelayClaims, call_sid: Option<String>) -> Self {
+        Self {
+            session_id: claims.sid,
+            developer_id: claims.dev,
+            agent_id: claims.agent,
+            instance_id: claims.inst,
+            from: claims.from,
+            to: claims.to,
+            call_sid,
+            issuer_key: claims.key,
+        }
+    }
+}

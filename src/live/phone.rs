@@ -1,10 +1,12 @@
 //! A phone session before its call connects: the agent's voice warmed, the instance the call
 //! runs with, the pending session record and the relay token its media stream must present,
 //! and the markup that connects the call to the stream. Every way into a phone call (the API,
-//! outbound connect, the inbound webhook) answers with [`issue_stream`].
+//! outbound connect, the inbound webhook) answers with [`issue_stream`]; the call's media
+//! stream is let in by [`phone_stream`].
 
-use actix_web::HttpRequest;
+use actix_web::{web, HttpRequest};
 
+use super::{admit, Record, SessionRequest};
 use crate::app::AppState;
 use crate::error::ApiError;
 use crate::registry::instances::{GetInstance, InstanceLookup};
@@ -15,6 +17,8 @@ use crate::store::sessions::{SessionRow, STATUS_PENDING};
 use crate::telephony::token::RelayClaims;
 use crate::telephony::twiml;
 use crate::time;
+use crate::transports::socket::{CloseCode, Messages, SocketWriter};
+use crate::transports::twilio::{await_start, close, TwilioWire, MAX_MESSAGE_BEFORE_START};
 
 /// A call with `agent` has been placed and its media stream will open shortly: start loading
 /// the agent's embedded voice, if it speaks with one, so the greeting does not wait for it.
@@ -133,4 +137,51 @@ pub async fn issue_stream_as(
         stream_url,
         expires_at: expires,
     })
+}
+
+/// Runs one Twilio media stream to its end: its `start` read, the relay token in it checked,
+/// the call let in ([`admit`]) and its session run on the stream. A stream that is refused
+/// is closed with a code that says why: 1008 for a missing, forged, expired, reused or
+/// revoked token, 1001 while the node drains, 1011 when the agent cannot run.
+pub async fn phone_stream(
+    state: web::Data<AppState>,
+    socket: SocketWriter,
+    mut messages: Messages,
+) {
+    let max_message = messages.max_message();
+    messages.set_max_message(MAX_MESSAGE_BEFORE_START.min(max_message));
+    let Some(start) = await_start(&socket, &mut messages).await else {
+        return;
+    };
+    let claims = match state.signer().verify(&start.token, time::now_ms()) {
+        Ok(claims) => claims,
+        Err(e) => {
+            tracing::warn!("media stream refused: {e}");
+            close(socket, CloseCode::Policy, "invalid relay token").await;
+            return;
+        }
+    };
+    // A caller the token vouches for: its messages may be as large as the socket's.
+    messages.set_max_message(max_message);
+    let request = SessionRequest::phone_call(claims, start.call_sid.clone());
+    let session_id = request.session_id.clone();
+    let wire = TwilioWire::new(&start.stream_sid);
+    let started = match admit(&state, request, Record::Pending, &wire).await {
+        Ok(admitted) => admitted.run(wire, socket.clone(), messages),
+        Err(error) => Err(error),
+    };
+    let Err(error) = started else { return };
+    let (code, description) = match &error {
+        ApiError::Draining(_) => (CloseCode::Away, "the server is shutting down"),
+        ApiError::Conflict(_) => (CloseCode::Policy, "relay token already used"),
+        ApiError::Unauthorized(_) => (CloseCode::Policy, "relay token revoked"),
+        ApiError::Internal(_) => (CloseCode::Error, "the session could not start"),
+        _ => (CloseCode::Error, "the agent is not available"),
+    };
+    if code == CloseCode::Error {
+        tracing::error!(session = %session_id, "cannot start the call: {error}");
+    } else {
+        tracing::warn!(session = %session_id, "media stream refused: {error}");
+    }
+    close(socket, code, description).await;
 }

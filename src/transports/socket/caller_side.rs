@@ -25,8 +25,8 @@ use futures_util::{Stream, StreamExt};
 use switchboard_actors::session::CallerInput;
 use tokio::sync::mpsc;
 
-use crate::realtime_socket::{ClientMessage, Incoming, Messages};
 use crate::recording::RecordingTap;
+use crate::transports::socket::{ClientMessage, Incoming, Messages};
 
 /// What the transport's protocol made of one message.
 #[derive(Debug, PartialEq)]
@@ -55,7 +55,7 @@ pub enum SocketDuty {
     /// Write this text (see [`Read::Reply`]).
     Reply(String),
     /// The caller's side ended like this (a `Close`, a protocol error, the connection gone):
-    /// answer it ([`realtime_socket::close_after`](crate::realtime_socket::close_after)). The
+    /// answer it ([`close_after`](super::close_after)). The
     /// session has heard of it as the end of its input.
     Ended(Incoming),
 }

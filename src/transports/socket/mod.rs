@@ -11,6 +11,7 @@
 //! unfinished or a client silent past its limits ([`SocketLimits`]) with 1008. A stream that
 //! just ended gets nothing: the connection is already gone.
 
+pub mod caller_side;
 pub mod upgraded;
 
 use std::future::Future;

@@ -1,19 +1,14 @@
-//! The Twilio Media Streams transport (protocols.md §1): reads `connected` and `start` from
-//! the socket, checks the relay token in `start`, and starts a `CallSession` that reads the
-//! rest of the caller's side itself (`media`, `mark`, `dtmf`, `stop`, through
-//! [`TwilioCaller`] and [`CallerSide`]). The socket loop writes the session's audio, marks
-//! and clears back as Twilio `media`, `mark` and `clear` messages, in order, and the pongs
-//! and closing handshake the caller's side owes; a barge-in's `clear` is written by the
-//! session itself ([`ClearNow`]).
+//! The Twilio Media Streams wire (protocols.md §1): [`await_start`] reads `connected` and
+//! `start` from a new stream; then [`TwilioWire`] reads the rest of the caller's side as the
+//! session's input (`media`, `mark`, `dtmf`, `stop`, through [`TwilioCaller`]) and writes the
+//! session's audio, marks and clears back as Twilio `media`, `mark` and `clear` messages; a
+//! barge-in's `clear` is written by the session itself ([`ClearNow`]). Whether the stream's
+//! relay token lets it in is decided by the live session (`crate::live::phone`).
 //!
 //! Tolerant by design: numbers may arrive as strings, unknown events are ignored, malformed
-//! JSON or base64 is logged and skipped. A forged, expired or reused token closes the stream
-//! before any audio is sent.
+//! JSON or base64 is logged and skipped.
 
-use crate::registry::Supervised;
 use std::borrow::Cow;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,18 +19,13 @@ use bytestring::ByteString;
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 use switchboard_actors::session::{
-    AgentProfile, CallSession, CallerInput, ClearLane, OutputQueue, SessionConfig, SessionEngines,
-    SessionHandle, SessionObserver, SessionOutput, TransportClosed,
+    AgentProfile, CallerInput, ClearLane, SessionConfig, SessionOutput,
 };
 
-use super::token::{RelayClaims, TokenSigner};
-use crate::caller_side::{CallerProtocol, CallerSide, Read, SocketDuty};
-use crate::cluster::drain::Drain;
-use crate::error::ApiError;
-use crate::realtime_socket::{self, ClientMessage, CloseCode, CloseReason, Messages, SocketWriter};
-use crate::recording::{RecordingTap, TapFormat};
-use crate::registry::sessions::{ClaimSession, SessionRegistry};
-use crate::time::now_ms;
+use super::socket::caller_side::{CallerProtocol, Read};
+use super::socket::{self, ClientMessage, CloseCode, CloseReason, Messages, SocketWriter};
+use super::{Frame, Wire};
+use crate::recording::TapFormat;
 
 /// How long a new stream may take to send `start`.
 const START_TIMEOUT: Duration = Duration::from_secs(15);
@@ -44,84 +34,6 @@ const START_TIMEOUT: Duration = Duration::from_secs(15);
 /// well under 2 KB (a relay token in `customParameters` included), and anyone can open the
 /// socket, so until a token is checked it holds no more than this.
 pub const MAX_MESSAGE_BEFORE_START: usize = 4 * 1024;
-
-/// What a session is started with: the agent's profile, its engines and the observer that
-/// records it, or why not.
-pub type SessionParts = Result<(AgentProfile, SessionEngines, Arc<dyn SessionObserver>), String>;
-
-/// Who a live session is for, whatever carried it: the session, its developer and agent, the
-/// instance, numbers and call of a phone call, and the API key that vouched for it (whose
-/// revocation ends what it handed out).
-#[derive(Debug, Clone, Default)]
-pub struct SessionRequest {
-    pub session_id: String,
-    pub developer_id: String,
-    pub agent_id: String,
-    pub instance_id: Option<String>,
-    pub from: Option<String>,
-    pub to: Option<String>,
-    pub call_sid: Option<String>,
-    pub issuer_key: Option<String>,
-}
-
-impl SessionRequest {
-    /// The phone call a relay token vouches for, on call `call_sid`.
-    pub fn phone_call(claims: RelayClaims, call_sid: Option<String>) -> Self {
-        Self {
-            session_id: claims.sid,
-            developer_id: claims.dev,
-            agent_id: claims.agent,
-            instance_id: claims.inst,
-            from: claims.from,
-            to: claims.to,
-            call_sid,
-            issuer_key: claims.key,
-        }
-    }
-}
-
-/// Builds what a session needs for its request (the agent's profile and engines, and its
-/// recorder); `transport` names the transport for the records and the metrics.
-pub trait SessionFactory: Send + Sync + 'static {
-    fn build(
-        &self,
-        request: SessionRequest,
-        transport: &'static str,
-    ) -> Pin<Box<dyn Future<Output = SessionParts> + Send>>;
-
-    /// Whether the API key that vouched for the session (`request.issuer_key`) still does: a
-    /// revoked or expired key takes the tokens it handed out with it. `Err` says why not.
-    fn issuer_in_force(
-        &self,
-        _request: &SessionRequest,
-    ) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send>> {
-        Box::pin(async { Ok(()) })
-    }
-
-    /// Session `session_id`, whose token was spent, could not start (`reason`): frees what
-    /// [`build`](Self::build) took and ends its record as failed.
-    fn abandon(&self, session_id: &str, reason: &str);
-
-    /// Starts recording the session when it should be recorded (by configuration and the
-    /// agent's choice); `format` is the transport's audio encoding.
-    fn recording(
-        &self,
-        _request: &SessionRequest,
-        _format: TapFormat,
-    ) -> Pin<Box<dyn Future<Output = Option<RecordingTap>> + Send>> {
-        Box::pin(async { None })
-    }
-}
-
-/// What the transport needs from the server.
-#[derive(Clone)]
-pub struct StreamContext {
-    pub signer: TokenSigner,
-    pub sessions: Supervised<SessionRegistry>,
-    pub factory: Arc<dyn SessionFactory>,
-    /// The node's live sessions (a stream is refused once the node drains).
-    pub drain: Arc<Drain>,
-}
 
 /// Writes our outbound `media` messages (protocols.md §1.3), the one message sent 50 times a
 /// second while the agent talks: the same JSON as a `json!` tree, without building the tree,
@@ -192,7 +104,7 @@ impl ClearLane for ClearNow {
 /// Twilio's messages as the session reads them: caller audio (decoded into one buffer per
 /// stream, each frame split off it), marks, digits and `stop`; anything malformed is logged
 /// and skipped.
-struct TwilioCaller {
+pub struct TwilioCaller {
     audio: BytesMut,
     session_id: String,
 }
@@ -373,223 +285,115 @@ fn parse_event_tree(text: &str, audio: &mut BytesMut) -> Result<StreamEvent, Mes
     Ok(parsed)
 }
 
-/// Runs one media stream to its end.
-pub async fn run(context: StreamContext, socket: SocketWriter, mut messages: Messages) {
-    let mut writer_socket = socket.clone();
+/// Reads a new stream up to its `start` (only `connected` is expected before it); the caller
+/// holds its messages to [`MAX_MESSAGE_BEFORE_START`] until the token in it is checked.
+/// `None` when the stream ended or sent no `start` in time; the socket was answered or closed.
+pub async fn await_start(socket: &SocketWriter, messages: &mut Messages) -> Option<StreamStart> {
     let deadline = tokio::time::sleep(START_TIMEOUT);
     tokio::pin!(deadline);
-    let max_message = messages.max_message();
-    messages.set_max_message(MAX_MESSAGE_BEFORE_START.min(max_message));
-
-    // Until `start`: only `connected` is expected.
-    let start = loop {
+    loop {
         tokio::select! {
             _ = &mut deadline => {
-                close(socket, CloseCode::Policy, "no start message").await;
-                return;
+                close(socket.clone(), CloseCode::Policy, "no start message").await;
+                return None;
             }
             message = messages.next() => {
                 let message = match message {
                     Some(Ok(ClientMessage::Close(_))) | Some(Err(_)) | None => {
-                        realtime_socket::close_after(socket, &message, "media stream").await;
-                        return;
+                        socket::close_after(socket.clone(), &message, "media stream").await;
+                        return None;
                     }
                     Some(Ok(message)) => message,
                 };
                 match message {
                     ClientMessage::Text(text) => match parse_event(&text) {
-                        Ok(StreamEvent::Start(start)) => break start,
+                        Ok(StreamEvent::Start(start)) => return Some(start),
                         Err(MessageError::Json) => {
                             tracing::warn!("media stream: skipped a malformed message");
                         }
                         _ => {}
                     },
                     // A client that does not take the answer is gone.
-                    ClientMessage::Ping(bytes) if socket.clone().pong(&bytes).await.is_err() => return,
+                    ClientMessage::Ping(bytes) if socket.clone().pong(&bytes).await.is_err() => {
+                        return None
+                    }
                     _ => {}
                 }
             }
         }
-    };
-
-    let StreamStart {
-        stream_sid,
-        call_sid,
-        token,
-    } = start;
-    let claims = match context.signer.verify(&token, now_ms()) {
-        Ok(claims) => claims,
-        Err(e) => {
-            tracing::warn!("media stream refused: {e}");
-            close(socket, CloseCode::Policy, "invalid relay token").await;
-            return;
-        }
-    };
-    // A caller the token vouches for: its messages may be as large as the socket's.
-    messages.set_max_message(max_message);
-    // Admitted before the token is spent: a stream refused by a draining node leaves its
-    // session pending.
-    let slot = match context.drain.admit(&claims.sid) {
-        Ok(slot) => slot,
-        Err(ApiError::Conflict(_)) => {
-            tracing::warn!(session = %claims.sid, "media stream refused: the token's call is live");
-            close(socket, CloseCode::Policy, "relay token already used").await;
-            return;
-        }
-        Err(_) => {
-            tracing::warn!(session = %claims.sid, "media stream refused: the server is shutting down");
-            close(socket, CloseCode::Away, "the server is shutting down").await;
-            return;
-        }
-    };
-    let claimed = context
-        .sessions
-        .send(ClaimSession {
-            session_id: claims.sid.clone(),
-            call_sid: call_sid.clone(),
-        })
-        .await;
-    if !matches!(claimed, Ok(Ok(Some(_)))) {
-        tracing::warn!(session = %claims.sid, "media stream refused: the token was already used");
-        close(socket, CloseCode::Policy, "relay token already used").await;
-        return;
-    }
-    let session_id = claims.sid.clone();
-    let request = SessionRequest::phone_call(claims, call_sid.clone());
-    if let Err(reason) = context.factory.issuer_in_force(&request).await {
-        tracing::warn!(session = %session_id, "media stream refused: {reason}");
-        context.factory.abandon(&session_id, &reason);
-        close(socket, CloseCode::Policy, "relay token revoked").await;
-        return;
-    }
-    let (profile, engines, observer) = match context.factory.build(request.clone(), "twilio").await
-    {
-        Ok(built) => built,
-        Err(reason) => {
-            tracing::error!(session = %session_id, "cannot start the call: {reason}");
-            context.factory.abandon(&session_id, &reason);
-            close(socket, CloseCode::Error, "the agent is not available").await;
-            return;
-        }
-    };
-    // Started before the session, so the greeting is on it; dropped when the stream ends.
-    let tap = context
-        .factory
-        .recording(&request, TapFormat::Mulaw8k)
-        .await
-        .map(Arc::new);
-    let clear = clear_message(&stream_sid);
-    let (output, mut out_rx) = OutputQueue::with_clear_lane(Arc::new(ClearNow {
-        socket: socket.clone(),
-        message: clear.clone(),
-    }));
-    let caller = TwilioCaller {
-        audio: BytesMut::new(),
-        session_id: session_id.clone(),
-    };
-    let (caller, mut duties) = CallerSide::new(messages, caller, tap.clone());
-    // Held until the stream ends: the session lives as long as the call.
-    let handle: SessionHandle = match CallSession::start_reading(
-        SessionConfig::twilio(session_id.clone(), profile),
-        engines,
-        output,
-        observer,
-        caller,
-    ) {
-        Ok(started) => started,
-        Err(e) => {
-            tracing::error!(session = %session_id, "cannot start the call: {e}");
-            context.factory.abandon(&session_id, &e.to_string());
-            close(socket, CloseCode::Error, "the session could not start").await;
-            return;
-        }
-    };
-    let session = handle.addr().clone();
-    slot.attach(&session);
-    let mut media = MediaWriter::new(&stream_sid);
-
-    loop {
-        tokio::select! {
-            // What the caller's side owes goes first: a client's close is answered with its
-            // own code before the session's last outputs, which end the loop.
-            biased;
-            duty = duties.next() => match duty {
-                SocketDuty::Pong(bytes) => {
-                    if writer_socket.pong(&bytes).await.is_err() {
-                        session.do_send(TransportClosed);
-                        break;
-                    }
-                }
-                // Twilio is never answered; nothing is owed for its messages.
-                SocketDuty::Reply(_) => {}
-                SocketDuty::Ended(ending) => {
-                    // The session heard the end from its reader.
-                    realtime_socket::close_after(writer_socket, &ending, "media stream").await;
-                    out_rx.until_ended().await;
-                    return;
-                }
-            },
-            output = out_rx.recv() => {
-                let Some(output) = output else { break };
-                let message = match output {
-                    SessionOutput::Audio(audio) => {
-                        if let Some(tap) = &tap {
-                            tap.agent(&audio);
-                        }
-                        if writer_socket.text(media.message(&audio)).await.is_err() {
-                            session.do_send(TransportClosed);
-                            break;
-                        }
-                        continue;
-                    }
-                    SessionOutput::Mark(name) => json!({
-                        "event": "mark",
-                        "streamSid": stream_sid,
-                        "mark": {"name": name},
-                    }),
-                    SessionOutput::Clear { written_at } => {
-                        if let Some(tap) = &tap {
-                            tap.clear(written_at.map(|at| at.into_std()));
-                        }
-                        // Written already when the session's lane could (then only what the
-                        // connection did not take at once is left to go).
-                        let sent = match written_at {
-                            Some(_) => writer_socket.flush().await,
-                            None => writer_socket.text(clear.clone()).await,
-                        };
-                        if sent.is_err() {
-                            session.do_send(TransportClosed);
-                            break;
-                        }
-                        continue;
-                    }
-                    // Twilio has no channel for events; they are logged.
-                    SessionOutput::Event(event) => {
-                        tracing::debug!(session = %session_id, "{}", event.name());
-                        continue;
-                    }
-                    SessionOutput::Ended => break,
-                };
-                if writer_socket.text(message.to_string()).await.is_err() {
-                    session.do_send(TransportClosed);
-                    break;
-                }
-            }
-        }
-    }
-    if slot.ended_by_server() {
-        close(
-            writer_socket,
-            CloseCode::Away,
-            "the server is shutting down",
-        )
-        .await;
-    } else {
-        close(writer_socket, CloseCode::Normal, "the call ended").await;
     }
 }
 
-async fn close(socket: SocketWriter, code: CloseCode, description: &str) {
+/// One media stream's wire, once its `start` was read.
+pub struct TwilioWire {
+    stream_sid: String,
+    media: MediaWriter,
+    clear: ByteString,
+}
+
+impl TwilioWire {
+    pub fn new(stream_sid: &str) -> Self {
+        Self {
+            stream_sid: stream_sid.to_string(),
+            media: MediaWriter::new(stream_sid),
+            clear: clear_message(stream_sid),
+        }
+    }
+}
+
+impl Wire for TwilioWire {
+    type Caller = TwilioCaller;
+    const NAME: &'static str = "twilio";
+    const ENDED: &'static str = "the call ended";
+
+    fn config(&self, session_id: String, agent: AgentProfile) -> SessionConfig {
+        SessionConfig::twilio(session_id, agent)
+    }
+
+    fn tap_format(&self) -> TapFormat {
+        TapFormat::Mulaw8k
+    }
+
+    fn caller(&self, session_id: &str) -> TwilioCaller {
+        TwilioCaller {
+            audio: BytesMut::new(),
+            session_id: session_id.to_string(),
+        }
+    }
+
+    fn clear_lane(&self, socket: SocketWriter) -> Arc<dyn ClearLane> {
+        Arc::new(ClearNow {
+            socket,
+            message: self.clear.clone(),
+        })
+    }
+
+    fn frame(&mut self, output: SessionOutput) -> Frame {
+        match output {
+            SessionOutput::Audio(audio) => Frame::Text(self.media.message(&audio)),
+            SessionOutput::Mark(name) => Frame::Text(
+                json!({"event": "mark", "streamSid": self.stream_sid, "mark": {"name": name}})
+                    .to_string()
+                    .into(),
+            ),
+            // Written already when the session's lane could (then only what the connection
+            // did not take at once is left to go).
+            SessionOutput::Clear {
+                written_at: Some(_),
+            } => Frame::Flush,
+            SessionOutput::Clear { written_at: None } => Frame::Text(self.clear.clone()),
+            // Twilio has no channel for events; they are logged.
+            SessionOutput::Event(event) => {
+                tracing::debug!(stream = %self.stream_sid, "{}", event.name());
+                Frame::Skip
+            }
+            SessionOutput::Ended => Frame::Skip,
+        }
+    }
+}
+
+/// Closes `socket` with `code` and `description`.
+pub async fn close(socket: SocketWriter, code: CloseCode, description: &str) {
     socket
         .close(Some(CloseReason {
             code,

@@ -609,7 +609,7 @@ mod tests {
         handoff.connect(server, BytesMut::new());
         let chunk = Bytes::from(vec![
             b'a';
-            crate::realtime_socket::MAX_MESSAGE_BYTES / 2 + 1
+            crate::transports::socket::MAX_MESSAGE_BYTES / 2 + 1
         ]);
         let too_large = from_client(
             &mut Codec::new().client_mode(),

@@ -74,7 +74,7 @@ pub fn parse_client_message(text: &str) -> Result<ClientMessage, ClientMessageEr
 }
 
 /// A session event as the direct socket sends it.
-pub(super) fn event_json(event: &SessionEvent) -> Value {
+pub fn event_json(event: &SessionEvent) -> Value {
     let name = event.name();
     match event {
         SessionEvent::SessionStarted { session_id } => {
