@@ -15,6 +15,7 @@ use crate::fetch::Fetcher;
 use crate::observability::otlp::TraceExport;
 use crate::portal::Portal;
 use crate::recording::{RecordingStorage, Recordings};
+use crate::registry::provider_keys::ProviderKeys;
 use crate::registry::{
     AgentRegistry, CollectionRegistry, ConversationRegistry, JobRegistry, KeyRegistry,
     KnowledgeIndex, Metering, SessionRegistry, Supervised, TelephonyRegistry,
@@ -41,6 +42,8 @@ pub struct AppParts {
     pub engines: Engines,
     pub fetcher: Fetcher,
     pub vendors: Vendors,
+    /// The developers' stored vendor keys.
+    pub provider_keys: ProviderKeys,
     /// The payment processor's client; `None` when billing is not configured.
     pub stripe: Option<StripeClient>,
     /// Phone numbers, outbound call tasks, recordings and agent syncs.
@@ -125,6 +128,10 @@ impl AppState {
 
     pub fn vendors(&self) -> &Vendors {
         &self.parts.vendors
+    }
+
+    pub fn provider_keys(&self) -> &ProviderKeys {
+        &self.parts.provider_keys
     }
 
     pub fn stripe(&self) -> &Option<StripeClient> {

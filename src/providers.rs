@@ -12,11 +12,13 @@ use crate::app::AppState;
 use crate::engines::pool::Lane;
 use crate::engines::EngineSet;
 use crate::error::ApiError;
+use crate::registry::provider_keys::StoredKey;
 use crate::store::agents::AgentRow;
 use crate::store::stored_json;
+use crate::vendors::catalog::Vendor;
 use crate::vendors::catalog::{Kind, DEFAULT_PROVIDER};
 use crate::vendors::fallback::{fallback_ids, FallbackLlm, FallbackStt, FallbackTts, ServedBy};
-use crate::vendors::{self, KeyRequest, KeySource};
+use crate::vendors::{self, KeySource, Vendors};
 
 /// An engine chosen for a request, and what the response must say about it.
 pub struct Chosen<E: ?Sized> {
@@ -70,15 +72,6 @@ pub struct Caller<'a> {
     pub developer_id: &'a str,
     pub headers: Option<&'a HeaderMap>,
     pub lane: Lane,
-}
-
-impl<'a> Caller<'a> {
-    fn keys(&self) -> KeyRequest<'a> {
-        KeyRequest {
-            developer_id: self.developer_id,
-            headers: self.headers,
-        }
-    }
 }
 
 /// One stage of an agent's pipeline, as far as choosing its engine goes: the embedded engine,
@@ -282,8 +275,33 @@ async fn vendor_endpoint(
     caller: Caller<'_>,
 ) -> Result<(vendors::http::Endpoint, KeySource), ApiError> {
     let vendor = state.vendors().vendor_for(kind, provider)?;
-    let (key, source) = state.vendors().key_for(vendor, caller.keys()).await?;
+    let (key, source) = key_for(state, vendor, caller).await?;
     Ok((state.vendors().endpoint(vendor, key), source))
+}
+
+/// The key a call to `vendor` runs with, and where it came from: the request's vendor key
+/// header, else the developer's stored key, else the platform's.
+async fn key_for(
+    state: &AppState,
+    vendor: &Vendor,
+    caller: Caller<'_>,
+) -> Result<(String, KeySource), ApiError> {
+    if let Some(key) = Vendors::header_key(vendor, caller.headers)? {
+        return Ok((key, KeySource::Header));
+    }
+    match state
+        .provider_keys()
+        .open(caller.developer_id, vendor.id)
+        .await?
+    {
+        StoredKey::Key(key) => return Ok((key, KeySource::Stored)),
+        StoredKey::Absent => {}
+        StoredKey::Unreadable => tracing::warn!(
+            provider = vendor.id,
+            "a stored provider key does not open with this server's master key"
+        ),
+    }
+    Ok((state.vendors().platform_key(vendor)?, KeySource::Platform))
 }
 
 fn no_adapter(provider: &str, kind: Kind) -> ApiError {

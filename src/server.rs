@@ -31,6 +31,7 @@ use crate::portal::{Delivery, Portal};
 use crate::recording::{RecordingReports, RecordingStorage, Recordings};
 use crate::registry::keys::{create_key, FlushLastUsed};
 use crate::registry::metering::FlushUsage;
+use crate::registry::provider_keys::ProviderKeys;
 use crate::registry::sessions::Settle;
 use crate::registry::{
     AgentRegistry, CollectionRegistry, ConversationRegistry, JobRegistry, KeyRegistry,
@@ -39,6 +40,7 @@ use crate::registry::{
 use crate::store::{developers, Backend, Db};
 use crate::telephony::rest::{Sender, TwilioClient};
 use crate::telephony::token::TokenSigner;
+use crate::vendors::sealing::KeySealer;
 
 /// Runs the service until it is asked to stop (SIGINT/SIGTERM).
 pub async fn serve(config: Config) -> anyhow::Result<()> {
@@ -170,8 +172,13 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         feed::start(&listen_url, subscribers, feed_state.clone())
     });
     let fetcher = Fetcher::new(&config.fetch).context("cannot build the HTTP client")?;
-    let vendors = crate::vendors::Vendors::new(&config, db.clone())
-        .context("cannot set up the vendor adapters")?;
+    let vendors =
+        crate::vendors::Vendors::new(&config).context("cannot set up the vendor adapters")?;
+    let provider_keys = ProviderKeys::new(
+        db.clone(),
+        KeySealer::load(&config.provider_keys.master_key, &config.server.data_dir)
+            .context("cannot load the provider keys' master key")?,
+    );
     let jobs = Supervised::start("jobs", {
         let (db, engines, fetcher, data_dir, config, metering) = (
             db.clone(),
@@ -212,6 +219,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         engines,
         fetcher,
         vendors,
+        provider_keys,
         stripe: StripeClient::from_config(&config.billing.stripe),
         telephony,
         recordings,

@@ -11,8 +11,8 @@ use super::body::ApiJson;
 use super::validate;
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
-use crate::store::provider_keys::{self, ProviderKeyRow};
-use crate::time::{iso, iso_opt, now_ms};
+use crate::registry::provider_keys::{ProviderKeyRow, StoredKey};
+use crate::time::{iso, iso_opt};
 use crate::vendors::catalog;
 
 const MAX_KEY_CHARS: usize = 1000;
@@ -127,19 +127,10 @@ async fn store_key(
             "apiKey must not contain spaces or control characters",
         ));
     }
-    let hint = key_hint(api_key);
-    let row = ProviderKeyRow {
-        developer_id: developer.id().to_string(),
-        provider: vendor.id.to_string(),
-        sealed_key: state
-            .vendors()
-            .sealer
-            .seal(developer.id(), vendor.id, api_key),
-        key_hint: hint,
-        created_at: now_ms(),
-        last_verified_at: None,
-    };
-    provider_keys::upsert(state.db(), &row).await?;
+    let row = state
+        .provider_keys()
+        .store(developer.id(), vendor.id, api_key)
+        .await?;
     Ok(HttpResponse::Created().json(ProviderKeyBody::from(row)))
 }
 
@@ -152,7 +143,7 @@ async fn list_keys(
     state: web::Data<AppState>,
     developer: Developer,
 ) -> Result<HttpResponse, ApiError> {
-    let rows = provider_keys::list(state.db(), developer.id()).await?;
+    let rows = state.provider_keys().list(developer.id()).await?;
     Ok(HttpResponse::Ok().json(ProviderKeyList {
         data: rows.into_iter().map(ProviderKeyBody::from).collect(),
     }))
@@ -174,22 +165,26 @@ async fn verify_key(
 ) -> Result<HttpResponse, ApiError> {
     let provider = path.into_inner();
     let vendor = vendor("provider", &provider)?;
-    let row = provider_keys::get(state.db(), developer.id(), vendor.id)
+    let key = match state
+        .provider_keys()
+        .open(developer.id(), vendor.id)
         .await?
-        .ok_or_else(|| ApiError::not_found("provider key", &provider))?;
-    let key = state
-        .vendors()
-        .sealer
-        .open(developer.id(), vendor.id, &row.sealed_key)
-        .ok_or_else(|| {
-            ApiError::Internal(format!(
+    {
+        StoredKey::Key(key) => key,
+        StoredKey::Absent => return Err(ApiError::not_found("provider key", &provider)),
+        StoredKey::Unreadable => {
+            return Err(ApiError::Internal(format!(
                 "the stored {provider} key does not open with this server's master key"
-            ))
-        })?;
+            )))
+        }
+    };
     let endpoint = state.vendors().endpoint(vendor, key);
     let outcome = crate::vendors::verify(&endpoint).await;
     if outcome.is_ok() {
-        provider_keys::mark_verified(state.db(), developer.id(), vendor.id, now_ms()).await?;
+        state
+            .provider_keys()
+            .mark_verified(developer.id(), vendor.id)
+            .await?;
     }
     Ok(HttpResponse::Ok().json(VerifyBody {
         provider: vendor.id.to_string(),
@@ -212,31 +207,13 @@ async fn delete_key(
 ) -> Result<HttpResponse, ApiError> {
     let provider = path.into_inner();
     let vendor = vendor("provider", &provider)?;
-    if provider_keys::delete(state.db(), developer.id(), vendor.id).await? {
+    if state
+        .provider_keys()
+        .delete(developer.id(), vendor.id)
+        .await?
+    {
         Ok(HttpResponse::NoContent().finish())
     } else {
         Err(ApiError::not_found("provider key", &provider))
-    }
-}
-
-/// The end of a key that lists show to tell keys apart: its last four characters, but never
-/// more than a third of it, so a short key is not given away.
-fn key_hint(key: &str) -> String {
-    let chars: Vec<char> = key.chars().collect();
-    let shown = (chars.len() / 3).min(4);
-    chars[chars.len() - shown..].iter().collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::key_hint;
-
-    #[test]
-    fn the_hint_never_gives_away_a_short_key() {
-        assert_eq!(key_hint("sk-proj-abcdefghijklmnop1234"), "1234");
-        assert_eq!(key_hint("abcdefgh"), "gh");
-        assert_eq!(key_hint("abc"), "c");
-        assert_eq!(key_hint("ab"), "");
-        assert_eq!(key_hint("ключ-ключ-ключ-ёж"), "ч-ёж");
     }
 }

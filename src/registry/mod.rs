@@ -13,6 +13,7 @@ pub mod jobs;
 pub mod keys;
 pub mod knowledge;
 pub mod metering;
+pub mod provider_keys;
 pub mod sessions;
 pub mod telephony;
 

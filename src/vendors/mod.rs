@@ -37,10 +37,8 @@ use switchboard_actors::engine::{EngineError, LanguageModel, SpeechToText, TextT
 
 use crate::config::{Config, VendorConfig};
 use crate::error::ApiError;
-use crate::store::{provider_keys, Db};
 use catalog::{Kind, Vendor};
 use http::Endpoint;
-use sealing::KeySealer;
 
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -62,14 +60,6 @@ impl KeySource {
     }
 }
 
-/// Who a vendor call is made for: the developer, and the request's headers when there is a
-/// request (a phone call has none).
-#[derive(Clone, Copy)]
-pub struct KeyRequest<'a> {
-    pub developer_id: &'a str,
-    pub headers: Option<&'a HeaderMap>,
-}
-
 /// The vendors this server can reach, and how to find a key for them.
 #[derive(Clone)]
 pub struct Vendors {
@@ -77,8 +67,6 @@ pub struct Vendors {
     /// [`thread_client`]).
     client: reqwest::Client,
     configs: Arc<BTreeMap<String, VendorConfig>>,
-    pub sealer: KeySealer,
-    db: Db,
 }
 
 fn build_client() -> reqwest::Result<reqwest::Client> {
@@ -115,7 +103,7 @@ pub(crate) fn thread_client() -> Option<reqwest::Client> {
 }
 
 impl Vendors {
-    pub fn new(config: &Config, db: Db) -> anyhow::Result<Vendors> {
+    pub fn new(config: &Config) -> anyhow::Result<Vendors> {
         for id in config.vendors.keys() {
             if catalog::vendor(id).is_none() {
                 anyhow::bail!(
@@ -132,8 +120,6 @@ impl Vendors {
         Ok(Vendors {
             client,
             configs: Arc::new(config.vendors.clone()),
-            sealer: KeySealer::load(&config.provider_keys.master_key, &config.server.data_dir)?,
-            db,
         })
     }
 
@@ -162,47 +148,39 @@ impl Vendors {
         }
     }
 
-    /// The key a call to `vendor` runs with, and where it came from.
-    pub async fn key_for(
-        &self,
+    /// The key for `vendor` that the request carries in the vendor's key header, if it
+    /// carries one; a header that holds no key is refused naming it.
+    pub fn header_key(
         vendor: &Vendor,
-        who: KeyRequest<'_>,
-    ) -> Result<(String, KeySource), ApiError> {
-        if let Some(headers) = who.headers {
-            if let Some(value) = headers.get(vendor.key_header) {
-                let key = value
-                    .to_str()
-                    .ok()
-                    .map(str::trim)
-                    .filter(|key| !key.is_empty())
-                    .ok_or_else(|| {
-                        ApiError::invalid(
-                            vendor.key_header,
-                            format!("{} must hold the vendor's API key", vendor.key_header),
-                        )
-                    })?;
-                return Ok((key.to_string(), KeySource::Header));
-            }
-        }
-        if let Some(row) = provider_keys::get(&self.db, who.developer_id, vendor.id).await? {
-            match self
-                .sealer
-                .open(who.developer_id, vendor.id, &row.sealed_key)
-            {
-                Some(key) => return Ok((key, KeySource::Stored)),
-                None => tracing::warn!(
-                    provider = vendor.id,
-                    "a stored provider key does not open with this server's master key"
-                ),
-            }
-        }
+        headers: Option<&HeaderMap>,
+    ) -> Result<Option<String>, ApiError> {
+        let Some(value) = headers.and_then(|headers| headers.get(vendor.key_header)) else {
+            return Ok(None);
+        };
+        let key = value
+            .to_str()
+            .ok()
+            .map(str::trim)
+            .filter(|key| !key.is_empty())
+            .ok_or_else(|| {
+                ApiError::invalid(
+                    vendor.key_header,
+                    format!("{} must hold the vendor's API key", vendor.key_header),
+                )
+            })?;
+        Ok(Some(key.to_string()))
+    }
+
+    /// The platform's key for `vendor` (empty for a self-hosted vendor without one); an error
+    /// that says where a key can come from when the platform has none.
+    pub fn platform_key(&self, vendor: &Vendor) -> Result<String, ApiError> {
         let platform = self
             .configs
             .get(vendor.id)
             .map(|config| config.api_key.trim())
             .unwrap_or_default();
         if !platform.is_empty() || vendor.self_hosted {
-            return Ok((platform.to_string(), KeySource::Platform));
+            return Ok(platform.to_string());
         }
         Err(ApiError::ProviderNotConfigured(format!(
             "no API key for provider '{}': send it in the {} header, store one with \

@@ -1,0 +1,105 @@
+//! The developers' own vendor keys: stored sealed (`crate::vendors::sealing`), listed by
+//! their hint, opened for a call or a check. The routes and the provider choice reach the
+//! stored keys only through [`ProviderKeys`]; neither touches the store or the sealer.
+
+use crate::error::ApiError;
+use crate::store::provider_keys;
+pub use crate::store::provider_keys::ProviderKeyRow;
+use crate::store::Db;
+use crate::time::now_ms;
+use crate::vendors::sealing::KeySealer;
+
+/// A developer's key for one vendor, as a call finds it.
+#[derive(Debug)]
+pub enum StoredKey {
+    /// None is stored.
+    Absent,
+    /// The key, opened.
+    Key(String),
+    /// A key is stored, but it does not open with this server's master key (it was sealed
+    /// under another one).
+    Unreadable,
+}
+
+/// The stored vendor keys of every developer.
+#[derive(Clone)]
+pub struct ProviderKeys {
+    db: Db,
+    sealer: KeySealer,
+}
+
+impl ProviderKeys {
+    pub fn new(db: Db, sealer: KeySealer) -> Self {
+        Self { db, sealer }
+    }
+
+    /// Seals and stores `api_key` as `developer`'s key for `provider`, replacing the one
+    /// stored before; the row says what lists show of it.
+    pub async fn store(
+        &self,
+        developer: &str,
+        provider: &str,
+        api_key: &str,
+    ) -> Result<ProviderKeyRow, ApiError> {
+        let row = ProviderKeyRow {
+            developer_id: developer.to_string(),
+            provider: provider.to_string(),
+            sealed_key: self.sealer.seal(developer, provider, api_key),
+            key_hint: key_hint(api_key),
+            created_at: now_ms(),
+            last_verified_at: None,
+        };
+        provider_keys::upsert(&self.db, &row).await?;
+        Ok(row)
+    }
+
+    /// `developer`'s stored keys (their rows, never the keys).
+    pub async fn list(&self, developer: &str) -> Result<Vec<ProviderKeyRow>, ApiError> {
+        Ok(provider_keys::list(&self.db, developer).await?)
+    }
+
+    /// `developer`'s key for `provider`, opened.
+    pub async fn open(&self, developer: &str, provider: &str) -> Result<StoredKey, ApiError> {
+        let Some(row) = provider_keys::get(&self.db, developer, provider).await? else {
+            return Ok(StoredKey::Absent);
+        };
+        Ok(
+            match self.sealer.open(developer, provider, &row.sealed_key) {
+                Some(key) => StoredKey::Key(key),
+                None => StoredKey::Unreadable,
+            },
+        )
+    }
+
+    /// Notes that the vendor accepted `developer`'s key for `provider` just now.
+    pub async fn mark_verified(&self, developer: &str, provider: &str) -> Result<(), ApiError> {
+        Ok(provider_keys::mark_verified(&self.db, developer, provider, now_ms()).await?)
+    }
+
+    /// Deletes `developer`'s key for `provider`; false when none was stored.
+    pub async fn delete(&self, developer: &str, provider: &str) -> Result<bool, ApiError> {
+        Ok(provider_keys::delete(&self.db, developer, provider).await?)
+    }
+}
+
+/// The end of a key that lists show to tell keys apart: its last four characters, but never
+/// more than a third of it, so a short key is not given away.
+fn key_hint(key: &str) -> String {
+    let chars: Vec<char> = key.chars().collect();
+    let shown = (chars.len() / 3).min(4);
+    chars[chars.len() - shown..].iter().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::key_hint;
+
+    #[test]
+    fn the_hint_never_gives_away_a_short_key() {
+        assert_eq!(key_hint("sk-proj-abcdefghijklmnop1234"), "1234");
+        assert_eq!(key_hint("abcdefgh"), "gh");
+        assert_eq!(key_hint("abc"), "c");
+        assert_eq!(key_hint("ab"), "");
+        assert_eq!(key_hint("ключ-ключ-ключ-ёж"), "ч-ёж");
+    }
+}
