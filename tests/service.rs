@@ -203,6 +203,8 @@ async fn authenticated_responses_carry_request_id_and_usage_headers() {
             );
         }
         assert_eq!(headers["x-usage-bypassed"], "false");
+        // No engine ran for a list or a missing agent: the header says so.
+        assert_eq!(headers["x-provider-used"], "none");
         let number = |name: &str| headers[name].to_str().unwrap().parse::<f64>().unwrap();
         assert_eq!(
             number("x-usage-remaining"),

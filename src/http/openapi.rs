@@ -25,7 +25,8 @@ proven by `Stripe-Signature`, and Twilio's webhooks `POST /v1/sessions/twilio/in
 missing or invalid signature is 403 forbidden). Every response carries `X-Request-Id`; authenticated responses \
 also carry `X-Usage-Current`, `X-Usage-Limit`, `X-Usage-Remaining` and `X-Usage-Bypassed` \
 (credits of the current billing period; `true` when a caller's own vendor key was used and \
-nothing was deducted), and `X-RateLimit-Limit` / `X-RateLimit-Remaining` (requests of this \
+nothing was deducted), `X-Provider-Used` (the engine that served the request: `default` for the \
+embedded engines, a vendor id, or `none` when no engine ran), and `X-RateLimit-Limit` / `X-RateLimit-Remaining` (requests of this \
 API key in the sliding rate-limit window).\n\n\
 Metered work costs credits by the price list (speech synthesis per 1,000 characters, \
 transcription per audio minute, language model per 1,000 prompt and generated tokens, \

@@ -131,8 +131,9 @@ pub struct SegmentBody {
     pub start: f64,
     pub end: f64,
     pub text: String,
-    /// `speaker_1`, `speaker_2`, ... when `diarize` was true.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// `speaker_1`, `speaker_2`, ... when `diarize` was true; always present, `null` without
+    /// diarization.
+    #[serde(default)]
     pub speaker: Option<String>,
     /// Set on a segment whose language differs from the transcript's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
