@@ -9,8 +9,8 @@ use utoipa::{Modify, OpenApi};
 
 use super::{
     agent_sync, agents, billing, chat, collections, direct, health, instances, keys, knowledge,
-    metrics, observability, openai_audio, phone_numbers, provider_keys, provision, recordings,
-    sessions, synthesize, transcribe, twilio_calls, widget,
+    metrics, observability, openai_audio, openai_transcription, phone_numbers, provider_keys,
+    provision, recordings, sessions, synthesize, transcribe, twilio_calls, widget,
 };
 use crate::error::{ErrorBody, ErrorDetail};
 
@@ -116,8 +116,11 @@ answer `{data, nextCursor, hasMore}` in creation order."
         transcribe::transcribe_async,
         transcribe::get_job,
         openai_audio::speech,
-        openai_audio::transcriptions,
+        openai_transcription::transcriptions,
+        openai_transcription::translations,
         openai_audio::models,
+        openai_audio::openai_models,
+        openai_audio::openai_model,
         billing::usage,
         billing::subscription,
         billing::checkout,

@@ -27,12 +27,22 @@ pub async fn transcribe_file(
     extension: Option<String>,
     request: TranscriptionRequest,
 ) -> Result<Transcript, SpeechError> {
+    let decoded = decode_file(audio, extension, request.diarize).await?;
+    transcribe_decoded(engine, decoded, request).await
+}
+
+/// Decodes `audio` as [`transcribe_file`] does, for a caller that must know the file is
+/// audio before it starts answering (a streamed transcription).
+pub async fn decode_file(
+    audio: Vec<u8>,
+    extension: Option<String>,
+    diarize: bool,
+) -> Result<DecodedAudio, SpeechError> {
     let target = DecodeTarget {
         sample_rate: Some(STT_SAMPLE_RATE),
-        split_channels: request.diarize,
+        split_channels: diarize,
     };
-    let decoded = blocking(move || decode_to(&audio, extension.as_deref(), target)).await??;
-    transcribe_decoded(engine, decoded, request).await
+    Ok(blocking(move || decode_to(&audio, extension.as_deref(), target)).await??)
 }
 
 /// Transcribes already decoded audio.
