@@ -294,7 +294,8 @@ async function agentsView() {
 
 async function sessionsView() {
   const agent = new URLSearchParams(window.location.search).get('agentId');
-  const sessions = (await all(`/observability/sessions${agent ? `?agentId=${encodeURIComponent(agent)}` : ''}`)).reverse();
+  // Newest first, as the API lists them.
+  const sessions = await all(`/observability/sessions${agent ? `?agentId=${encodeURIComponent(agent)}` : ''}`);
   show(agent ? `Sessions of ${agent}` : 'Sessions',
     sessions.length === 0 ? h('p', {}, 'No sessions yet.') : table(
       ['Started', 'Agent', 'Transport', 'Turns', 'Status', ''],

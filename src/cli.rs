@@ -340,8 +340,10 @@ pub async fn transcribe(config: &Config, args: TranscribeArgs) -> anyhow::Result
 }
 
 /// Runs `loadtest`: prints the summary (text, or JSON with `--json`) and fails when a session
-/// failed, the server sent error events or a caller's turn got no answer within
-/// `--answer-timeout-ms`, so scripts can gate on it.
+/// failed, the server sent error events, a caller's turn got no answer within
+/// `--answer-timeout-ms`, or the callers spoke and not one turn was answered (turns the end of
+/// the call cut short are not unanswered, but a run of nothing else served nobody), so scripts
+/// can gate on it.
 pub async fn loadtest(args: crate::loadtest::LoadTestArgs) -> anyhow::Result<()> {
     let summary = crate::loadtest::run(&args).await?;
     if args.json {
@@ -363,6 +365,12 @@ pub async fn loadtest(args: crate::loadtest::LoadTestArgs) -> anyhow::Result<()>
             summary.turns.unanswered,
             summary.turns.spoken,
             args.answer_timeout_ms
+        );
+    }
+    if summary.turns.spoken > 0 && summary.turns.answered == 0 {
+        anyhow::bail!(
+            "the callers spoke {} turns and none was answered",
+            summary.turns.spoken
         );
     }
     Ok(())

@@ -24,7 +24,7 @@ use vendor_mock::VendorMock;
 /// Operations whose valid requests run the embedded speech or language engines: CPU-heavy, so
 /// the bounded run gives each a few examples (their invalid requests are refused before any
 /// engine runs and are just as cheap as any other).
-const ENGINE_OPERATIONS: &str = "^/v1/(synthesize|audio/speech|agents/\\{id\\}/speak|agents/\\{id\\}/chat|transcribe|transcribe/async|audio/transcriptions)$";
+const ENGINE_OPERATIONS: &str = "^/v1/(synthesize|audio/speech|agents/\\{id\\}/speak|agents/\\{id\\}/chat|transcribe|transcribe/async|audio/transcriptions|audio/translations)$";
 /// Operations whose valid requests embed text (the sentence-embedding model): lighter, but
 /// still inference.
 const EMBEDDING_OPERATIONS: &str =

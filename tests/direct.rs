@@ -482,10 +482,10 @@ async fn a_client_interrupt_clears_the_agent_and_marks_are_answered() {
     assert!(detail["metrics"]["avgTurnLatencyMs"].is_null(), "{detail}");
 }
 
-/// Sessions list oldest first, or newest first with `order=desc`; a cursor continues either
-/// way; another order is a 400 naming the parameter.
+/// Sessions list newest first (also as `order=desc`), or oldest first with `order=asc`; a
+/// cursor continues either way; another order is a 400 naming the parameter.
 #[tokio::test]
-async fn sessions_list_oldest_or_newest_first() {
+async fn sessions_list_newest_first_unless_asked_oldest_first() {
     let server = Server::start().await;
     let key = server.key().to_string();
     new_agent(&server, &key).await;
@@ -519,9 +519,25 @@ async fn sessions_list_oldest_or_newest_first() {
             .map(|s| s["id"].as_str().unwrap().to_string())
             .collect()
     };
-    let (status, oldest) = call(server.get("/v1/observability/sessions", &key)).await;
+    let (status, newest) = call(server.get("/v1/observability/sessions", &key)).await;
+    assert_eq!(status, 200, "{newest}");
+    let newest_first: Vec<String> = ids.iter().rev().cloned().collect();
+    assert_eq!(listed(&newest), newest_first);
+    let (status, oldest) = call(server.get("/v1/observability/sessions?order=asc", &key)).await;
     assert_eq!(status, 200, "{oldest}");
     assert_eq!(listed(&oldest), ids);
+    let (status, first) =
+        call(server.get("/v1/observability/sessions?order=asc&limit=2", &key)).await;
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(listed(&first), ids[..2]);
+    let cursor = first["nextCursor"].as_str().unwrap();
+    let (status, rest) = call(server.get(
+        &format!("/v1/observability/sessions?order=asc&limit=2&cursor={cursor}"),
+        &key,
+    ))
+    .await;
+    assert_eq!(status, 200, "{rest}");
+    assert_eq!(listed(&rest), ids[2..]);
 
     let (status, first) =
         call(server.get("/v1/observability/sessions?order=desc&limit=2", &key)).await;

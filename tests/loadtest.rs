@@ -311,6 +311,71 @@ async fn unanswered_turns_fail_the_run() {
     );
 }
 
+/// Callers who spoke and were never answered fail the run even when the end of the call cut
+/// every turn short of `--answer-timeout-ms` (here the recogniser hears no words, so no turn
+/// is ever answered, and the 10 s default timeout outlasts the call); the session's record
+/// reports no average reply latency rather than 0 ms.
+#[tokio::test]
+async fn callers_who_spoke_and_got_no_answer_fail_the_run() {
+    let (_mock, server, key) = server_with_agent_and(&[(
+        "SWITCHBOARD__VENDORS__OPENAI__API_KEY",
+        "platform-openai-empty",
+    )])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let audio = caller_wav(dir.path());
+    let args = [
+        "--sessions",
+        "1",
+        "--ramp-up",
+        "0",
+        "--duration",
+        "9",
+        "--pause-ms",
+        "200",
+    ];
+    let (ok, summary, stderr, server) = tokio::task::spawn_blocking(move || {
+        let (ok, summary, stderr) = loadtest(&server, &key, &audio, &args);
+        (ok, summary, stderr, server)
+    })
+    .await
+    .unwrap();
+    assert_eq!(summary["sessions"]["failed"], 0, "{summary:#}");
+    assert_eq!(summary["serverErrors"], 0, "{summary:#}");
+    let spoken = summary["turns"]["spoken"].as_u64().unwrap();
+    assert!(spoken >= 1, "{summary:#}");
+    assert_eq!(summary["turns"]["answered"], 0, "{summary:#}");
+    assert_eq!(summary["turns"]["unanswered"], 0, "{summary:#}");
+    assert!(
+        !ok,
+        "a run where no turn was answered must fail: {summary:#}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "the callers spoke {spoken} turns and none was answered"
+        )),
+        "{stderr}"
+    );
+
+    let key = server.key().to_string();
+    let (status, page) = call(server.get("/v1/observability/sessions?agentId=load", &key)).await;
+    assert_eq!(status, 200, "{page}");
+    let id = page["data"][0]["id"].as_str().unwrap().to_string();
+    let (status, detail) =
+        call(server.get(&format!("/v1/observability/sessions/{id}"), &key)).await;
+    assert_eq!(status, 200, "{detail}");
+    let metrics = &detail["metrics"];
+    assert!(metrics["avgTurnLatencyMs"].is_null(), "{detail:#}");
+    assert!(
+        detail["turns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["latencyMs"].is_null()),
+        "{detail:#}"
+    );
+}
+
 #[tokio::test]
 async fn failed_sessions_are_counted_by_reason_and_fail_the_run() {
     let (_mock, server, key) = server_with_agent().await;

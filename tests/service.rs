@@ -101,7 +101,10 @@ async fn the_openapi_document_describes_every_route() {
         ("/v1/transcribe/{jobId}", &["get"]),
         ("/v1/audio/speech", &["post"]),
         ("/v1/audio/transcriptions", &["post"]),
+        ("/v1/audio/translations", &["post"]),
         ("/v1/audio/models", &["get"]),
+        ("/v1/models", &["get"]),
+        ("/v1/models/{model}", &["get"]),
         ("/v1/sessions/twilio", &["post"]),
         ("/v1/observability/sessions", &["get"]),
         ("/v1/observability/sessions/{sessionId}", &["get"]),
@@ -203,6 +206,8 @@ async fn authenticated_responses_carry_request_id_and_usage_headers() {
             );
         }
         assert_eq!(headers["x-usage-bypassed"], "false");
+        // No engine ran for a list or a missing agent: the header says so.
+        assert_eq!(headers["x-provider-used"], "none");
         let number = |name: &str| headers[name].to_str().unwrap().parse::<f64>().unwrap();
         assert_eq!(
             number("x-usage-remaining"),

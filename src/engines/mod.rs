@@ -89,6 +89,12 @@ impl Engines {
         }
     }
 
+    /// The embedded recogniser for HTTP requests and batch work, as its own type: for what
+    /// only it does (translation into English, segments handed over as they are decoded).
+    pub fn batch_whisper(&self) -> WhisperEngine {
+        self.whisper.on_lane(Lane::Batch)
+    }
+
     /// Loads every model in the background; each failure is logged.
     fn preload(&self) {
         let engines = self.clone();

@@ -20,6 +20,10 @@ pub const USAGE_CURRENT: HeaderName = HeaderName::from_static("x-usage-current")
 pub const USAGE_LIMIT: HeaderName = HeaderName::from_static("x-usage-limit");
 pub const USAGE_REMAINING: HeaderName = HeaderName::from_static("x-usage-remaining");
 pub const USAGE_BYPASSED: HeaderName = HeaderName::from_static("x-usage-bypassed");
+pub const PROVIDER_USED: HeaderName = HeaderName::from_static("x-provider-used");
+/// `X-Provider-Used` of a response no engine served (a list, a key, an error before any
+/// engine ran).
+pub const NO_PROVIDER: &str = "none";
 pub const RATE_LIMIT_LIMIT: HeaderName = HeaderName::from_static("x-ratelimit-limit");
 pub const RATE_LIMIT_REMAINING: HeaderName = HeaderName::from_static("x-ratelimit-remaining");
 
@@ -63,6 +67,7 @@ pub async fn require_api_key(
         };
         let mut response = req.into_response(refused.error_response());
         set_usage_headers(response.headers_mut(), &admission.usage);
+        name_no_provider(response.headers_mut());
         return Ok(response);
     }
     let mut response = next.call(req).await?.map_into_boxed_body();
@@ -78,6 +83,7 @@ pub async fn require_api_key(
         .unwrap_or(admission.usage);
     let headers = response.headers_mut();
     set_usage_headers(headers, &usage);
+    name_no_provider(headers);
     headers.insert(RATE_LIMIT_LIMIT, HeaderValue::from(admission.rate.limit));
     headers.insert(
         RATE_LIMIT_REMAINING,
@@ -134,6 +140,14 @@ pub fn set_usage_headers(headers: &mut HeaderMap, usage: &UsageSnapshot) {
     }
 }
 
+/// `X-Provider-Used: none` on an authenticated response whose handler named no provider:
+/// the header is on every authenticated response, and says so when no engine ran.
+fn name_no_provider(headers: &mut HeaderMap) {
+    if !headers.contains_key(PROVIDER_USED) {
+        headers.insert(PROVIDER_USED, HeaderValue::from_static(NO_PROVIDER));
+    }
+}
+
 /// Extractor: the authenticated developer of a `/v1` request.
 #[derive(Debug, Clone)]
 pub struct Developer(pub Principal);
@@ -162,7 +176,7 @@ impl FromRequest for Developer {
 /// Sets `X-Provider-Used` (the provider that served `chosen`'s request), and
 /// `X-Usage-Bypassed: true` when the caller's own key paid.
 pub fn tag_provider<E: ?Sized>(chosen: &Chosen<E>, response: &mut HttpResponseBuilder) {
-    response.insert_header(("X-Provider-Used", chosen.served().0));
+    response.insert_header((PROVIDER_USED, chosen.served().0));
     if chosen.bypasses_metering() {
         response.insert_header((USAGE_BYPASSED, "true"));
     }

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
-use super::auth::Developer;
+use super::auth::{Developer, PROVIDER_USED};
 use super::body::ApiJson;
 use super::validate;
 use crate::app::AppState;
@@ -24,6 +24,7 @@ use crate::registry::new_id;
 use crate::speech::transcription::{transcribe_file, TranscriptionRequest};
 use crate::store::documents::{bytes_of, ChunkRow, DocumentRow};
 use crate::time;
+use crate::vendors::catalog::DEFAULT_PROVIDER;
 
 /// Largest `content`, in bytes of UTF-8.
 pub const MAX_CONTENT_BYTES: usize = 1024 * 1024;
@@ -408,7 +409,10 @@ async fn ingest(
     if !stored {
         return Err(ApiError::not_found("collection", &collection_id));
     }
-    Ok(HttpResponse::Created().json(body))
+    // The embedded embedder (and for audio the embedded recogniser) did the work.
+    Ok(HttpResponse::Created()
+        .insert_header((PROVIDER_USED, DEFAULT_PROVIDER))
+        .json(body))
 }
 
 /// Finds the chunks closest in meaning to a query.
@@ -465,7 +469,9 @@ async fn search(
             hit
         })
         .collect();
-    Ok(HttpResponse::Ok().json(SearchBody { results }))
+    Ok(HttpResponse::Ok()
+        .insert_header((PROVIDER_USED, DEFAULT_PROVIDER))
+        .json(SearchBody { results }))
 }
 
 /// Deletes one document and its chunks; they leave search results at once.

@@ -17,6 +17,7 @@ pub mod knowledge;
 pub mod metrics;
 pub mod observability;
 pub mod openai_audio;
+pub mod openai_transcription;
 pub mod openapi;
 pub mod pagination;
 pub mod phone_numbers;
@@ -88,7 +89,8 @@ pub fn configure(cfg: &mut web::ServiceConfig, max_json_bytes: usize) {
                 .configure(knowledge::routes)
                 .configure(synthesize::routes)
                 .configure(transcribe::routes)
-                .configure(openai_audio::routes),
+                .configure(openai_audio::routes)
+                .configure(openai_transcription::routes),
         )
         .default_service(web::to(not_found));
 }

@@ -364,7 +364,7 @@ fn detail(trace: SessionTrace) -> SessionDetailBody {
 pub struct SessionFilter {
     /// Only this agent's sessions.
     pub agent_id: Option<String>,
-    /// `asc` (the default): oldest first; `desc`: newest first. Cursors work either way.
+    /// `desc` (the default): newest first; `asc`: oldest first. Cursors work either way.
     #[param(value_type = Option<String>, pattern = "^(asc|desc)$")]
     pub order: Option<String>,
 }
@@ -373,15 +373,15 @@ impl SessionFilter {
     /// Whether the list is asked newest first.
     fn newest_first(&self) -> Result<bool, ApiError> {
         match self.order.as_deref() {
-            None | Some("asc") => Ok(false),
-            Some("desc") => Ok(true),
+            Some("asc") => Ok(false),
+            None | Some("desc") => Ok(true),
             Some(_) => Err(ApiError::invalid("order", "order must be asc or desc")),
         }
     }
 }
 
-/// The caller's sessions (set up but never connected ones are left out), oldest first unless
-/// `order=desc`.
+/// The caller's sessions (set up but never connected ones are left out), newest first unless
+/// `order=asc`.
 #[utoipa::path(get, path = "/v1/observability/sessions", tag = "observability", params(SessionFilter, PageQuery),
     responses((status = 200, body = PageBody<SessionSummaryBody>), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody)),
     security(("bearer" = [])))]

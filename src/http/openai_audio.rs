@@ -1,31 +1,29 @@
 //! The OpenAI-compatible audio routes, so code written for OpenAI's SDKs works by changing the
-//! base URL: `POST /v1/audio/speech`, `POST /v1/audio/transcriptions`,
-//! `GET /v1/audio/models`. Requests and responses follow OpenAI's API field for field
-//! (reference/protocols.md §4), errors included: under `/v1/audio/` every error body is
-//! OpenAI's `{"error": {"message", "type", "param", "code"}}`.
+//! base URL: `POST /v1/audio/speech`, `GET /v1/audio/models` and `GET /v1/models` (the
+//! transcription and translation routes are in `openai_transcription`). Requests and
+//! responses follow OpenAI's API field for field (reference/protocols.md §4), errors
+//! included: under `/v1/audio/` and `/v1/models` every error body is OpenAI's
+//! `{"error": {"message", "type", "param", "code"}}`.
 
 use actix_web::body::{self, BoxBody};
 use actix_web::dev::ServiceResponse;
 use actix_web::http::header::CONTENT_TYPE;
 use actix_web::http::StatusCode;
-use actix_web::{get, post, web, HttpRequest, HttpResponse};
+use actix_web::{get, post, web, HttpResponse};
 use base64::Engine as _;
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use switchboard_actors::engine::{SpeechRequest, SttMode, TranscribeOptions, Transcript};
+use switchboard_actors::engine::SpeechRequest;
 use utoipa::ToSchema;
 
-use super::upload::{is_multipart, read_form};
+use super::openai_transcription::TRANSCRIPTION_MODELS;
 use crate::app::AppState;
 use crate::billing::{meter, Usage};
 use crate::error::ApiError;
 use crate::media::OutputFormat;
 use crate::providers;
-use crate::registry::jobs::extension_of;
-use crate::speech::languages::language_name;
 use crate::speech::synthesis::synthesize_stream;
-use crate::speech::transcription::{transcribe_file, TranscriptionRequest};
 
 /// Longest `input` OpenAI accepts.
 const MAX_INPUT_CHARS: usize = 4096;
@@ -42,31 +40,28 @@ const OPENAI_VOICES: [&str; 13] = [
     "alloy", "ash", "ballad", "coral", "echo", "fable", "onyx", "nova", "sage", "shimmer", "verse",
     "marin", "cedar",
 ];
-/// Transcription models: `whisper-1` and the larger ones run accurate mode; the `mini` ones
-/// run fast mode.
-const TRANSCRIPTION_MODELS: [&str; 7] = [
-    "whisper-1",
-    "gpt-4o-transcribe",
-    "gpt-4o-mini-transcribe",
-    "gpt-4o-mini-transcribe-2025-12-15",
-    "gpt-4o-transcribe-diarize",
-    "gpt-transcribe",
-    "default",
-];
 /// Unix time the model list reports as `created`.
 const MODELS_CREATED: i64 = 1_763_856_000;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.service(speech).service(transcriptions).service(models);
+    cfg.service(speech)
+        .service(models)
+        .service(openai_models)
+        .service(openai_model);
     super::other_methods(
         cfg,
-        &["/audio/speech", "/audio/transcriptions", "/audio/models"],
+        &[
+            "/audio/speech",
+            "/audio/models",
+            "/models",
+            "/models/{model}",
+        ],
     );
 }
 
 /// True for the paths whose errors take OpenAI's shape.
 pub fn is_openai_path(path: &str) -> bool {
-    path.starts_with("/v1/audio/")
+    path.starts_with("/v1/audio/") || path == "/v1/models" || path.starts_with("/v1/models/")
 }
 
 /// Rewrites an error response of ours into OpenAI's error body (same status, same headers).
@@ -266,219 +261,6 @@ async fn speech(
         .streaming(events))
 }
 
-/// Transcription as OpenAI's `POST /v1/audio/transcriptions` (multipart, `file` at most
-/// 25 MB). `response_format` json (default), text, srt, verbose_json or vtt;
-/// `timestamp_granularities[]` word and/or segment with verbose_json.
-#[utoipa::path(post, path = "/v1/audio/transcriptions", tag = "openai-compatible",
-    request_body(content_type = "multipart/form-data", description = "file, model, language, prompt, response_format, temperature, timestamp_granularities[]"),
-    responses((status = 200, description = "JSON, verbose JSON, text, SRT or WebVTT"),
-        (status = 400, description = "OpenAI error body"), (status = 413, description = "Over 25 MB")),
-    security(("bearer" = [])))]
-#[post("/audio/transcriptions")]
-async fn transcriptions(
-    state: web::Data<AppState>,
-    developer: super::auth::Developer,
-    req: HttpRequest,
-    payload: web::Payload,
-) -> Result<HttpResponse, ApiError> {
-    if !is_multipart(req.headers()) {
-        return Err(ApiError::UnsupportedMediaType(
-            "send the audio as multipart/form-data with a file part".into(),
-        ));
-    }
-    let mut form = read_form(req.headers(), payload, "file").await?;
-    let file = form
-        .file
-        .take()
-        .ok_or_else(|| ApiError::invalid("file", "you must provide a file parameter"))?;
-    if file.bytes.is_empty() {
-        return Err(ApiError::invalid("file", "the uploaded file is empty"));
-    }
-    let model = form
-        .text("model")
-        .ok_or_else(|| ApiError::invalid("model", "you must provide a model parameter"))?;
-    if !TRANSCRIPTION_MODELS.contains(&model) {
-        return Err(ApiError::invalid(
-            "model",
-            format!(
-                "model '{model}' is not a transcription model; use one of: {}",
-                TRANSCRIPTION_MODELS.join(", ")
-            ),
-        ));
-    }
-    let mode = if model.contains("mini") {
-        SttMode::Fast
-    } else {
-        SttMode::Accurate
-    };
-    let format = form.text("response_format").unwrap_or("json").to_string();
-    if !["json", "text", "srt", "verbose_json", "vtt"].contains(&format.as_str()) {
-        return Err(ApiError::invalid(
-            "response_format",
-            format!("response_format '{format}' is not supported; use json, text, srt, verbose_json or vtt"),
-        ));
-    }
-    let granularities = form.all("timestamp_granularities");
-    if let Some(bad) = granularities
-        .iter()
-        .find(|g| !["word", "segment"].contains(*g))
-    {
-        return Err(ApiError::invalid(
-            "timestamp_granularities",
-            format!("'{bad}' is not one of ['word', 'segment']"),
-        ));
-    }
-    let words = granularities.contains(&"word");
-    if !granularities.is_empty() && format != "verbose_json" {
-        return Err(ApiError::invalid(
-            "timestamp_granularities",
-            "timestamp_granularities requires response_format verbose_json",
-        ));
-    }
-    let temperature = match form.text("temperature") {
-        None => 0.0,
-        Some(t) => t
-            .parse::<f32>()
-            .ok()
-            .filter(|t| (0.0..=1.0).contains(t))
-            .ok_or_else(|| {
-                ApiError::invalid("temperature", "temperature must be a number from 0 to 1")
-            })?,
-    };
-    let language = form
-        .text("language")
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .map(|l| l.to_ascii_lowercase());
-    let request = TranscriptionRequest {
-        options: TranscribeOptions {
-            language,
-            mode,
-            word_timestamps: words,
-            prompt: form.text("prompt").map(str::to_string),
-            temperature,
-            live_turn: false,
-            ..TranscribeOptions::default()
-        },
-        diarize: false,
-    };
-    let engine = providers::embedded(state.engines().batch.stt.clone()).engine;
-    meter::ensure_credits(state.metering(), developer.id(), true).await?;
-    let extension = file.filename.as_deref().and_then(extension_of);
-    let transcript = transcribe_file(engine, file.bytes, extension, request)
-        .await
-        .map_err(|e| match ApiError::from(e) {
-            ApiError::Validation {
-                message,
-                param: None,
-            } => ApiError::invalid("language", message),
-            ApiError::UnsupportedMediaType(message) => ApiError::invalid("file", message),
-            other => other,
-        })?;
-    meter::charge(
-        state.metering(),
-        developer.id(),
-        Usage::Stt {
-            seconds: f64::from(transcript.duration),
-        },
-        true,
-    );
-    let mut response = HttpResponse::Ok();
-    response.insert_header(("X-Provider-Used", "default"));
-    Ok(match format.as_str() {
-        "text" => response
-            .content_type("text/plain; charset=utf-8")
-            .body(format!("{}\n", transcript.text.trim())),
-        "srt" => response
-            .content_type("text/plain; charset=utf-8")
-            .body(subtitles(&transcript, false)),
-        "vtt" => response
-            .content_type("text/vtt; charset=utf-8")
-            .body(subtitles(&transcript, true)),
-        "verbose_json" => response.json(verbose_json(&transcript, words, &granularities)),
-        _ => response.json(json!({
-            "text": transcript.text.trim(),
-            "usage": {"type": "duration", "seconds": transcript.duration.ceil() as u64},
-        })),
-    })
-}
-
-fn verbose_json(transcript: &Transcript, words: bool, granularities: &[&str]) -> Value {
-    let segments = granularities.is_empty() || granularities.contains(&"segment");
-    let mut body = json!({
-        "task": "transcribe",
-        "language": language_name(&transcript.language),
-        "duration": round(transcript.duration),
-        "text": transcript.text.trim(),
-        "usage": {"type": "duration", "seconds": transcript.duration.ceil() as u64},
-    });
-    if segments {
-        body["segments"] = transcript
-            .segments
-            .iter()
-            .enumerate()
-            .map(|(id, s)| {
-                json!({
-                    "id": id,
-                    "seek": (s.start * 100.0) as u64,
-                    "start": round(s.start),
-                    "end": round(s.end),
-                    "text": format!(" {}", s.text.trim()),
-                    "tokens": [],
-                    "temperature": 0.0,
-                    "avg_logprob": 0.0,
-                    "compression_ratio": 1.0,
-                    "no_speech_prob": 0.0,
-                })
-            })
-            .collect();
-    }
-    if words {
-        body["words"] = transcript
-            .words
-            .iter()
-            .map(|w| json!({"word": w.word.trim(), "start": round(w.start), "end": round(w.end)}))
-            .collect();
-    }
-    body
-}
-
-fn round(value: f32) -> f64 {
-    (f64::from(value) * 1000.0).round() / 1000.0
-}
-
-/// SubRip or WebVTT cues, one per segment.
-fn subtitles(transcript: &Transcript, vtt: bool) -> String {
-    let mut out = String::new();
-    if vtt {
-        out.push_str("WEBVTT\n\n");
-    }
-    for (index, segment) in transcript.segments.iter().enumerate() {
-        if !vtt {
-            out.push_str(&format!("{}\n", index + 1));
-        }
-        out.push_str(&format!(
-            "{} --> {}\n{}\n\n",
-            timestamp(segment.start, vtt),
-            timestamp(segment.end, vtt),
-            segment.text.trim()
-        ));
-    }
-    out
-}
-
-fn timestamp(seconds: f32, vtt: bool) -> String {
-    let total_ms = (f64::from(seconds.max(0.0)) * 1000.0).round() as u64;
-    let (h, m, s, ms) = (
-        total_ms / 3_600_000,
-        total_ms / 60_000 % 60,
-        total_ms / 1000 % 60,
-        total_ms % 1000,
-    );
-    let separator = if vtt { '.' } else { ',' };
-    format!("{h:02}:{m:02}:{s:02}{separator}{ms:03}")
-}
-
 /// One entry of `GET /v1/audio/models`, OpenAI's model object plus what the model does.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ModelBody {
@@ -503,6 +285,15 @@ pub struct ModelBody {
     security(("bearer" = [])))]
 #[get("/audio/models")]
 async fn models(state: web::Data<AppState>) -> HttpResponse {
+    HttpResponse::Ok().json(json!({
+        "object": "list",
+        "data": audio_models(&state),
+        "providers": state.vendors().catalog(),
+    }))
+}
+
+/// Every audio model, speech then transcription.
+fn audio_models(state: &AppState) -> Vec<ModelBody> {
     let mut voices: Vec<String> = OPENAI_VOICES.iter().map(|v| v.to_string()).collect();
     voices.extend(state.engines().voice_ids());
     let mut data: Vec<ModelBody> = SPEECH_MODELS
@@ -524,20 +315,71 @@ async fn models(state: web::Data<AppState>) -> HttpResponse {
         kind: "transcription".into(),
         voices: None,
     }));
-    HttpResponse::Ok().json(json!({
-        "object": "list",
-        "data": data,
-        "providers": state.vendors().catalog(),
-    }))
+    data
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// A model as OpenAI's `GET /v1/models` lists it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct OpenAiModelBody {
+    pub id: String,
+    /// Always `model`.
+    pub object: String,
+    /// Unix seconds.
+    pub created: i64,
+    pub owned_by: String,
+}
 
-    #[test]
-    fn subtitle_timestamps_follow_each_format() {
-        assert_eq!(timestamp(3723.456, false), "01:02:03,456");
-        assert_eq!(timestamp(0.5, true), "00:00:00.500");
+impl From<ModelBody> for OpenAiModelBody {
+    fn from(model: ModelBody) -> Self {
+        OpenAiModelBody {
+            id: model.id,
+            object: model.object,
+            created: model.created,
+            owned_by: model.owned_by,
+        }
     }
+}
+
+/// OpenAI's list of models.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct OpenAiModelList {
+    /// Always `list`.
+    pub object: String,
+    pub data: Vec<OpenAiModelBody>,
+}
+
+/// The audio models in OpenAI's `GET /v1/models` shape (what the SDK's `models.list()`
+/// reads): speech models, then transcription models.
+#[utoipa::path(get, path = "/v1/models", tag = "openai-compatible",
+    responses((status = 200, body = OpenAiModelList), (status = 401, description = "OpenAI error body")),
+    security(("bearer" = [])))]
+#[get("/models")]
+async fn openai_models(state: web::Data<AppState>) -> HttpResponse {
+    HttpResponse::Ok().json(OpenAiModelList {
+        object: "list".into(),
+        data: audio_models(&state)
+            .into_iter()
+            .map(OpenAiModelBody::from)
+            .collect(),
+    })
+}
+
+/// One audio model as OpenAI's `GET /v1/models/{model}` answers it (the SDK's
+/// `models.retrieve()`); an unknown id is 404.
+#[utoipa::path(get, path = "/v1/models/{model}", tag = "openai-compatible",
+    params(("model" = String, Path, description = "A model id from GET /v1/models")),
+    responses((status = 200, body = OpenAiModelBody), (status = 401, description = "OpenAI error body"),
+        (status = 404, description = "OpenAI error body")),
+    security(("bearer" = [])))]
+#[get("/models/{model}")]
+async fn openai_model(
+    state: web::Data<AppState>,
+    model: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let id = model.into_inner();
+    audio_models(&state)
+        .into_iter()
+        .find(|m| m.id == id)
+        .map(|m| HttpResponse::Ok().json(OpenAiModelBody::from(m)))
+        .ok_or_else(|| ApiError::not_found("model", &id))
 }

@@ -9,8 +9,8 @@ use utoipa::{Modify, OpenApi};
 
 use super::{
     agent_sync, agents, billing, chat, collections, direct, health, instances, keys, knowledge,
-    metrics, observability, openai_audio, phone_numbers, provider_keys, provision, recordings,
-    sessions, synthesize, transcribe, twilio_calls, widget,
+    metrics, observability, openai_audio, openai_transcription, phone_numbers, provider_keys,
+    provision, recordings, sessions, synthesize, transcribe, twilio_calls, widget,
 };
 use crate::error::{ErrorBody, ErrorDetail};
 
@@ -25,7 +25,8 @@ proven by `Stripe-Signature`, and Twilio's webhooks `POST /v1/sessions/twilio/in
 missing or invalid signature is 403 forbidden). Every response carries `X-Request-Id`; authenticated responses \
 also carry `X-Usage-Current`, `X-Usage-Limit`, `X-Usage-Remaining` and `X-Usage-Bypassed` \
 (credits of the current billing period; `true` when a caller's own vendor key was used and \
-nothing was deducted), and `X-RateLimit-Limit` / `X-RateLimit-Remaining` (requests of this \
+nothing was deducted), `X-Provider-Used` (the engine that served the request: `default` for the \
+embedded engines, a vendor id, or `none` when no engine ran), and `X-RateLimit-Limit` / `X-RateLimit-Remaining` (requests of this \
 API key in the sliding rate-limit window).\n\n\
 Metered work costs credits by the price list (speech synthesis per 1,000 characters, \
 transcription per audio minute, language model per 1,000 prompt and generated tokens, \
@@ -115,8 +116,11 @@ answer `{data, nextCursor, hasMore}` in creation order."
         transcribe::transcribe_async,
         transcribe::get_job,
         openai_audio::speech,
-        openai_audio::transcriptions,
+        openai_transcription::transcriptions,
+        openai_transcription::translations,
         openai_audio::models,
+        openai_audio::openai_models,
+        openai_audio::openai_model,
         billing::usage,
         billing::subscription,
         billing::checkout,

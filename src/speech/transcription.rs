@@ -27,12 +27,22 @@ pub async fn transcribe_file(
     extension: Option<String>,
     request: TranscriptionRequest,
 ) -> Result<Transcript, SpeechError> {
+    let decoded = decode_file(audio, extension, request.diarize).await?;
+    transcribe_decoded(engine, decoded, request).await
+}
+
+/// Decodes `audio` as [`transcribe_file`] does, for a caller that must know the file is
+/// audio before it starts answering (a streamed transcription).
+pub async fn decode_file(
+    audio: Vec<u8>,
+    extension: Option<String>,
+    diarize: bool,
+) -> Result<DecodedAudio, SpeechError> {
     let target = DecodeTarget {
         sample_rate: Some(STT_SAMPLE_RATE),
-        split_channels: request.diarize,
+        split_channels: diarize,
     };
-    let decoded = blocking(move || decode_to(&audio, extension.as_deref(), target)).await??;
-    transcribe_decoded(engine, decoded, request).await
+    Ok(blocking(move || decode_to(&audio, extension.as_deref(), target)).await??)
 }
 
 /// Transcribes already decoded audio.
@@ -131,8 +141,9 @@ pub struct SegmentBody {
     pub start: f64,
     pub end: f64,
     pub text: String,
-    /// `speaker_1`, `speaker_2`, ... when `diarize` was true.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// `speaker_1`, `speaker_2`, ... when `diarize` was true; always present, `null` without
+    /// diarization.
+    #[serde(default)]
     pub speaker: Option<String>,
     /// Set on a segment whose language differs from the transcript's.
     #[serde(default, skip_serializing_if = "Option::is_none")]

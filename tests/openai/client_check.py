@@ -6,9 +6,12 @@ directory).
 """
 
 import io
+import json
 import os
 import re
 import sys
+import time
+import urllib.request
 import wave
 
 import openai
@@ -81,6 +84,78 @@ check(re.search(r"^1\n00:00:\d\d,\d{3} --> 00:00:\d\d,\d{3}\n", srt), repr(srt[:
 with open(jfk, "rb") as f:
     vtt = client.audio.transcriptions.create(model="whisper-1", file=f, response_format="vtt")
 check(vtt.startswith("WEBVTT") and "-->" in vtt, repr(vtt[:80]))
+
+# Models: the SDK's models.list() reads OpenAI's list of the audio models; retrieve() one.
+models = [m.id for m in client.models.list()]
+for expected in ("whisper-1", "gpt-4o-transcribe", "gpt-4o-mini-transcribe", "tts-1"):
+    check(expected in models, f"{expected} not in {models}")
+check(client.models.retrieve("whisper-1").owned_by == "switchboard", "retrieve whisper-1")
+try:
+    client.models.retrieve("no-such-model")
+    check(False, "an unknown model was found")
+except openai.NotFoundError as e:
+    check(e.status_code == 404, f"status {e.status_code}")
+
+# Streamed transcription with the gpt-4o family: text deltas as each window of the minute-long
+# recording is decoded (its English half first), then the whole text; the deltas add up to it.
+multilingual = os.path.join(fixtures, "multilingual.mp3")
+arrivals = []
+with open(multilingual, "rb") as f:
+    stream = client.audio.transcriptions.create(model="gpt-4o-mini-transcribe", file=f, stream=True)
+    for event in stream:
+        arrivals.append((time.monotonic(), event))
+types = [e.type for _, e in arrivals]
+check(len(types) >= 3, f"events {types}")
+check(types[-1] == "transcript.text.done", f"last event {types[-1]}")
+check(all(t == "transcript.text.delta" for t in types[:-1]), f"events {types}")
+deltas = "".join(e.delta for _, e in arrivals[:-1])
+done = arrivals[-1][1]
+check(deltas == done.text, f"deltas {deltas!r} against done {done.text!r}")
+check("permission is hereby granted" in " ".join(words(done.text)), done.text)
+# The English half was sent while the German half was still being decoded.
+first_delta_at = arrivals[0][0]
+check(arrivals[-1][0] - first_delta_at > 0.2, "the first delta came only with the end")
+# whisper-1 ignores stream, as OpenAI's does: a plain JSON answer.
+boundary = "switchboard-check"
+with open(jfk, "rb") as f:
+    parts = [
+        f'--{boundary}\r\nContent-Disposition: form-data; name="model"\r\n\r\nwhisper-1\r\n'.encode(),
+        f'--{boundary}\r\nContent-Disposition: form-data; name="stream"\r\n\r\ntrue\r\n'.encode(),
+        f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="jfk.flac"\r\n\r\n'.encode()
+        + f.read()
+        + b"\r\n",
+        f"--{boundary}--\r\n".encode(),
+    ]
+request = urllib.request.Request(
+    os.environ["SWITCHBOARD_BASE_URL"] + "/audio/transcriptions",
+    data=b"".join(parts),
+    headers={
+        "Authorization": "Bearer " + os.environ["SWITCHBOARD_API_KEY"],
+        "Content-Type": f"multipart/form-data; boundary={boundary}",
+    },
+)
+with urllib.request.urlopen(request, timeout=120) as plain:
+    content_type = plain.headers["Content-Type"]
+    body = json.loads(plain.read())
+check(content_type.startswith("application/json"), content_type)
+check("ask not what your country" in body["text"].lower(), body)
+
+# Translation into English: the recording's German half comes out in English.
+with open(multilingual, "rb") as f:
+    translated = client.audio.translations.create(model="whisper-1", file=f, response_format="verbose_json")
+check(translated.task == "translate" and translated.language == "english", f"{translated.task} {translated.language}")
+english = words(translated.text)
+check("permission" in english and "software" in english, translated.text)
+german = [w for w in english if w in ("und", "der", "die", "das", "nicht", "werden", "ist", "mit")]
+check(len(german) <= 1, f"German words {german} in {translated.text}")
+with open(jfk, "rb") as f:
+    text = client.audio.translations.create(model="whisper-1", file=f, response_format="text")
+check("ask not what your country" in text.lower(), repr(text))
+try:
+    client.audio.translations.create(model="gpt-4o-transcribe", file=("jfk.flac", b"x"))
+    check(False, "a translation model OpenAI does not translate with was accepted")
+except openai.BadRequestError as e:
+    check(e.param == "model", f"param {e.param}")
 
 # Errors arrive as the client's own exception types, with OpenAI's error fields.
 try:

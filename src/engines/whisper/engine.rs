@@ -58,6 +58,27 @@ const MIN_WINDOW_FRAMES: usize = 10;
 /// Languages written without spaces between words: every token is a word for timestamps.
 const UNSPACED_LANGUAGES: [&str; 6] = ["zh", "ja", "th", "lo", "my", "bo"];
 
+/// What the recogniser writes: the speech in its own language, or in English.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Task {
+    #[default]
+    Transcribe,
+    /// Into English, whatever language is spoken (Whisper's `<|translate|>` task; the
+    /// multilingual model runs it).
+    Translate,
+}
+
+/// Receives the text of each segment as soon as its 30 s window is decoded, in order; the
+/// texts joined with single spaces are the transcript's `text`.
+pub type SegmentSink = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// How one recognition runs beyond its [`TranscribeOptions`].
+#[derive(Clone, Default)]
+struct Job {
+    task: Task,
+    on_segment: Option<SegmentSink>,
+}
+
 /// Whether a model is ready, for `/health`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -175,7 +196,44 @@ impl WhisperEngine {
         audio: &[f32],
         options: &TranscribeOptions,
     ) -> Result<Transcript, EngineError> {
-        self.inner.transcribe(audio, options, &mut || true)
+        self.inner
+            .transcribe(audio, options, &Job::default(), &mut || true)
+    }
+
+    /// A recogniser on the same models that runs `task` and, when given, hands each segment's
+    /// text to `on_segment` as soon as it is decoded (OpenAI's translations and streamed
+    /// transcriptions).
+    pub fn with_task(&self, task: Task, on_segment: Option<SegmentSink>) -> WhisperTask {
+        WhisperTask {
+            engine: self.clone(),
+            job: Job { task, on_segment },
+        }
+    }
+
+    fn recognise(
+        &self,
+        audio: Arc<[f32]>,
+        options: TranscribeOptions,
+        job: Job,
+    ) -> EngineFuture<Transcript> {
+        let inner = self.inner.clone();
+        let pool = self.pool.clone();
+        let make_way = self.pool.clone();
+        // Set when the caller stops waiting (a client gone, a job past its time bound):
+        // the recognition then ends at its next window instead of running to the end.
+        let abandoned = Arc::new(AtomicBool::new(false));
+        let watched = abandoned.clone();
+        Box::pin(async move {
+            let _abandon_on_drop = SetOnDrop(abandoned);
+            pool.run(move || {
+                inner.transcribe(&audio, &options, &job, &mut || {
+                    // A file's windows make way for a caller's turn (see `run_waiting_live`).
+                    make_way.run_waiting_live();
+                    !watched.load(Ordering::Relaxed)
+                })
+            })
+            .await
+        })
     }
 }
 
@@ -189,24 +247,29 @@ impl SpeechToText for WhisperEngine {
         audio: Arc<[f32]>,
         options: TranscribeOptions,
     ) -> EngineFuture<Transcript> {
-        let inner = self.inner.clone();
-        let pool = self.pool.clone();
-        let make_way = self.pool.clone();
-        // Set when the caller stops waiting (a client gone, a job past its time bound):
-        // the recognition then ends at its next window instead of running to the end.
-        let abandoned = Arc::new(AtomicBool::new(false));
-        let watched = abandoned.clone();
-        Box::pin(async move {
-            let _abandon_on_drop = SetOnDrop(abandoned);
-            pool.run(move || {
-                inner.transcribe(&audio, &options, &mut || {
-                    // A file's windows make way for a caller's turn (see `run_waiting_live`).
-                    make_way.run_waiting_live();
-                    !watched.load(Ordering::Relaxed)
-                })
-            })
-            .await
-        })
+        self.recognise(audio, options, Job::default())
+    }
+}
+
+/// The embedded recogniser running one [`Task`], with an optional [`SegmentSink`]: see
+/// [`WhisperEngine::with_task`].
+#[derive(Clone)]
+pub struct WhisperTask {
+    engine: WhisperEngine,
+    job: Job,
+}
+
+impl SpeechToText for WhisperTask {
+    fn provider(&self) -> &str {
+        "default"
+    }
+
+    fn transcribe(
+        &self,
+        audio: Arc<[f32]>,
+        options: TranscribeOptions,
+    ) -> EngineFuture<Transcript> {
+        self.engine.recognise(audio, options, self.job.clone())
     }
 }
 
@@ -286,6 +349,7 @@ impl Inner {
         &self,
         audio: &[f32],
         options: &TranscribeOptions,
+        job: &Job,
         between_windows: &mut dyn FnMut() -> bool,
     ) -> Result<Transcript, EngineError> {
         let forced = requested_language(options)?;
@@ -295,7 +359,9 @@ impl Inner {
         if audio.iter().any(|s| !s.is_finite()) {
             return Err(EngineError::invalid("the audio has non-finite samples"));
         }
-        let english_fast = options.mode == SttMode::Fast && forced == Some("en");
+        // Only the multilingual model translates.
+        let english_fast =
+            options.mode == SttMode::Fast && forced == Some("en") && job.task == Task::Transcribe;
         // English in fast mode runs on the English-only model; when only one model is
         // installed, that one serves.
         let model = if english_fast
@@ -309,7 +375,15 @@ impl Inner {
             SttMode::Accurate => BEAM_SIZE,
             SttMode::Fast => 1,
         };
-        run(&model, audio, options, forced, beam_size, between_windows)
+        run(
+            &model,
+            audio,
+            options,
+            job,
+            forced,
+            beam_size,
+            between_windows,
+        )
     }
 }
 
@@ -429,6 +503,7 @@ fn run(
     m: &Loaded,
     audio: &[f32],
     options: &TranscribeOptions,
+    job: &Job,
     forced: Option<&'static str>,
     beam_size: usize,
     between_windows: &mut dyn FnMut() -> bool,
@@ -450,6 +525,8 @@ fn run(
     let mut first_language: Option<(&'static str, Option<f32>)> = None;
     let mut previous_language: Option<&'static str> = None;
     let mut seek = 0usize;
+    // Whether a segment's text has gone to `job.on_segment` yet.
+    let mut emitted = false;
     while seek < content {
         let window_frames = (content - seek).min(N_FRAMES);
         if window_frames < MIN_WINDOW_FRAMES && seek > 0 {
@@ -488,7 +565,7 @@ fn run(
             history.clear();
         }
         previous_language = Some(language);
-        let sot_sequence = vocab.sot_sequence(Some(language));
+        let sot_sequence = vocab.sot_sequence_for(Some(language), job.task == Task::Translate);
         let mut prompt = Vec::new();
         let context: Vec<u32> = initial_prompt.iter().chain(&history).copied().collect();
         if !context.is_empty() {
@@ -562,6 +639,21 @@ fn run(
                         end: timing.end,
                         word,
                     });
+                }
+            }
+        }
+        if let Some(sink) = &job.on_segment {
+            for segment in &window_segments {
+                let text = vocab.decode(&segment.tokens);
+                let text = text.trim();
+                if !text.is_empty() {
+                    // Joined as the transcript's text is: one space between segments.
+                    if emitted {
+                        sink(&format!(" {text}"));
+                    } else {
+                        sink(text);
+                    }
+                    emitted = true;
                 }
             }
         }

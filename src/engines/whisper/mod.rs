@@ -8,7 +8,8 @@
 //! - [`decode`]: greedy and beam search under Whisper's timestamp rules;
 //! - [`language`]: spoken-language detection;
 //! - [`timestamps`]: segments from timestamp tokens, word timestamps by attention alignment;
-//! - [`engine`]: [`WhisperEngine`], the `SpeechToText` implementation;
+//! - [`engine`]: [`WhisperEngine`], the `SpeechToText` implementation, and [`WhisperTask`] for
+//!   translation into English and segments handed over as they are decoded;
 //! - [`audio`]: decoding audio files to 16 kHz mono for the command line and tests.
 
 pub mod audio;
@@ -24,7 +25,10 @@ pub mod vocab;
 #[cfg(test)]
 mod tests;
 
-pub use engine::{ModelState, ModelStatus, WhisperEngine, ENGLISH_MODEL, MULTILINGUAL_MODEL};
+pub use engine::{
+    ModelState, ModelStatus, SegmentSink, Task, WhisperEngine, WhisperTask, ENGLISH_MODEL,
+    MULTILINGUAL_MODEL,
+};
 
 /// The speech fixtures the tests use (`shared/` beside the repository).
 #[cfg(test)]

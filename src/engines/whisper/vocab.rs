@@ -20,6 +20,8 @@ pub struct Vocab {
     pub eot: u32,
     pub sot: u32,
     pub transcribe: u32,
+    /// `<|translate|>`: multilingual models write the speech in English after it.
+    pub translate: Option<u32>,
     pub sot_prev: u32,
     pub no_speech: u32,
     pub no_timestamps: u32,
@@ -63,6 +65,7 @@ impl Vocab {
             eot: id("<|endoftext|>")?,
             sot: id("<|startoftranscript|>")?,
             transcribe: id("<|transcribe|>")?,
+            translate: tokenizer.token_to_id("<|translate|>"),
             sot_prev: id("<|startofprev|>")?,
             no_speech,
             no_timestamps,
@@ -92,12 +95,23 @@ impl Vocab {
     /// The tokens that start a transcription: `<|startoftranscript|>`, and for multilingual
     /// models the language and `<|transcribe|>`.
     pub fn sot_sequence(&self, language: Option<&str>) -> Vec<u32> {
+        self.sot_sequence_for(language, false)
+    }
+
+    /// [`sot_sequence`](Self::sot_sequence), or with `translate` the one that has a
+    /// multilingual model write the speech in English (`<|translate|>` for the task). An
+    /// English-only model has no task token and always writes what it hears.
+    pub fn sot_sequence_for(&self, language: Option<&str>, translate: bool) -> Vec<u32> {
         let mut seq = vec![self.sot];
         if self.multilingual {
             if let Some(lang) = language.and_then(|l| self.language_token(l)) {
                 seq.push(lang);
             }
-            seq.push(self.transcribe);
+            let task = match (translate, self.translate) {
+                (true, Some(token)) => token,
+                _ => self.transcribe,
+            };
+            seq.push(task);
         }
         seq
     }
