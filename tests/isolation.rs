@@ -39,6 +39,10 @@ const NOT_OWNED: &[(&str, &str)] = &[
         "/v1/sessions/twilio/task/{taskId}/status",
         "Twilio's webhook, proven by X-Twilio-Signature, not by a developer's key",
     ),
+    (
+        "/v1/models/{model}",
+        "a model of the server's catalog, the same for every developer",
+    ),
     ("/widget/{file}", "the widget's public static files"),
 ];
 
