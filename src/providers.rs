@@ -1,5 +1,6 @@
 //! Which engine serves a request's provider id, with which key: `default` is the embedded
-//! engine; a vendor with an adapter runs with the key `Vendors::key_for` finds; a known vendor
+//! engine; a vendor with an adapter runs with the key `key_for` finds (the request's vendor
+//! key header, else the developer's stored key, else the platform's); a known vendor
 //! id without an adapter, or without any key, is `provider_not_configured` naming the vendor;
 //! anything else is a validation error listing the ids.
 
@@ -172,7 +173,7 @@ impl Stage for Stt {
 }
 
 /// The engine of stage `S` that serves `provider` (named by request field `param`): the
-/// embedded one, or a vendor's adapter with the key `Vendors::key_for` finds.
+/// embedded one, or a vendor's adapter with the key `key_for` finds.
 pub async fn choose<S: Stage>(
     state: &AppState,
     param: &str,
