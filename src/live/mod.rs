@@ -14,12 +14,11 @@
 //! The transports (`crate::transports`) only speak their wire; the HTTP routes authenticate
 //! and hand the session here.
 
-pub mod admission;
-pub mod assembly;
+mod admission;
+mod assembly;
 pub mod phone;
 pub mod start;
 
-pub use admission::{abandon_unstarted, release_unstarted, token_issuer_in_force};
 pub use phone::{
     issue_stream, issue_stream_as, phone_stream, resolve_instance, warm_agent_voice, IssuedStream,
     StreamFor,

@@ -134,11 +134,6 @@ pub async fn admit<W: Wire>(
 }
 
 impl Admitted {
-    /// The session's id.
-    pub fn session_id(&self) -> &str {
-        &self.request.session_id
-    }
-
     /// Starts the session on `socket`, reading the caller's side from `messages`, and the
     /// transport's pump writing its outputs until either ends.
     pub fn run<W: Wire>(
