@@ -36,7 +36,7 @@ use opentelemetry_sdk::trace::{
     SpanProcessor,
 };
 use opentelemetry_sdk::Resource;
-use switchboard_actors::session::tools::ToolOutcome;
+use switchboard_actors::session::ToolOutcome;
 use switchboard_actors::session::{SessionSummary, Speaker, TurnRecord};
 
 use crate::config::OtlpConfig;

@@ -9,16 +9,16 @@
 use crate::registry::Supervised;
 use std::sync::{Arc, Mutex};
 
-use switchboard_actors::session::tools::ToolOutcome;
+use switchboard_actors::session::ToolOutcome;
 use switchboard_actors::session::{
     EndReason, EndpointSource, SessionObserver, SessionStatus, SessionSummary, Speaker, TurnRecord,
     UnrecognisedSpeech,
 };
 
-use super::metrics::metrics;
 use super::otlp::{SessionTrace, TraceExport};
 use super::served::StageSlots;
 use crate::billing::Usage;
+use crate::metrics::metrics;
 use crate::registry::metering::{ChargeSession, CloseSession, Metering};
 use crate::registry::sessions::{
     EndSession, RecordEvent, RecordToolCalls, RecordTurn, SessionRegistry,

@@ -12,12 +12,11 @@ use tokio::time::Instant;
 
 use crate::engine::{ChatRequest, EngineError, FinishReason, LanguageModel, LlmEvent, ToolCall};
 
-use super::call::CallSession;
 use super::error::TurnError;
 use super::liveness::LiveGuard;
+use super::messages::Shutdown;
 use super::sentences::SentenceSplitter;
 use super::stream::receiver_stream;
-use super::stt::Shutdown;
 
 /// How often the stall check runs.
 const STALL_CHECK: Duration = Duration::from_millis(100);
@@ -66,12 +65,45 @@ pub struct LlmFailed {
     pub error: TurnError,
 }
 
+/// Where a model round reports: the session's handlers of the four messages above. All four
+/// lead to the same mailbox, so they arrive in the order they were sent.
+#[derive(Clone)]
+pub struct LlmLinks {
+    /// New answer text.
+    pub delta: Recipient<AgentTextDelta>,
+    /// A speakable sentence.
+    pub sentence: Recipient<SentenceReady>,
+    /// The end of the round.
+    pub finished: Recipient<LlmFinished>,
+    /// The round's failure.
+    pub failed: Recipient<LlmFailed>,
+}
+
+impl LlmLinks {
+    /// The links to one actor that handles all four messages.
+    pub fn to<A>(actor: &Addr<A>) -> Self
+    where
+        A: Actor<Context = Context<A>>
+            + Handler<AgentTextDelta>
+            + Handler<SentenceReady>
+            + Handler<LlmFinished>
+            + Handler<LlmFailed>,
+    {
+        Self {
+            delta: actor.clone().recipient(),
+            sentence: actor.clone().recipient(),
+            finished: actor.clone().recipient(),
+            failed: actor.clone().recipient(),
+        }
+    }
+}
+
 /// One model round (see the module docs).
 pub struct LlmStream {
     response_id: u64,
     engine: Arc<dyn LanguageModel>,
     request: Option<ChatRequest>,
-    session: Addr<CallSession>,
+    links: LlmLinks,
     splitter: SentenceSplitter,
     content: String,
     tool_calls: Vec<ToolCall>,
@@ -88,7 +120,7 @@ impl LlmStream {
         response_id: u64,
         engine: Arc<dyn LanguageModel>,
         request: ChatRequest,
-        session: Addr<CallSession>,
+        links: LlmLinks,
         timeout: Duration,
         live: LiveGuard,
     ) -> Self {
@@ -96,7 +128,7 @@ impl LlmStream {
             response_id,
             engine,
             request: Some(request),
-            session,
+            links,
             splitter: SentenceSplitter::default(),
             content: String::new(),
             tool_calls: Vec::new(),
@@ -108,7 +140,7 @@ impl LlmStream {
     }
 
     fn sentence(&self, text: String) {
-        self.session.do_send(SentenceReady {
+        self.links.sentence.do_send(SentenceReady {
             response_id: self.response_id,
             text,
         });
@@ -122,7 +154,7 @@ impl LlmStream {
         if let Some(rest) = self.splitter.flush() {
             self.sentence(rest);
         }
-        self.session.do_send(LlmFinished {
+        self.links.finished.do_send(LlmFinished {
             response_id: self.response_id,
             content: std::mem::take(&mut self.content),
             tool_calls: std::mem::take(&mut self.tool_calls),
@@ -136,7 +168,7 @@ impl LlmStream {
             return;
         }
         self.done = true;
-        self.session.do_send(LlmFailed {
+        self.links.failed.do_send(LlmFailed {
             response_id: self.response_id,
             error,
         });
@@ -179,7 +211,7 @@ impl StreamHandler<Result<LlmEvent, EngineError>> for LlmStream {
                 for sentence in self.splitter.push(&text) {
                     self.sentence(sentence);
                 }
-                self.session.do_send(AgentTextDelta {
+                self.links.delta.do_send(AgentTextDelta {
                     response_id: self.response_id,
                     text,
                 });

@@ -93,6 +93,13 @@ pub struct TransportClosed;
 #[rtype(result = "()")]
 pub struct ServerShutdown;
 
+/// Stops one of the session's child actors (recognizer, model round, tool runner,
+/// playback): the session's word to its children, as [`ServerShutdown`] is the server's to
+/// the session.
+#[derive(Debug, Clone, Copy, Message)]
+#[rtype(result = "()")]
+pub struct Shutdown;
+
 /// What a session sends its transport.
 #[derive(Debug, Clone)]
 pub enum SessionOutput {

@@ -73,7 +73,7 @@ pub use messages::{
 };
 pub use observer::{
     BargeInRecord, EndReason, EndpointSource, NoopObserver, SessionObserver, SessionStatus,
-    SessionSummary, Speaker, TurnLatency, TurnRecord, UnrecognisedSpeech,
+    SessionSummary, Speaker, ToolOutcome, TurnLatency, TurnRecord, UnrecognisedSpeech,
 };
 pub use playback::PlaybackLedger;
 pub use sentences::SentenceSplitter;

@@ -2,7 +2,22 @@
 //! failure), a [`SessionSummary`] at the end, and the [`SessionObserver`] trait through which
 //! both leave the session (the server's implementation writes them to the database).
 
-use super::tools::ToolOutcome;
+use crate::engine::ToolCall;
+
+/// How one tool call went.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutcome {
+    /// The call.
+    pub call: ToolCall,
+    /// The tool's answer, or the error text handed to the model instead.
+    pub output: String,
+    /// The tool failed or timed out.
+    pub is_error: bool,
+    /// Execution time.
+    pub duration_ms: u64,
+    /// The call ran and ends the session ([`ToolExecutor::ends_session`](crate::engine::ToolExecutor::ends_session)).
+    pub ends_session: bool,
+}
 
 /// Who spoke a turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -15,8 +15,8 @@ use crate::engine::{
     EngineError, EngineErrorKind, SpeechToText, SttEvent, SttInput, TranscribeOptions,
 };
 
-use super::call::CallSession;
 use super::liveness::LiveGuard;
+use super::messages::Shutdown;
 use super::stream::receiver_stream;
 
 /// Consecutive failed (re)opens after which the recognizer counts as gone.
@@ -55,16 +55,40 @@ pub struct SttFailed {
 #[rtype(result = "()")]
 pub struct SttRestart(pub Vec<SttInput>);
 
-/// Stops a child actor.
-#[derive(Debug, Clone, Copy, Message)]
-#[rtype(result = "()")]
-pub struct Shutdown;
+/// Where a recognizer reports: the session's handlers of its transcripts and failures. All
+/// lead to the same mailbox, so they arrive in the order they were sent.
+#[derive(Clone)]
+pub struct SttLinks {
+    /// A hypothesis.
+    pub partial: Recipient<TranscriptPartial>,
+    /// An utterance's final transcript.
+    pub final_text: Recipient<TranscriptFinal>,
+    /// A failed stream.
+    pub failed: Recipient<SttFailed>,
+}
+
+impl SttLinks {
+    /// The links to one actor that handles all three messages.
+    pub fn to<A>(actor: &Addr<A>) -> Self
+    where
+        A: Actor<Context = Context<A>>
+            + Handler<TranscriptPartial>
+            + Handler<TranscriptFinal>
+            + Handler<SttFailed>,
+    {
+        Self {
+            partial: actor.clone().recipient(),
+            final_text: actor.clone().recipient(),
+            failed: actor.clone().recipient(),
+        }
+    }
+}
 
 /// Streams caller audio to the recognizer (see the module docs).
 pub struct SttStream {
     engine: Arc<dyn SpeechToText>,
     options: TranscribeOptions,
-    session: Addr<CallSession>,
+    links: SttLinks,
     input: Option<mpsc::Sender<SttInput>>,
     events: Option<SpawnHandle>,
     failures: u32,
@@ -74,17 +98,17 @@ pub struct SttStream {
 }
 
 impl SttStream {
-    /// A recognizer child for `session`.
+    /// A recognizer child reporting through `links`.
     pub fn new(
         engine: Arc<dyn SpeechToText>,
         options: TranscribeOptions,
-        session: Addr<CallSession>,
+        links: SttLinks,
         live: LiveGuard,
     ) -> Self {
         Self {
             engine,
             options,
-            session,
+            links,
             input: None,
             events: None,
             failures: 0,
@@ -129,7 +153,7 @@ impl SttStream {
             Err(mpsc::error::TrySendError::Full(_)) => {
                 if !self.overload_reported {
                     self.overload_reported = true;
-                    self.session.do_send(SttFailed {
+                    self.links.failed.do_send(SttFailed {
                         error: EngineError::new(
                             EngineErrorKind::Overloaded,
                             "the recognizer is not keeping up with the caller's audio",
@@ -155,7 +179,7 @@ impl SttStream {
         self.drop_stream(ctx);
         self.failures += 1;
         let fatal = self.failures > MAX_REOPENS;
-        self.session.do_send(SttFailed { error, fatal });
+        self.links.failed.do_send(SttFailed { error, fatal });
         if fatal {
             ctx.stop();
         }
@@ -189,10 +213,12 @@ impl Handler<SttRestart> for SttStream {
 impl StreamHandler<Result<SttEvent, EngineError>> for SttStream {
     fn handle(&mut self, item: Result<SttEvent, EngineError>, ctx: &mut Self::Context) {
         match item {
-            Ok(SttEvent::Partial(text)) => self.session.do_send(TranscriptPartial(text)),
+            Ok(SttEvent::Partial(text)) => self.links.partial.do_send(TranscriptPartial(text)),
             Ok(SttEvent::Final(transcript)) => {
                 self.failures = 0;
-                self.session.do_send(TranscriptFinal(transcript.text));
+                self.links
+                    .final_text
+                    .do_send(TranscriptFinal(transcript.text));
             }
             Err(error) => self.failed(error, ctx),
         }

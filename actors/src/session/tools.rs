@@ -12,9 +12,9 @@ use tokio::time::Instant;
 
 use crate::engine::{ToolCall, ToolExecutor};
 
-use super::call::CallSession;
 use super::liveness::LiveGuard;
-use super::stt::Shutdown;
+use super::messages::Shutdown;
+use super::observer::ToolOutcome;
 
 /// Execute the tool calls of one model round of reply `response_id`.
 #[derive(Debug, Message)]
@@ -34,21 +34,6 @@ pub struct CancelTools {
     pub response_id: u64,
 }
 
-/// How one tool call went.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolOutcome {
-    /// The call.
-    pub call: ToolCall,
-    /// The tool's answer, or the error text handed to the model instead.
-    pub output: String,
-    /// The tool failed or timed out.
-    pub is_error: bool,
-    /// Execution time.
-    pub duration_ms: u64,
-    /// The call ran and ends the session ([`ToolExecutor::ends_session`]).
-    pub ends_session: bool,
-}
-
 /// Every call of a round has answered.
 #[derive(Debug, Message)]
 #[rtype(result = "()")]
@@ -63,23 +48,23 @@ pub struct ToolsFinished {
 pub struct ToolRunner {
     executor: Arc<dyn ToolExecutor>,
     timeout: Duration,
-    session: Addr<CallSession>,
+    finished: Recipient<ToolsFinished>,
     running: Vec<(u64, SpawnHandle)>,
     _live: LiveGuard,
 }
 
 impl ToolRunner {
-    /// A runner reporting to `session`, giving each call `timeout`.
+    /// A runner reporting each round to `finished` (the session), giving each call `timeout`.
     pub fn new(
         executor: Arc<dyn ToolExecutor>,
         timeout: Duration,
-        session: Addr<CallSession>,
+        finished: Recipient<ToolsFinished>,
         live: LiveGuard,
     ) -> Self {
         Self {
             executor,
             timeout,
-            session,
+            finished,
             running: Vec::new(),
             _live: live,
         }
@@ -124,7 +109,7 @@ impl Handler<RunTools> for ToolRunner {
         let all = join_all(calls.collect::<Vec<_>>());
         let handle = ctx.spawn(all.into_actor(self).map(move |outcomes, act, _| {
             act.running.retain(|(id, _)| *id != response_id);
-            act.session.do_send(ToolsFinished {
+            act.finished.do_send(ToolsFinished {
                 response_id,
                 outcomes,
             });

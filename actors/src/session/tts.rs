@@ -22,13 +22,12 @@ use crate::engine::{EngineError, SpeechChunk, SpeechRequest, TextToSpeech};
 use super::audio_in::FRAME_MS;
 use super::audio_out::{EncodedFrame, OutputEncoder};
 use super::barge_in::AgentAudioLevel;
-use super::call::CallSession;
 use super::config::{AudioFormat, Pacing};
 use super::error::TurnError;
 use super::liveness::LiveGuard;
+use super::messages::Shutdown;
 use super::messages::{OutputQueue, SessionOutput};
 use super::stream::receiver_stream;
-use super::stt::Shutdown;
 
 /// The reply currently allowed to send audio (0: none).
 #[derive(Debug, Clone, Default)]
@@ -114,11 +113,18 @@ pub struct Voice {
     pub model: Option<String>,
 }
 
-/// The session's side of a playback: where audio goes and who hears about it.
+/// The session's side of a playback: where audio goes and who hears about it. The four
+/// recipients lead to the session's one mailbox, so they arrive in the order they were sent.
 #[derive(Clone)]
 pub struct PlaybackLinks {
-    /// The session.
-    pub session: Addr<CallSession>,
+    /// The first audio of a reply left.
+    pub started: Recipient<PlaybackStarted>,
+    /// A reply's audio has all left.
+    pub drained: Recipient<PlaybackDrained>,
+    /// Synthesis failed.
+    pub failed: Recipient<TtsFailed>,
+    /// A segment was queued.
+    pub queued: Recipient<SegmentQueued>,
     /// The transport.
     pub output: OutputQueue,
     /// Where the level of each frame sent goes, when the session has an echo gate.
@@ -271,7 +277,7 @@ impl TtsPlayback {
                     match self.clock_start {
                         None => {
                             self.clock_start = Some(now);
-                            self.links.session.do_send(PlaybackStarted {
+                            self.links.started.do_send(PlaybackStarted {
                                 response_id: self.response_id,
                                 at: now,
                             });
@@ -320,7 +326,7 @@ impl TtsPlayback {
             && self.queue.is_empty()
         {
             self.done = true;
-            self.links.session.do_send(PlaybackDrained {
+            self.links.drained.do_send(PlaybackDrained {
                 response_id: self.response_id,
             });
             ctx.stop();
@@ -332,7 +338,7 @@ impl TtsPlayback {
             return;
         }
         self.done = true;
-        self.links.session.do_send(TtsFailed {
+        self.links.failed.do_send(TtsFailed {
             response_id: self.response_id,
             error,
         });
@@ -434,7 +440,7 @@ impl StreamHandler<Result<SpeechChunk, EngineError>> for TtsPlayback {
         if let Some(current) = self.current.take() {
             self.seq += 1;
             let mark = format!("r{}-s{}", self.response_id, self.seq);
-            self.links.session.do_send(SegmentQueued {
+            self.links.queued.do_send(SegmentQueued {
                 response_id: self.response_id,
                 mark: mark.clone(),
                 text: current.text,

@@ -33,12 +33,12 @@ use super::error::SessionError;
 use super::liveness::{LiveCounter, LiveGuard};
 use super::messages::{
     AudioIn, CallerInput, Dtmf, Hangup, Interrupt, OutputQueue, PlaybackMark, ServerShutdown,
-    SessionEvent, SessionOutput, TextIn, TransportClosed,
+    SessionEvent, SessionOutput, Shutdown, TextIn, TransportClosed,
 };
 use super::observer::{
     EndReason, EndpointSource, SessionObserver, SessionStatus, SessionSummary, TurnRecord,
 };
-use super::stt::{Shutdown, SttStream};
+use super::stt::{SttLinks, SttStream};
 use super::tools::ToolRunner;
 use super::tts::PlaybackGate;
 
@@ -475,7 +475,7 @@ impl Actor for CallSession {
             SttStream::new(
                 self.engines.stt.clone(),
                 options,
-                me.clone(),
+                SttLinks::to(&me),
                 self.live.guard(),
             )
             .start(),
@@ -484,7 +484,7 @@ impl Actor for CallSession {
             ToolRunner::new(
                 self.engines.tools.clone(),
                 self.config.timeouts.tool,
-                me,
+                me.recipient(),
                 self.live.guard(),
             )
             .start(),

@@ -13,12 +13,14 @@ use crate::engine::{ChatMessage, ChatRequest, KnowledgeRetriever, Role, ToolCall
 
 use super::super::barge_in::BargeInDetected;
 use super::super::error::TurnError;
-use super::super::llm::{AgentTextDelta, LlmFailed, LlmFinished, LlmStream, SentenceReady};
+use super::super::llm::{
+    AgentTextDelta, LlmFailed, LlmFinished, LlmLinks, LlmStream, SentenceReady,
+};
+use super::super::messages::Shutdown;
 use super::super::messages::{PlaybackMark, SessionEvent};
 use super::super::observer::{BargeInRecord, EndReason, Speaker, TurnLatency, TurnRecord};
 use super::super::playback::{first_words, PlaybackLedger};
 use super::super::sentences::split_text;
-use super::super::stt::Shutdown;
 use super::super::tools::{CancelTools, RunTools, ToolRunner, ToolsFinished};
 use super::super::tts::{
     EndOfResponse, PlaybackDrained, PlaybackLinks, PlaybackStarted, SegmentQueued, Speak,
@@ -106,14 +108,15 @@ impl CallSession {
     fn new_reply(&mut self, kind: ReplyKind, ctx: &mut Context<Self>) -> Option<Reply> {
         let id = self.next_reply_id;
         self.next_reply_id += 1;
+        let me = ctx.address();
         let links = PlaybackLinks {
-            session: ctx.address(),
+            started: me.clone().recipient(),
+            drained: me.clone().recipient(),
+            failed: me.clone().recipient(),
+            queued: me.clone().recipient(),
             output: self.output.clone(),
             // Agent levels only matter to an echo gate; without one they are not sent.
-            echo_levels: self
-                .barge_in
-                .wants_agent_levels()
-                .then(|| ctx.address().recipient()),
+            echo_levels: self.barge_in.wants_agent_levels().then(|| me.recipient()),
             gate: self.gate.clone(),
         };
         let voice = Voice {
@@ -295,7 +298,8 @@ impl CallSession {
         reply.steps += 1;
         reply.round_started = Instant::now();
         reply.round_spoke = false;
-        reply.llm = Some(LlmStream::new(reply.id, engine, request, me, timeout, guard).start());
+        let links = LlmLinks::to(&me);
+        reply.llm = Some(LlmStream::new(reply.id, engine, request, links, timeout, guard).start());
     }
 
     /// The caller spoke again before the reply made a sound: drop it without a record.
