@@ -12,7 +12,8 @@ use switchboard::registry::agents::{CreateAgent, GetAgent};
 use switchboard::registry::keys::{create_key, hash_key, CheckKey, KeyCheck};
 
 use switchboard::billing::period::SystemClock;
-use switchboard::billing::{meter, Usage};
+use switchboard::billing::Usage;
+use switchboard::registry::meter;
 use switchboard::registry::metering::{Admit, CurrentUsage};
 use switchboard::registry::{AgentRegistry, KeyRegistry, Metering, Supervised};
 use switchboard::store::agents::AgentRow;

@@ -1,8 +1,6 @@
 //! Billing: what metered work costs (`pricing`), the billing clock and periods (`period`),
-//! the per-key rate limiter (`rate_limit`), the one call metered handlers make (`meter`),
-//! and the payment processor: its REST client (`stripe`) and its webhook events (`webhook`).
+//! the per-key rate limiter (`rate_limit`) and the payment processor: its REST client (`stripe`) and its webhook events (`webhook`).
 
-pub mod meter;
 pub mod period;
 pub mod pricing;
 pub mod rate_limit;

@@ -17,7 +17,7 @@ use switchboard_actors::session::{CallSession, ServerShutdown};
 use tokio::sync::watch;
 
 use crate::error::ApiError;
-use crate::observability::metrics::metrics;
+use crate::metrics::metrics;
 
 /// The message of the 503 a draining node answers new sessions with.
 pub const DRAINING_MESSAGE: &str = "this server is shutting down and accepts no new sessions; \

@@ -21,7 +21,7 @@ use diesel_async::{AsyncConnection, AsyncPgConnection, SimpleAsyncConnection};
 use futures_util::StreamExt;
 use serde::Deserialize;
 
-use crate::observability::metrics::metrics;
+use crate::metrics::metrics;
 use crate::supervision::Notifier;
 use crate::time::now_ms;
 

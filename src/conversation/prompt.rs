@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::knowledge::search::KnowledgeHit;
+use crate::registry::search::KnowledgeHit;
 
 /// Used when an agent has no system prompt of its own.
 pub const DEFAULT_SYSTEM_PROMPT: &str =

@@ -10,8 +10,8 @@ use switchboard_actors::engine::{EngineError, EngineFuture, KnowledgeRetriever};
 
 use crate::engines::embeddings::Embedder;
 use crate::error::ApiError;
-use crate::knowledge::search::{search_collection, KnowledgeHit};
 use crate::registry::knowledge::KnowledgeIndex;
+use crate::registry::search::{search_collection, KnowledgeHit};
 
 /// Chunks retrieved into the prompt before the model runs.
 pub const RETRIEVED_CHUNKS: usize = 4;

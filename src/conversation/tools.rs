@@ -13,8 +13,8 @@ use switchboard_actors::engine::{EngineFuture, ToolCall, ToolExecutor, ToolSpec}
 
 use crate::engines::embeddings::Embedder;
 use crate::fetch::Fetcher;
-use crate::knowledge::search::search_collection;
 use crate::registry::knowledge::KnowledgeIndex;
+use crate::registry::search::search_collection;
 
 pub const SEARCH_KNOWLEDGE: &str = "search_knowledge";
 pub const END_CONVERSATION: &str = "end_conversation";

@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
-use crate::observability::metrics::metrics;
+use crate::metrics::metrics;
 
 /// Whether `presented` equals `expected`, in time that does not depend on where they differ.
 fn same_secret(presented: &str, expected: &str) -> bool {

@@ -19,10 +19,11 @@ use utoipa::ToSchema;
 
 use super::openai_transcription::TRANSCRIPTION_MODELS;
 use crate::app::AppState;
-use crate::billing::{meter, Usage};
+use crate::billing::Usage;
 use crate::error::ApiError;
 use crate::media::OutputFormat;
 use crate::providers;
+use crate::registry::meter;
 use crate::speech::synthesis::synthesize_stream;
 
 /// Longest `input` OpenAI accepts.

@@ -20,10 +20,11 @@ use tokio::sync::mpsc;
 use super::auth::{Developer, PROVIDER_USED};
 use super::upload::{is_multipart, read_form, Form, UploadedFile};
 use crate::app::AppState;
-use crate::billing::{meter, Usage};
+use crate::billing::Usage;
 use crate::engines::whisper::{SegmentSink, Task};
 use crate::error::ApiError;
 use crate::registry::jobs::extension_of;
+use crate::registry::meter;
 use crate::speech::languages::language_name;
 use crate::speech::transcription::{
     decode_file, transcribe_decoded, transcribe_file, TranscriptionRequest,

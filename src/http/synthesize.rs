@@ -10,12 +10,13 @@ use super::auth::Developer;
 use super::body::ApiJson;
 use super::validate;
 use crate::app::AppState;
-use crate::billing::{meter, Usage};
+use crate::billing::Usage;
 use crate::engines::pool::Lane;
 use crate::error::{ApiError, ErrorBody};
 use crate::media::OutputFormat;
 use crate::providers::{self, Caller};
 use crate::registry::agents::GetAgent;
+use crate::registry::meter;
 use crate::speech::synthesis::synthesize_stream;
 
 pub const MAX_TEXT_CHARS: usize = 10_000;

@@ -8,7 +8,7 @@ use ogg::writing::{PacketWriteEndInfo, PacketWriter};
 use switchboard_actors::audio::opus::OpusEncoder;
 use switchboard_actors::audio::pcm::{f32_to_i16_sample, SampleRate};
 
-use super::decode::MediaError;
+use super::pcm::MediaError;
 
 /// Ogg logical stream serial number; one stream per file, so any constant works.
 const OGG_SERIAL: u32 = 0x5357_4244;

@@ -3,7 +3,7 @@
 //! the file's full multi-channel PCM at its own rate. The duration cap is enforced on the way,
 //! which bounds what a small compressed file can expand into (SECURITY.md, "Decoded audio").
 
-use super::decode::{DecodedAudio, MediaError, MAX_CHANNELS, MAX_DURATION_SECONDS};
+use super::pcm::{DecodedAudio, MediaError, MAX_CHANNELS, MAX_DURATION_SECONDS};
 use super::resample::StreamResampler;
 
 /// Lowest and highest sample rates accepted from a file's header or a decoded packet. Below

@@ -21,7 +21,7 @@ pub use writer::{RecordingTap, TapFormat, WriterPool, Written};
 
 use crate::cluster::drain::{Drain, RecordingHold};
 use crate::config::RecordingsConfig;
-use crate::registry::new_id;
+use crate::ids::new_id;
 use crate::store::telephony::{RecordingRow, RECORDING_ACTIVE};
 use crate::supervision::Notifier;
 use crate::time::now_ms;

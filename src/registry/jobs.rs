@@ -15,8 +15,9 @@ use serde::{Deserialize, Serialize};
 use switchboard_actors::engine::{SttMode, TranscribeOptions};
 use tokio::sync::Semaphore;
 
+use super::meter;
 use super::new_id;
-use crate::billing::{meter, Usage};
+use crate::billing::Usage;
 use crate::config::JobsConfig;
 use crate::engines::Engines;
 use crate::error::ApiError;

@@ -5,11 +5,10 @@
 //! vendor key (BYOK): nothing is checked or deducted, and the response says
 //! `X-Usage-Bypassed: true` (`http::auth::tag_provider`).
 
-use crate::registry::Supervised;
-
-use super::Usage;
+use super::metering::{Charge, CheckCredits, Metering};
+use super::Supervised;
+use crate::billing::Usage;
 use crate::error::ApiError;
-use crate::registry::metering::{Charge, CheckCredits, Metering};
 
 /// Charges `usage` to `developer_id`'s current period (when `metered`).
 pub fn charge(metering: &Supervised<Metering>, developer_id: &str, usage: Usage, metered: bool) {

@@ -1,4 +1,6 @@
-//! Registry actors own the resources that have owners (keys, agents, collections, usage).
+//! Registry actors own the resources that have owners (keys, agents, collections, usage),
+//! with the calls made of them from everywhere above: the charge and credit check of metered
+//! work (`meter`) and a collection's semantic search (`search`).
 //! HTTP handlers send them messages through a [`Supervised`] handle that restarts a registry
 //! that died; they answer from an LRU cache or from storage, and never hold up their mailbox
 //! on a query (storage work runs in futures spawned on the actor's
@@ -12,8 +14,10 @@ pub mod instances;
 pub mod jobs;
 pub mod keys;
 pub mod knowledge;
+pub mod meter;
 pub mod metering;
 pub mod provider_keys;
+pub mod search;
 pub mod sessions;
 pub mod telephony;
 
@@ -102,7 +106,4 @@ where
     }
 }
 
-/// A fresh identifier with a type prefix, e.g. `agent_0f3c…`.
-pub fn new_id(prefix: &str) -> String {
-    format!("{prefix}_{}", uuid::Uuid::new_v4().simple())
-}
+pub use crate::ids::new_id;

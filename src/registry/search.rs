@@ -2,16 +2,16 @@
 //! (off the async workers), and fill the hits in with their text and metadata from storage.
 //! Used by the search endpoint, by chat retrieval and by the `search_knowledge` tool.
 
-use crate::registry::Supervised;
 use std::collections::HashMap;
 
 use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
+use super::knowledge::{ChunkTexts, IndexOf, KnowledgeIndex};
+use super::Supervised;
 use crate::engines::embeddings::Embedder;
 use crate::error::ApiError;
-use crate::registry::knowledge::{ChunkTexts, IndexOf, KnowledgeIndex};
 
 /// One search result.
 #[derive(Debug, Clone, Serialize, ToSchema)]

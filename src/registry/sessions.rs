@@ -24,7 +24,7 @@ use actix::prelude::*;
 
 use super::{cursor_position, Page, PageRequest};
 use crate::error::ApiError;
-use crate::observability::metrics::metrics;
+use crate::metrics::metrics;
 use crate::store::sessions::{
     self, EventRow, InterruptionRow, RecordWrite, SessionEnd, SessionRow, SessionScope,
     ToolCallRow, TurnRow,

@@ -151,7 +151,7 @@ impl Endpoint {
 
     /// Every failed vendor call passes here: it is counted in the vendor-error metric.
     pub fn error(&self, kind: EngineErrorKind, message: impl std::fmt::Display) -> EngineError {
-        crate::observability::metrics::vendor_error(&self.vendor, error_kind(kind));
+        crate::metrics::vendor_error(&self.vendor, error_kind(kind));
         EngineError::new(kind, format!("{}: {message}", self.vendor))
     }
 

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use crate::media::decode::{MediaError, MAX_DURATION_SECONDS};
+use crate::media::pcm::{MediaError, MAX_DURATION_SECONDS};
 use crate::media::sink::check_format;
 use switchboard_actors::engine::{EngineError, STT_SAMPLE_RATE};
 use symphonia::core::codecs::audio::AudioDecoderOptions;
