@@ -246,16 +246,14 @@ impl Metrics {
         );
     }
 
-    /// The text exposition of every metric, with the worker pool's gauges as they are now.
-    pub fn render(&self, pool: PoolStats) -> String {
+    /// The text exposition of every metric, with the worker pool's gauges as they are now and
+    /// the log lines lost so far (`observability::log::lines_lost`).
+    pub fn render(&self, pool: PoolStats, log_lines_lost: u64) -> String {
         let _one_at_a_time = self.render.lock().unwrap_or_else(|e| e.into_inner());
         let (sent, late) = frames_sent_in_process();
         catch_up(&self.frames_sent, sent);
         catch_up(&self.frames_sent_late, late);
-        catch_up(
-            &self.log_lines_lost,
-            crate::observability::log::lines_lost(),
-        );
+        catch_up(&self.log_lines_lost, log_lines_lost);
         self.queue_depth.set(pool.queued as i64);
         self.live_queue_depth.set(pool.queued_live as i64);
         self.queue_limit.set(pool.queue_limit as i64);
@@ -296,13 +294,16 @@ mod tests {
             .stage_latency
             .with_label_values(&["llm"])
             .observe(0.4);
-        let text = metrics().render(PoolStats {
-            threads: 2,
-            busy: 1,
-            queued: 3,
-            queued_live: 1,
-            queue_limit: 64,
-        });
+        let text = metrics().render(
+            PoolStats {
+                threads: 2,
+                busy: 1,
+                queued: 3,
+                queued_live: 1,
+                queue_limit: 64,
+            },
+            0,
+        );
         assert!(text.contains("switchboard_engine_queue_depth 3"), "{text}");
         assert!(
             text.contains("switchboard_engine_live_queue_depth 1"),

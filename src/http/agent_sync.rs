@@ -7,6 +7,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::auth::Developer;
+use super::methods;
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
 use crate::registry::agents::GetAgent;
@@ -17,7 +18,7 @@ use crate::vendors::agent_sync::SyncError;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(sync_agent);
-    super::other_methods(cfg, &["/agents/{id}/sync"]);
+    methods::other_methods(cfg, &["/agents/{id}/sync"]);
 }
 
 #[derive(Debug, Serialize, ToSchema)]

@@ -7,6 +7,7 @@ use utoipa::ToSchema;
 
 use super::auth::Developer;
 use super::body::ApiJson;
+use super::methods;
 use super::pagination::{PageBody, PageQuery};
 use super::validate::{self, not_null, nullable};
 use crate::app::AppState;
@@ -27,7 +28,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .service(get_agent)
         .service(update_agent)
         .service(delete_agent);
-    super::other_methods(cfg, &["/agents", "/agents/{id}"]);
+    methods::other_methods(cfg, &["/agents", "/agents/{id}"]);
 }
 
 /// An agent as the API shows it.

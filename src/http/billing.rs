@@ -10,6 +10,7 @@ use utoipa::ToSchema;
 
 use super::auth::Developer;
 use super::body::{ApiJson, OptionalJson, RawWebhook};
+use super::methods;
 use super::validate;
 use crate::app::AppState;
 use crate::billing::pricing::format_credits;
@@ -29,7 +30,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .service(subscription)
         .service(checkout)
         .service(portal);
-    super::other_methods(
+    methods::other_methods(
         cfg,
         &[
             "/usage",

@@ -12,6 +12,7 @@ use utoipa::ToSchema;
 
 use super::auth::Developer;
 use super::body::ApiJson;
+use super::methods;
 use super::validate;
 use crate::app::AppState;
 use crate::billing::Usage;
@@ -39,7 +40,7 @@ const DEFAULT_MAX_TOKENS: u32 = 256;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(chat);
-    super::other_methods(cfg, &["/agents/{id}/chat"]);
+    methods::other_methods(cfg, &["/agents/{id}/chat"]);
 }
 
 #[derive(Debug, Deserialize, ToSchema)]

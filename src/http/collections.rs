@@ -8,6 +8,7 @@ use utoipa::ToSchema;
 
 use super::auth::Developer;
 use super::body::ApiJson;
+use super::methods;
 use super::pagination::{PageBody, PageQuery};
 use super::validate;
 use crate::app::AppState;
@@ -25,7 +26,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .service(list_collections)
         .service(get_collection)
         .service(delete_collection);
-    super::other_methods(cfg, &["/collections", "/collections/{id}"]);
+    methods::other_methods(cfg, &["/collections", "/collections/{id}"]);
 }
 
 #[derive(Debug, Serialize, ToSchema)]

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::auth::{bearer_credentials, Developer};
+use super::methods;
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
 use crate::live::{self, Record, SessionRequest};
@@ -27,7 +28,7 @@ pub const SESSION_TOKEN_TTL_MS: i64 = 10 * 60 * 1000;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(session_token);
-    super::other_methods(cfg, &["/agents/{id}/session-token"]);
+    methods::other_methods(cfg, &["/agents/{id}/session-token"]);
 }
 
 #[derive(Debug, Serialize, ToSchema)]

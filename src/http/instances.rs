@@ -9,6 +9,7 @@ use utoipa::ToSchema;
 
 use super::auth::Developer;
 use super::body::ApiJson;
+use super::methods;
 use super::pagination::{PageBody, PageQuery};
 use super::validate::{self, nullable};
 use crate::app::AppState;
@@ -29,7 +30,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .service(get_instance)
         .service(update_instance)
         .service(delete_instance);
-    super::other_methods(
+    methods::other_methods(
         cfg,
         &[
             "/agents/{id}/instances",

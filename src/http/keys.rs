@@ -6,6 +6,7 @@ use utoipa::ToSchema;
 
 use super::auth::Developer;
 use super::body::OptionalJson;
+use super::methods;
 use super::pagination::{PageBody, PageQuery};
 use super::validate;
 use crate::app::AppState;
@@ -20,7 +21,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .service(list_keys)
         .service(revoke_key)
         .service(rotate_key);
-    super::other_methods(cfg, &["/keys", "/keys/{id}", "/keys/{id}/rotate"]);
+    methods::other_methods(cfg, &["/keys", "/keys/{id}", "/keys/{id}/rotate"]);
 }
 
 #[derive(Debug, Default, Deserialize, ToSchema)]

@@ -9,6 +9,7 @@ use utoipa::ToSchema;
 
 use super::auth::{Developer, PROVIDER_USED};
 use super::body::ApiJson;
+use super::methods;
 use super::validate;
 use crate::app::AppState;
 use crate::billing::Usage;
@@ -37,7 +38,7 @@ const EMBED_BATCH: usize = 64;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(ingest).service(search).service(delete_document);
-    super::other_methods(
+    methods::other_methods(
         cfg,
         &[
             "/collections/{id}/ingest",

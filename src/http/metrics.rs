@@ -10,6 +10,7 @@ use sha2::{Digest, Sha256};
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
 use crate::metrics::metrics;
+use crate::observability::log;
 
 /// Whether `presented` equals `expected`, in time that does not depend on where they differ.
 fn same_secret(presented: &str, expected: &str) -> bool {
@@ -51,5 +52,5 @@ async fn scrape(state: web::Data<AppState>, req: HttpRequest) -> Result<HttpResp
     }
     Ok(HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4; charset=utf-8")
-        .body(metrics().render(state.engines().pool.stats())))
+        .body(metrics().render(state.engines().pool.stats(), log::lines_lost())))
 }

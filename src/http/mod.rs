@@ -14,6 +14,7 @@ pub mod health;
 pub mod instances;
 pub mod keys;
 pub mod knowledge;
+pub mod methods;
 pub mod metrics;
 pub mod observability;
 pub mod openai_audio;
@@ -37,7 +38,7 @@ pub mod widget;
 
 use actix_web::error::{PathError, QueryPayloadError};
 use actix_web::middleware::from_fn;
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::web;
 
 use crate::error::ApiError;
 
@@ -92,29 +93,7 @@ pub fn configure(cfg: &mut web::ServiceConfig, max_json_bytes: usize) {
                 .configure(openai_audio::routes)
                 .configure(openai_transcription::routes),
         )
-        .default_service(web::to(not_found));
-}
-
-/// Registers, after a module's routes, a catch-all for its paths so a known path with an
-/// unsupported method answers 405 instead of falling through to 404.
-pub fn other_methods(cfg: &mut web::ServiceConfig, paths: &[&str]) {
-    cfg.service(web::resource(paths.to_vec()).to(method_not_allowed));
-}
-
-pub(crate) async fn method_not_allowed(req: HttpRequest) -> Result<HttpResponse, ApiError> {
-    Err(ApiError::MethodNotAllowed(format!(
-        "{} is not allowed on {}",
-        req.method(),
-        req.path()
-    )))
-}
-
-pub(crate) async fn not_found(req: HttpRequest) -> Result<HttpResponse, ApiError> {
-    Err(ApiError::NotFound(format!(
-        "no route for {} {}",
-        req.method(),
-        req.path()
-    )))
+        .default_service(web::to(methods::not_found));
 }
 
 fn query_error(err: QueryPayloadError) -> ApiError {

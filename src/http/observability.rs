@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::auth::Developer;
+use super::methods;
 use super::pagination::{PageBody, PageQuery};
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
@@ -29,7 +30,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .service(session_root_cause)
         .service(get_call)
         .service(call_root_cause);
-    super::other_methods(
+    methods::other_methods(
         cfg,
         &[
             "/observability/sessions",

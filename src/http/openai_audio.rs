@@ -17,6 +17,7 @@ use serde_json::{json, Value};
 use switchboard_actors::engine::SpeechRequest;
 use utoipa::ToSchema;
 
+use super::methods;
 use super::openai_transcription::TRANSCRIPTION_MODELS;
 use crate::app::AppState;
 use crate::billing::Usage;
@@ -49,7 +50,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .service(models)
         .service(openai_models)
         .service(openai_model);
-    super::other_methods(
+    methods::other_methods(
         cfg,
         &[
             "/audio/speech",

@@ -18,6 +18,7 @@ use switchboard_actors::engine::{SpeechToText, SttMode, TranscribeOptions, Trans
 use tokio::sync::mpsc;
 
 use super::auth::{Developer, PROVIDER_USED};
+use super::methods;
 use super::upload::{is_multipart, read_form, Form, UploadedFile};
 use crate::app::AppState;
 use crate::billing::Usage;
@@ -50,7 +51,7 @@ const FORMATS: [&str; 5] = ["json", "text", "srt", "verbose_json", "vtt"];
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(transcriptions).service(translations);
-    super::other_methods(cfg, &["/audio/transcriptions", "/audio/translations"]);
+    methods::other_methods(cfg, &["/audio/transcriptions", "/audio/translations"]);
 }
 
 /// Whether `stream=true` streams with `model`: the `gpt-4o-transcribe` family does, and

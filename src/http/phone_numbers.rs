@@ -14,6 +14,7 @@ use utoipa::ToSchema;
 
 use super::auth::Developer;
 use super::body::ApiJson;
+use super::methods;
 use super::pagination::{PageBody, PageQuery};
 use super::validate::{self, nullable};
 use crate::app::AppState;
@@ -35,7 +36,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .service(update_number)
         .service(delete_number)
         .service(verify_number);
-    super::other_methods(
+    methods::other_methods(
         cfg,
         &[
             "/phone-numbers",

@@ -23,6 +23,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::body::ApiJson;
+use super::methods;
 use crate::app::AppState;
 use crate::error::ApiError;
 use crate::portal::{normalise_phone, rate_limit_address, ActiveSession};
@@ -64,30 +65,30 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::resource("/portal/api/sign-in/code")
             .route(web::post().to(request_code))
-            .default_service(web::to(super::method_not_allowed)),
+            .default_service(web::to(methods::method_not_allowed)),
     )
     .service(
         web::resource("/portal/api/sign-in/verify")
             .route(web::post().to(verify))
-            .default_service(web::to(super::method_not_allowed)),
+            .default_service(web::to(methods::method_not_allowed)),
     )
     .service(
         web::resource("/portal/sign-in")
             .route(web::get().to(sign_in_page))
             .route(web::head().to(sign_in_page))
-            .default_service(web::to(super::method_not_allowed)),
+            .default_service(web::to(methods::method_not_allowed)),
     )
     .service(
         web::resource("/portal/assets/{file:.+}")
             .route(web::get().to(asset))
             .route(web::head().to(asset))
-            .default_service(web::to(super::method_not_allowed)),
+            .default_service(web::to(methods::method_not_allowed)),
     )
     .service(
         web::resource(APP_PAGES.to_vec())
             .route(web::get().to(app_page))
             .route(web::head().to(app_page))
-            .default_service(web::to(super::method_not_allowed)),
+            .default_service(web::to(methods::method_not_allowed)),
     )
     .service(
         web::scope("/portal/api")
@@ -95,12 +96,12 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .service(
                 web::resource("/session")
                     .route(web::get().to(session_info))
-                    .default_service(web::to(super::method_not_allowed)),
+                    .default_service(web::to(methods::method_not_allowed)),
             )
             .service(
                 web::resource("/sign-out")
                     .route(web::post().to(sign_out))
-                    .default_service(web::to(super::method_not_allowed)),
+                    .default_service(web::to(methods::method_not_allowed)),
             )
             .configure(super::keys::routes)
             .configure(super::billing::routes)
@@ -108,7 +109,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .configure(super::collections::routes)
             .configure(super::observability::routes)
             .configure(super::recordings::routes)
-            .default_service(web::to(super::not_found)),
+            .default_service(web::to(methods::not_found)),
     );
 }
 

@@ -8,6 +8,7 @@ use utoipa::ToSchema;
 
 use super::auth::Developer;
 use super::body::ApiJson;
+use super::methods;
 use super::validate;
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
@@ -22,7 +23,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .service(list_keys)
         .service(verify_key)
         .service(delete_key);
-    super::other_methods(
+    methods::other_methods(
         cfg,
         &[
             "/provider-keys",

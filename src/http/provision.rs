@@ -12,6 +12,7 @@ use super::auth::Developer;
 use super::body::ApiJson;
 use super::collections::CollectionBody;
 use super::knowledge::{prepare_document, IngestBody, IngestRequest};
+use super::methods;
 use super::validate;
 use crate::app::AppState;
 use crate::billing::Usage;
@@ -27,7 +28,7 @@ const MAX_ITEMS: usize = 50;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(provision);
-    super::other_methods(cfg, &["/agents/provision"]);
+    methods::other_methods(cfg, &["/agents/provision"]);
 }
 
 #[derive(Debug, Default, Deserialize, ToSchema)]

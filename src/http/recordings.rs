@@ -8,6 +8,7 @@ use actix_web::http::header::{self, HeaderValue};
 use actix_web::{get, web, HttpRequest, HttpResponse};
 
 use super::auth::Developer;
+use super::methods;
 use crate::app::AppState;
 use crate::error::{current_request_id, ApiError, ErrorBody, ErrorDetail};
 use crate::registry::telephony::GetRecording;
@@ -15,7 +16,7 @@ use crate::store::telephony::{RECORDING_ACTIVE, RECORDING_FAILED};
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(get_recording);
-    super::other_methods(cfg, &["/recordings/{callId}"]);
+    methods::other_methods(cfg, &["/recordings/{callId}"]);
 }
 
 /// What a `Range` header asks for, against a body of `size` bytes.

@@ -10,6 +10,7 @@ use utoipa::ToSchema;
 
 use super::auth::Developer;
 use super::body::ApiJson;
+use super::methods;
 use super::validate;
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
@@ -22,7 +23,7 @@ const MAX_NUMBER_CHARS: usize = 64;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(create_twilio_session);
-    super::other_methods(cfg, &["/sessions/twilio"]);
+    methods::other_methods(cfg, &["/sessions/twilio"]);
 }
 
 #[derive(Debug, Deserialize, ToSchema)]

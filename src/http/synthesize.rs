@@ -8,6 +8,7 @@ use utoipa::ToSchema;
 
 use super::auth::Developer;
 use super::body::ApiJson;
+use super::methods;
 use super::validate;
 use crate::app::AppState;
 use crate::billing::Usage;
@@ -25,7 +26,7 @@ const FORMATS: [&str; 3] = ["wav", "mp3", "ogg"];
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(synthesize).service(speak);
-    super::other_methods(cfg, &["/synthesize", "/agents/{id}/speak"]);
+    methods::other_methods(cfg, &["/synthesize", "/agents/{id}/speak"]);
 }
 
 #[derive(Debug, Deserialize, ToSchema)]

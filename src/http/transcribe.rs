@@ -8,6 +8,7 @@ use utoipa::ToSchema;
 
 use super::auth::Developer;
 use super::body::{is_json_type, parse_object, read_limited, unsupported_type};
+use super::methods;
 use super::upload::{is_multipart, read_form, Form};
 use super::validate;
 use crate::app::AppState;
@@ -37,7 +38,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(transcribe)
         .service(transcribe_async)
         .service(get_job);
-    super::other_methods(
+    methods::other_methods(
         cfg,
         &["/transcribe", "/transcribe/async", "/transcribe/{jobId}"],
     );

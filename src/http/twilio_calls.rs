@@ -22,6 +22,7 @@ use utoipa::ToSchema;
 
 use super::auth::Developer;
 use super::body::{ApiJson, RawWebhook};
+use super::methods;
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
 use crate::live::{issue_stream, issue_stream_as, resolve_instance, warm_agent_voice, StreamFor};
@@ -42,7 +43,7 @@ use crate::time::{self, iso};
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(place_call).service(get_task);
-    super::other_methods(
+    methods::other_methods(
         cfg,
         &[
             "/sessions/twilio/outbound",
@@ -56,26 +57,18 @@ pub fn webhooks(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::resource("/v1/sessions/twilio/task/{task_id}/connect")
             .route(web::post().to(task_connect))
-            .to(webhook_method_not_allowed),
+            .to(methods::method_not_allowed),
     )
     .service(
         web::resource("/v1/sessions/twilio/task/{task_id}/status")
             .route(web::post().to(task_status))
-            .to(webhook_method_not_allowed),
+            .to(methods::method_not_allowed),
     )
     .service(
         web::resource("/v1/sessions/twilio/inbound")
             .route(web::post().to(inbound_call))
-            .to(webhook_method_not_allowed),
+            .to(methods::method_not_allowed),
     );
-}
-
-async fn webhook_method_not_allowed(req: HttpRequest) -> Result<HttpResponse, ApiError> {
-    Err(ApiError::MethodNotAllowed(format!(
-        "{} is not allowed on {}",
-        req.method(),
-        req.path()
-    )))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
