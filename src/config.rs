@@ -307,6 +307,9 @@ pub struct TelephonyConfig {
     pub relay_secret: String,
     /// How long a relay token stays valid after the call-control markup is issued.
     pub token_ttl_seconds: u64,
+    /// What a caller hears, before the line hangs up, when the developer's concurrent
+    /// sessions are all in use.
+    pub busy_message: String,
     /// Twilio's REST API, for outbound calls and for checking Twilio's webhook signatures.
     pub twilio: TwilioConfig,
     /// Which numbers outbound calls may ring.

@@ -28,6 +28,9 @@ pub struct Metrics {
     pub sessions_active: IntGaugeVec,
     /// Ended sessions by transport and status (`completed`, `failed`).
     pub sessions_ended: IntCounterVec,
+    /// Sessions refused before they connected, by transport and reason (`busy`: the tier's
+    /// concurrent sessions were all in use, and the caller was told so).
+    pub sessions_rejected: IntCounterVec,
     /// Recorded turns by speaker and outcome (`completed`, `interrupted`, `failed`).
     pub turns: IntCounterVec,
     /// Agent reply latency by stage (`endpoint`, `stt`, `llm`, `tool`, `tts`, `platform`) and
@@ -99,6 +102,11 @@ impl Metrics {
                 "switchboard_sessions_ended_total",
                 "Real-time sessions ended.",
                 &["transport", "status"],
+            ),
+            sessions_rejected: counter(
+                "switchboard_sessions_rejected_total",
+                "Real-time sessions refused before they connected.",
+                &["transport", "reason"],
             ),
             turns: counter(
                 "switchboard_turns_total",
@@ -197,6 +205,7 @@ impl Metrics {
         for collector in [
             Box::new(metrics.sessions_active.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(metrics.sessions_ended.clone()),
+            Box::new(metrics.sessions_rejected.clone()),
             Box::new(metrics.turns.clone()),
             Box::new(metrics.stage_latency.clone()),
             Box::new(metrics.barge_in_detection.clone()),

@@ -964,3 +964,137 @@ async fn an_outbound_calls_stream_is_refused_once_the_key_that_placed_it_is_revo
     .await;
     assert_eq!(greeted, Ok(true), "{}", server.log());
 }
+
+/// The signed voice webhook of an inbound call from `caller` to `number`.
+async fn inbound_call(server: &Server, number: &str, caller: &str, call_sid: &str) -> String {
+    let inbound = "/v1/sessions/twilio/inbound";
+    let params = form(&[
+        ("AccountSid", ACCOUNT_SID),
+        ("ApiVersion", "2010-04-01"),
+        ("CallSid", call_sid),
+        ("CallStatus", "ringing"),
+        ("Direction", "inbound"),
+        ("From", caller),
+        ("To", number),
+    ]);
+    let response = twilio_post(server, inbound, &params, signed(server, inbound, &params)).await;
+    assert_eq!(response.status(), 200);
+    response.text().await.unwrap()
+}
+
+/// The value of one sample of the metrics text, 0 when it is not there yet.
+async fn metric(server: &Server, key: &str, sample: &str) -> f64 {
+    let response = server
+        .http
+        .get(server.url("/metrics"))
+        .bearer_auth(key)
+        .send()
+        .await
+        .unwrap();
+    let text = response.text().await.unwrap();
+    text.lines()
+        .find_map(|line| line.strip_prefix(sample))
+        .and_then(|value| value.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
+#[tokio::test]
+async fn a_call_over_the_tiers_limit_is_told_the_lines_are_busy_and_never_connected() {
+    let busy = "Every line is taken. Please try again soon.";
+    let mock = TwilioMock::start();
+    let server = server_with_twilio_and(
+        &mock,
+        &[
+            ("SWITCHBOARD__TIERS__STARTER__MAX_CONCURRENT_SESSIONS", "1"),
+            ("SWITCHBOARD__TELEPHONY__BUSY_MESSAGE", busy),
+        ],
+    )
+    .await;
+    let key = server.key().to_string();
+    new_agent(&server, &key, "front-desk").await;
+    own_number(&server, &mock, &key, "+14155550123", "front-desk").await;
+    let rejected = r#"switchboard_sessions_rejected_total{reason="busy",transport="twilio"}"#;
+    assert_eq!(metric(&server, &key, rejected).await, 0.0);
+
+    // The first call takes the tier's one line as soon as its markup is answered.
+    let first = media_stream::place_call(&server, &key, "front-desk").await;
+
+    // A second call through the API is answered with the busy message, not a stream.
+    let session = json!({"agentId": "front-desk", "from": "+14155550100", "to": "+14155550199"});
+    let (status, body) = call(server.post("/v1/sessions/twilio", &key, session.clone())).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["status"], "busy", "{body}");
+    let twiml = body["twiml"].as_str().unwrap();
+    assert!(
+        twiml.contains(&format!("<Say>{busy}</Say><Hangup/>")),
+        "{twiml}"
+    );
+    assert!(!twiml.contains("<Stream"), "{twiml}");
+    assert!(
+        body.get("sessionId").is_none() && body.get("streamUrl").is_none(),
+        "{body}"
+    );
+    assert!(
+        body["message"].as_str().unwrap().contains("allows 1"),
+        "{body}"
+    );
+    // The same, as the markup itself, for a voice webhook that passes it through.
+    let response = server
+        .post("/v1/sessions/twilio", &key, session)
+        .header("Accept", "text/xml")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let markup = response.text().await.unwrap();
+    assert!(
+        markup.contains(&format!("<Say>{busy}</Say><Hangup/>")),
+        "{markup}"
+    );
+    // An inbound call to the developer's number hears it too.
+    let markup = inbound_call(&server, "+14155550123", "+14155550777", "CA2").await;
+    assert!(
+        markup.contains(&format!("<Say>{busy}</Say><Hangup/>")),
+        "{markup}"
+    );
+    assert!(!markup.contains("<Stream"), "{markup}");
+    assert_eq!(metric(&server, &key, rejected).await, 3.0);
+
+    // The first call's stream connects on the line it holds and is greeted.
+    let mut live = media_stream::open_stream(&first.stream_url, &first.token, "CA1").await;
+    let greeted = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(Ok(message)) = live.next().await {
+            if let Message::Text(text) = message {
+                if text.contains(r#""event":"media""#) {
+                    return true;
+                }
+            }
+        }
+        false
+    })
+    .await;
+    assert_eq!(greeted, Ok(true), "{}", server.log());
+    // While it runs, the line is still taken.
+    let markup = inbound_call(&server, "+14155550123", "+14155550778", "CA3").await;
+    assert!(markup.contains(busy), "{markup}");
+
+    // Once it hangs up, the next call is connected.
+    drop(live);
+    ended_call(&server, &key, "CA1").await;
+    let started = std::time::Instant::now();
+    let mut refused = 4.0;
+    loop {
+        let markup = inbound_call(&server, "+14155550123", "+14155550779", "CA4").await;
+        if markup.contains("<Stream url=") {
+            break;
+        }
+        assert!(markup.contains(busy), "{markup}");
+        refused += 1.0;
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "still busy: {markup}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(metric(&server, &key, rejected).await, refused);
+}

@@ -14,7 +14,7 @@ use super::methods;
 use super::validate;
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
-use crate::live::{self, issue_stream, resolve_instance, warm_agent_voice, StreamFor};
+use crate::live::{self, busy_markup, issue_stream, resolve_instance, warm_agent_voice, StreamFor};
 use crate::registry::agents::GetAgent;
 use crate::time::iso;
 use crate::transports::socket::{self, SocketLimits};
@@ -38,19 +38,42 @@ pub struct TwilioSessionRequest {
     pub instance_id: Option<String>,
 }
 
+/// Whether the call is taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum CallAnswer {
+    /// The markup connects the call to the agent.
+    Connecting,
+    /// The developer's concurrent sessions are all in use: the markup tells the caller the
+    /// lines are busy and hangs up. No session was made.
+    Busy,
+}
+
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TwilioSessionBody {
-    pub session_id: String,
-    /// Return this to Twilio from your voice webhook.
+    pub status: CallAnswer,
+    /// Return this to Twilio from your voice webhook, whatever the status.
     pub twiml: String,
-    pub stream_url: String,
-    /// The stream must connect before this time.
-    pub expires_at: String,
+    /// The pending session (`connecting` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// `connecting` only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream_url: Option<String>,
+    /// The stream must connect before this time (`connecting` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
+    /// Why the call was refused (`busy` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 /// Sets up a phone session. Answers JSON, or the TwiML itself (`text/xml`) when the request's
-/// Accept header prefers XML, so a voice webhook can pass it straight to Twilio.
+/// Accept header prefers XML, so a voice webhook can pass it straight to Twilio. When the
+/// developer's concurrent sessions are all in use the call is refused before it connects:
+/// still 200, `status: "busy"`, and markup that tells the caller the lines are busy
+/// (`telephony.busy_message`) and hangs up.
 #[utoipa::path(post, path = "/v1/sessions/twilio", tag = "sessions", request_body = TwilioSessionRequest,
     responses((status = 200, body = TwilioSessionBody, description = "JSON, or text/xml TwiML when Accept prefers XML"),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)),
@@ -99,19 +122,32 @@ async fn create_twilio_session(
             key_id: Some(developer.0.key_id.clone()),
         },
     )
-    .await?;
-    let markup = issued.twiml;
+    .await;
+    let body = match issued {
+        Ok(issued) => TwilioSessionBody {
+            status: CallAnswer::Connecting,
+            twiml: issued.twiml,
+            session_id: Some(issued.session_id),
+            stream_url: Some(issued.stream_url),
+            expires_at: Some(iso(issued.expires_at)),
+            message: None,
+        },
+        Err(ApiError::SessionLimit(reason)) => TwilioSessionBody {
+            status: CallAnswer::Busy,
+            twiml: busy_markup(&state),
+            session_id: None,
+            stream_url: None,
+            expires_at: None,
+            message: Some(reason),
+        },
+        Err(e) => return Err(e),
+    };
     if prefers_xml(&req) {
         return Ok(HttpResponse::Ok()
             .content_type("text/xml; charset=utf-8")
-            .body(markup));
+            .body(body.twiml));
     }
-    Ok(HttpResponse::Ok().json(TwilioSessionBody {
-        session_id: issued.session_id,
-        twiml: markup,
-        stream_url: issued.stream_url,
-        expires_at: iso(issued.expires_at),
-    }))
+    Ok(HttpResponse::Ok().json(body))
 }
 
 /// True when Accept ranks an XML type above JSON (RFC 9110 §12.5.1, parsed by actix-web: `q`

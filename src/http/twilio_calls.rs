@@ -25,7 +25,9 @@ use super::body::{ApiJson, RawWebhook};
 use super::methods;
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
-use crate::live::{issue_stream, issue_stream_as, resolve_instance, warm_agent_voice, StreamFor};
+use crate::live::{
+    busy_markup, issue_stream, issue_stream_as, resolve_instance, warm_agent_voice, StreamFor,
+};
 use crate::registry::agents::GetAgent;
 use crate::registry::metering::{CloseSession, OpenSession, SessionMetering};
 use crate::registry::new_id;
@@ -454,7 +456,7 @@ fn twiml_response(markup: String) -> HttpResponse {
     params(("taskId" = String, Path, description = "Outbound call task id"),
         ("X-Twilio-Signature" = String, Header, description = "base64 HMAC-SHA1 of the URL and sorted form parameters with the auth token")),
     request_body(content = String, content_type = "application/x-www-form-urlencoded", description = "Twilio's voice request parameters (CallSid, From, To, ...)"),
-    responses((status = 200, description = "TwiML connecting the call to the agent's media stream", content_type = "text/xml"),
+    responses((status = 200, description = "TwiML connecting the call to the agent's media stream, or the busy message and a hang-up when the developer's concurrent sessions are all in use", content_type = "text/xml"),
         (status = 403, body = ErrorBody, description = "Missing or invalid signature"), (status = 404, body = ErrorBody),
         (status = 409, description = "The task was already connected (a replayed or repeated connect): TwiML that says so and hangs up, with no relay token", content_type = "text/xml"),
         (status = 503, body = ErrorBody, description = "[telephony.twilio] is not configured")))]
@@ -549,6 +551,16 @@ async fn task_connect(
     .await;
     let issued = match issued {
         Ok(issued) => issued,
+        Err(ApiError::SessionLimit(reason)) => {
+            tracing::warn!(task = %task.id, "outbound call refused, the lines are busy: {reason}");
+            end_task(
+                &state,
+                &task.id,
+                "busy: the tier's concurrent sessions were all in use",
+            )
+            .await;
+            return Ok(twiml_response(busy_markup(&state)));
+        }
         Err(e) => {
             end_task(&state, &task.id, "the call could not be connected").await;
             return Err(e);
@@ -693,7 +705,7 @@ async fn task_status(
 #[utoipa::path(post, path = "/v1/sessions/twilio/inbound", tag = "telephony webhooks",
     params(("X-Twilio-Signature" = String, Header, description = "base64 HMAC-SHA1 of the URL and sorted form parameters with the auth token")),
     request_body(content = String, content_type = "application/x-www-form-urlencoded", description = "Twilio's voice request parameters (CallSid, From, To, ...)"),
-    responses((status = 200, description = "TwiML: the agent's media stream, or a message and a hang-up for an unrouted number", content_type = "text/xml"),
+    responses((status = 200, description = "TwiML: the agent's media stream; or a message and a hang-up for an unrouted number, or for a developer whose concurrent sessions are all in use (`telephony.busy_message`)", content_type = "text/xml"),
         (status = 403, body = ErrorBody, description = "Missing or invalid signature"),
         (status = 503, body = ErrorBody, description = "[telephony.twilio] is not configured")))]
 async fn inbound_call(
@@ -749,12 +761,19 @@ async fn inbound_call(
             developer_id: route.developer_id,
             agent_id: agent.id,
             from: Some(caller),
-            to: Some(called),
+            to: Some(called.clone()),
             instance_id: instance,
             call_sid: form.get("CallSid").map(str::to_string),
             key_id: None,
         },
     )
-    .await?;
-    Ok(twiml_response(issued.twiml))
+    .await;
+    match issued {
+        Ok(issued) => Ok(twiml_response(issued.twiml)),
+        Err(ApiError::SessionLimit(reason)) => {
+            tracing::warn!(number = %called, "inbound call refused, the lines are busy: {reason}");
+            Ok(twiml_response(busy_markup(&state)))
+        }
+        Err(e) => Err(e),
+    }
 }

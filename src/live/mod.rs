@@ -20,8 +20,8 @@ pub mod phone;
 pub mod start;
 
 pub use phone::{
-    issue_stream, issue_stream_as, phone_stream, resolve_instance, warm_agent_voice, IssuedStream,
-    StreamFor,
+    busy_markup, issue_stream, issue_stream_as, phone_stream, resolve_instance, warm_agent_voice,
+    IssuedStream, StreamFor,
 };
 pub use start::{admit, Admitted, Record};
 

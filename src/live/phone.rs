@@ -1,15 +1,21 @@
 //! A phone session before its call connects: the agent's voice warmed, the instance the call
 //! runs with, the pending session record and the relay token its media stream must present,
 //! and the markup that connects the call to the stream. Every way into a phone call (the API,
-//! outbound connect, the inbound webhook) answers with [`issue_stream`]; the call's media
+//! outbound connect, the inbound webhook) answers with [`issue_stream`], or, when the
+//! developer's concurrent sessions are all taken, with [`busy_markup`]; the call's media
 //! stream is let in by [`phone_stream`].
+
+use std::time::Duration;
 
 use actix_web::{web, HttpRequest};
 
+use super::admission::release_unstarted;
 use super::{admit, Record, SessionRequest};
 use crate::app::AppState;
 use crate::error::ApiError;
+use crate::metrics::metrics;
 use crate::registry::instances::{GetInstance, InstanceLookup};
+use crate::registry::metering::HoldSession;
 use crate::registry::new_id;
 use crate::registry::sessions::CreateSession;
 use crate::store::agents::AgentRow;
@@ -83,6 +89,11 @@ pub struct IssuedStream {
     pub expires_at: i64,
 }
 
+/// How long a call's concurrent-session slot is held for its media stream, which Twilio opens
+/// within a second or two of reading the markup. A stream later than this is checked against
+/// the limit again when it connects.
+const STREAM_HOLD: Duration = Duration::from_secs(60);
+
 /// Records a pending phone session and signs the relay token its stream must present: the
 /// markup every way into a phone call answers (the API, outbound connect, inbound webhook).
 pub async fn issue_stream(
@@ -102,8 +113,30 @@ pub async fn issue_stream_as(
     session_id: String,
 ) -> Result<IssuedStream, ApiError> {
     let now = time::now_ms();
-    let expires = now + state.config().telephony.token_ttl_seconds as i64 * 1000;
-    state
+    let ttl = state.config().telephony.token_ttl_seconds;
+    let expires = now + ttl as i64 * 1000;
+    // The call's place among the tier's concurrent sessions is taken before it is connected:
+    // over the limit, the caller is told the lines are busy (`busy_markup`).
+    let held = state
+        .metering()
+        .send(HoldSession {
+            session_id: session_id.clone(),
+            developer_id: target.developer_id.clone(),
+            for_: STREAM_HOLD.min(Duration::from_secs(ttl)),
+        })
+        .await
+        .map_err(ApiError::from)
+        .and_then(|held| held.map_err(ApiError::from));
+    if let Err(error) = held {
+        if matches!(error, ApiError::SessionLimit(_)) {
+            metrics()
+                .sessions_rejected
+                .with_label_values(&["twilio", "busy"])
+                .inc();
+        }
+        return Err(error);
+    }
+    let created = state
         .sessions()
         .send(CreateSession(SessionRow {
             call_sid: target.call_sid,
@@ -119,7 +152,13 @@ pub async fn issue_stream_as(
                 now,
             )
         }))
-        .await??;
+        .await
+        .map_err(ApiError::from)
+        .and_then(|created| created.map_err(ApiError::from));
+    if let Err(error) = created {
+        release_unstarted(state, &session_id);
+        return Err(error);
+    }
     let token = state.signer().sign(&RelayClaims {
         sid: session_id.clone(),
         dev: target.developer_id,
@@ -137,6 +176,12 @@ pub async fn issue_stream_as(
         stream_url,
         expires_at: expires,
     })
+}
+
+/// The markup for a call that cannot be taken because the developer's concurrent sessions
+/// are all in use: the configured busy message, then a hang-up. The call is never connected.
+pub fn busy_markup(state: &AppState) -> String {
+    twiml::say_and_hang_up(&state.config().telephony.busy_message)
 }
 
 /// Runs one Twilio media stream to its end: its `start` read, the relay token in it checked,

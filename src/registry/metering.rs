@@ -67,6 +67,9 @@ struct Standing {
 struct LiveSession {
     developer_id: String,
     metered: SessionMetering,
+    /// A slot held for a phone call whose stream has not connected yet ([`HoldSession`]):
+    /// it counts against the limit until then, and is free again after.
+    held_until: Option<Instant>,
 }
 
 /// Which stages of a real-time session are charged: those on the embedded engines or on the
@@ -84,6 +87,13 @@ impl SessionMetering {
         stt: true,
         llm: true,
         tts: true,
+    };
+
+    /// Nothing charged (a slot held before the session's engines are known).
+    pub const NONE: SessionMetering = SessionMetering {
+        stt: false,
+        llm: false,
+        tts: false,
     };
 
     fn any(self) -> bool {
@@ -646,7 +656,8 @@ impl Handler<ApplyBillingEvent> for Metering {
 }
 
 /// A real-time session starts: admitted when the developer is under the tier's limit of
-/// concurrent sessions (and, when metered, has credits). Idempotent per session id.
+/// concurrent sessions (and, when metered, has credits). Idempotent per session id; a slot
+/// held for the session ([`HoldSession`]) becomes its own.
 #[derive(Message)]
 #[rtype(result = "Result<(), ApiError>")]
 pub struct OpenSession {
@@ -659,37 +670,85 @@ impl Handler<OpenSession> for Metering {
     type Result = ResponseActFuture<Self, Result<(), ApiError>>;
 
     fn handle(&mut self, msg: OpenSession, _: &mut Context<Self>) -> Self::Result {
-        if let Some(session) = self.sessions.get_mut(&msg.session_id) {
-            // Opened again once its engines are known: which stages are charged is settled.
-            session.metered = msg.metered;
-            return Box::pin(fut::ready(Ok(())));
+        match self.sessions.get_mut(&msg.session_id) {
+            Some(session) if session.held_until.is_none() => {
+                // Opened again once its engines are known: which stages are charged is settled.
+                session.metered = msg.metered;
+                return Box::pin(fut::ready(Ok(())));
+            }
+            // A held slot is taken up: checked again as a new session, credits included.
+            Some(_) => {
+                self.sessions.remove(&msg.session_id);
+            }
+            None => {}
         }
         self.with_standing(msg.developer_id, move |metering, developer_id| {
             if msg.metered.any() {
                 metering.credits_left(developer_id)?;
             }
-            let tier = metering.effective_tier(&metering.standings[developer_id].developer);
-            let cap = metering.tier(&tier).max_concurrent_sessions;
-            let live = metering
-                .sessions
-                .values()
-                .filter(|s| s.developer_id == developer_id)
-                .count();
-            if live >= cap as usize {
-                return Err(ApiError::SessionLimit(format!(
-                    "{live} real-time sessions are already live; the {tier} tier allows {cap} \
-                     at once. End one, or upgrade the plan"
-                )));
-            }
-            metering.sessions.insert(
-                msg.session_id,
-                LiveSession {
-                    developer_id: developer_id.to_string(),
-                    metered: msg.metered,
-                },
-            );
-            Ok(())
+            metering.take_slot(developer_id, msg.session_id, msg.metered, None)
         })
+    }
+}
+
+/// Holds a concurrent-session slot for a phone call whose markup is being answered, until
+/// its stream connects ([`OpenSession`]) or `for_` has passed: a call over the tier's limit is
+/// told the lines are busy instead of being connected and then dropped.
+#[derive(Message)]
+#[rtype(result = "Result<(), ApiError>")]
+pub struct HoldSession {
+    pub session_id: String,
+    pub developer_id: String,
+    pub for_: Duration,
+}
+
+impl Handler<HoldSession> for Metering {
+    type Result = ResponseActFuture<Self, Result<(), ApiError>>;
+
+    fn handle(&mut self, msg: HoldSession, _: &mut Context<Self>) -> Self::Result {
+        let until = Instant::now() + msg.for_;
+        self.with_standing(msg.developer_id, move |metering, developer_id| {
+            let metered = SessionMetering::NONE;
+            metering.take_slot(developer_id, msg.session_id, metered, Some(until))
+        })
+    }
+}
+
+impl Metering {
+    /// Gives `session_id` one of the developer's concurrent-session slots, refused with
+    /// `session_limit` when the tier's are all taken. Holds that have lapsed are let go first.
+    fn take_slot(
+        &mut self,
+        developer_id: &str,
+        session_id: String,
+        metered: SessionMetering,
+        held_until: Option<Instant>,
+    ) -> Result<(), ApiError> {
+        let now = Instant::now();
+        self.sessions
+            .retain(|_, s| s.held_until.is_none_or(|until| until > now));
+        let tier = self.effective_tier(&self.standings[developer_id].developer);
+        let cap = self.tier(&tier).max_concurrent_sessions;
+        let live = self
+            .sessions
+            .values()
+            .filter(|s| s.developer_id == developer_id)
+            .count();
+        if live >= cap as usize {
+            return Err(ApiError::SessionLimit(format!(
+                "{live} real-time sessions are already live; the {tier} tier allows {cap} \
+                 at once. End one, or upgrade the plan"
+            )));
+        }
+        self.sessions.insert(
+            session_id,
+            LiveSession {
+                developer_id: developer_id.to_string(),
+                metered,
+                held_until,
+            },
+        );
+        Ok(())
     }
 }
 
