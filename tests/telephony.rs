@@ -12,11 +12,11 @@ mod twilio_mock;
 use std::time::Duration;
 
 use common::*;
-use futures_util::StreamExt;
+use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use switchboard::telephony::signature;
 use tokio_tungstenite::tungstenite::Message;
-use twilio_mock::{TwilioMock, ACCOUNT_SID, AUTH_TOKEN};
+use twilio_mock::{TwilioMock, ACCOUNT_SID, AUTH_TOKEN, GONE_CALL_SID};
 
 async fn server_with_twilio(mock: &TwilioMock) -> Server {
     server_with_twilio_and(mock, &[]).await
@@ -696,6 +696,10 @@ async fn outbound_calls_and_webhooks_need_a_twilio_account() {
     )
     .await;
     assert_eq!(response.status(), 503);
+    let hang_up = "/v1/sessions/twilio/CA11111111111111111111111111111111/hangup";
+    let (status, body) = call(server.post(hang_up, &key, json!({}))).await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(error_code(&body), "unavailable");
 
     // Twilio's webhooks carry no API key and need none; the key-guarded routes still do.
     let response = server
@@ -1062,18 +1066,7 @@ async fn a_call_over_the_tiers_limit_is_told_the_lines_are_busy_and_never_connec
 
     // The first call's stream connects on the line it holds and is greeted.
     let mut live = media_stream::open_stream(&first.stream_url, &first.token, "CA1").await;
-    let greeted = tokio::time::timeout(Duration::from_secs(30), async {
-        while let Some(Ok(message)) = live.next().await {
-            if let Message::Text(text) = message {
-                if text.contains(r#""event":"media""#) {
-                    return true;
-                }
-            }
-        }
-        false
-    })
-    .await;
-    assert_eq!(greeted, Ok(true), "{}", server.log());
+    assert!(greeted(&mut live).await, "{}", server.log());
     // While it runs, the line is still taken.
     let markup = inbound_call(&server, "+14155550123", "+14155550778", "CA3").await;
     assert!(markup.contains(busy), "{markup}");
@@ -1097,4 +1090,90 @@ async fn a_call_over_the_tiers_limit_is_told_the_lines_are_busy_and_never_connec
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(metric(&server, &key, rejected).await, refused);
+}
+
+/// Waits for the first agent audio on a media stream.
+async fn greeted(live: &mut media_stream::Socket) -> bool {
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(Ok(message)) = live.next().await {
+            if let Message::Text(text) = message {
+                if text.contains(r#""event":"media""#) {
+                    return true;
+                }
+            }
+        }
+        false
+    })
+    .await
+    .unwrap_or(false)
+}
+
+#[tokio::test]
+async fn an_integrator_hangs_up_a_live_call_through_twilio() {
+    let mock = TwilioMock::start();
+    let server = server_with_twilio(&mock).await;
+    let key = server.key().to_string();
+    let other = server.storage.create_key("dev_other");
+    new_agent(&server, &key, "front-desk").await;
+    let call_sid = "CA11111111111111111111111111111111";
+    let placed = media_stream::place_call(&server, &key, "front-desk").await;
+    let mut live = media_stream::open_stream(&placed.stream_url, &placed.token, call_sid).await;
+    assert!(greeted(&mut live).await, "{}", server.log());
+
+    // Nobody else's call, and no call that does not exist, can be hung up.
+    let path = format!("/v1/sessions/twilio/{call_sid}/hangup");
+    let (status, body) = call(server.post(&path, &other, json!({}))).await;
+    assert_not_found(status, &body, "another developer's call");
+    let unknown = "/v1/sessions/twilio/CA99999999999999999999999999999999/hangup";
+    let (status, body) = call(server.post(unknown, &key, json!({}))).await;
+    assert_not_found(status, &body, "an unknown call");
+    assert!(
+        !mock.requests().iter().any(|r| r.path.contains("/Calls/CA")),
+        "nothing reached Twilio"
+    );
+
+    // The owner hangs it up: Twilio is asked to complete the call.
+    let (status, body) = call(server.post(&path, &key, json!({}))).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["callSid"], call_sid);
+    assert_eq!(body["sessionId"], placed.session_id.as_str());
+    assert_eq!(body["status"], "completed");
+    let update = mock
+        .requests()
+        .into_iter()
+        .find(|r| r.path == format!("/2010-04-01/Accounts/{ACCOUNT_SID}/Calls/{call_sid}.json"))
+        .expect("the call update reached Twilio");
+    assert_eq!(
+        update.form,
+        vec![("Status".to_string(), "completed".to_string())]
+    );
+    assert!(update
+        .content_type
+        .starts_with("application/x-www-form-urlencoded"));
+
+    // Twilio ends the call's stream as it hangs up: the session ends as a hang-up, with the
+    // request on its record.
+    let stop = json!({"event": "stop", "sequenceNumber": "99", "streamSid": media_stream::STREAM_SID,
+                      "stop": {"accountSid": ACCOUNT_SID, "callSid": call_sid}});
+    live.send(Message::text(stop.to_string())).await.unwrap();
+    let ended = ended_call(&server, &key, call_sid).await;
+    assert_eq!(ended["endReason"], "hangup", "{ended}");
+    let events = ended["callEvents"].as_array().expect("callEvents");
+    assert_eq!(events.len(), 1, "{ended}");
+    assert_eq!(events[0]["kind"], "hangup_requested");
+    assert!(events[0]["atMs"].as_i64().unwrap() >= 0, "{ended}");
+    // A call that already ended cannot be hung up again.
+    let (status, body) = call(server.post(&path, &key, json!({}))).await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(error_code(&body), "conflict");
+
+    // A call Twilio already let go of (404, code 20404) is hung up all the same.
+    let placed = media_stream::place_call(&server, &key, "front-desk").await;
+    let mut live =
+        media_stream::open_stream(&placed.stream_url, &placed.token, GONE_CALL_SID).await;
+    assert!(greeted(&mut live).await, "{}", server.log());
+    let gone = format!("/v1/sessions/twilio/{GONE_CALL_SID}/hangup");
+    let (status, body) = call(server.post(&gone, &key, json!({}))).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["status"], "already_ended", "{body}");
 }

@@ -210,7 +210,18 @@ pub struct SessionDetailBody {
     /// Failed turns and a fatal end, in order.
     pub errors: Vec<ErrorEntry>,
     pub unrecognised_speech: Vec<UnrecognisedSpeechBody>,
+    /// What was done to the call from outside the conversation, in order (`hangup_requested`:
+    /// the integrator hung it up).
+    pub call_events: Vec<CallEventBody>,
     pub metrics: MetricsBody,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CallEventBody {
+    pub kind: String,
+    /// When, from the start of the session.
+    pub at_ms: i64,
 }
 
 /// The stage an error code belongs to.
@@ -283,9 +294,18 @@ fn detail(trace: SessionTrace) -> SessionDetailBody {
             interrupted_turn: e.turn_index,
         })
         .collect();
+    let call_events = events
+        .iter()
+        .filter(|e| e.kind != EVENT_UNRECOGNISED_SPEECH)
+        .map(|e| CallEventBody {
+            kind: e.kind.clone(),
+            at_ms: e.start_ms,
+        })
+        .collect();
     SessionDetailBody {
         errors,
         unrecognised_speech,
+        call_events,
         metrics: MetricsBody {
             total_duration_ms: row.total_duration_ms,
             // Stored as 0 when no reply reached audio: an average no answer went into.

@@ -26,7 +26,8 @@ use super::methods;
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
 use crate::live::{
-    busy_markup, issue_stream, issue_stream_as, resolve_instance, warm_agent_voice, StreamFor,
+    busy_markup, control, issue_stream, issue_stream_as, resolve_instance, warm_agent_voice,
+    StreamFor,
 };
 use crate::registry::agents::GetAgent;
 use crate::registry::metering::{CloseSession, OpenSession, SessionMetering};
@@ -44,12 +45,13 @@ use crate::telephony::{signature, twiml};
 use crate::time::{self, iso};
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.service(place_call).service(get_task);
+    cfg.service(place_call).service(get_task).service(hang_up);
     methods::other_methods(
         cfg,
         &[
             "/sessions/twilio/outbound",
             "/sessions/twilio/tasks/{taskId}",
+            "/sessions/twilio/{callSid}/hangup",
         ],
     );
 }
@@ -448,6 +450,46 @@ fn twiml_response(markup: String) -> HttpResponse {
     HttpResponse::Ok()
         .content_type("text/xml; charset=utf-8")
         .body(markup)
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HangUpBody {
+    pub call_sid: String,
+    pub session_id: String,
+    /// `completed`: Twilio ended the call now. `already_ended`: Twilio had no call in progress
+    /// any more (it ended as the request was made).
+    pub status: &'static str,
+}
+
+/// Hangs up one of the developer's live phone calls: Twilio ends the call (`Status=completed`),
+/// its media stream stops and the session ends as `hangup`, with a `hangup_requested` call
+/// event on its record.
+#[utoipa::path(post, path = "/v1/sessions/twilio/{callSid}/hangup", tag = "sessions",
+    params(("callSid" = String, Path, description = "Twilio's call SID")),
+    responses((status = 200, body = HangUpBody),
+        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody, description = "The developer has no call with this SID"),
+        (status = 409, body = ErrorBody, description = "The call's session already ended"),
+        (status = 502, body = ErrorBody, description = "Twilio failed"),
+        (status = 503, body = ErrorBody, description = "[telephony.twilio] is not configured")),
+    security(("bearer" = [])))]
+#[post("/sessions/twilio/{callSid}/hangup")]
+async fn hang_up(
+    state: web::Data<AppState>,
+    developer: Developer,
+    call_sid: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let call_sid = call_sid.into_inner();
+    let hung_up = control::hang_up(&state, developer.id(), &call_sid).await?;
+    Ok(HttpResponse::Ok().json(HangUpBody {
+        call_sid,
+        session_id: hung_up.session_id,
+        status: if hung_up.ended_now {
+            "completed"
+        } else {
+            "already_ended"
+        },
+    }))
 }
 
 /// Twilio fetches this when an outbound call is answered: the stream markup for the task's

@@ -10,12 +10,14 @@
 //! - [`assembly`]: the agent's profile and engines for a session (provider, key and fallback
 //!   choice through `crate::providers`), each stage marking which provider served, which
 //!   stages are charged, its recorder; and whether and how it is recorded.
+//! - [`control`]: a live call controlled from outside it (the integrator hangs it up).
 //!
 //! The transports (`crate::transports`) only speak their wire; the HTTP routes authenticate
 //! and hand the session here.
 
 mod admission;
 mod assembly;
+pub mod control;
 pub mod phone;
 pub mod start;
 

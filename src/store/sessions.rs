@@ -17,6 +17,8 @@ pub const STATUS_FAILED: &str = "failed";
 
 /// Event kind: caller speech in which the recogniser found no words.
 pub const EVENT_UNRECOGNISED_SPEECH: &str = "unrecognised_speech";
+/// The integrator hung the call up (`POST /v1/sessions/twilio/{callSid}/hangup`).
+pub const EVENT_HANGUP_REQUESTED: &str = "hangup_requested";
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
 #[diesel(table_name = sessions)]

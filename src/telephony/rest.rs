@@ -3,7 +3,8 @@
 //! SID and auth token, a form-encoded body (`StatusCallbackEvent` repeated once per event),
 //! answered 201 with the Call resource; and for sending the portal's sign-in codes by SMS:
 //! `POST .../Messages.json` with `To`, `From` (or `MessagingServiceSid`) and `Body`, answered
-//! 201 with the Message resource.
+//! 201 with the Message resource; and for controlling a live call: `POST .../Calls/{CallSid}.json`
+//! with `Status=completed` hangs it up (protocols.md §3.1, §3.5).
 
 use std::time::Duration;
 
@@ -114,6 +115,25 @@ impl TwilioClient {
             form.push(("Record", "true"));
         }
         self.post_form("Calls.json", &form).await
+    }
+
+    /// Hangs up a live call (`Status=completed`). Answers `false` when Twilio no longer has
+    /// the call in progress (HTTP 404 with code 20404: it already ended), which is what a hang-up
+    /// wanted.
+    pub async fn hang_up(&self, call_sid: &str) -> Result<bool, TwilioError> {
+        let resource = format!("Calls/{call_sid}.json");
+        match self
+            .post_form::<CallResource>(&resource, &[("Status", "completed")])
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(TwilioError::Rejected {
+                status: 404,
+                code: Some(20404),
+                ..
+            }) => Ok(false),
+            Err(e) => Err(e),
+        }
     }
 
     /// Sends an SMS; answers Twilio's Message resource (status `queued` or `accepted`).

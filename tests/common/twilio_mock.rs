@@ -69,6 +69,10 @@ impl TwilioMock {
                             web::post().to(create_call),
                         )
                         .route(
+                            "/2010-04-01/Accounts/{sid}/Calls/{call}",
+                            web::post().to(update_call),
+                        )
+                        .route(
                             "/2010-04-01/Accounts/{sid}/Messages.json",
                             web::post().to(create_message),
                         )
@@ -324,5 +328,60 @@ async fn create_call(
             "recordings": format!("/2010-04-01/Accounts/{ACCOUNT_SID}/Calls/{call_sid}/Recordings.json"),
             "streams": format!("/2010-04-01/Accounts/{ACCOUNT_SID}/Calls/{call_sid}/Streams.json")
         }
+    }))
+}
+
+/// The call SID the stand-in answers as already gone: Twilio's 404 with code 20404.
+pub const GONE_CALL_SID: &str = "CA00000000000000000000000000000404";
+
+/// `POST .../Calls/{CallSid}.json`: a live call updated (`Status=completed` hangs it up).
+async fn update_call(
+    req: HttpRequest,
+    path: web::Path<(String, String)>,
+    body: Bytes,
+    seen: web::Data<Arc<Mutex<Vec<TwilioRequest>>>>,
+) -> HttpResponse {
+    let (sid, call) = path.into_inner();
+    let form: Vec<(String, String)> = url::form_urlencoded::parse(&body)
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect();
+    let header = |name: &str| {
+        req.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string()
+    };
+    let request = TwilioRequest {
+        path: req.path().to_string(),
+        authorization: header("authorization"),
+        content_type: header("content-type"),
+        form,
+    };
+    seen.lock().unwrap().push(request.clone());
+    let expected = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("{ACCOUNT_SID}:{AUTH_TOKEN}"))
+    );
+    if request.authorization != expected || sid != ACCOUNT_SID {
+        return HttpResponse::Unauthorized().json(json!({
+            "code": 20003, "message": "Authenticate",
+            "more_info": "https://www.twilio.com/docs/errors/20003", "status": 401}));
+    }
+    let Some(call_sid) = call.strip_suffix(".json") else {
+        return HttpResponse::NotFound().finish();
+    };
+    if call_sid == GONE_CALL_SID {
+        return HttpResponse::NotFound().json(json!({
+            "code": 20404, "message": format!("The requested resource /2010-04-01/Accounts/{ACCOUNT_SID}/Calls/{call_sid}.json was not found"),
+            "more_info": "https://www.twilio.com/docs/errors/20404", "status": 404}));
+    }
+    let status = request.param("Status").unwrap_or("in-progress").to_string();
+    let date = "Mon, 23 Nov 2026 17:00:00 +0000";
+    HttpResponse::Ok().json(json!({
+        "sid": call_sid, "account_sid": ACCOUNT_SID, "status": status,
+        "direction": "inbound", "api_version": "2010-04-01",
+        "date_created": date, "date_updated": date,
+        "uri": format!("/2010-04-01/Accounts/{ACCOUNT_SID}/Calls/{call_sid}.json"),
     }))
 }
