@@ -7,7 +7,7 @@ use utoipa::ToSchema;
 
 use super::auth::Developer;
 use super::body::ApiJson;
-use super::pagination::{PageBody, PageQuery};
+use super::pagination::{self, PageBody, PageQuery};
 use super::validate::{self, not_null, nullable};
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
@@ -369,15 +369,11 @@ async fn list_agents(
     developer: Developer,
     query: web::Query<PageQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let page = query.into_inner().validate()?;
-    let page = state
-        .agents()
-        .send(ListAgents {
-            developer_id: developer.id().to_string(),
-            page,
-        })
-        .await??;
-    Ok(HttpResponse::Ok().json(PageBody::from_page(page, AgentBody::from)))
+    let ask = |page| ListAgents {
+        developer_id: developer.id().to_string(),
+        page,
+    };
+    pagination::list(state.agents(), query, ask, AgentBody::from).await
 }
 
 /// Reads one agent.

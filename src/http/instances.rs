@@ -9,7 +9,7 @@ use utoipa::ToSchema;
 
 use super::auth::Developer;
 use super::body::ApiJson;
-use super::pagination::{PageBody, PageQuery};
+use super::pagination::{self, PageBody, PageQuery};
 use super::validate::{self, nullable};
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
@@ -173,16 +173,12 @@ async fn list_instances(
     agent: web::Path<String>,
     query: web::Query<PageQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let page = query.into_inner().validate()?;
-    let page = state
-        .agents()
-        .send(ListInstances {
-            developer_id: developer.id().to_string(),
-            agent_id: agent.into_inner(),
-            page,
-        })
-        .await??;
-    Ok(HttpResponse::Ok().json(PageBody::from_page(page, InstanceBody::from)))
+    let ask = |page| ListInstances {
+        developer_id: developer.id().to_string(),
+        agent_id: agent.into_inner(),
+        page,
+    };
+    pagination::list(state.agents(), query, ask, InstanceBody::from).await
 }
 
 #[utoipa::path(get, path = "/v1/agents/{id}/instances/{instanceId}", tag = "agents",

@@ -6,7 +6,7 @@ use utoipa::ToSchema;
 
 use super::auth::Developer;
 use super::body::OptionalJson;
-use super::pagination::{PageBody, PageQuery};
+use super::pagination::{self, PageBody, PageQuery};
 use super::validate;
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
@@ -123,15 +123,11 @@ async fn list_keys(
     developer: Developer,
     query: web::Query<PageQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let page = query.into_inner().validate()?;
-    let page = state
-        .keys()
-        .send(ListKeys {
-            developer_id: developer.id().to_string(),
-            page,
-        })
-        .await??;
-    Ok(HttpResponse::Ok().json(PageBody::from_page(page, KeyBody::from)))
+    let ask = |page| ListKeys {
+        developer_id: developer.id().to_string(),
+        page,
+    };
+    pagination::list(state.keys(), query, ask, KeyBody::from).await
 }
 
 /// Revokes a key; it is refused from the very next request on.

@@ -14,7 +14,7 @@ use utoipa::ToSchema;
 
 use super::auth::Developer;
 use super::body::ApiJson;
-use super::pagination::{PageBody, PageQuery};
+use super::pagination::{self, PageBody, PageQuery};
 use super::validate::{self, nullable};
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
@@ -266,15 +266,11 @@ async fn list_numbers(
     developer: Developer,
     query: web::Query<PageQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let page = query.into_inner().validate()?;
-    let page = state
-        .telephony()
-        .send(ListPhoneNumbers {
-            developer_id: developer.id().to_string(),
-            page,
-        })
-        .await??;
-    Ok(HttpResponse::Ok().json(PageBody::from_page(page, PhoneNumberBody::from)))
+    let ask = |page| ListPhoneNumbers {
+        developer_id: developer.id().to_string(),
+        page,
+    };
+    pagination::list(state.telephony(), query, ask, PhoneNumberBody::from).await
 }
 
 #[utoipa::path(get, path = "/v1/phone-numbers/{id}", tag = "telephony",
