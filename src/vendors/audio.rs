@@ -1,8 +1,56 @@
-//! Audio as vendors take and give it: 16 kHz WAV uploads, and raw PCM16 or µ-law bytes
-//! turned into speech chunks as they stream in (an odd byte left over waits for the next).
+//! Audio as vendors take and give it: whole clips for file transcription (16 kHz WAV
+//! uploads), and raw PCM16 or µ-law bytes turned into speech chunks as they stream in (an odd
+//! byte left over waits for the next).
+
+use std::future::Future;
+use std::sync::Arc;
 
 use switchboard_actors::audio::mulaw;
-use switchboard_actors::engine::{SpeechChunk, STT_SAMPLE_RATE};
+use switchboard_actors::engine::{
+    EngineError, EngineFuture, SpeechChunk, TranscribeOptions, Transcript, STT_SAMPLE_RATE,
+};
+
+use super::http::Endpoint;
+
+/// A whole clip for a vendor's file transcription: 16 kHz mono samples in [-1, 1].
+pub struct Clip {
+    samples: Arc<[f32]>,
+}
+
+impl Clip {
+    /// Its length in seconds.
+    pub fn seconds(&self) -> f32 {
+        self.samples.len() as f32 / STT_SAMPLE_RATE as f32
+    }
+
+    /// The clip as a 16 kHz WAV file.
+    pub fn wav(&self) -> Vec<u8> {
+        wav_16k(&self.samples)
+    }
+}
+
+/// A file transcription as `SpeechToText::transcribe` answers it: `recognize` run with its
+/// own copy of the endpoint, the clip and the options.
+pub fn transcribe_clip<F, Fut>(
+    endpoint: &Endpoint,
+    samples: Arc<[f32]>,
+    options: TranscribeOptions,
+    recognize: F,
+) -> EngineFuture<Transcript>
+where
+    F: FnOnce(Endpoint, Clip, TranscribeOptions) -> Fut,
+    Fut: Future<Output = Result<Transcript, EngineError>> + Send + 'static,
+{
+    Box::pin(recognize(endpoint.clone(), Clip { samples }, options))
+}
+
+/// The multipart `file` part of a WAV upload: `audio.wav`, `audio/wav`.
+pub fn wav_part(wav: Vec<u8>) -> reqwest::multipart::Part {
+    reqwest::multipart::Part::bytes(wav)
+        .file_name("audio.wav")
+        .mime_str("audio/wav")
+        .expect("a valid media type")
+}
 
 /// A RIFF WAVE file, PCM 16-bit mono at 16 kHz, of `samples` in [-1, 1].
 pub fn wav_16k(samples: &[f32]) -> Vec<u8> {

@@ -12,10 +12,9 @@ use serde_json::Value;
 use switchboard_actors::engine::{
     EngineError, EngineErrorKind, EngineFuture, EngineStream, SpeechChunk, SpeechRequest,
     SpeechToText, TextToSpeech, TranscribeOptions, Transcript, TranscriptSegment, TranscriptWord,
-    STT_SAMPLE_RATE,
 };
 
-use super::audio::{output_for, wav_16k, RawAudioChunker, RawEncoding};
+use super::audio::{output_for, transcribe_clip, Clip, RawAudioChunker, RawEncoding};
 use super::http::Endpoint;
 use super::speech::locale_of;
 
@@ -142,42 +141,47 @@ impl SpeechToText for AzureRecognition {
         audio: Arc<[f32]>,
         options: TranscribeOptions,
     ) -> EngineFuture<Transcript> {
-        let endpoint = self.endpoint.clone();
-        Box::pin(async move {
-            let clip_seconds = audio.len() as f32 / STT_SAMPLE_RATE as f32;
-            if clip_seconds > MAX_CLIP_SECONDS {
-                return Err(endpoint.error(
-                    EngineErrorKind::InvalidInput,
-                    format!(
-                        "short-audio recognition takes at most {MAX_CLIP_SECONDS:.0} s of audio; \
-                         this clip is {clip_seconds:.1} s"
-                    ),
-                ));
-            }
-            let wav = wav_16k(&audio);
-            let locale = locale_of(options.language.as_deref().unwrap_or("en"));
-            let mut query = vec![("language", locale), ("format", "detailed".to_string())];
-            if options.word_timestamps {
-                query.push(("wordLevelTimestamps", "true".to_string()));
-            }
-            let url = endpoint.alt_url("/speech/recognition/conversation/cognitiveservices/v1");
-            let response = endpoint
-                .send(|| {
-                    endpoint
-                        .authorize(endpoint.client.post(&url))
-                        .query(&query)
-                        .header(
-                            "Content-Type",
-                            "audio/wav; codecs=audio/pcm; samplerate=16000",
-                        )
-                        .header("Accept", "application/json")
-                        .body(wav.clone())
-                })
-                .await?;
-            let json = endpoint.read_json(response).await?;
-            transcript_from_short_audio(&endpoint, &json, &options, clip_seconds)
-        })
+        transcribe_clip(&self.endpoint, audio, options, recognize_short_audio)
     }
+}
+
+/// One clip through short-audio recognition (at most `MAX_CLIP_SECONDS`).
+async fn recognize_short_audio(
+    endpoint: Endpoint,
+    clip: Clip,
+    options: TranscribeOptions,
+) -> Result<Transcript, EngineError> {
+    let clip_seconds = clip.seconds();
+    if clip_seconds > MAX_CLIP_SECONDS {
+        return Err(endpoint.error(
+            EngineErrorKind::InvalidInput,
+            format!(
+                "short-audio recognition takes at most {MAX_CLIP_SECONDS:.0} s of audio; \
+                 this clip is {clip_seconds:.1} s"
+            ),
+        ));
+    }
+    let wav = clip.wav();
+    let locale = locale_of(options.language.as_deref().unwrap_or("en"));
+    let mut query = vec![("language", locale), ("format", "detailed".to_string())];
+    if options.word_timestamps {
+        query.push(("wordLevelTimestamps", "true".to_string()));
+    }
+    let url = endpoint.alt_url("/speech/recognition/conversation/cognitiveservices/v1");
+    let json = endpoint
+        .fetch_json(|| {
+            endpoint
+                .authorize(endpoint.client.post(&url))
+                .query(&query)
+                .header(
+                    "Content-Type",
+                    "audio/wav; codecs=audio/pcm; samplerate=16000",
+                )
+                .header("Accept", "application/json")
+                .body(wav.clone())
+        })
+        .await?;
+    transcript_from_short_audio(&endpoint, &json, &options, clip_seconds)
 }
 
 /// Our transcript from a detailed short-audio answer. `NoMatch` and the silence timeouts are

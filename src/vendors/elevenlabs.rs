@@ -9,10 +9,10 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 use switchboard_actors::engine::{
     EngineError, EngineFuture, EngineStream, SpeechChunk, SpeechRequest, SpeechToText,
-    TextToSpeech, TranscribeOptions, Transcript, TranscriptWord, STT_SAMPLE_RATE,
+    TextToSpeech, TranscribeOptions, Transcript, TranscriptWord,
 };
 
-use super::audio::{wav_16k, RawAudioChunker, RawEncoding};
+use super::audio::{transcribe_clip, wav_part, Clip, RawAudioChunker, RawEncoding};
 use super::http::Endpoint;
 use crate::speech::languages::language_code;
 
@@ -93,39 +93,37 @@ impl SpeechToText for ElevenLabsTranscription {
         audio: Arc<[f32]>,
         options: TranscribeOptions,
     ) -> EngineFuture<Transcript> {
-        let endpoint = self.endpoint.clone();
-        Box::pin(async move {
-            let clip_seconds = audio.len() as f32 / STT_SAMPLE_RATE as f32;
-            let wav = wav_16k(&audio);
-            let model = endpoint
-                .stt_model
-                .clone()
-                .unwrap_or_else(|| DEFAULT_STT_MODEL.to_string());
-            let url = endpoint.url("/v1/speech-to-text");
-            let build = || {
-                let mut form = reqwest::multipart::Form::new()
-                    .text("model_id", model.clone())
-                    .text("timestamps_granularity", "word")
-                    .text("tag_audio_events", "false")
-                    .part(
-                        "file",
-                        reqwest::multipart::Part::bytes(wav.clone())
-                            .file_name("audio.wav")
-                            .mime_str("audio/wav")
-                            .expect("a valid media type"),
-                    );
-                if let Some(language) = &options.language {
-                    form = form.text("language_code", language.clone());
-                }
-                endpoint
-                    .authorize(endpoint.client.post(&url))
-                    .multipart(form)
-            };
-            let response = endpoint.send(build).await?;
-            let json = endpoint.read_json(response).await?;
-            Ok(transcript_from_scribe(&json, &options, clip_seconds))
-        })
+        transcribe_clip(&self.endpoint, audio, options, scribe)
     }
+}
+
+/// One clip through Scribe.
+async fn scribe(
+    endpoint: Endpoint,
+    clip: Clip,
+    options: TranscribeOptions,
+) -> Result<Transcript, EngineError> {
+    let wav = clip.wav();
+    let model = endpoint
+        .stt_model
+        .clone()
+        .unwrap_or_else(|| DEFAULT_STT_MODEL.to_string());
+    let url = endpoint.url("/v1/speech-to-text");
+    let build = || {
+        let mut form = reqwest::multipart::Form::new()
+            .text("model_id", model.clone())
+            .text("timestamps_granularity", "word")
+            .text("tag_audio_events", "false")
+            .part("file", wav_part(wav.clone()));
+        if let Some(language) = &options.language {
+            form = form.text("language_code", language.clone());
+        }
+        endpoint
+            .authorize(endpoint.client.post(&url))
+            .multipart(form)
+    };
+    let json = endpoint.fetch_json(build).await?;
+    Ok(transcript_from_scribe(&json, &options, clip.seconds()))
 }
 
 /// ISO 639-3 codes Scribe reports, as ISO 639-1 (the common ones whose two letters are not

@@ -220,6 +220,16 @@ impl Endpoint {
         self.error(kind, message)
     }
 
+    /// Sends the request made by `build` (see [`send`](Self::send)) and reads its whole JSON
+    /// answer (see [`read_json`](Self::read_json)).
+    pub async fn fetch_json(
+        &self,
+        build: impl Fn() -> RequestBuilder,
+    ) -> Result<serde_json::Value, EngineError> {
+        let response = self.send(build).await?;
+        self.read_json(response).await
+    }
+
     /// A whole JSON answer (at most 32 MiB), with the deadline between chunks.
     pub async fn read_json(&self, response: Response) -> Result<serde_json::Value, EngineError> {
         const MAX: usize = 32 * 1024 * 1024;

@@ -17,7 +17,7 @@ use switchboard_actors::engine::{
     TranscriptWord,
 };
 
-use super::audio::{wav_16k, RawAudioChunker, RawEncoding};
+use super::audio::{transcribe_clip, wav_part, Clip, RawAudioChunker, RawEncoding};
 use super::http::{Endpoint, SseEvent};
 use super::streaming::{spawn_chat_stream, ChatProtocol, Step};
 use crate::speech::languages::language_code;
@@ -363,46 +363,44 @@ impl SpeechToText for OpenAiTranscription {
         audio: Arc<[f32]>,
         options: TranscribeOptions,
     ) -> EngineFuture<Transcript> {
-        let endpoint = self.endpoint.clone();
-        Box::pin(async move {
-            let duration = audio.len() as f32 / switchboard_actors::engine::STT_SAMPLE_RATE as f32;
-            let wav = wav_16k(&audio);
-            let model = endpoint
-                .stt_model
-                .clone()
-                .unwrap_or_else(|| defaults(&endpoint.vendor).stt_model.to_string());
-            let url = endpoint.url("/audio/transcriptions");
-            let build = || {
-                let mut form = reqwest::multipart::Form::new()
-                    .part(
-                        "file",
-                        reqwest::multipart::Part::bytes(wav.clone())
-                            .file_name("audio.wav")
-                            .mime_str("audio/wav")
-                            .expect("a valid media type"),
-                    )
-                    .text("model", model.clone())
-                    .text("response_format", "verbose_json")
-                    .text("temperature", options.temperature.to_string())
-                    .text("timestamp_granularities[]", "segment");
-                if options.word_timestamps {
-                    form = form.text("timestamp_granularities[]", "word");
-                }
-                if let Some(language) = &options.language {
-                    form = form.text("language", language.clone());
-                }
-                if let Some(prompt) = &options.prompt {
-                    form = form.text("prompt", prompt.clone());
-                }
-                endpoint
-                    .authorize(endpoint.client.post(&url))
-                    .multipart(form)
-            };
-            let response = endpoint.send(build).await?;
-            let json = endpoint.read_json(response).await?;
-            Ok(transcript_from_verbose(&json, &options, duration))
-        })
+        transcribe_clip(&self.endpoint, audio, options, transcribe_verbose)
     }
+}
+
+/// One clip through `POST /audio/transcriptions`, answered as `verbose_json`.
+async fn transcribe_verbose(
+    endpoint: Endpoint,
+    clip: Clip,
+    options: TranscribeOptions,
+) -> Result<Transcript, EngineError> {
+    let wav = clip.wav();
+    let model = endpoint
+        .stt_model
+        .clone()
+        .unwrap_or_else(|| defaults(&endpoint.vendor).stt_model.to_string());
+    let url = endpoint.url("/audio/transcriptions");
+    let build = || {
+        let mut form = reqwest::multipart::Form::new()
+            .part("file", wav_part(wav.clone()))
+            .text("model", model.clone())
+            .text("response_format", "verbose_json")
+            .text("temperature", options.temperature.to_string())
+            .text("timestamp_granularities[]", "segment");
+        if options.word_timestamps {
+            form = form.text("timestamp_granularities[]", "word");
+        }
+        if let Some(language) = &options.language {
+            form = form.text("language", language.clone());
+        }
+        if let Some(prompt) = &options.prompt {
+            form = form.text("prompt", prompt.clone());
+        }
+        endpoint
+            .authorize(endpoint.client.post(&url))
+            .multipart(form)
+    };
+    let json = endpoint.fetch_json(build).await?;
+    Ok(transcript_from_verbose(&json, &options, clip.seconds()))
 }
 
 /// Our transcript from a `verbose_json` (or plain `json`) transcription.
