@@ -23,7 +23,7 @@ use tokio_tungstenite::tungstenite::Message;
 
 use super::audio::{transcribe_clip, Clip};
 use super::http::Endpoint;
-use super::socket::{LiveProtocol, LiveRequest};
+use super::socket::{control, LiveProtocol, LiveRequest};
 use crate::speech::languages::language_code;
 
 /// First pause between two polls of a transcript; it doubles up to `POLL_MAX`.
@@ -237,11 +237,6 @@ fn live_request(endpoint: &Endpoint, options: &TranscribeOptions) -> LiveRequest
         header: "Authorization",
         value: endpoint.key.clone(),
     }
-}
-
-/// A control message (`{"type": ...}`) of the live stream.
-fn control(kind: &str) -> Message {
-    Message::text(json!({ "type": kind }).to_string())
 }
 
 /// One live recognition: the turns, and the audio gathered into pieces the streaming API

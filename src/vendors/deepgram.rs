@@ -20,7 +20,7 @@ use tokio_tungstenite::tungstenite::Message;
 
 use super::audio::{transcribe_clip, Clip, RawAudioChunker, RawEncoding};
 use super::http::Endpoint;
-use super::socket::{LiveProtocol, LiveRequest};
+use super::socket::{control, LiveProtocol, LiveRequest};
 
 const DEFAULT_STT_MODEL: &str = "nova-3";
 const DEFAULT_VOICE: &str = "aura-2-thalia-en";
@@ -35,10 +35,7 @@ pub struct DeepgramListen {
 
 impl DeepgramListen {
     fn model(&self) -> String {
-        self.endpoint
-            .stt_model
-            .clone()
-            .unwrap_or_else(|| DEFAULT_STT_MODEL.to_string())
+        self.endpoint.stt_model_or(DEFAULT_STT_MODEL)
     }
 }
 
@@ -240,11 +237,6 @@ fn live_request(endpoint: &Endpoint, model: &str, options: &TranscribeOptions) -
         header: "Authorization",
         value: format!("Token {}", endpoint.key),
     }
-}
-
-/// A control message (`{"type": ...}`) of the live stream.
-fn control(kind: &str) -> Message {
-    Message::text(json!({ "type": kind }).to_string())
 }
 
 /// Finalized pieces of the utterance in progress.

@@ -104,10 +104,7 @@ async fn scribe(
     options: TranscribeOptions,
 ) -> Result<Transcript, EngineError> {
     let wav = clip.wav();
-    let model = endpoint
-        .stt_model
-        .clone()
-        .unwrap_or_else(|| DEFAULT_STT_MODEL.to_string());
+    let model = endpoint.stt_model_or(DEFAULT_STT_MODEL);
     let url = endpoint.url("/v1/speech-to-text");
     let build = || {
         let mut form = reqwest::multipart::Form::new()

@@ -138,6 +138,13 @@ impl Endpoint {
             .unwrap_or_else(|| built_in.to_string())
     }
 
+    /// The recognition model to ask for: the configured one, else the adapter's.
+    pub fn stt_model_or(&self, built_in: &str) -> String {
+        self.stt_model
+            .clone()
+            .unwrap_or_else(|| built_in.to_string())
+    }
+
     /// The voice to ask for: the request's, or for `default` the configured or built-in one.
     pub fn voice(&self, requested: &str, built_in: &str) -> String {
         if requested == "default" || requested.is_empty() {

@@ -374,10 +374,7 @@ async fn transcribe_verbose(
     options: TranscribeOptions,
 ) -> Result<Transcript, EngineError> {
     let wav = clip.wav();
-    let model = endpoint
-        .stt_model
-        .clone()
-        .unwrap_or_else(|| defaults(&endpoint.vendor).stt_model.to_string());
+    let model = endpoint.stt_model_or(defaults(&endpoint.vendor).stt_model);
     let url = endpoint.url("/audio/transcriptions");
     let build = || {
         let mut form = reqwest::multipart::Form::new()

@@ -273,6 +273,11 @@ async fn tick(keepalive: &mut Option<(tokio::time::Interval, Message)>) -> Messa
     }
 }
 
+/// A control message of a live stream: `{"type": kind}` as JSON text.
+pub fn control(kind: &str) -> Message {
+    Message::text(serde_json::json!({ "type": kind }).to_string())
+}
+
 /// Little-endian bytes of 16-bit samples, as the live recognisers take them.
 pub fn pcm16_bytes(samples: &[i16]) -> impl Iterator<Item = u8> + '_ {
     samples.iter().flat_map(|s| s.to_le_bytes())
