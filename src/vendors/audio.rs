@@ -99,6 +99,12 @@ pub fn output_for(rate: Option<u32>, pcm_rates: &[u32], default_rate: u32) -> (R
     }
 }
 
+/// [`output_for`] a vendor that offers the usual rates: PCM16 at 16, 22.05, 44.1 or 48 kHz,
+/// else at 24 kHz (µ-law 8 kHz on a phone call).
+pub fn usual_output(rate: Option<u32>) -> (RawEncoding, u32) {
+    output_for(rate, &[16_000, 22_050, 44_100, 48_000], 24_000)
+}
+
 /// Turns a raw audio byte stream into speech chunks of at least `min_samples` each.
 pub struct RawAudioChunker {
     encoding: RawEncoding,

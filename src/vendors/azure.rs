@@ -14,7 +14,7 @@ use switchboard_actors::engine::{
     SpeechToText, TextToSpeech, TranscribeOptions, Transcript, TranscriptSegment, TranscriptWord,
 };
 
-use super::audio::{output_for, transcribe_clip, Clip, RawAudioChunker, RawEncoding};
+use super::audio::{transcribe_clip, usual_output, Clip, RawAudioChunker, RawEncoding};
 use super::http::Endpoint;
 use super::speech::locale_of;
 
@@ -94,11 +94,7 @@ impl TextToSpeech for AzureSpeech {
 
     fn synthesize(&self, request: SpeechRequest) -> Result<EngineStream<SpeechChunk>, EngineError> {
         let endpoint = self.endpoint.clone();
-        let (encoding, rate) = output_for(
-            request.output_rate,
-            &[16_000, 22_050, 44_100, 48_000],
-            24_000,
-        );
+        let (encoding, rate) = usual_output(request.output_rate);
         let voice = endpoint.voice(&request.voice, DEFAULT_VOICE);
         let document = ssml(
             &request.text,
