@@ -369,11 +369,12 @@ async fn list_agents(
     developer: Developer,
     query: web::Query<PageQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let ask = |page| ListAgents {
+    let page = query.into_inner().validate()?;
+    let ask = ListAgents {
         developer_id: developer.id().to_string(),
         page,
     };
-    pagination::list(state.agents(), query, ask, AgentBody::from).await
+    pagination::answer_page(state.agents(), ask, AgentBody::from).await
 }
 
 /// Reads one agent.

@@ -103,11 +103,12 @@ async fn list_collections(
     developer: Developer,
     query: web::Query<PageQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let ask = |page| ListCollections {
+    let page = query.into_inner().validate()?;
+    let ask = ListCollections {
         developer_id: developer.id().to_string(),
         page,
     };
-    pagination::list(state.collections(), query, ask, CollectionBody::from).await
+    pagination::answer_page(state.collections(), ask, CollectionBody::from).await
 }
 
 /// Reads one collection.

@@ -173,12 +173,13 @@ async fn list_instances(
     agent: web::Path<String>,
     query: web::Query<PageQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let ask = |page| ListInstances {
+    let page = query.into_inner().validate()?;
+    let ask = ListInstances {
         developer_id: developer.id().to_string(),
         agent_id: agent.into_inner(),
         page,
     };
-    pagination::list(state.agents(), query, ask, InstanceBody::from).await
+    pagination::answer_page(state.agents(), ask, InstanceBody::from).await
 }
 
 #[utoipa::path(get, path = "/v1/agents/{id}/instances/{instanceId}", tag = "agents",

@@ -123,11 +123,12 @@ async fn list_keys(
     developer: Developer,
     query: web::Query<PageQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let ask = |page| ListKeys {
+    let page = query.into_inner().validate()?;
+    let ask = ListKeys {
         developer_id: developer.id().to_string(),
         page,
     };
-    pagination::list(state.keys(), query, ask, KeyBody::from).await
+    pagination::answer_page(state.keys(), ask, KeyBody::from).await
 }
 
 /// Revokes a key; it is refused from the very next request on.

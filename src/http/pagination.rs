@@ -3,7 +3,7 @@
 
 use actix::dev::ToEnvelope;
 use actix::{Actor, Context, Handler, Message};
-use actix_web::{web, HttpResponse};
+use actix_web::HttpResponse;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -66,27 +66,9 @@ impl<T> PageBody<T> {
     }
 }
 
-/// A list endpoint's answer: validates `query`, asks `registry` for the page with the message
-/// `ask` builds from it, and answers `200` with each row shown as `view` shows it.
-pub async fn list<A, M, R, T>(
-    registry: &Supervised<A>,
-    query: web::Query<PageQuery>,
-    ask: impl FnOnce(PageRequest) -> M,
-    view: impl FnMut(R) -> T,
-) -> Result<HttpResponse, ApiError>
-where
-    A: Actor<Context = Context<A>> + Handler<M>,
-    A::Context: ToEnvelope<A, M>,
-    M: Message<Result = Result<Page<R>, ApiError>> + Send + 'static,
-    R: Send,
-    T: Serialize,
-{
-    let page = query.into_inner().validate()?;
-    answer_page(registry, ask(page), view).await
-}
-
-/// Sends `message` (a list request with its page already validated) to `registry` and answers
-/// `200` with the page, each row shown as `view` shows it.
+/// A list endpoint's answer: sends `message` (a list request with its page validated by
+/// [`PageQuery::validate`]) to `registry` and answers `200` with the page, each row shown as
+/// `view` shows it.
 pub async fn answer_page<A, M, R, T>(
     registry: &Supervised<A>,
     message: M,

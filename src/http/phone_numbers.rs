@@ -266,11 +266,12 @@ async fn list_numbers(
     developer: Developer,
     query: web::Query<PageQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let ask = |page| ListPhoneNumbers {
+    let page = query.into_inner().validate()?;
+    let ask = ListPhoneNumbers {
         developer_id: developer.id().to_string(),
         page,
     };
-    pagination::list(state.telephony(), query, ask, PhoneNumberBody::from).await
+    pagination::answer_page(state.telephony(), ask, PhoneNumberBody::from).await
 }
 
 #[utoipa::path(get, path = "/v1/phone-numbers/{id}", tag = "telephony",
