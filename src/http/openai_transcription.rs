@@ -18,9 +18,10 @@ use switchboard_actors::engine::{SpeechToText, SttMode, TranscribeOptions, Trans
 use tokio::sync::mpsc;
 
 use super::auth::{Developer, PROVIDER_USED};
+use super::transcribe::charge_transcription;
 use super::upload::{is_multipart, read_form, Form, UploadedFile};
 use crate::app::AppState;
-use crate::billing::{meter, Usage};
+use crate::billing::meter;
 use crate::engines::whisper::{SegmentSink, Task};
 use crate::error::ApiError;
 use crate::registry::jobs::extension_of;
@@ -297,14 +298,7 @@ async fn recognise(
     let transcript = transcribe_file(engine, file.bytes, extension, request)
         .await
         .map_err(openai_param)?;
-    meter::charge(
-        state.metering(),
-        developer.id(),
-        Usage::Stt {
-            seconds: f64::from(transcript.duration),
-        },
-        true,
-    );
+    charge_transcription(state, developer.id(), &transcript);
     Ok(transcript)
 }
 
@@ -467,14 +461,7 @@ async fn stream_transcription(
         let transcript = transcribe_decoded(engine, decoded, request)
             .await
             .map_err(openai_param)?;
-        meter::charge(
-            state.metering(),
-            &developer_id,
-            Usage::Stt {
-                seconds: f64::from(transcript.duration),
-            },
-            true,
-        );
+        charge_transcription(&state, &developer_id, &transcript);
         Ok::<_, ApiError>(transcript)
     });
     let events = stream::unfold(Some((received, recognition)), |running| async move {
