@@ -14,14 +14,14 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use switchboard_actors::engine::{
-    EngineError, EngineErrorKind, EngineFuture, EngineStream, SpeechToText, SttEvent, SttInput,
-    TranscribeOptions, Transcript, TranscriptWord, STT_SAMPLE_RATE,
+    EngineError, EngineErrorKind, EngineStream, SttEvent, SttInput, TranscribeOptions, Transcript,
+    TranscriptWord, STT_SAMPLE_RATE,
 };
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::protocol::frame::CloseFrame;
 use tokio_tungstenite::tungstenite::Message;
 
-use super::audio::{transcribe_clip, Clip};
+use super::audio::{clip_recognizer, Clip};
 use super::http::Endpoint;
 use super::socket::{control, LiveProtocol, LiveRequest};
 use crate::speech::languages::language_code;
@@ -38,19 +38,7 @@ pub struct AssemblyAiTranscription {
     pub endpoint: Endpoint,
 }
 
-impl SpeechToText for AssemblyAiTranscription {
-    fn provider(&self) -> &str {
-        &self.endpoint.vendor
-    }
-
-    fn transcribe(
-        &self,
-        audio: Arc<[f32]>,
-        options: TranscribeOptions,
-    ) -> EngineFuture<Transcript> {
-        transcribe_clip(&self.endpoint, audio, options, transcribe_file)
-    }
-
+clip_recognizer!(AssemblyAiTranscription, transcribe_file, {
     /// Universal-Streaming takes PCM at the rate it is told: a phone line's 8 kHz goes as it
     /// is, never upsampled.
     fn live_rate(&self, caller_rate: u32) -> u32 {
@@ -70,7 +58,7 @@ impl SpeechToText for AssemblyAiTranscription {
             live,
         ))
     }
-}
+});
 
 /// One clip: uploaded, asked for, and polled until it is done.
 async fn transcribe_file(

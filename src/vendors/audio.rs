@@ -44,6 +44,31 @@ where
     Box::pin(recognize(endpoint.clone(), Clip { samples }, options))
 }
 
+/// `SpeechToText` for a vendor adapter (a struct with a public `endpoint`) whose whole clips go
+/// through `$recognize`, an `async fn(Endpoint, Clip, TranscribeOptions)` (see
+/// [`transcribe_clip`]); the trait's other methods it overrides (a live recogniser's) follow
+/// in braces.
+macro_rules! clip_recognizer {
+    ($adapter:ty, $recognize:expr $(, { $($more:tt)* })?) => {
+        impl switchboard_actors::engine::SpeechToText for $adapter {
+            fn provider(&self) -> &str {
+                &self.endpoint.vendor
+            }
+
+            fn transcribe(
+                &self,
+                audio: std::sync::Arc<[f32]>,
+                options: switchboard_actors::engine::TranscribeOptions,
+            ) -> switchboard_actors::engine::EngineFuture<switchboard_actors::engine::Transcript> {
+                $crate::vendors::audio::transcribe_clip(&self.endpoint, audio, options, $recognize)
+            }
+
+            $($($more)*)?
+        }
+    };
+}
+pub(crate) use clip_recognizer;
+
 /// The multipart `file` part of a WAV upload: `audio.wav`, `audio/wav`.
 pub fn wav_part(wav: Vec<u8>) -> reqwest::multipart::Part {
     reqwest::multipart::Part::bytes(wav)

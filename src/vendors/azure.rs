@@ -6,15 +6,13 @@
 //! https://learn.microsoft.com/azure/ai-services/speech-service/rest-text-to-speech and
 //! https://learn.microsoft.com/azure/ai-services/speech-service/rest-speech-to-text-short.
 
-use std::sync::Arc;
-
 use serde_json::Value;
 use switchboard_actors::engine::{
-    EngineError, EngineErrorKind, EngineFuture, EngineStream, SpeechChunk, SpeechRequest,
-    SpeechToText, TextToSpeech, TranscribeOptions, Transcript, TranscriptSegment, TranscriptWord,
+    EngineError, EngineErrorKind, EngineStream, SpeechChunk, SpeechRequest, TextToSpeech,
+    TranscribeOptions, Transcript, TranscriptSegment, TranscriptWord,
 };
 
-use super::audio::{transcribe_clip, usual_output, Clip, RawAudioChunker, RawEncoding};
+use super::audio::{clip_recognizer, usual_output, Clip, RawAudioChunker, RawEncoding};
 use super::http::Endpoint;
 use super::speech::locale_of;
 
@@ -127,19 +125,7 @@ pub struct AzureRecognition {
     pub endpoint: Endpoint,
 }
 
-impl SpeechToText for AzureRecognition {
-    fn provider(&self) -> &str {
-        &self.endpoint.vendor
-    }
-
-    fn transcribe(
-        &self,
-        audio: Arc<[f32]>,
-        options: TranscribeOptions,
-    ) -> EngineFuture<Transcript> {
-        transcribe_clip(&self.endpoint, audio, options, recognize_short_audio)
-    }
-}
+clip_recognizer!(AzureRecognition, recognize_short_audio);
 
 /// One clip through short-audio recognition (at most `MAX_CLIP_SECONDS`).
 async fn recognize_short_audio(

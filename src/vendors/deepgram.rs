@@ -10,15 +10,14 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use switchboard_actors::engine::{
-    EngineError, EngineFuture, EngineStream, SpeechChunk, SpeechRequest, SpeechToText, SttEvent,
-    SttInput, TextToSpeech, TranscribeOptions, Transcript, TranscriptSegment, TranscriptWord,
-    STT_SAMPLE_RATE,
+    EngineError, EngineStream, SpeechChunk, SpeechRequest, SttEvent, SttInput, TextToSpeech,
+    TranscribeOptions, Transcript, TranscriptSegment, TranscriptWord, STT_SAMPLE_RATE,
 };
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::protocol::frame::CloseFrame;
 use tokio_tungstenite::tungstenite::Message;
 
-use super::audio::{transcribe_clip, Clip, RawAudioChunker, RawEncoding};
+use super::audio::{clip_recognizer, Clip, RawAudioChunker, RawEncoding};
 use super::http::Endpoint;
 use super::socket::{control, LiveProtocol, LiveRequest};
 
@@ -39,22 +38,7 @@ impl DeepgramListen {
     }
 }
 
-impl SpeechToText for DeepgramListen {
-    fn provider(&self) -> &str {
-        &self.endpoint.vendor
-    }
-
-    fn transcribe(
-        &self,
-        audio: Arc<[f32]>,
-        options: TranscribeOptions,
-    ) -> EngineFuture<Transcript> {
-        let model = self.model();
-        transcribe_clip(&self.endpoint, audio, options, |endpoint, clip, options| {
-            listen(endpoint, model, clip, options)
-        })
-    }
-
+clip_recognizer!(DeepgramListen, listen, {
     /// Deepgram takes linear16 at any rate: a phone line's 8 kHz goes as it is (its own advice
     /// for Twilio audio), never upsampled.
     fn live_rate(&self, caller_rate: u32) -> u32 {
@@ -73,15 +57,15 @@ impl SpeechToText for DeepgramListen {
             LiveUtterance::default(),
         ))
     }
-}
+});
 
 /// One clip through pre-recorded transcription (`POST /v1/listen`).
 async fn listen(
     endpoint: Endpoint,
-    model: String,
     clip: Clip,
     options: TranscribeOptions,
 ) -> Result<Transcript, EngineError> {
+    let model = endpoint.stt_model_or(DEFAULT_STT_MODEL);
     let wav = clip.wav();
     let mut query = vec![
         ("model", model),

@@ -4,15 +4,13 @@
 //! reference/protocols.md §7.1; https://elevenlabs.io/docs/api-reference/text-to-speech/stream
 //! and https://elevenlabs.io/docs/api-reference/speech-to-text/convert.
 
-use std::sync::Arc;
-
 use serde_json::{json, Value};
 use switchboard_actors::engine::{
-    EngineError, EngineFuture, EngineStream, SpeechChunk, SpeechRequest, SpeechToText,
-    TextToSpeech, TranscribeOptions, Transcript, TranscriptWord,
+    EngineError, EngineStream, SpeechChunk, SpeechRequest, TextToSpeech, TranscribeOptions,
+    Transcript, TranscriptWord,
 };
 
-use super::audio::{transcribe_clip, wav_part, Clip, RawAudioChunker, RawEncoding};
+use super::audio::{clip_recognizer, wav_part, Clip, RawAudioChunker, RawEncoding};
 use super::http::Endpoint;
 use crate::speech::languages::language_code;
 
@@ -83,19 +81,7 @@ pub struct ElevenLabsTranscription {
     pub endpoint: Endpoint,
 }
 
-impl SpeechToText for ElevenLabsTranscription {
-    fn provider(&self) -> &str {
-        &self.endpoint.vendor
-    }
-
-    fn transcribe(
-        &self,
-        audio: Arc<[f32]>,
-        options: TranscribeOptions,
-    ) -> EngineFuture<Transcript> {
-        transcribe_clip(&self.endpoint, audio, options, scribe)
-    }
-}
+clip_recognizer!(ElevenLabsTranscription, scribe);
 
 /// One clip through Scribe.
 async fn scribe(

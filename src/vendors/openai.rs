@@ -4,20 +4,18 @@
 //! reference/protocols.md §4; https://platform.openai.com/docs/api-reference.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use bytes::Bytes;
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 use serde_json::{json, Value};
 use switchboard_actors::engine::{
-    ChatMessage, ChatRequest, EngineError, EngineErrorKind, EngineFuture, EngineStream,
-    FinishReason, LanguageModel, LlmEvent, Role, SpeechChunk, SpeechRequest, SpeechToText,
-    TextToSpeech, ToolCall, ToolSpec, TranscribeOptions, Transcript, TranscriptSegment,
-    TranscriptWord,
+    ChatMessage, ChatRequest, EngineError, EngineErrorKind, EngineStream, FinishReason,
+    LanguageModel, LlmEvent, Role, SpeechChunk, SpeechRequest, TextToSpeech, ToolCall, ToolSpec,
+    TranscribeOptions, Transcript, TranscriptSegment, TranscriptWord,
 };
 
-use super::audio::{transcribe_clip, wav_part, Clip, RawAudioChunker, RawEncoding};
+use super::audio::{clip_recognizer, wav_part, Clip, RawAudioChunker, RawEncoding};
 use super::http::{Endpoint, SseEvent};
 use super::streaming::{spawn_chat_stream, ChatProtocol, Step};
 use crate::speech::languages::language_code;
@@ -353,19 +351,7 @@ pub struct OpenAiTranscription {
     pub endpoint: Endpoint,
 }
 
-impl SpeechToText for OpenAiTranscription {
-    fn provider(&self) -> &str {
-        &self.endpoint.vendor
-    }
-
-    fn transcribe(
-        &self,
-        audio: Arc<[f32]>,
-        options: TranscribeOptions,
-    ) -> EngineFuture<Transcript> {
-        transcribe_clip(&self.endpoint, audio, options, transcribe_verbose)
-    }
-}
+clip_recognizer!(OpenAiTranscription, transcribe_verbose);
 
 /// One clip through `POST /audio/transcriptions`, answered as `verbose_json`.
 async fn transcribe_verbose(
