@@ -22,7 +22,7 @@ use tokio_tungstenite::tungstenite::protocol::frame::CloseFrame;
 use tokio_tungstenite::tungstenite::Message;
 
 use super::audio::{clip_recognizer, Clip};
-use super::http::Endpoint;
+use super::http::{trimmed_str, Endpoint};
 use super::socket::{control, LiveProtocol, LiveRequest};
 use crate::speech::languages::language_code;
 
@@ -173,12 +173,7 @@ pub fn transcript_from_file(
     options: &TranscribeOptions,
     clip_seconds: f32,
 ) -> Transcript {
-    let text = json
-        .get("text")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .trim()
-        .to_string();
+    let text = trimmed_str(json, "text");
     let words = words_of(json.get("words"));
     let duration = json
         .get("audio_duration")
@@ -312,12 +307,7 @@ impl LiveTurns {
         if json.get("type").and_then(Value::as_str) != Some("Turn") {
             return Vec::new();
         }
-        let transcript = json
-            .get("transcript")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .trim()
-            .to_string();
+        let transcript = trimmed_str(json, "transcript");
         let flag = |name: &str| json.get(name).and_then(Value::as_bool).unwrap_or(false);
         if !flag("end_of_turn") || !flag("turn_is_formatted") {
             // Unformatted text of a turn (still open, or ended and about to come formatted).

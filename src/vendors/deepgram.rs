@@ -18,7 +18,7 @@ use tokio_tungstenite::tungstenite::protocol::frame::CloseFrame;
 use tokio_tungstenite::tungstenite::Message;
 
 use super::audio::{clip_recognizer, Clip, RawAudioChunker, RawEncoding};
-use super::http::Endpoint;
+use super::http::{trimmed_str, Endpoint};
 use super::socket::{control, LiveProtocol, LiveRequest};
 
 const DEFAULT_STT_MODEL: &str = "nova-3";
@@ -97,12 +97,7 @@ pub fn transcript_from_listen(
 ) -> Transcript {
     let channel = json.pointer("/results/channels/0").unwrap_or(&Value::Null);
     let best = channel.pointer("/alternatives/0").unwrap_or(&Value::Null);
-    let text = best
-        .get("transcript")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .trim()
-        .to_string();
+    let text = trimmed_str(best, "transcript");
     let words = words_of(best);
     let duration = json
         .pointer("/metadata/duration")
@@ -244,12 +239,7 @@ impl LiveUtterance {
         let best = json
             .pointer("/channel/alternatives/0")
             .unwrap_or(&Value::Null);
-        let transcript = best
-            .get("transcript")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .trim()
-            .to_string();
+        let transcript = trimmed_str(best, "transcript");
         let flag = |name: &str| json.get(name).and_then(Value::as_bool).unwrap_or(false);
         if !flag("is_final") {
             return super::socket::partial(&self.text, transcript);

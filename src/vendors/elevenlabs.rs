@@ -11,7 +11,7 @@ use switchboard_actors::engine::{
 };
 
 use super::audio::{clip_recognizer, wav_part, Clip, RawAudioChunker, RawEncoding};
-use super::http::Endpoint;
+use super::http::{trimmed_str, Endpoint};
 use crate::speech::languages::language_code;
 
 const DEFAULT_STT_MODEL: &str = "scribe_v1";
@@ -152,12 +152,7 @@ pub fn transcript_from_scribe(
     options: &TranscribeOptions,
     clip_seconds: f32,
 ) -> Transcript {
-    let text = json
-        .get("text")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .trim()
-        .to_string();
+    let text = trimmed_str(json, "text");
     let words: Vec<TranscriptWord> = json
         .get("words")
         .and_then(Value::as_array)
@@ -167,12 +162,7 @@ pub fn transcript_from_scribe(
         .map(|word| TranscriptWord {
             start: word.get("start").and_then(Value::as_f64).unwrap_or(0.0) as f32,
             end: word.get("end").and_then(Value::as_f64).unwrap_or(0.0) as f32,
-            word: word
-                .get("text")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .trim()
-                .to_string(),
+            word: trimmed_str(word, "text"),
         })
         .collect();
     let segments = super::deepgram::segments_of(&text, &words, clip_seconds);

@@ -10,6 +10,16 @@ use futures_util::StreamExt;
 use reqwest::{RequestBuilder, Response, StatusCode};
 use switchboard_actors::engine::{EngineError, EngineErrorKind};
 
+/// The string at `key` of a vendor's JSON answer, trimmed (empty when there is none).
+pub fn trimmed_str(value: &serde_json::Value, key: &str) -> String {
+    value
+        .get(key)
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
 /// The Messages API version every Anthropic call names.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 /// The Cartesia API version whose voice object is `{mode: "id", id}`.

@@ -16,7 +16,7 @@ use switchboard_actors::engine::{
 };
 
 use super::audio::{clip_recognizer, wav_part, Clip, RawAudioChunker, RawEncoding};
-use super::http::{Endpoint, SseEvent};
+use super::http::{trimmed_str, Endpoint, SseEvent};
 use super::streaming::{spawn_chat_stream, ChatProtocol, Step};
 use crate::speech::languages::language_code;
 
@@ -392,12 +392,7 @@ pub fn transcript_from_verbose(
     options: &TranscribeOptions,
     clip_seconds: f32,
 ) -> Transcript {
-    let text = json
-        .get("text")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .trim()
-        .to_string();
+    let text = trimmed_str(json, "text");
     let duration = json
         .get("duration")
         .and_then(Value::as_f64)
@@ -412,12 +407,7 @@ pub fn transcript_from_verbose(
         .map(|segment| TranscriptSegment {
             start: time(segment, "start"),
             end: time(segment, "end"),
-            text: segment
-                .get("text")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .trim()
-                .to_string(),
+            text: trimmed_str(segment, "text"),
             speaker: None,
             language: None,
         })
@@ -439,12 +429,7 @@ pub fn transcript_from_verbose(
         .map(|word| TranscriptWord {
             start: time(word, "start"),
             end: time(word, "end"),
-            word: word
-                .get("word")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .trim()
-                .to_string(),
+            word: trimmed_str(word, "word"),
         })
         .collect();
     let language = json
