@@ -179,25 +179,11 @@ pub fn transcript_from_file(
         .get("audio_duration")
         .and_then(Value::as_f64)
         .map_or(clip_seconds, |d| d as f32);
-    let language = json
+    let detected = json
         .get("language_code")
         .and_then(Value::as_str)
-        .and_then(language_code)
-        .map(str::to_string)
-        .or_else(|| options.language.clone())
-        .unwrap_or_else(|| "en".to_string());
-    Transcript {
-        segments: super::deepgram::segments_of(&text, &words, duration),
-        words: if options.word_timestamps {
-            words
-        } else {
-            Vec::new()
-        },
-        text,
-        language,
-        language_probability: None,
-        duration,
-    }
+        .and_then(language_code);
+    super::deepgram::file_transcript(text, words, duration, detected, options)
 }
 
 /// What opens one live recognition over Universal-Streaming.

@@ -103,10 +103,24 @@ pub fn transcript_from_listen(
         .pointer("/metadata/duration")
         .and_then(Value::as_f64)
         .map_or(clip_seconds, |d| d as f32);
-    let language = channel
+    let detected = channel
         .get("detected_language")
         .and_then(Value::as_str)
-        .and_then(crate::speech::languages::language_code)
+        .and_then(crate::speech::languages::language_code);
+    file_transcript(text, words, duration, detected, options)
+}
+
+/// A file transcript from the vendor's text and words: segments by sentence and pause, the
+/// words when they were asked for, and the language the vendor `detected` (ISO 639-1), else
+/// the one asked for, else English.
+pub(super) fn file_transcript(
+    text: String,
+    words: Vec<TranscriptWord>,
+    duration: f32,
+    detected: Option<&str>,
+    options: &TranscribeOptions,
+) -> Transcript {
+    let language = detected
         .map(str::to_string)
         .or_else(|| options.language.clone())
         .unwrap_or_else(|| "en".to_string());

@@ -165,26 +165,11 @@ pub fn transcript_from_scribe(
             word: trimmed_str(word, "text"),
         })
         .collect();
-    let segments = super::deepgram::segments_of(&text, &words, clip_seconds);
-    let language = json
+    let detected = json
         .get("language_code")
         .and_then(Value::as_str)
-        .and_then(language_of)
-        .map(str::to_string)
-        .or_else(|| options.language.clone())
-        .unwrap_or_else(|| "en".to_string());
-    Transcript {
-        text,
-        segments,
-        words: if options.word_timestamps {
-            words
-        } else {
-            Vec::new()
-        },
-        language,
-        language_probability: None,
-        duration: clip_seconds,
-    }
+        .and_then(language_of);
+    super::deepgram::file_transcript(text, words, clip_seconds, detected, options)
 }
 
 /// The cheapest authenticated call: the account's voices.
