@@ -8,7 +8,7 @@ use utoipa::ToSchema;
 use super::auth::Developer;
 use super::body::ApiJson;
 use super::methods;
-use super::pagination::{PageBody, PageQuery};
+use super::pagination::{self, PageBody, PageQuery};
 use super::validate::{self, not_null, nullable};
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
@@ -371,14 +371,11 @@ async fn list_agents(
     query: web::Query<PageQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let page = query.into_inner().validate()?;
-    let page = state
-        .agents()
-        .send(ListAgents {
-            developer_id: developer.id().to_string(),
-            page,
-        })
-        .await??;
-    Ok(HttpResponse::Ok().json(PageBody::from_page(page, AgentBody::from)))
+    let ask = ListAgents {
+        developer_id: developer.id().to_string(),
+        page,
+    };
+    pagination::answer_page(state.agents(), ask, AgentBody::from).await
 }
 
 /// Reads one agent.

@@ -9,7 +9,7 @@ use utoipa::ToSchema;
 use super::auth::Developer;
 use super::body::ApiJson;
 use super::methods;
-use super::pagination::{PageBody, PageQuery};
+use super::pagination::{self, PageBody, PageQuery};
 use super::validate;
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
@@ -105,14 +105,11 @@ async fn list_collections(
     query: web::Query<PageQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let page = query.into_inner().validate()?;
-    let page = state
-        .collections()
-        .send(ListCollections {
-            developer_id: developer.id().to_string(),
-            page,
-        })
-        .await??;
-    Ok(HttpResponse::Ok().json(PageBody::from_page(page, CollectionBody::from)))
+    let ask = ListCollections {
+        developer_id: developer.id().to_string(),
+        page,
+    };
+    pagination::answer_page(state.collections(), ask, CollectionBody::from).await
 }
 
 /// Reads one collection.

@@ -10,7 +10,7 @@ use utoipa::ToSchema;
 use super::auth::Developer;
 use super::body::ApiJson;
 use super::methods;
-use super::pagination::{PageBody, PageQuery};
+use super::pagination::{self, PageBody, PageQuery};
 use super::validate::{self, nullable};
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
@@ -175,15 +175,12 @@ async fn list_instances(
     query: web::Query<PageQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let page = query.into_inner().validate()?;
-    let page = state
-        .agents()
-        .send(ListInstances {
-            developer_id: developer.id().to_string(),
-            agent_id: agent.into_inner(),
-            page,
-        })
-        .await??;
-    Ok(HttpResponse::Ok().json(PageBody::from_page(page, InstanceBody::from)))
+    let ask = ListInstances {
+        developer_id: developer.id().to_string(),
+        agent_id: agent.into_inner(),
+        page,
+    };
+    pagination::answer_page(state.agents(), ask, InstanceBody::from).await
 }
 
 #[utoipa::path(get, path = "/v1/agents/{id}/instances/{instanceId}", tag = "agents",

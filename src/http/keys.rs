@@ -7,7 +7,7 @@ use utoipa::ToSchema;
 use super::auth::Developer;
 use super::body::OptionalJson;
 use super::methods;
-use super::pagination::{PageBody, PageQuery};
+use super::pagination::{self, PageBody, PageQuery};
 use super::validate;
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
@@ -125,14 +125,11 @@ async fn list_keys(
     query: web::Query<PageQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let page = query.into_inner().validate()?;
-    let page = state
-        .keys()
-        .send(ListKeys {
-            developer_id: developer.id().to_string(),
-            page,
-        })
-        .await??;
-    Ok(HttpResponse::Ok().json(PageBody::from_page(page, KeyBody::from)))
+    let ask = ListKeys {
+        developer_id: developer.id().to_string(),
+        page,
+    };
+    pagination::answer_page(state.keys(), ask, KeyBody::from).await
 }
 
 /// Revokes a key; it is refused from the very next request on.

@@ -11,7 +11,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::auth::Developer;
 use super::methods;
-use super::pagination::{PageBody, PageQuery};
+use super::pagination::{self, PageBody, PageQuery};
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
 use crate::observability::analysis::{analyse, Issue};
@@ -415,16 +415,13 @@ async fn list_sessions(
 ) -> Result<HttpResponse, ApiError> {
     let page = query.into_inner().validate()?;
     let newest_first = filter.newest_first()?;
-    let page = state
-        .sessions()
-        .send(ListSessions {
-            developer_id: developer.id().to_string(),
-            agent_id: filter.into_inner().agent_id,
-            newest_first,
-            page,
-        })
-        .await??;
-    Ok(HttpResponse::Ok().json(PageBody::from_page(page, SessionSummaryBody::from)))
+    let ask = ListSessions {
+        developer_id: developer.id().to_string(),
+        agent_id: filter.into_inner().agent_id,
+        newest_first,
+        page,
+    };
+    pagination::answer_page(state.sessions(), ask, SessionSummaryBody::from).await
 }
 
 /// One session with its turns and metrics.

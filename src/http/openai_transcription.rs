@@ -19,9 +19,9 @@ use tokio::sync::mpsc;
 
 use super::auth::{Developer, PROVIDER_USED};
 use super::methods;
+use super::transcribe::charge_transcription;
 use super::upload::{is_multipart, read_form, Form, UploadedFile};
 use crate::app::AppState;
-use crate::billing::Usage;
 use crate::engines::whisper::{SegmentSink, Task};
 use crate::error::ApiError;
 use crate::registry::jobs::extension_of;
@@ -299,14 +299,7 @@ async fn recognise(
     let transcript = transcribe_file(engine, file.bytes, extension, request)
         .await
         .map_err(openai_param)?;
-    meter::charge(
-        state.metering(),
-        developer.id(),
-        Usage::Stt {
-            seconds: f64::from(transcript.duration),
-        },
-        true,
-    );
+    charge_transcription(state, developer.id(), &transcript);
     Ok(transcript)
 }
 
@@ -469,14 +462,7 @@ async fn stream_transcription(
         let transcript = transcribe_decoded(engine, decoded, request)
             .await
             .map_err(openai_param)?;
-        meter::charge(
-            state.metering(),
-            &developer_id,
-            Usage::Stt {
-                seconds: f64::from(transcript.duration),
-            },
-            true,
-        );
+        charge_transcription(&state, &developer_id, &transcript);
         Ok::<_, ApiError>(transcript)
     });
     let events = stream::unfold(Some((received, recognition)), |running| async move {

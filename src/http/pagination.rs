@@ -1,11 +1,15 @@
 //! List pagination: `?limit=` (default 20, 1-100) and `?cursor=` (the id after which to
 //! continue); answers `{data, nextCursor, hasMore}`.
 
+use actix::dev::ToEnvelope;
+use actix::{Actor, Context, Handler, Message};
+use actix_web::HttpResponse;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::error::ApiError;
 use crate::registry::{Page, PageRequest};
+use crate::supervision::Supervised;
 
 pub const DEFAULT_LIMIT: i64 = 20;
 pub const MAX_LIMIT: i64 = 100;
@@ -60,4 +64,23 @@ impl<T> PageBody<T> {
             has_more: page.has_more,
         }
     }
+}
+
+/// A list endpoint's answer: sends `message` (a list request with its page validated by
+/// [`PageQuery::validate`]) to `registry` and answers `200` with the page, each row shown as
+/// `view` shows it.
+pub async fn answer_page<A, M, R, T>(
+    registry: &Supervised<A>,
+    message: M,
+    view: impl FnMut(R) -> T,
+) -> Result<HttpResponse, ApiError>
+where
+    A: Actor<Context = Context<A>> + Handler<M>,
+    A::Context: ToEnvelope<A, M>,
+    M: Message<Result = Result<Page<R>, ApiError>> + Send + 'static,
+    R: Send,
+    T: Serialize,
+{
+    let page = registry.send(message).await??;
+    Ok(HttpResponse::Ok().json(PageBody::from_page(page, view)))
 }

@@ -15,7 +15,7 @@ use utoipa::ToSchema;
 use super::auth::Developer;
 use super::body::ApiJson;
 use super::methods;
-use super::pagination::{PageBody, PageQuery};
+use super::pagination::{self, PageBody, PageQuery};
 use super::validate::{self, nullable};
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
@@ -268,14 +268,11 @@ async fn list_numbers(
     query: web::Query<PageQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let page = query.into_inner().validate()?;
-    let page = state
-        .telephony()
-        .send(ListPhoneNumbers {
-            developer_id: developer.id().to_string(),
-            page,
-        })
-        .await??;
-    Ok(HttpResponse::Ok().json(PageBody::from_page(page, PhoneNumberBody::from)))
+    let ask = ListPhoneNumbers {
+        developer_id: developer.id().to_string(),
+        page,
+    };
+    pagination::answer_page(state.telephony(), ask, PhoneNumberBody::from).await
 }
 
 #[utoipa::path(get, path = "/v1/phone-numbers/{id}", tag = "telephony",

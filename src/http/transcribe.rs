@@ -4,6 +4,7 @@
 
 use actix_web::{get, post, web, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
+use switchboard_actors::engine::Transcript;
 use utoipa::ToSchema;
 
 use super::auth::Developer;
@@ -142,17 +143,16 @@ async fn transcribe(
     let transcript = transcribe_file(engine, audio, extension, request.transcription())
         .await
         .map_err(|e| language_error(e.into()))?;
-    meter::charge(
-        state.metering(),
-        developer.id(),
-        Usage::Stt {
-            seconds: f64::from(transcript.duration),
-        },
-        true,
-    );
+    charge_transcription(&state, developer.id(), &transcript);
     Ok(HttpResponse::Ok()
         .insert_header(("X-Provider-Used", "default"))
         .json(TranscriptionBody::new(transcript, request.words)))
+}
+
+/// Charges the developer for a finished transcription: the seconds of audio it read.
+pub(super) fn charge_transcription(state: &AppState, developer_id: &str, transcript: &Transcript) {
+    let seconds = f64::from(transcript.duration);
+    meter::charge(state.metering(), developer_id, Usage::Stt { seconds }, true);
 }
 
 /// How much of an upload is read to check its header before a job is accepted; a container

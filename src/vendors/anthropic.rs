@@ -11,8 +11,10 @@ use switchboard_actors::engine::{
 };
 
 use super::http::{Endpoint, SseEvent};
-use super::openai::schema_json;
-use super::streaming::{spawn_chat_stream, ChatProtocol, Step};
+use super::streaming::{
+    arguments_json, merged_turns, spawn_chat_stream, system_prompt, tool_declarations,
+    ChatProtocol, Step,
+};
 
 const DEFAULT_MODEL: &str = "claude-haiku-4-5";
 
@@ -41,52 +43,37 @@ impl LanguageModel for AnthropicMessages {
 /// blocks of a user turn; consecutive turns of one role are merged, as the API requires
 /// alternating roles.
 pub fn messages_body(model: &str, request: &ChatRequest) -> Value {
-    let system: Vec<&str> = request
-        .messages
-        .iter()
-        .filter(|m| m.role == Role::System)
-        .map(|m| m.content.as_str())
-        .collect();
-    let mut turns: Vec<(&str, Vec<Value>)> = Vec::new();
-    for message in request.messages.iter().filter(|m| m.role != Role::System) {
-        let (role, blocks) = match message.role {
-            Role::User => (
-                "user",
-                vec![json!({"type": "text", "text": message.content})],
-            ),
-            Role::Tool => (
-                "user",
-                vec![json!({
-                    "type": "tool_result",
-                    "tool_use_id": message.tool_call_id.clone().unwrap_or_default(),
-                    "content": message.content,
-                })],
-            ),
-            Role::Assistant => {
-                let mut blocks = Vec::new();
-                if !message.content.is_empty() {
-                    blocks.push(json!({"type": "text", "text": message.content}));
-                }
-                for call in &message.tool_calls {
-                    blocks.push(json!({
-                        "type": "tool_use",
-                        "id": call.id,
-                        "name": call.name,
-                        "input": serde_json::from_str::<Value>(&call.arguments).unwrap_or_else(|_| json!({})),
-                    }));
-                }
-                ("assistant", blocks)
+    let turns = merged_turns(request, |message| match message.role {
+        Role::User => (
+            "user",
+            vec![json!({"type": "text", "text": message.content})],
+        ),
+        Role::Tool => (
+            "user",
+            vec![json!({
+                "type": "tool_result",
+                "tool_use_id": message.tool_call_id.clone().unwrap_or_default(),
+                "content": message.content,
+            })],
+        ),
+        Role::Assistant => {
+            let mut blocks = Vec::new();
+            if !message.content.is_empty() {
+                blocks.push(json!({"type": "text", "text": message.content}));
             }
-            Role::System => continue,
-        };
-        if blocks.is_empty() {
-            continue;
+            for call in &message.tool_calls {
+                blocks.push(json!({
+                    "type": "tool_use",
+                    "id": call.id,
+                    "name": call.name,
+                    "input": arguments_json(call),
+                }));
+            }
+            ("assistant", blocks)
         }
-        match turns.last_mut() {
-            Some((last, existing)) if *last == role => existing.extend(blocks),
-            _ => turns.push((role, blocks)),
-        }
-    }
+        // Left out (merged_turns passes none): the system prompt goes apart.
+        Role::System => ("user", Vec::new()),
+    });
     let messages: Vec<Value> = turns
         .into_iter()
         .map(|(role, content)| json!({"role": role, "content": content}))
@@ -98,21 +85,11 @@ pub fn messages_body(model: &str, request: &ChatRequest) -> Value {
         "stream": true,
         "temperature": request.temperature.clamp(0.0, 1.0),
     });
-    if !system.is_empty() {
-        body["system"] = json!(system.join("\n\n"));
+    if let Some(system) = system_prompt(request) {
+        body["system"] = json!(system);
     }
     if !request.tools.is_empty() {
-        body["tools"] = request
-            .tools
-            .iter()
-            .map(|tool| {
-                json!({
-                    "name": tool.name,
-                    "description": tool.description,
-                    "input_schema": schema_json(&tool.parameters),
-                })
-            })
-            .collect();
+        body["tools"] = json!(tool_declarations(&request.tools, "input_schema"));
     }
     body
 }

@@ -12,17 +12,18 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use switchboard_actors::engine::{
-    EngineError, EngineErrorKind, EngineFuture, EngineStream, SpeechToText, SttEvent, SttInput,
-    TranscribeOptions, Transcript, TranscriptWord, STT_SAMPLE_RATE,
+    EngineError, EngineErrorKind, EngineStream, SttEvent, SttInput, TranscribeOptions, Transcript,
+    TranscriptWord, STT_SAMPLE_RATE,
 };
 use tokio::sync::mpsc;
+use tokio_tungstenite::tungstenite::protocol::frame::CloseFrame;
 use tokio_tungstenite::tungstenite::Message;
 
-use super::audio::wav_16k;
-use super::http::Endpoint;
+use super::audio::{clip_recognizer, Clip};
+use super::http::{trimmed_str, Endpoint};
+use super::socket::{control, LiveProtocol, LiveRequest};
 use crate::speech::languages::language_code;
 
 /// First pause between two polls of a transcript; it doubles up to `POLL_MAX`.
@@ -32,72 +33,12 @@ const POLL_MAX: Duration = Duration::from_secs(1);
 const TRANSCRIPT_GRACE: Duration = Duration::from_secs(60);
 /// The shortest piece of audio the streaming API takes, in ms.
 const MIN_PIECE_MS: usize = 50;
-/// How long to wait for the answer to `ForceEndpoint` before reporting what is settled.
-const FORCE_WAIT: Duration = Duration::from_millis(1500);
 
 pub struct AssemblyAiTranscription {
     pub endpoint: Endpoint,
 }
 
-impl SpeechToText for AssemblyAiTranscription {
-    fn provider(&self) -> &str {
-        &self.endpoint.vendor
-    }
-
-    fn transcribe(
-        &self,
-        audio: Arc<[f32]>,
-        options: TranscribeOptions,
-    ) -> EngineFuture<Transcript> {
-        let endpoint = self.endpoint.clone();
-        Box::pin(async move {
-            let clip_seconds = audio.len() as f32 / STT_SAMPLE_RATE as f32;
-            let wav = wav_16k(&audio);
-            let upload_url = endpoint.url("/v2/upload");
-            let response = endpoint
-                .send(|| {
-                    endpoint
-                        .authorize(endpoint.client.post(&upload_url))
-                        .header("Content-Type", "application/octet-stream")
-                        .body(wav.clone())
-                })
-                .await?;
-            let uploaded = endpoint.read_json(response).await?;
-            let audio_url = uploaded
-                .get("upload_url")
-                .and_then(Value::as_str)
-                .ok_or_else(|| upstream(&endpoint, "answered the upload without an upload_url"))?;
-            let mut body = json!({"audio_url": audio_url, "punctuate": true, "format_text": true});
-            match &options.language {
-                Some(language) => body["language_code"] = json!(language),
-                None => body["language_detection"] = json!(true),
-            }
-            if let Some(model) = &endpoint.stt_model {
-                body["speech_model"] = json!(model);
-            }
-            let submit = endpoint.post_json("/v2/transcript", body);
-            let submitted = endpoint.read_json(endpoint.send(submit).await?).await?;
-            let id = submitted
-                .get("id")
-                .and_then(Value::as_str)
-                .ok_or_else(|| upstream(&endpoint, "answered the request without a transcript id"))?
-                .to_string();
-            let deadline = TRANSCRIPT_GRACE + Duration::from_secs_f32(clip_seconds * 2.0);
-            let done = tokio::time::timeout(deadline, poll(&endpoint, &id, submitted))
-                .await
-                .map_err(|_| {
-                    endpoint.error(
-                        EngineErrorKind::Timeout,
-                        format!(
-                            "transcript {id} was not done within {} s",
-                            deadline.as_secs()
-                        ),
-                    )
-                })??;
-            Ok(transcript_from_file(&done, &options, clip_seconds))
-        })
-    }
-
+clip_recognizer!(AssemblyAiTranscription, transcribe_file, {
     /// Universal-Streaming takes PCM at the rate it is told: a phone line's 8 kHz goes as it
     /// is, never upsampled.
     fn live_rate(&self, caller_rate: u32) -> u32 {
@@ -108,18 +49,69 @@ impl SpeechToText for AssemblyAiTranscription {
         self: Arc<Self>,
         options: TranscribeOptions,
     ) -> Result<(mpsc::Sender<SttInput>, EngineStream<SttEvent>), EngineError> {
-        let (input_tx, input_rx) = mpsc::channel::<SttInput>(256);
-        let (event_tx, event_rx) = mpsc::channel(32);
-        let endpoint = self.endpoint.clone();
-        tokio::spawn(async move {
-            if let Err(err) = live(&endpoint, &options, input_rx, &event_tx).await {
-                let _ = event_tx.send(Err(err)).await;
-            }
-        });
-        Ok((input_tx, event_rx))
+        let request = live_request(&self.endpoint, &options);
+        let live = Live::new(&options);
+        Ok(super::socket::spawn_live(
+            self.endpoint.clone(),
+            options,
+            request,
+            live,
+        ))
     }
+});
+
+/// One clip: uploaded, asked for, and polled until it is done.
+async fn transcribe_file(
+    endpoint: Endpoint,
+    clip: Clip,
+    options: TranscribeOptions,
+) -> Result<Transcript, EngineError> {
+    let clip_seconds = clip.seconds();
+    let wav = clip.wav();
+    let upload_url = endpoint.url("/v2/upload");
+    let uploaded = endpoint
+        .fetch_json(|| {
+            endpoint
+                .authorize(endpoint.client.post(&upload_url))
+                .header("Content-Type", "application/octet-stream")
+                .body(wav.clone())
+        })
+        .await?;
+    let audio_url = uploaded
+        .get("upload_url")
+        .and_then(Value::as_str)
+        .ok_or_else(|| upstream(&endpoint, "answered the upload without an upload_url"))?;
+    let mut body = json!({"audio_url": audio_url, "punctuate": true, "format_text": true});
+    match &options.language {
+        Some(language) => body["language_code"] = json!(language),
+        None => body["language_detection"] = json!(true),
+    }
+    if let Some(model) = &endpoint.stt_model {
+        body["speech_model"] = json!(model);
+    }
+    let submit = endpoint.post_json("/v2/transcript", body);
+    let submitted = endpoint.fetch_json(submit).await?;
+    let id = submitted
+        .get("id")
+        .and_then(Value::as_str)
+        .ok_or_else(|| upstream(&endpoint, "answered the request without a transcript id"))?
+        .to_string();
+    let deadline = TRANSCRIPT_GRACE + Duration::from_secs_f32(clip_seconds * 2.0);
+    let done = tokio::time::timeout(deadline, poll(&endpoint, &id, submitted))
+        .await
+        .map_err(|_| {
+            endpoint.error(
+                EngineErrorKind::Timeout,
+                format!(
+                    "transcript {id} was not done within {} s",
+                    deadline.as_secs()
+                ),
+            )
+        })??;
+    Ok(transcript_from_file(&done, &options, clip_seconds))
 }
 
+/// An upstream error naming the vendor.
 fn upstream(endpoint: &Endpoint, message: &str) -> EngineError {
     endpoint.error(EngineErrorKind::Upstream, message)
 }
@@ -151,10 +143,9 @@ async fn poll(endpoint: &Endpoint, id: &str, mut latest: Value) -> Result<Value,
         }
         tokio::time::sleep(pause).await;
         pause = (pause * 2).min(POLL_MAX);
-        let response = endpoint
-            .send(|| endpoint.authorize(endpoint.client.get(&url)))
+        latest = endpoint
+            .fetch_json(|| endpoint.authorize(endpoint.client.get(&url)))
             .await?;
-        latest = endpoint.read_json(response).await?;
     }
 }
 
@@ -182,119 +173,108 @@ pub fn transcript_from_file(
     options: &TranscribeOptions,
     clip_seconds: f32,
 ) -> Transcript {
-    let text = json
-        .get("text")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .trim()
-        .to_string();
+    let text = trimmed_str(json, "text");
     let words = words_of(json.get("words"));
     let duration = json
         .get("audio_duration")
         .and_then(Value::as_f64)
         .map_or(clip_seconds, |d| d as f32);
-    let language = json
+    let detected = json
         .get("language_code")
         .and_then(Value::as_str)
-        .and_then(language_code)
-        .map(str::to_string)
-        .or_else(|| options.language.clone())
-        .unwrap_or_else(|| "en".to_string());
-    Transcript {
-        segments: super::deepgram::segments_of(&text, &words, duration),
-        words: if options.word_timestamps {
-            words
-        } else {
-            Vec::new()
-        },
-        text,
-        language,
-        language_probability: None,
-        duration,
+        .and_then(language_code);
+    super::deepgram::file_transcript(text, words, duration, detected, options)
+}
+
+/// What opens one live recognition over Universal-Streaming.
+fn live_request(endpoint: &Endpoint, options: &TranscribeOptions) -> LiveRequest {
+    let url = super::socket::ws_url(endpoint, &endpoint.alt_url("/v3/ws")).map(|mut url| {
+        url.query_pairs_mut()
+            .append_pair("sample_rate", &options.input_rate().to_string())
+            .append_pair("encoding", "pcm_s16le")
+            .append_pair("format_turns", "true");
+        if let Some(model) = &endpoint.stt_model {
+            url.query_pairs_mut().append_pair("speech_model", model);
+        } else if options.language.as_deref().is_some_and(|l| l != "en") {
+            url.query_pairs_mut()
+                .append_pair("speech_model", "universal-streaming-multilingual");
+        }
+        url
+    });
+    LiveRequest {
+        url,
+        header: "Authorization",
+        value: endpoint.key.clone(),
     }
 }
 
-/// One live recognition over Universal-Streaming.
-async fn live(
-    endpoint: &Endpoint,
-    options: &TranscribeOptions,
-    mut input: mpsc::Receiver<SttInput>,
-    events: &mpsc::Sender<Result<SttEvent, EngineError>>,
-) -> Result<(), EngineError> {
-    let mut url = super::socket::ws_url(endpoint, &endpoint.alt_url("/v3/ws"))?;
-    url.query_pairs_mut()
-        .append_pair("sample_rate", &options.input_rate().to_string())
-        .append_pair("encoding", "pcm_s16le")
-        .append_pair("format_turns", "true");
-    if let Some(model) = &endpoint.stt_model {
-        url.query_pairs_mut().append_pair("speech_model", model);
-    } else if options.language.as_deref().is_some_and(|l| l != "en") {
-        url.query_pairs_mut()
-            .append_pair("speech_model", "universal-streaming-multilingual");
-    }
-    let socket = super::socket::open(endpoint, &url, "Authorization", &endpoint.key).await?;
-    let (mut sink, mut stream) = socket.split();
-    let mut turns = LiveTurns::default();
-    // Bytes of 16-bit samples in the shortest piece, at the stream's rate.
-    let min_piece = options.input_rate() as usize * MIN_PIECE_MS / 1_000 * 2;
-    let mut piece: Vec<u8> = Vec::with_capacity(min_piece * 2);
-    let mut force_deadline: Option<tokio::time::Instant> = None;
-    let send_error = |_| upstream(endpoint, "the live stream broke off");
-    loop {
-        let deadline = force_deadline;
-        tokio::select! {
-            item = input.recv() => match item {
-                Some(SttInput::Audio(samples)) => {
-                    piece.extend(samples.iter().flat_map(|s| s.to_le_bytes()));
-                    if piece.len() >= min_piece {
-                        sink.send(Message::binary(std::mem::take(&mut piece))).await.map_err(send_error)?;
-                    }
-                }
-                Some(SttInput::EndOfUtterance) => {
-                    if !piece.is_empty() {
-                        sink.send(Message::binary(std::mem::take(&mut piece))).await.map_err(send_error)?;
-                    }
-                    sink.send(Message::text(json!({"type": "ForceEndpoint"}).to_string())).await.map_err(send_error)?;
-                    turns.awaiting = true;
-                    force_deadline = Some(tokio::time::Instant::now() + FORCE_WAIT);
-                }
-                None => {
-                    let _ = sink.send(Message::text(json!({"type": "Terminate"}).to_string())).await;
-                    return Ok(());
-                }
-            },
-            _ = async { tokio::time::sleep_until(deadline.unwrap_or_else(tokio::time::Instant::now)).await }, if deadline.is_some() => {
-                force_deadline = None;
-                let last = turns.finish(options);
-                if events.send(Ok(last)).await.is_err() {
-                    return Ok(());
-                }
-            }
-            message = stream.next() => match message {
-                Some(Ok(Message::Text(text))) => {
-                    let Ok(json) = serde_json::from_str::<Value>(text.as_str()) else { continue };
-                    if json.get("type").and_then(Value::as_str) == Some("Error") || json.get("error").is_some() {
-                        let detail = super::http::vendor_message(text.as_bytes()).unwrap_or_default();
-                        return Err(upstream(endpoint, &format!("reported an error: {detail}")));
-                    }
-                    for event in turns.on_message(&json, options) {
-                        if matches!(event, SttEvent::Final(_)) {
-                            force_deadline = None;
-                        }
-                        if events.send(Ok(event)).await.is_err() {
-                            return Ok(());
-                        }
-                    }
-                }
-                Some(Ok(Message::Close(frame))) => {
-                    let reason = frame.map(|f| format!(" ({}: {})", u16::from(f.code), f.reason)).unwrap_or_default();
-                    return Err(upstream(endpoint, &format!("closed the live stream{reason}")));
-                }
-                Some(Ok(_)) => {}
-                Some(Err(_)) | None => return Err(upstream(endpoint, "the live stream broke off")),
-            },
-            _ = events.closed() => return Ok(()),
+/// One live recognition: the turns, and the audio gathered into pieces the streaming API
+/// takes.
+#[derive(Debug)]
+struct Live {
+    turns: LiveTurns,
+    /// Bytes of 16-bit samples in the shortest piece, at the stream's rate.
+    min_piece: usize,
+    piece: Vec<u8>,
+}
+
+impl Live {
+    fn new(options: &TranscribeOptions) -> Live {
+        let min_piece = options.input_rate() as usize * MIN_PIECE_MS / 1_000 * 2;
+        Live {
+            turns: LiveTurns::default(),
+            min_piece,
+            piece: Vec::with_capacity(min_piece * 2),
         }
+    }
+}
+
+impl LiveProtocol for Live {
+    fn keepalive(&self) -> Option<(Duration, Message)> {
+        None
+    }
+
+    fn audio(&mut self, samples: &[i16]) -> Option<Vec<u8>> {
+        self.piece.extend(super::socket::pcm16_bytes(samples));
+        (self.piece.len() >= self.min_piece).then(|| std::mem::take(&mut self.piece))
+    }
+
+    fn end_utterance(&mut self) -> Vec<Message> {
+        let mut messages = Vec::with_capacity(2);
+        if !self.piece.is_empty() {
+            messages.push(Message::binary(std::mem::take(&mut self.piece)));
+        }
+        messages.push(control("ForceEndpoint"));
+        self.turns.awaiting = true;
+        messages
+    }
+
+    fn terminate(&self) -> Message {
+        control("Terminate")
+    }
+
+    fn on_text(
+        &mut self,
+        json: &Value,
+        text: &str,
+        options: &TranscribeOptions,
+    ) -> Result<Vec<SttEvent>, String> {
+        if json.get("type").and_then(Value::as_str) == Some("Error") || json.get("error").is_some()
+        {
+            let detail = super::http::vendor_message(text.as_bytes()).unwrap_or_default();
+            return Err(format!("reported an error: {detail}"));
+        }
+        Ok(self.turns.on_message(json, options))
+    }
+
+    fn timed_out(&mut self, options: &TranscribeOptions) -> SttEvent {
+        self.turns.finish(options)
+    }
+
+    fn closed(frame: Option<CloseFrame>) -> String {
+        frame
+            .map(|f| format!(" ({}: {})", u16::from(f.code), f.reason))
+            .unwrap_or_default()
     }
 }
 
@@ -313,24 +293,11 @@ impl LiveTurns {
         if json.get("type").and_then(Value::as_str) != Some("Turn") {
             return Vec::new();
         }
-        let transcript = json
-            .get("transcript")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .trim()
-            .to_string();
+        let transcript = trimmed_str(json, "transcript");
         let flag = |name: &str| json.get(name).and_then(Value::as_bool).unwrap_or(false);
         if !flag("end_of_turn") || !flag("turn_is_formatted") {
             // Unformatted text of a turn (still open, or ended and about to come formatted).
-            if transcript.is_empty() {
-                return Vec::new();
-            }
-            let mut partial = self.settled.join(" ");
-            if !partial.is_empty() {
-                partial.push(' ');
-            }
-            partial.push_str(&transcript);
-            return vec![SttEvent::Partial(partial)];
+            return super::socket::partial(&self.settled, transcript);
         }
         if !transcript.is_empty() {
             self.settled.push(transcript);

@@ -1,8 +1,81 @@
-//! Audio as vendors take and give it: 16 kHz WAV uploads, and raw PCM16 or µ-law bytes
-//! turned into speech chunks as they stream in (an odd byte left over waits for the next).
+//! Audio as vendors take and give it: whole clips for file transcription (16 kHz WAV
+//! uploads), and raw PCM16 or µ-law bytes turned into speech chunks as they stream in (an odd
+//! byte left over waits for the next).
+
+use std::future::Future;
+use std::sync::Arc;
 
 use switchboard_actors::audio::mulaw;
-use switchboard_actors::engine::{SpeechChunk, STT_SAMPLE_RATE};
+use switchboard_actors::engine::{
+    EngineError, EngineFuture, SpeechChunk, TranscribeOptions, Transcript, STT_SAMPLE_RATE,
+};
+
+use super::http::Endpoint;
+
+/// A whole clip for a vendor's file transcription: 16 kHz mono samples in [-1, 1].
+pub struct Clip {
+    samples: Arc<[f32]>,
+}
+
+impl Clip {
+    /// Its length in seconds.
+    pub fn seconds(&self) -> f32 {
+        self.samples.len() as f32 / STT_SAMPLE_RATE as f32
+    }
+
+    /// The clip as a 16 kHz WAV file.
+    pub fn wav(&self) -> Vec<u8> {
+        wav_16k(&self.samples)
+    }
+}
+
+/// A file transcription as `SpeechToText::transcribe` answers it: `recognize` run with its
+/// own copy of the endpoint, the clip and the options.
+pub fn transcribe_clip<F, Fut>(
+    endpoint: &Endpoint,
+    samples: Arc<[f32]>,
+    options: TranscribeOptions,
+    recognize: F,
+) -> EngineFuture<Transcript>
+where
+    F: FnOnce(Endpoint, Clip, TranscribeOptions) -> Fut,
+    Fut: Future<Output = Result<Transcript, EngineError>> + Send + 'static,
+{
+    Box::pin(recognize(endpoint.clone(), Clip { samples }, options))
+}
+
+/// `SpeechToText` for a vendor adapter (a struct with a public `endpoint`) whose whole clips go
+/// through `$recognize`, an `async fn(Endpoint, Clip, TranscribeOptions)` (see
+/// [`transcribe_clip`]); the trait's other methods it overrides (a live recogniser's) follow
+/// in braces.
+macro_rules! clip_recognizer {
+    ($adapter:ty, $recognize:expr $(, { $($more:tt)* })?) => {
+        impl switchboard_actors::engine::SpeechToText for $adapter {
+            fn provider(&self) -> &str {
+                &self.endpoint.vendor
+            }
+
+            fn transcribe(
+                &self,
+                audio: std::sync::Arc<[f32]>,
+                options: switchboard_actors::engine::TranscribeOptions,
+            ) -> switchboard_actors::engine::EngineFuture<switchboard_actors::engine::Transcript> {
+                $crate::vendors::audio::transcribe_clip(&self.endpoint, audio, options, $recognize)
+            }
+
+            $($($more)*)?
+        }
+    };
+}
+pub(crate) use clip_recognizer;
+
+/// The multipart `file` part of a WAV upload: `audio.wav`, `audio/wav`.
+pub fn wav_part(wav: Vec<u8>) -> reqwest::multipart::Part {
+    reqwest::multipart::Part::bytes(wav)
+        .file_name("audio.wav")
+        .mime_str("audio/wav")
+        .expect("a valid media type")
+}
 
 /// A RIFF WAVE file, PCM 16-bit mono at 16 kHz, of `samples` in [-1, 1].
 pub fn wav_16k(samples: &[f32]) -> Vec<u8> {
@@ -49,6 +122,12 @@ pub fn output_for(rate: Option<u32>, pcm_rates: &[u32], default_rate: u32) -> (R
         Some(rate) if pcm_rates.contains(&rate) => (RawEncoding::Pcm16, rate),
         _ => (RawEncoding::Pcm16, default_rate),
     }
+}
+
+/// [`output_for`] a vendor that offers the usual rates: PCM16 at 16, 22.05, 44.1 or 48 kHz,
+/// else at 24 kHz (µ-law 8 kHz on a phone call).
+pub fn usual_output(rate: Option<u32>) -> (RawEncoding, u32) {
+    output_for(rate, &[16_000, 22_050, 44_100, 48_000], 24_000)
 }
 
 /// Turns a raw audio byte stream into speech chunks of at least `min_samples` each.

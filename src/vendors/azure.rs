@@ -6,16 +6,13 @@
 //! https://learn.microsoft.com/azure/ai-services/speech-service/rest-text-to-speech and
 //! https://learn.microsoft.com/azure/ai-services/speech-service/rest-speech-to-text-short.
 
-use std::sync::Arc;
-
 use serde_json::Value;
 use switchboard_actors::engine::{
-    EngineError, EngineErrorKind, EngineFuture, EngineStream, SpeechChunk, SpeechRequest,
-    SpeechToText, TextToSpeech, TranscribeOptions, Transcript, TranscriptSegment, TranscriptWord,
-    STT_SAMPLE_RATE,
+    EngineError, EngineErrorKind, EngineStream, SpeechChunk, SpeechRequest, TextToSpeech,
+    TranscribeOptions, Transcript, TranscriptSegment, TranscriptWord,
 };
 
-use super::audio::{output_for, wav_16k, RawAudioChunker, RawEncoding};
+use super::audio::{clip_recognizer, usual_output, Clip, RawAudioChunker, RawEncoding};
 use super::http::Endpoint;
 use super::speech::locale_of;
 
@@ -95,11 +92,7 @@ impl TextToSpeech for AzureSpeech {
 
     fn synthesize(&self, request: SpeechRequest) -> Result<EngineStream<SpeechChunk>, EngineError> {
         let endpoint = self.endpoint.clone();
-        let (encoding, rate) = output_for(
-            request.output_rate,
-            &[16_000, 22_050, 44_100, 48_000],
-            24_000,
-        );
+        let (encoding, rate) = usual_output(request.output_rate);
         let voice = endpoint.voice(&request.voice, DEFAULT_VOICE);
         let document = ssml(
             &request.text,
@@ -132,52 +125,45 @@ pub struct AzureRecognition {
     pub endpoint: Endpoint,
 }
 
-impl SpeechToText for AzureRecognition {
-    fn provider(&self) -> &str {
-        &self.endpoint.vendor
-    }
+clip_recognizer!(AzureRecognition, recognize_short_audio);
 
-    fn transcribe(
-        &self,
-        audio: Arc<[f32]>,
-        options: TranscribeOptions,
-    ) -> EngineFuture<Transcript> {
-        let endpoint = self.endpoint.clone();
-        Box::pin(async move {
-            let clip_seconds = audio.len() as f32 / STT_SAMPLE_RATE as f32;
-            if clip_seconds > MAX_CLIP_SECONDS {
-                return Err(endpoint.error(
-                    EngineErrorKind::InvalidInput,
-                    format!(
-                        "short-audio recognition takes at most {MAX_CLIP_SECONDS:.0} s of audio; \
-                         this clip is {clip_seconds:.1} s"
-                    ),
-                ));
-            }
-            let wav = wav_16k(&audio);
-            let locale = locale_of(options.language.as_deref().unwrap_or("en"));
-            let mut query = vec![("language", locale), ("format", "detailed".to_string())];
-            if options.word_timestamps {
-                query.push(("wordLevelTimestamps", "true".to_string()));
-            }
-            let url = endpoint.alt_url("/speech/recognition/conversation/cognitiveservices/v1");
-            let response = endpoint
-                .send(|| {
-                    endpoint
-                        .authorize(endpoint.client.post(&url))
-                        .query(&query)
-                        .header(
-                            "Content-Type",
-                            "audio/wav; codecs=audio/pcm; samplerate=16000",
-                        )
-                        .header("Accept", "application/json")
-                        .body(wav.clone())
-                })
-                .await?;
-            let json = endpoint.read_json(response).await?;
-            transcript_from_short_audio(&endpoint, &json, &options, clip_seconds)
-        })
+/// One clip through short-audio recognition (at most `MAX_CLIP_SECONDS`).
+async fn recognize_short_audio(
+    endpoint: Endpoint,
+    clip: Clip,
+    options: TranscribeOptions,
+) -> Result<Transcript, EngineError> {
+    let clip_seconds = clip.seconds();
+    if clip_seconds > MAX_CLIP_SECONDS {
+        return Err(endpoint.error(
+            EngineErrorKind::InvalidInput,
+            format!(
+                "short-audio recognition takes at most {MAX_CLIP_SECONDS:.0} s of audio; \
+                 this clip is {clip_seconds:.1} s"
+            ),
+        ));
     }
+    let wav = clip.wav();
+    let locale = locale_of(options.language.as_deref().unwrap_or("en"));
+    let mut query = vec![("language", locale), ("format", "detailed".to_string())];
+    if options.word_timestamps {
+        query.push(("wordLevelTimestamps", "true".to_string()));
+    }
+    let url = endpoint.alt_url("/speech/recognition/conversation/cognitiveservices/v1");
+    let json = endpoint
+        .fetch_json(|| {
+            endpoint
+                .authorize(endpoint.client.post(&url))
+                .query(&query)
+                .header(
+                    "Content-Type",
+                    "audio/wav; codecs=audio/pcm; samplerate=16000",
+                )
+                .header("Accept", "application/json")
+                .body(wav.clone())
+        })
+        .await?;
+    transcript_from_short_audio(&endpoint, &json, &options, clip_seconds)
 }
 
 /// Our transcript from a detailed short-audio answer. `NoMatch` and the silence timeouts are

@@ -88,169 +88,163 @@ impl Vendor {
     pub fn does(&self, kind: Kind) -> bool {
         self.kinds.contains(&kind)
     }
+
+    /// A vendor's public API at `base_url`, with a caller's key in `key_header`: one host, no
+    /// kinds and no phone format until they are given.
+    const fn hosted(id: &'static str, key_header: &'static str, base_url: &'static str) -> Vendor {
+        Vendor {
+            id,
+            key_header,
+            base_url,
+            alt_base_url: "",
+            kinds: &[],
+            streams: &[],
+            phone_format: "",
+            self_hosted: false,
+        }
+    }
+
+    /// The kinds it does, and those of them that stream.
+    const fn kinds(self, kinds: &'static [Kind], streams: &'static [Kind]) -> Vendor {
+        Vendor {
+            kinds,
+            streams,
+            ..self
+        }
+    }
+
+    /// What its speech is asked for on phone calls.
+    const fn phone_format(self, phone_format: &'static str) -> Vendor {
+        Vendor {
+            phone_format,
+            ..self
+        }
+    }
+
+    /// Its second host (`alt_base_url`).
+    const fn alt_host(self, alt_base_url: &'static str) -> Vendor {
+        Vendor {
+            alt_base_url,
+            ..self
+        }
+    }
+
+    /// Run on the operator's own servers: usable without a key.
+    const fn self_hosted(self) -> Vendor {
+        Vendor {
+            self_hosted: true,
+            ..self
+        }
+    }
 }
 
 pub const VENDORS: &[Vendor] = &[
-    Vendor {
-        id: "openai",
-        key_header: "X-Provider-Key-OpenAI",
-        base_url: "https://api.openai.com/v1",
-        alt_base_url: "",
-        kinds: &[Kind::Tts, Kind::Stt, Kind::Llm],
-        streams: &[Kind::Tts, Kind::Llm],
-        phone_format: "PCM16 24 kHz, resampled to 8 kHz",
-        self_hosted: false,
-    },
-    Vendor {
-        id: "anthropic",
-        key_header: "X-Provider-Key-Anthropic",
-        base_url: "https://api.anthropic.com",
-        alt_base_url: "",
-        kinds: &[Kind::Llm],
-        streams: &[Kind::Llm],
-        phone_format: "",
-        self_hosted: false,
-    },
-    Vendor {
-        id: "deepgram",
-        key_header: "X-Provider-Key-Deepgram",
-        base_url: "https://api.deepgram.com",
-        alt_base_url: "",
-        kinds: &[Kind::Tts, Kind::Stt],
-        streams: &[Kind::Tts, Kind::Stt],
-        phone_format: "µ-law 8 kHz",
-        self_hosted: false,
-    },
-    Vendor {
-        id: "elevenlabs",
-        key_header: "X-Provider-Key-ElevenLabs",
-        base_url: "https://api.elevenlabs.io",
-        alt_base_url: "",
-        kinds: &[Kind::Tts, Kind::Stt],
-        streams: &[Kind::Tts],
-        phone_format: "µ-law 8 kHz (ulaw_8000)",
-        self_hosted: false,
-    },
-    Vendor {
-        id: "cartesia",
-        key_header: "X-Provider-Key-Cartesia",
-        base_url: "https://api.cartesia.ai",
-        alt_base_url: "",
-        kinds: &[Kind::Tts],
-        streams: &[Kind::Tts],
-        phone_format: "µ-law 8 kHz (pcm_mulaw)",
-        self_hosted: false,
-    },
-    Vendor {
-        id: "google",
-        key_header: "X-Provider-Key-Google",
-        base_url: "https://generativelanguage.googleapis.com",
-        alt_base_url: "https://texttospeech.googleapis.com",
-        kinds: &[Kind::Tts, Kind::Llm],
-        streams: &[Kind::Llm],
-        phone_format: "MULAW 8 kHz",
-        self_hosted: false,
-    },
-    Vendor {
-        id: "groq",
-        key_header: "X-Provider-Key-Groq",
-        base_url: "https://api.groq.com/openai/v1",
-        alt_base_url: "",
-        kinds: &[Kind::Stt, Kind::Llm],
-        streams: &[Kind::Llm],
-        phone_format: "",
-        self_hosted: false,
-    },
-    Vendor {
-        id: "kokoro",
-        key_header: "X-Provider-Key-Kokoro",
-        base_url: "http://127.0.0.1:8880/v1",
-        alt_base_url: "",
-        kinds: &[Kind::Tts],
-        streams: &[Kind::Tts],
-        phone_format: "PCM16 24 kHz, resampled to 8 kHz",
-        self_hosted: true,
-    },
-    Vendor {
-        id: "assemblyai",
-        key_header: "X-Provider-Key-AssemblyAI",
-        base_url: "https://api.assemblyai.com",
-        alt_base_url: "https://streaming.assemblyai.com",
-        kinds: &[Kind::Stt],
-        streams: &[Kind::Stt],
-        phone_format: "",
-        self_hosted: false,
-    },
-    Vendor {
-        id: "azure",
-        key_header: "X-Provider-Key-Azure",
-        base_url: "https://eastus.tts.speech.microsoft.com",
-        alt_base_url: "https://eastus.stt.speech.microsoft.com",
-        kinds: &[Kind::Tts, Kind::Stt],
-        streams: &[Kind::Tts],
-        phone_format: "µ-law 8 kHz (raw-8khz-8bit-mono-mulaw)",
-        self_hosted: false,
-    },
-    Vendor {
-        id: "playht",
-        key_header: "X-Provider-Key-PlayHT",
-        base_url: "https://api.play.ht/api/v2",
-        alt_base_url: "",
-        kinds: &[Kind::Tts],
-        streams: &[Kind::Tts],
-        phone_format: "µ-law 8 kHz (mulaw)",
-        self_hosted: false,
-    },
-    Vendor {
-        id: "rime",
-        key_header: "X-Provider-Key-Rime",
-        base_url: "https://users.rime.ai",
-        alt_base_url: "",
-        kinds: &[Kind::Tts],
-        streams: &[Kind::Tts],
-        phone_format: "µ-law 8 kHz (audio/x-mulaw)",
-        self_hosted: false,
-    },
-    Vendor {
-        id: "lmnt",
-        key_header: "X-Provider-Key-LMNT",
-        base_url: "https://api.lmnt.com",
-        alt_base_url: "",
-        kinds: &[Kind::Tts],
-        streams: &[Kind::Tts],
-        phone_format: "µ-law 8 kHz (ulaw)",
-        self_hosted: false,
-    },
-    Vendor {
-        id: "huggingface",
-        key_header: "X-Provider-Key-HuggingFace",
-        base_url: "https://router.huggingface.co",
-        alt_base_url: "https://huggingface.co",
-        kinds: &[Kind::Tts],
-        streams: &[],
-        phone_format: "the model's own rate, resampled to 8 kHz",
-        self_hosted: false,
-    },
-    Vendor {
-        id: "neuphonic",
-        key_header: "X-Provider-Key-Neuphonic",
-        base_url: "https://api.neuphonic.com",
-        alt_base_url: "",
-        kinds: &[Kind::Tts],
-        streams: &[Kind::Tts],
-        phone_format: "µ-law 8 kHz (pcm_mulaw)",
-        self_hosted: false,
-    },
-    Vendor {
-        id: "inworld",
-        key_header: "X-Provider-Key-Inworld",
-        base_url: "https://api.inworld.ai",
-        alt_base_url: "",
-        kinds: &[Kind::Tts],
-        streams: &[Kind::Tts],
-        phone_format: "µ-law 8 kHz (MULAW)",
-        self_hosted: false,
-    },
+    Vendor::hosted(
+        "openai",
+        "X-Provider-Key-OpenAI",
+        "https://api.openai.com/v1",
+    )
+    .kinds(&[Kind::Tts, Kind::Stt, Kind::Llm], &[Kind::Tts, Kind::Llm])
+    .phone_format("PCM16 24 kHz, resampled to 8 kHz"),
+    Vendor::hosted(
+        "anthropic",
+        "X-Provider-Key-Anthropic",
+        "https://api.anthropic.com",
+    )
+    .kinds(&[Kind::Llm], &[Kind::Llm]),
+    Vendor::hosted(
+        "deepgram",
+        "X-Provider-Key-Deepgram",
+        "https://api.deepgram.com",
+    )
+    .kinds(&[Kind::Tts, Kind::Stt], &[Kind::Tts, Kind::Stt])
+    .phone_format("µ-law 8 kHz"),
+    Vendor::hosted(
+        "elevenlabs",
+        "X-Provider-Key-ElevenLabs",
+        "https://api.elevenlabs.io",
+    )
+    .kinds(&[Kind::Tts, Kind::Stt], &[Kind::Tts])
+    .phone_format("µ-law 8 kHz (ulaw_8000)"),
+    Vendor::hosted(
+        "cartesia",
+        "X-Provider-Key-Cartesia",
+        "https://api.cartesia.ai",
+    )
+    .kinds(&[Kind::Tts], &[Kind::Tts])
+    .phone_format("µ-law 8 kHz (pcm_mulaw)"),
+    Vendor::hosted(
+        "google",
+        "X-Provider-Key-Google",
+        "https://generativelanguage.googleapis.com",
+    )
+    .kinds(&[Kind::Tts, Kind::Llm], &[Kind::Llm])
+    .phone_format("MULAW 8 kHz")
+    .alt_host("https://texttospeech.googleapis.com"),
+    Vendor::hosted(
+        "groq",
+        "X-Provider-Key-Groq",
+        "https://api.groq.com/openai/v1",
+    )
+    .kinds(&[Kind::Stt, Kind::Llm], &[Kind::Llm]),
+    Vendor::hosted(
+        "kokoro",
+        "X-Provider-Key-Kokoro",
+        "http://127.0.0.1:8880/v1",
+    )
+    .kinds(&[Kind::Tts], &[Kind::Tts])
+    .phone_format("PCM16 24 kHz, resampled to 8 kHz")
+    .self_hosted(),
+    Vendor::hosted(
+        "assemblyai",
+        "X-Provider-Key-AssemblyAI",
+        "https://api.assemblyai.com",
+    )
+    .kinds(&[Kind::Stt], &[Kind::Stt])
+    .alt_host("https://streaming.assemblyai.com"),
+    Vendor::hosted(
+        "azure",
+        "X-Provider-Key-Azure",
+        "https://eastus.tts.speech.microsoft.com",
+    )
+    .kinds(&[Kind::Tts, Kind::Stt], &[Kind::Tts])
+    .phone_format("µ-law 8 kHz (raw-8khz-8bit-mono-mulaw)")
+    .alt_host("https://eastus.stt.speech.microsoft.com"),
+    Vendor::hosted(
+        "playht",
+        "X-Provider-Key-PlayHT",
+        "https://api.play.ht/api/v2",
+    )
+    .kinds(&[Kind::Tts], &[Kind::Tts])
+    .phone_format("µ-law 8 kHz (mulaw)"),
+    Vendor::hosted("rime", "X-Provider-Key-Rime", "https://users.rime.ai")
+        .kinds(&[Kind::Tts], &[Kind::Tts])
+        .phone_format("µ-law 8 kHz (audio/x-mulaw)"),
+    Vendor::hosted("lmnt", "X-Provider-Key-LMNT", "https://api.lmnt.com")
+        .kinds(&[Kind::Tts], &[Kind::Tts])
+        .phone_format("µ-law 8 kHz (ulaw)"),
+    Vendor::hosted(
+        "huggingface",
+        "X-Provider-Key-HuggingFace",
+        "https://router.huggingface.co",
+    )
+    .kinds(&[Kind::Tts], &[])
+    .phone_format("the model's own rate, resampled to 8 kHz")
+    .alt_host("https://huggingface.co"),
+    Vendor::hosted(
+        "neuphonic",
+        "X-Provider-Key-Neuphonic",
+        "https://api.neuphonic.com",
+    )
+    .kinds(&[Kind::Tts], &[Kind::Tts])
+    .phone_format("µ-law 8 kHz (pcm_mulaw)"),
+    Vendor::hosted(
+        "inworld",
+        "X-Provider-Key-Inworld",
+        "https://api.inworld.ai",
+    )
+    .kinds(&[Kind::Tts], &[Kind::Tts])
+    .phone_format("µ-law 8 kHz (MULAW)"),
 ];
 
 /// The vendor with this id, if it has adapters here.

@@ -8,25 +8,23 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use switchboard_actors::engine::{
-    EngineError, EngineErrorKind, EngineFuture, EngineStream, SpeechChunk, SpeechRequest,
-    SpeechToText, SttEvent, SttInput, TextToSpeech, TranscribeOptions, Transcript,
-    TranscriptSegment, TranscriptWord, STT_SAMPLE_RATE,
+    EngineError, EngineStream, SpeechChunk, SpeechRequest, SttEvent, SttInput, TextToSpeech,
+    TranscribeOptions, Transcript, TranscriptSegment, TranscriptWord, STT_SAMPLE_RATE,
 };
 use tokio::sync::mpsc;
+use tokio_tungstenite::tungstenite::protocol::frame::CloseFrame;
 use tokio_tungstenite::tungstenite::Message;
 
-use super::audio::{wav_16k, RawAudioChunker, RawEncoding};
-use super::http::Endpoint;
+use super::audio::{clip_recognizer, Clip, RawAudioChunker, RawEncoding};
+use super::http::{trimmed_str, Endpoint};
+use super::socket::{control, LiveProtocol, LiveRequest};
 
 const DEFAULT_STT_MODEL: &str = "nova-3";
 const DEFAULT_VOICE: &str = "aura-2-thalia-en";
 /// Silence Deepgram waits for before it marks `speech_final`.
 const ENDPOINTING_MS: u32 = 300;
-/// How long to wait for the answer to `Finalize` before reporting what is settled.
-const FINALIZE_WAIT: Duration = Duration::from_millis(1500);
 /// Deepgram closes a live stream after 10 s without data.
 const KEEPALIVE_EVERY: Duration = Duration::from_secs(5);
 
@@ -36,52 +34,11 @@ pub struct DeepgramListen {
 
 impl DeepgramListen {
     fn model(&self) -> String {
-        self.endpoint
-            .stt_model
-            .clone()
-            .unwrap_or_else(|| DEFAULT_STT_MODEL.to_string())
+        self.endpoint.stt_model_or(DEFAULT_STT_MODEL)
     }
 }
 
-impl SpeechToText for DeepgramListen {
-    fn provider(&self) -> &str {
-        &self.endpoint.vendor
-    }
-
-    fn transcribe(
-        &self,
-        audio: Arc<[f32]>,
-        options: TranscribeOptions,
-    ) -> EngineFuture<Transcript> {
-        let endpoint = self.endpoint.clone();
-        let model = self.model();
-        Box::pin(async move {
-            let clip_seconds = audio.len() as f32 / STT_SAMPLE_RATE as f32;
-            let wav = wav_16k(&audio);
-            let mut query = vec![
-                ("model", model),
-                ("punctuate", "true".to_string()),
-                ("smart_format", "true".to_string()),
-            ];
-            match &options.language {
-                Some(language) => query.push(("language", language.clone())),
-                None => query.push(("detect_language", "true".to_string())),
-            }
-            let url = endpoint.url("/v1/listen");
-            let response = endpoint
-                .send(|| {
-                    endpoint
-                        .authorize(endpoint.client.post(&url))
-                        .query(&query)
-                        .header("Content-Type", "audio/wav")
-                        .body(wav.clone())
-                })
-                .await?;
-            let json = endpoint.read_json(response).await?;
-            Ok(transcript_from_listen(&json, &options, clip_seconds))
-        })
-    }
-
+clip_recognizer!(DeepgramListen, listen, {
     /// Deepgram takes linear16 at any rate: a phone line's 8 kHz goes as it is (its own advice
     /// for Twilio audio), never upsampled.
     fn live_rate(&self, caller_rate: u32) -> u32 {
@@ -92,17 +49,44 @@ impl SpeechToText for DeepgramListen {
         self: Arc<Self>,
         options: TranscribeOptions,
     ) -> Result<(mpsc::Sender<SttInput>, EngineStream<SttEvent>), EngineError> {
-        let (input_tx, input_rx) = mpsc::channel::<SttInput>(256);
-        let (event_tx, event_rx) = mpsc::channel(32);
-        let endpoint = self.endpoint.clone();
-        let model = self.model();
-        tokio::spawn(async move {
-            if let Err(err) = live(&endpoint, &model, &options, input_rx, &event_tx).await {
-                let _ = event_tx.send(Err(err)).await;
-            }
-        });
-        Ok((input_tx, event_rx))
+        let request = live_request(&self.endpoint, &self.model(), &options);
+        Ok(super::socket::spawn_live(
+            self.endpoint.clone(),
+            options,
+            request,
+            LiveUtterance::default(),
+        ))
     }
+});
+
+/// One clip through pre-recorded transcription (`POST /v1/listen`).
+async fn listen(
+    endpoint: Endpoint,
+    clip: Clip,
+    options: TranscribeOptions,
+) -> Result<Transcript, EngineError> {
+    let model = endpoint.stt_model_or(DEFAULT_STT_MODEL);
+    let wav = clip.wav();
+    let mut query = vec![
+        ("model", model),
+        ("punctuate", "true".to_string()),
+        ("smart_format", "true".to_string()),
+    ];
+    match &options.language {
+        Some(language) => query.push(("language", language.clone())),
+        None => query.push(("detect_language", "true".to_string())),
+    }
+    let url = endpoint.url("/v1/listen");
+    let json = endpoint
+        .fetch_json(|| {
+            endpoint
+                .authorize(endpoint.client.post(&url))
+                .query(&query)
+                .header("Content-Type", "audio/wav")
+                .body(wav.clone())
+        })
+        .await?;
+    Ok(transcript_from_listen(&json, &options, clip.seconds()))
 }
 
 /// Our transcript from a pre-recorded answer: `results.channels[0].alternatives[0]`.
@@ -113,21 +97,30 @@ pub fn transcript_from_listen(
 ) -> Transcript {
     let channel = json.pointer("/results/channels/0").unwrap_or(&Value::Null);
     let best = channel.pointer("/alternatives/0").unwrap_or(&Value::Null);
-    let text = best
-        .get("transcript")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .trim()
-        .to_string();
+    let text = trimmed_str(best, "transcript");
     let words = words_of(best);
     let duration = json
         .pointer("/metadata/duration")
         .and_then(Value::as_f64)
         .map_or(clip_seconds, |d| d as f32);
-    let language = channel
+    let detected = channel
         .get("detected_language")
         .and_then(Value::as_str)
-        .and_then(crate::speech::languages::language_code)
+        .and_then(crate::speech::languages::language_code);
+    file_transcript(text, words, duration, detected, options)
+}
+
+/// A file transcript from the vendor's text and words: segments by sentence and pause, the
+/// words when they were asked for, and the language the vendor `detected` (ISO 639-1), else
+/// the one asked for, else English.
+pub(super) fn file_transcript(
+    text: String,
+    words: Vec<TranscriptWord>,
+    duration: f32,
+    detected: Option<&str>,
+    options: &TranscribeOptions,
+) -> Transcript {
+    let language = detected
         .map(str::to_string)
         .or_else(|| options.language.clone())
         .unwrap_or_else(|| "en".to_string());
@@ -210,103 +203,32 @@ fn new_segment(word: &TranscriptWord) -> TranscriptSegment {
     }
 }
 
-/// One live recognition: audio in as linear16 binary frames at the stream's input rate (16 kHz,
+/// What opens one live recognition: audio in as linear16 binary frames at the stream's input rate (16 kHz,
 /// or a phone line's 8 kHz); `Results` out. Interim hypotheses become partials; finalized
 /// pieces are gathered until Deepgram marks the end of speech (`speech_final`, `UtteranceEnd`)
 /// or answers our `Finalize` (sent when the session's own endpointing ends the utterance
 /// first).
-async fn live(
-    endpoint: &Endpoint,
-    model: &str,
-    options: &TranscribeOptions,
-    mut input: mpsc::Receiver<SttInput>,
-    events: &mpsc::Sender<Result<SttEvent, EngineError>>,
-) -> Result<(), EngineError> {
-    let mut url = super::socket::ws_url(endpoint, &endpoint.url("/v1/listen"))?;
-    url.query_pairs_mut()
-        .append_pair("model", model)
-        .append_pair("encoding", "linear16")
-        .append_pair("sample_rate", &options.input_rate().to_string())
-        .append_pair("channels", "1")
-        .append_pair("interim_results", "true")
-        .append_pair("punctuate", "true")
-        .append_pair("endpointing", &ENDPOINTING_MS.to_string())
-        .append_pair("utterance_end_ms", "1000")
-        .append_pair("vad_events", "true");
-    if let Some(language) = &options.language {
-        url.query_pairs_mut().append_pair("language", language);
-    }
-    let socket = super::socket::open(
-        endpoint,
-        &url,
-        "Authorization",
-        &format!("Token {}", endpoint.key),
-    )
-    .await?;
-    let (mut sink, mut stream) = socket.split();
-    let mut utterance = LiveUtterance::default();
-    let mut keepalive = tokio::time::interval(KEEPALIVE_EVERY);
-    keepalive.tick().await;
-    let mut frame = Vec::with_capacity(STT_SAMPLE_RATE as usize / 5);
-    // After our Finalize, how long to wait for Deepgram's answer to it before reporting what
-    // has been finalized so far.
-    let mut finalize_deadline: Option<tokio::time::Instant> = None;
-    let send_error = |_| endpoint.error(EngineErrorKind::Upstream, "the live stream broke off");
-    loop {
-        let deadline = finalize_deadline;
-        tokio::select! {
-            item = input.recv() => match item {
-                Some(SttInput::Audio(samples)) => {
-                    frame.clear();
-                    frame.extend(samples.iter().flat_map(|s| s.to_le_bytes()));
-                    sink.send(Message::binary(frame.clone())).await.map_err(send_error)?;
-                    keepalive.reset();
-                }
-                Some(SttInput::EndOfUtterance) => {
-                    sink.send(Message::text(json!({"type": "Finalize"}).to_string())).await.map_err(send_error)?;
-                    finalize_deadline = Some(tokio::time::Instant::now() + FINALIZE_WAIT);
-                }
-                None => {
-                    let _ = sink.send(Message::text(json!({"type": "CloseStream"}).to_string())).await;
-                    return Ok(());
-                }
-            },
-            _ = keepalive.tick() => {
-                sink.send(Message::text(json!({"type": "KeepAlive"}).to_string())).await.map_err(send_error)?;
-            }
-            _ = async { tokio::time::sleep_until(deadline.unwrap_or_else(tokio::time::Instant::now)).await }, if deadline.is_some() => {
-                finalize_deadline = None;
-                let last = utterance.finish(options);
-                if events.send(Ok(last)).await.is_err() {
-                    return Ok(());
-                }
-            }
-            message = stream.next() => match message {
-                Some(Ok(Message::Text(text))) => {
-                    let Ok(json) = serde_json::from_str::<Value>(text.as_str()) else { continue };
-                    for event in utterance.on_message(&json, options) {
-                        if matches!(event, SttEvent::Final(_)) {
-                            finalize_deadline = None;
-                        }
-                        if events.send(Ok(event)).await.is_err() {
-                            return Ok(());
-                        }
-                    }
-                }
-                Some(Ok(Message::Close(frame))) => {
-                    let reason = frame.map(|f| f.reason.to_string()).unwrap_or_default();
-                    return Err(endpoint.error(
-                        EngineErrorKind::Upstream,
-                        format!("closed the live stream{}", if reason.is_empty() { String::new() } else { format!(": {reason}") }),
-                    ));
-                }
-                Some(Ok(_)) => {}
-                Some(Err(_)) | None => {
-                    return Err(endpoint.error(EngineErrorKind::Upstream, "the live stream broke off"));
-                }
-            },
-            _ = events.closed() => return Ok(()),
+fn live_request(endpoint: &Endpoint, model: &str, options: &TranscribeOptions) -> LiveRequest {
+    let url = super::socket::ws_url(endpoint, &endpoint.url("/v1/listen")).map(|mut url| {
+        url.query_pairs_mut()
+            .append_pair("model", model)
+            .append_pair("encoding", "linear16")
+            .append_pair("sample_rate", &options.input_rate().to_string())
+            .append_pair("channels", "1")
+            .append_pair("interim_results", "true")
+            .append_pair("punctuate", "true")
+            .append_pair("endpointing", &ENDPOINTING_MS.to_string())
+            .append_pair("utterance_end_ms", "1000")
+            .append_pair("vad_events", "true");
+        if let Some(language) = &options.language {
+            url.query_pairs_mut().append_pair("language", language);
         }
+        url
+    });
+    LiveRequest {
+        url,
+        header: "Authorization",
+        value: format!("Token {}", endpoint.key),
     }
 }
 
@@ -331,23 +253,10 @@ impl LiveUtterance {
         let best = json
             .pointer("/channel/alternatives/0")
             .unwrap_or(&Value::Null);
-        let transcript = best
-            .get("transcript")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .trim()
-            .to_string();
+        let transcript = trimmed_str(best, "transcript");
         let flag = |name: &str| json.get(name).and_then(Value::as_bool).unwrap_or(false);
         if !flag("is_final") {
-            if transcript.is_empty() {
-                return Vec::new();
-            }
-            let mut partial = self.text.join(" ");
-            if !partial.is_empty() {
-                partial.push(' ');
-            }
-            partial.push_str(&transcript);
-            return vec![SttEvent::Partial(partial)];
+            return super::socket::partial(&self.text, transcript);
         }
         if !transcript.is_empty() {
             let start = json.get("start").and_then(Value::as_f64).unwrap_or(0.0) as f32;
@@ -372,6 +281,46 @@ impl LiveUtterance {
         let start = self.start.take().unwrap_or(0.0);
         let duration = (self.end - start).max(0.0);
         super::socket::live_final(text, words, duration, options)
+    }
+}
+
+impl LiveProtocol for LiveUtterance {
+    fn keepalive(&self) -> Option<(Duration, Message)> {
+        Some((KEEPALIVE_EVERY, control("KeepAlive")))
+    }
+
+    fn audio(&mut self, samples: &[i16]) -> Option<Vec<u8>> {
+        Some(super::socket::pcm16_bytes(samples).collect())
+    }
+
+    fn end_utterance(&mut self) -> Vec<Message> {
+        vec![control("Finalize")]
+    }
+
+    fn terminate(&self) -> Message {
+        control("CloseStream")
+    }
+
+    fn on_text(
+        &mut self,
+        json: &Value,
+        _text: &str,
+        options: &TranscribeOptions,
+    ) -> Result<Vec<SttEvent>, String> {
+        Ok(self.on_message(json, options))
+    }
+
+    fn timed_out(&mut self, options: &TranscribeOptions) -> SttEvent {
+        self.finish(options)
+    }
+
+    fn closed(frame: Option<CloseFrame>) -> String {
+        let reason = frame.map(|f| f.reason.to_string()).unwrap_or_default();
+        if reason.is_empty() {
+            String::new()
+        } else {
+            format!(": {reason}")
+        }
     }
 }
 

@@ -4,16 +4,14 @@
 //! reference/protocols.md §7.1; https://elevenlabs.io/docs/api-reference/text-to-speech/stream
 //! and https://elevenlabs.io/docs/api-reference/speech-to-text/convert.
 
-use std::sync::Arc;
-
 use serde_json::{json, Value};
 use switchboard_actors::engine::{
-    EngineError, EngineFuture, EngineStream, SpeechChunk, SpeechRequest, SpeechToText,
-    TextToSpeech, TranscribeOptions, Transcript, TranscriptWord, STT_SAMPLE_RATE,
+    EngineError, EngineStream, SpeechChunk, SpeechRequest, TextToSpeech, TranscribeOptions,
+    Transcript, TranscriptWord,
 };
 
-use super::audio::{wav_16k, RawAudioChunker, RawEncoding};
-use super::http::Endpoint;
+use super::audio::{clip_recognizer, wav_part, Clip, RawAudioChunker, RawEncoding};
+use super::http::{trimmed_str, Endpoint};
 use crate::speech::languages::language_code;
 
 const DEFAULT_STT_MODEL: &str = "scribe_v1";
@@ -83,49 +81,32 @@ pub struct ElevenLabsTranscription {
     pub endpoint: Endpoint,
 }
 
-impl SpeechToText for ElevenLabsTranscription {
-    fn provider(&self) -> &str {
-        &self.endpoint.vendor
-    }
+clip_recognizer!(ElevenLabsTranscription, scribe);
 
-    fn transcribe(
-        &self,
-        audio: Arc<[f32]>,
-        options: TranscribeOptions,
-    ) -> EngineFuture<Transcript> {
-        let endpoint = self.endpoint.clone();
-        Box::pin(async move {
-            let clip_seconds = audio.len() as f32 / STT_SAMPLE_RATE as f32;
-            let wav = wav_16k(&audio);
-            let model = endpoint
-                .stt_model
-                .clone()
-                .unwrap_or_else(|| DEFAULT_STT_MODEL.to_string());
-            let url = endpoint.url("/v1/speech-to-text");
-            let build = || {
-                let mut form = reqwest::multipart::Form::new()
-                    .text("model_id", model.clone())
-                    .text("timestamps_granularity", "word")
-                    .text("tag_audio_events", "false")
-                    .part(
-                        "file",
-                        reqwest::multipart::Part::bytes(wav.clone())
-                            .file_name("audio.wav")
-                            .mime_str("audio/wav")
-                            .expect("a valid media type"),
-                    );
-                if let Some(language) = &options.language {
-                    form = form.text("language_code", language.clone());
-                }
-                endpoint
-                    .authorize(endpoint.client.post(&url))
-                    .multipart(form)
-            };
-            let response = endpoint.send(build).await?;
-            let json = endpoint.read_json(response).await?;
-            Ok(transcript_from_scribe(&json, &options, clip_seconds))
-        })
-    }
+/// One clip through Scribe.
+async fn scribe(
+    endpoint: Endpoint,
+    clip: Clip,
+    options: TranscribeOptions,
+) -> Result<Transcript, EngineError> {
+    let wav = clip.wav();
+    let model = endpoint.stt_model_or(DEFAULT_STT_MODEL);
+    let url = endpoint.url("/v1/speech-to-text");
+    let build = || {
+        let mut form = reqwest::multipart::Form::new()
+            .text("model_id", model.clone())
+            .text("timestamps_granularity", "word")
+            .text("tag_audio_events", "false")
+            .part("file", wav_part(wav.clone()));
+        if let Some(language) = &options.language {
+            form = form.text("language_code", language.clone());
+        }
+        endpoint
+            .authorize(endpoint.client.post(&url))
+            .multipart(form)
+    };
+    let json = endpoint.fetch_json(build).await?;
+    Ok(transcript_from_scribe(&json, &options, clip.seconds()))
 }
 
 /// ISO 639-3 codes Scribe reports, as ISO 639-1 (the common ones whose two letters are not
@@ -171,12 +152,7 @@ pub fn transcript_from_scribe(
     options: &TranscribeOptions,
     clip_seconds: f32,
 ) -> Transcript {
-    let text = json
-        .get("text")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .trim()
-        .to_string();
+    let text = trimmed_str(json, "text");
     let words: Vec<TranscriptWord> = json
         .get("words")
         .and_then(Value::as_array)
@@ -186,34 +162,14 @@ pub fn transcript_from_scribe(
         .map(|word| TranscriptWord {
             start: word.get("start").and_then(Value::as_f64).unwrap_or(0.0) as f32,
             end: word.get("end").and_then(Value::as_f64).unwrap_or(0.0) as f32,
-            word: word
-                .get("text")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .trim()
-                .to_string(),
+            word: trimmed_str(word, "text"),
         })
         .collect();
-    let segments = super::deepgram::segments_of(&text, &words, clip_seconds);
-    let language = json
+    let detected = json
         .get("language_code")
         .and_then(Value::as_str)
-        .and_then(language_of)
-        .map(str::to_string)
-        .or_else(|| options.language.clone())
-        .unwrap_or_else(|| "en".to_string());
-    Transcript {
-        text,
-        segments,
-        words: if options.word_timestamps {
-            words
-        } else {
-            Vec::new()
-        },
-        language,
-        language_probability: None,
-        duration: clip_seconds,
-    }
+        .and_then(language_of);
+    super::deepgram::file_transcript(text, words, clip_seconds, detected, options)
 }
 
 /// The cheapest authenticated call: the account's voices.

@@ -13,8 +13,10 @@ use switchboard_actors::engine::{
 };
 
 use super::http::{Endpoint, SseEvent};
-use super::openai::schema_json;
-use super::streaming::{spawn_chat_stream, ChatProtocol, Step};
+use super::streaming::{
+    arguments_json, merged_turns, spawn_chat_stream, system_prompt, tool_declarations,
+    ChatProtocol, Step,
+};
 
 const DEFAULT_MODEL: &str = "gemini-3.5-flash";
 
@@ -44,12 +46,6 @@ impl LanguageModel for GeminiChat {
 /// (roles `user` and `model`, consecutive turns of one role merged), tools as
 /// `functionDeclarations`.
 pub fn contents_body(request: &ChatRequest) -> Value {
-    let system: Vec<&str> = request
-        .messages
-        .iter()
-        .filter(|m| m.role == Role::System)
-        .map(|m| m.content.as_str())
-        .collect();
     // Function responses name the function; our tool messages name the call.
     let names: HashMap<&str, &str> = request
         .messages
@@ -57,44 +53,34 @@ pub fn contents_body(request: &ChatRequest) -> Value {
         .flat_map(|m| m.tool_calls.iter())
         .map(|call| (call.id.as_str(), call.name.as_str()))
         .collect();
-    let mut contents: Vec<(&str, Vec<Value>)> = Vec::new();
-    for message in &request.messages {
-        let (role, parts) = match message.role {
-            Role::System => continue,
-            Role::User => ("user", vec![json!({"text": message.content})]),
-            Role::Tool => {
-                let id = message.tool_call_id.as_deref().unwrap_or_default();
-                let result = serde_json::from_str::<Value>(&message.content)
-                    .ok()
-                    .filter(Value::is_object)
-                    .unwrap_or_else(|| json!({"result": message.content}));
-                let name = names.get(id).copied().unwrap_or(id);
-                (
-                    "user",
-                    vec![json!({"functionResponse": {"name": name, "response": result}})],
-                )
-            }
-            Role::Assistant => {
-                let mut parts = Vec::new();
-                if !message.content.is_empty() {
-                    parts.push(json!({"text": message.content}));
-                }
-                for call in &message.tool_calls {
-                    let args = serde_json::from_str::<Value>(&call.arguments)
-                        .unwrap_or_else(|_| json!({}));
-                    parts.push(json!({"functionCall": {"name": call.name, "args": args}}));
-                }
-                ("model", parts)
-            }
-        };
-        if parts.is_empty() {
-            continue;
+    let contents = merged_turns(request, |message| match message.role {
+        // Left out (merged_turns passes none): the system prompt goes apart.
+        Role::System => ("user", Vec::new()),
+        Role::User => ("user", vec![json!({"text": message.content})]),
+        Role::Tool => {
+            let id = message.tool_call_id.as_deref().unwrap_or_default();
+            let result = serde_json::from_str::<Value>(&message.content)
+                .ok()
+                .filter(Value::is_object)
+                .unwrap_or_else(|| json!({"result": message.content}));
+            let name = names.get(id).copied().unwrap_or(id);
+            (
+                "user",
+                vec![json!({"functionResponse": {"name": name, "response": result}})],
+            )
         }
-        match contents.last_mut() {
-            Some((last, existing)) if *last == role => existing.extend(parts),
-            _ => contents.push((role, parts)),
+        Role::Assistant => {
+            let mut parts = Vec::new();
+            if !message.content.is_empty() {
+                parts.push(json!({"text": message.content}));
+            }
+            for call in &message.tool_calls {
+                let args = arguments_json(call);
+                parts.push(json!({"functionCall": {"name": call.name, "args": args}}));
+            }
+            ("model", parts)
         }
-    }
+    });
     let mut body = json!({
         "contents": contents
             .into_iter()
@@ -105,21 +91,11 @@ pub fn contents_body(request: &ChatRequest) -> Value {
             "maxOutputTokens": request.max_tokens.max(1),
         },
     });
-    if !system.is_empty() {
-        body["systemInstruction"] = json!({"parts": [{"text": system.join("\n\n")}]});
+    if let Some(system) = system_prompt(request) {
+        body["systemInstruction"] = json!({"parts": [{"text": system}]});
     }
     if !request.tools.is_empty() {
-        let declarations: Vec<Value> = request
-            .tools
-            .iter()
-            .map(|tool| {
-                json!({
-                    "name": tool.name,
-                    "description": tool.description,
-                    "parameters": schema_json(&tool.parameters),
-                })
-            })
-            .collect();
+        let declarations = tool_declarations(&request.tools, "parameters");
         body["tools"] = json!([{"functionDeclarations": declarations}]);
     }
     body

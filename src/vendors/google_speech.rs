@@ -11,7 +11,7 @@ use switchboard_actors::engine::{
     EngineError, EngineStream, SpeechChunk, SpeechRequest, TextToSpeech,
 };
 
-use super::audio::{output_for, RawAudioChunker, RawEncoding};
+use super::audio::{usual_output, RawAudioChunker, RawEncoding};
 use super::http::Endpoint;
 use super::speech::{locale_of, Framing};
 
@@ -28,11 +28,7 @@ impl TextToSpeech for GoogleSpeech {
 
     fn synthesize(&self, request: SpeechRequest) -> Result<EngineStream<SpeechChunk>, EngineError> {
         let endpoint = self.endpoint.clone();
-        let (encoding, rate) = output_for(
-            request.output_rate,
-            &[16_000, 22_050, 44_100, 48_000],
-            24_000,
-        );
+        let (encoding, rate) = usual_output(request.output_rate);
         let voice = endpoint.voice(&request.voice, DEFAULT_VOICE);
         // A voice name starts with its locale (`en-US-Neural2-F`).
         let parts: Vec<&str> = voice.splitn(3, '-').collect();

@@ -10,6 +10,16 @@ use futures_util::StreamExt;
 use reqwest::{RequestBuilder, Response, StatusCode};
 use switchboard_actors::engine::{EngineError, EngineErrorKind};
 
+/// The string at `key` of a vendor's JSON answer, trimmed (empty when there is none).
+pub fn trimmed_str(value: &serde_json::Value, key: &str) -> String {
+    value
+        .get(key)
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
 /// The Messages API version every Anthropic call names.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 /// The Cartesia API version whose voice object is `{mode: "id", id}`.
@@ -138,6 +148,13 @@ impl Endpoint {
             .unwrap_or_else(|| built_in.to_string())
     }
 
+    /// The recognition model to ask for: the configured one, else the adapter's.
+    pub fn stt_model_or(&self, built_in: &str) -> String {
+        self.stt_model
+            .clone()
+            .unwrap_or_else(|| built_in.to_string())
+    }
+
     /// The voice to ask for: the request's, or for `default` the configured or built-in one.
     pub fn voice(&self, requested: &str, built_in: &str) -> String {
         if requested == "default" || requested.is_empty() {
@@ -218,6 +235,16 @@ impl Endpoint {
             _ => EngineErrorKind::Upstream,
         };
         self.error(kind, message)
+    }
+
+    /// Sends the request made by `build` (see [`send`](Self::send)) and reads its whole JSON
+    /// answer (see [`read_json`](Self::read_json)).
+    pub async fn fetch_json(
+        &self,
+        build: impl Fn() -> RequestBuilder,
+    ) -> Result<serde_json::Value, EngineError> {
+        let response = self.send(build).await?;
+        self.read_json(response).await
     }
 
     /// A whole JSON answer (at most 32 MiB), with the deadline between chunks.

@@ -9,7 +9,7 @@ use switchboard_actors::engine::{
     EngineError, EngineStream, SpeechChunk, SpeechRequest, TextToSpeech,
 };
 
-use super::audio::{output_for, RawAudioChunker, RawEncoding};
+use super::audio::{usual_output, RawAudioChunker, RawEncoding};
 use super::http::Endpoint;
 use super::speech::Framing;
 
@@ -27,11 +27,7 @@ impl TextToSpeech for InworldSpeech {
 
     fn synthesize(&self, request: SpeechRequest) -> Result<EngineStream<SpeechChunk>, EngineError> {
         let endpoint = self.endpoint.clone();
-        let (encoding, rate) = output_for(
-            request.output_rate,
-            &[16_000, 22_050, 44_100, 48_000],
-            24_000,
-        );
+        let (encoding, rate) = usual_output(request.output_rate);
         let body = json!({
             "text": request.text,
             "voiceId": endpoint.voice(&request.voice, DEFAULT_VOICE),

@@ -4,21 +4,19 @@
 //! reference/protocols.md §4; https://platform.openai.com/docs/api-reference.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use bytes::Bytes;
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 use serde_json::{json, Value};
 use switchboard_actors::engine::{
-    ChatMessage, ChatRequest, EngineError, EngineErrorKind, EngineFuture, EngineStream,
-    FinishReason, LanguageModel, LlmEvent, Role, SpeechChunk, SpeechRequest, SpeechToText,
-    TextToSpeech, ToolCall, ToolSpec, TranscribeOptions, Transcript, TranscriptSegment,
-    TranscriptWord,
+    ChatMessage, ChatRequest, EngineError, EngineErrorKind, EngineStream, FinishReason,
+    LanguageModel, LlmEvent, Role, SpeechChunk, SpeechRequest, TextToSpeech, ToolCall, ToolSpec,
+    TranscribeOptions, Transcript, TranscriptSegment, TranscriptWord,
 };
 
-use super::audio::{wav_16k, RawAudioChunker, RawEncoding};
-use super::http::{Endpoint, SseEvent};
+use super::audio::{clip_recognizer, wav_part, Clip, RawAudioChunker, RawEncoding};
+use super::http::{trimmed_str, Endpoint, SseEvent};
 use super::streaming::{spawn_chat_stream, ChatProtocol, Step};
 use crate::speech::languages::language_code;
 
@@ -353,56 +351,39 @@ pub struct OpenAiTranscription {
     pub endpoint: Endpoint,
 }
 
-impl SpeechToText for OpenAiTranscription {
-    fn provider(&self) -> &str {
-        &self.endpoint.vendor
-    }
+clip_recognizer!(OpenAiTranscription, transcribe_verbose);
 
-    fn transcribe(
-        &self,
-        audio: Arc<[f32]>,
-        options: TranscribeOptions,
-    ) -> EngineFuture<Transcript> {
-        let endpoint = self.endpoint.clone();
-        Box::pin(async move {
-            let duration = audio.len() as f32 / switchboard_actors::engine::STT_SAMPLE_RATE as f32;
-            let wav = wav_16k(&audio);
-            let model = endpoint
-                .stt_model
-                .clone()
-                .unwrap_or_else(|| defaults(&endpoint.vendor).stt_model.to_string());
-            let url = endpoint.url("/audio/transcriptions");
-            let build = || {
-                let mut form = reqwest::multipart::Form::new()
-                    .part(
-                        "file",
-                        reqwest::multipart::Part::bytes(wav.clone())
-                            .file_name("audio.wav")
-                            .mime_str("audio/wav")
-                            .expect("a valid media type"),
-                    )
-                    .text("model", model.clone())
-                    .text("response_format", "verbose_json")
-                    .text("temperature", options.temperature.to_string())
-                    .text("timestamp_granularities[]", "segment");
-                if options.word_timestamps {
-                    form = form.text("timestamp_granularities[]", "word");
-                }
-                if let Some(language) = &options.language {
-                    form = form.text("language", language.clone());
-                }
-                if let Some(prompt) = &options.prompt {
-                    form = form.text("prompt", prompt.clone());
-                }
-                endpoint
-                    .authorize(endpoint.client.post(&url))
-                    .multipart(form)
-            };
-            let response = endpoint.send(build).await?;
-            let json = endpoint.read_json(response).await?;
-            Ok(transcript_from_verbose(&json, &options, duration))
-        })
-    }
+/// One clip through `POST /audio/transcriptions`, answered as `verbose_json`.
+async fn transcribe_verbose(
+    endpoint: Endpoint,
+    clip: Clip,
+    options: TranscribeOptions,
+) -> Result<Transcript, EngineError> {
+    let wav = clip.wav();
+    let model = endpoint.stt_model_or(defaults(&endpoint.vendor).stt_model);
+    let url = endpoint.url("/audio/transcriptions");
+    let build = || {
+        let mut form = reqwest::multipart::Form::new()
+            .part("file", wav_part(wav.clone()))
+            .text("model", model.clone())
+            .text("response_format", "verbose_json")
+            .text("temperature", options.temperature.to_string())
+            .text("timestamp_granularities[]", "segment");
+        if options.word_timestamps {
+            form = form.text("timestamp_granularities[]", "word");
+        }
+        if let Some(language) = &options.language {
+            form = form.text("language", language.clone());
+        }
+        if let Some(prompt) = &options.prompt {
+            form = form.text("prompt", prompt.clone());
+        }
+        endpoint
+            .authorize(endpoint.client.post(&url))
+            .multipart(form)
+    };
+    let json = endpoint.fetch_json(build).await?;
+    Ok(transcript_from_verbose(&json, &options, clip.seconds()))
 }
 
 /// Our transcript from a `verbose_json` (or plain `json`) transcription.
@@ -411,12 +392,7 @@ pub fn transcript_from_verbose(
     options: &TranscribeOptions,
     clip_seconds: f32,
 ) -> Transcript {
-    let text = json
-        .get("text")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .trim()
-        .to_string();
+    let text = trimmed_str(json, "text");
     let duration = json
         .get("duration")
         .and_then(Value::as_f64)
@@ -431,12 +407,7 @@ pub fn transcript_from_verbose(
         .map(|segment| TranscriptSegment {
             start: time(segment, "start"),
             end: time(segment, "end"),
-            text: segment
-                .get("text")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .trim()
-                .to_string(),
+            text: trimmed_str(segment, "text"),
             speaker: None,
             language: None,
         })
@@ -458,12 +429,7 @@ pub fn transcript_from_verbose(
         .map(|word| TranscriptWord {
             start: time(word, "start"),
             end: time(word, "end"),
-            word: word
-                .get("word")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .trim()
-                .to_string(),
+            word: trimmed_str(word, "word"),
         })
         .collect();
     let language = json

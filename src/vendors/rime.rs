@@ -8,7 +8,7 @@ use switchboard_actors::engine::{
     EngineError, EngineStream, SpeechChunk, SpeechRequest, TextToSpeech,
 };
 
-use super::audio::{output_for, RawAudioChunker, RawEncoding};
+use super::audio::{usual_output, RawAudioChunker, RawEncoding};
 use super::http::Endpoint;
 
 const DEFAULT_MODEL: &str = "mistv2";
@@ -64,11 +64,7 @@ impl TextToSpeech for RimeSpeech {
 
     fn synthesize(&self, request: SpeechRequest) -> Result<EngineStream<SpeechChunk>, EngineError> {
         let endpoint = self.endpoint.clone();
-        let (encoding, rate) = output_for(
-            request.output_rate,
-            &[16_000, 22_050, 44_100, 48_000],
-            24_000,
-        );
+        let (encoding, rate) = usual_output(request.output_rate);
         let post = endpoint.post_json("/v1/rime-tts", body(&endpoint, &request, rate));
         let build = move || post().header("Accept", accept(encoding));
         Ok(super::speech::spawn_raw_speech(

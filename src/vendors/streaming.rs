@@ -6,8 +6,13 @@
 //! and in the background, so the connection goes back to the pool for the next turn instead
 //! of being closed: the chunked body's terminator often arrives in a read of its own, and a
 //! body dropped before it costs a new connection (a TCP and TLS handshake with a real vendor).
+//! Also what the request bodies of vendors with their own message format share: the system
+//! prompt apart, turns of one role merged, tool calls' arguments and tool declarations as JSON.
 
-use switchboard_actors::engine::{EngineError, EngineStream, LlmEvent};
+use serde_json::{json, Value};
+use switchboard_actors::engine::{
+    ChatMessage, ChatRequest, EngineError, EngineStream, LlmEvent, Role, ToolCall, ToolSpec,
+};
 use tokio::sync::mpsc;
 
 use super::http::{BodyReader, Endpoint, SseDecoder, SseEvent};
@@ -108,4 +113,54 @@ async fn forward(tx: &mpsc::Sender<Result<LlmEvent, EngineError>>, events: Vec<L
         }
     }
     true
+}
+
+/// The system messages' text, joined by blank lines (`None` when there is none), for vendors
+/// that take the system prompt apart from the turns.
+pub fn system_prompt(request: &ChatRequest) -> Option<String> {
+    let system: Vec<&str> = request
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::System)
+        .map(|m| m.content.as_str())
+        .collect();
+    (!system.is_empty()).then(|| system.join("\n\n"))
+}
+
+/// The conversation as turns of alternating roles: each message other than a system one
+/// becomes a role and its content blocks (`turn`), empty ones are left out, and consecutive
+/// turns of one role are merged.
+pub fn merged_turns(
+    request: &ChatRequest,
+    mut turn: impl FnMut(&ChatMessage) -> (&'static str, Vec<Value>),
+) -> Vec<(&'static str, Vec<Value>)> {
+    let mut turns: Vec<(&'static str, Vec<Value>)> = Vec::new();
+    for message in request.messages.iter().filter(|m| m.role != Role::System) {
+        let (role, blocks) = turn(message);
+        if blocks.is_empty() {
+            continue;
+        }
+        match turns.last_mut() {
+            Some((last, existing)) if *last == role => existing.extend(blocks),
+            _ => turns.push((role, blocks)),
+        }
+    }
+    turns
+}
+
+/// A tool call's arguments as JSON (an empty object when they do not parse).
+pub fn arguments_json(call: &ToolCall) -> Value {
+    serde_json::from_str::<Value>(&call.arguments).unwrap_or_else(|_| json!({}))
+}
+
+/// The tools as `{name, description, <schema_key>: schema}` declarations.
+pub fn tool_declarations(tools: &[ToolSpec], schema_key: &str) -> Vec<Value> {
+    tools
+        .iter()
+        .map(|tool| {
+            let mut declaration = json!({"name": tool.name, "description": tool.description});
+            declaration[schema_key] = super::openai::schema_json(&tool.parameters);
+            declaration
+        })
+        .collect()
 }
