@@ -126,7 +126,7 @@ pub async fn issue_stream_as(
         })
         .await
         .map_err(ApiError::from)
-        .and_then(|held| held.map_err(ApiError::from));
+        .flatten();
     if let Err(error) = held {
         if matches!(error, ApiError::SessionLimit(_)) {
             metrics()
@@ -154,7 +154,7 @@ pub async fn issue_stream_as(
         }))
         .await
         .map_err(ApiError::from)
-        .and_then(|created| created.map_err(ApiError::from));
+        .flatten();
     if let Err(error) = created {
         release_unstarted(state, &session_id);
         return Err(error);
