@@ -3,9 +3,10 @@
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
+use super::crud::store_fns;
 use super::schema::agents;
 use super::{Db, StoreError, StoreResult};
-use crate::{db_run, db_tx};
+use crate::db_tx;
 
 pub const STATUS_ACTIVE: &str = "active";
 pub const STATUS_ARCHIVED: &str = "archived";
@@ -73,56 +74,26 @@ pub struct AgentChanges {
     pub updated_at: i64,
 }
 
-pub async fn insert(db: &Db, agent: &AgentRow) -> StoreResult<AgentRow> {
-    db_run!(db, |conn| {
-        Ok(diesel::insert_into(agents::table)
-            .values(agent)
-            .returning(AgentRow::as_returning())
-            .get_result(conn)
-            .await?)
-    })
-}
+store_fns! {
+    table = agents, row = AgentRow;
 
-/// A developer's agent unless archived.
-pub async fn get(db: &Db, developer: &str, id: &str) -> StoreResult<Option<AgentRow>> {
-    db_run!(db, |conn| {
-        Ok(agents::table
-            .filter(agents::developer_id.eq(developer))
-            .filter(agents::id.eq(id))
-            .filter(agents::status.ne(STATUS_ARCHIVED))
-            .select(AgentRow::as_select())
-            .first(conn)
-            .await
-            .optional()?)
-    })
-}
+    insert pub fn insert(agent: &AgentRow);
 
-/// A developer's agents that are not archived, in creation order after `after` (a `seq`).
-pub async fn list(db: &Db, developer: &str, after: i64, limit: i64) -> StoreResult<Vec<AgentRow>> {
-    db_run!(db, |conn| {
-        Ok(agents::table
-            .filter(agents::developer_id.eq(developer))
-            .filter(agents::status.ne(STATUS_ARCHIVED))
-            .filter(agents::seq.gt(after))
-            .order(agents::seq.asc())
-            .limit(limit)
-            .select(AgentRow::as_select())
-            .load(conn)
-            .await?)
-    })
-}
+    /// A developer's agent unless archived.
+    get pub fn get(developer: &str, id: &str)
+        where developer_id.eq(developer), id.eq(id), status.ne(STATUS_ARCHIVED);
 
-/// The position of one of the developer's agents (archived ones too), for cursors.
-pub async fn seq_of(db: &Db, developer: &str, id: &str) -> StoreResult<Option<i64>> {
-    db_run!(db, |conn| {
-        Ok(agents::table
-            .filter(agents::developer_id.eq(developer))
-            .filter(agents::id.eq(id))
-            .select(agents::seq)
-            .first(conn)
-            .await
-            .optional()?)
-    })
+    /// A developer's agents that are not archived, in creation order after `after` (a `seq`).
+    list pub fn list(developer: &str)
+        where developer_id.eq(developer), status.ne(STATUS_ARCHIVED);
+
+    /// The position of one of the developer's agents (archived ones too), for cursors.
+    seq pub fn seq_of(developer: &str, id: &str) where developer_id.eq(developer), id.eq(id);
+
+    /// Archives a live agent; answers whether there was one.
+    mark pub fn archive(developer: &str, id: &str, now: i64)
+        set ((agents::status.eq(STATUS_ARCHIVED), agents::updated_at.eq(now)))
+        where developer_id.eq(developer), id.eq(id), status.ne(STATUS_ARCHIVED);
 }
 
 /// Applies the changes to a live agent and keeps them only if `check` accepts the row they
@@ -151,24 +122,5 @@ pub async fn update(
             check(row).map_err(StoreError::Refused)?;
         }
         Ok(row)
-    })
-}
-
-/// Archives a live agent; answers whether there was one.
-pub async fn archive(db: &Db, developer: &str, id: &str, now: i64) -> StoreResult<bool> {
-    db_run!(db, |conn| {
-        let changed = diesel::update(
-            agents::table
-                .filter(agents::developer_id.eq(developer))
-                .filter(agents::id.eq(id))
-                .filter(agents::status.ne(STATUS_ARCHIVED)),
-        )
-        .set((
-            agents::status.eq(STATUS_ARCHIVED),
-            agents::updated_at.eq(now),
-        ))
-        .execute(conn)
-        .await?;
-        Ok(changed == 1)
     })
 }

@@ -3,9 +3,10 @@
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
+use super::crud::store_fns;
 use super::schema::{agents, chunks, collections, documents};
 use super::{Db, StoreResult};
-use crate::{db_run, db_tx};
+use crate::db_tx;
 
 #[derive(Debug, Clone, Queryable, Selectable, Insertable)]
 #[diesel(table_name = collections)]
@@ -20,57 +21,17 @@ pub struct CollectionRow {
     pub created_at: i64,
 }
 
-pub async fn insert(db: &Db, collection: &CollectionRow) -> StoreResult<CollectionRow> {
-    db_run!(db, |conn| {
-        Ok(diesel::insert_into(collections::table)
-            .values(collection)
-            .returning(CollectionRow::as_returning())
-            .get_result(conn)
-            .await?)
-    })
-}
+store_fns! {
+    table = collections, row = CollectionRow;
 
-pub async fn get(db: &Db, developer: &str, id: &str) -> StoreResult<Option<CollectionRow>> {
-    db_run!(db, |conn| {
-        Ok(collections::table
-            .filter(collections::developer_id.eq(developer))
-            .filter(collections::id.eq(id))
-            .select(CollectionRow::as_select())
-            .first(conn)
-            .await
-            .optional()?)
-    })
-}
+    insert pub fn insert(collection: &CollectionRow);
 
-/// A developer's collections in creation order after `after` (a `seq`).
-pub async fn list(
-    db: &Db,
-    developer: &str,
-    after: i64,
-    limit: i64,
-) -> StoreResult<Vec<CollectionRow>> {
-    db_run!(db, |conn| {
-        Ok(collections::table
-            .filter(collections::developer_id.eq(developer))
-            .filter(collections::seq.gt(after))
-            .order(collections::seq.asc())
-            .limit(limit)
-            .select(CollectionRow::as_select())
-            .load(conn)
-            .await?)
-    })
-}
+    get pub fn get(developer: &str, id: &str) where developer_id.eq(developer), id.eq(id);
 
-pub async fn seq_of(db: &Db, developer: &str, id: &str) -> StoreResult<Option<i64>> {
-    db_run!(db, |conn| {
-        Ok(collections::table
-            .filter(collections::developer_id.eq(developer))
-            .filter(collections::id.eq(id))
-            .select(collections::seq)
-            .first(conn)
-            .await
-            .optional()?)
-    })
+    /// A developer's collections in creation order after `after` (a `seq`).
+    list pub fn list(developer: &str) where developer_id.eq(developer);
+
+    seq pub fn seq_of(developer: &str, id: &str) where developer_id.eq(developer), id.eq(id);
 }
 
 /// Removes a collection with all its documents and chunks, and detaches it from the

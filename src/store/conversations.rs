@@ -3,6 +3,7 @@
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
+use super::crud::store_fns;
 use super::schema::{conversation_messages as messages, conversations};
 use super::{Db, StoreResult};
 use crate::{db_run, db_tx};
@@ -38,22 +39,11 @@ pub struct MessageRow {
     pub created_at: i64,
 }
 
-pub async fn get(
-    db: &Db,
-    developer: &str,
-    agent: &str,
-    id: &str,
-) -> StoreResult<Option<ConversationRow>> {
-    db_run!(db, |conn| {
-        Ok(conversations::table
-            .filter(conversations::developer_id.eq(developer))
-            .filter(conversations::agent_id.eq(agent))
-            .filter(conversations::id.eq(id))
-            .select(ConversationRow::as_select())
-            .first(conn)
-            .await
-            .optional()?)
-    })
+store_fns! {
+    table = conversations, row = ConversationRow;
+
+    get pub fn get(developer: &str, agent: &str, id: &str)
+        where developer_id.eq(developer), agent_id.eq(agent), id.eq(id);
 }
 
 /// The last `limit` messages of a conversation, oldest first.

@@ -4,6 +4,7 @@
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
+use super::crud::store_fns;
 use super::schema::{developers, stripe_events};
 use super::{Db, StoreResult};
 use crate::{db_run, db_tx, time};
@@ -53,15 +54,13 @@ pub async fn ensure(db: &Db, id: &str) -> StoreResult<bool> {
     })
 }
 
-pub async fn get(db: &Db, id: &str) -> StoreResult<Option<DeveloperRow>> {
-    db_run!(db, |conn| {
-        Ok(developers::table
-            .filter(developers::id.eq(id))
-            .select(DeveloperRow::as_select())
-            .first(conn)
-            .await
-            .optional()?)
-    })
+store_fns! {
+    table = developers, row = DeveloperRow;
+
+    get pub fn get(id: &str) where id.eq(id);
+
+    /// The developer a payment-processor customer belongs to.
+    get pub fn by_stripe_customer(customer: &str) where stripe_customer_id.eq(customer);
 }
 
 /// Several developers at once (for refreshing cached tiers).
@@ -72,18 +71,6 @@ pub async fn get_many(db: &Db, ids: &[String]) -> StoreResult<Vec<DeveloperRow>>
             .select(DeveloperRow::as_select())
             .load(conn)
             .await?)
-    })
-}
-
-/// The developer a payment-processor customer belongs to.
-pub async fn by_stripe_customer(db: &Db, customer: &str) -> StoreResult<Option<DeveloperRow>> {
-    db_run!(db, |conn| {
-        Ok(developers::table
-            .filter(developers::stripe_customer_id.eq(customer))
-            .select(DeveloperRow::as_select())
-            .first(conn)
-            .await
-            .optional()?)
     })
 }
 

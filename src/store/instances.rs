@@ -4,9 +4,8 @@
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
+use super::crud::store_fns;
 use super::schema::agent_instances as instances;
-use super::{Db, StoreResult};
-use crate::db_run;
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
 #[diesel(table_name = instances)]
@@ -36,118 +35,28 @@ pub struct InstanceChanges {
     pub updated_at: i64,
 }
 
-pub async fn insert(db: &Db, row: &InstanceRow) -> StoreResult<InstanceRow> {
-    db_run!(db, |conn| {
-        Ok(diesel::insert_into(instances::table)
-            .values(row)
-            .returning(InstanceRow::as_returning())
-            .get_result(conn)
-            .await?)
-    })
-}
+store_fns! {
+    table = instances, row = InstanceRow;
 
-pub async fn get(
-    db: &Db,
-    developer: &str,
-    agent: &str,
-    id: &str,
-) -> StoreResult<Option<InstanceRow>> {
-    db_run!(db, |conn| {
-        Ok(instances::table
-            .filter(instances::developer_id.eq(developer))
-            .filter(instances::agent_id.eq(agent))
-            .filter(instances::id.eq(id))
-            .select(InstanceRow::as_select())
-            .first(conn)
-            .await
-            .optional()?)
-    })
-}
+    insert pub fn insert(row: &InstanceRow);
 
-/// The agent's instance for a caller's phone number (E.164, as stored).
-pub async fn by_phone(
-    db: &Db,
-    developer: &str,
-    agent: &str,
-    phone: &str,
-) -> StoreResult<Option<InstanceRow>> {
-    db_run!(db, |conn| {
-        Ok(instances::table
-            .filter(instances::developer_id.eq(developer))
-            .filter(instances::agent_id.eq(agent))
-            .filter(instances::phone_number.eq(phone))
-            .select(InstanceRow::as_select())
-            .first(conn)
-            .await
-            .optional()?)
-    })
-}
+    get pub fn get(developer: &str, agent: &str, id: &str)
+        where developer_id.eq(developer), agent_id.eq(agent), id.eq(id);
 
-pub async fn list(
-    db: &Db,
-    developer: &str,
-    agent: &str,
-    after: i64,
-    limit: i64,
-) -> StoreResult<Vec<InstanceRow>> {
-    db_run!(db, |conn| {
-        Ok(instances::table
-            .filter(instances::developer_id.eq(developer))
-            .filter(instances::agent_id.eq(agent))
-            .filter(instances::seq.gt(after))
-            .order(instances::seq.asc())
-            .limit(limit)
-            .select(InstanceRow::as_select())
-            .load(conn)
-            .await?)
-    })
-}
+    /// The agent's instance for a caller's phone number (E.164, as stored).
+    get pub fn by_phone(developer: &str, agent: &str, phone: &str)
+        where developer_id.eq(developer), agent_id.eq(agent), phone_number.eq(phone);
 
-pub async fn seq_of(db: &Db, developer: &str, agent: &str, id: &str) -> StoreResult<Option<i64>> {
-    db_run!(db, |conn| {
-        Ok(instances::table
-            .filter(instances::developer_id.eq(developer))
-            .filter(instances::agent_id.eq(agent))
-            .filter(instances::id.eq(id))
-            .select(instances::seq)
-            .first(conn)
-            .await
-            .optional()?)
-    })
-}
+    list pub fn list(developer: &str, agent: &str)
+        where developer_id.eq(developer), agent_id.eq(agent);
 
-pub async fn update(
-    db: &Db,
-    developer: &str,
-    agent: &str,
-    id: &str,
-    changes: &InstanceChanges,
-) -> StoreResult<Option<InstanceRow>> {
-    db_run!(db, |conn| {
-        Ok(diesel::update(
-            instances::table
-                .filter(instances::developer_id.eq(developer))
-                .filter(instances::agent_id.eq(agent))
-                .filter(instances::id.eq(id)),
-        )
-        .set(changes)
-        .returning(InstanceRow::as_returning())
-        .get_result(conn)
-        .await
-        .optional()?)
-    })
-}
+    seq pub fn seq_of(developer: &str, agent: &str, id: &str)
+        where developer_id.eq(developer), agent_id.eq(agent), id.eq(id);
 
-pub async fn delete(db: &Db, developer: &str, agent: &str, id: &str) -> StoreResult<bool> {
-    db_run!(db, |conn| {
-        let deleted = diesel::delete(
-            instances::table
-                .filter(instances::developer_id.eq(developer))
-                .filter(instances::agent_id.eq(agent))
-                .filter(instances::id.eq(id)),
-        )
-        .execute(conn)
-        .await?;
-        Ok(deleted == 1)
-    })
+    update pub fn update(developer: &str, agent: &str, id: &str, changes: &InstanceChanges)
+        set (changes)
+        where developer_id.eq(developer), agent_id.eq(agent), id.eq(id);
+
+    delete pub fn delete(developer: &str, agent: &str, id: &str)
+        where developer_id.eq(developer), agent_id.eq(agent), id.eq(id);
 }

@@ -3,6 +3,7 @@
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
+use super::crud::store_fns;
 use super::schema::transcription_jobs;
 use super::{Db, StoreResult};
 use crate::db_run;
@@ -40,31 +41,15 @@ pub async fn insert(db: &Db, row: &JobRow) -> StoreResult<()> {
     })
 }
 
-/// A developer's job; another developer's id is not found.
-pub async fn get(db: &Db, developer: &str, id: &str) -> StoreResult<Option<JobRow>> {
-    db_run!(db, |conn| {
-        Ok(transcription_jobs::table
-            .filter(transcription_jobs::id.eq(id))
-            .filter(transcription_jobs::developer_id.eq(developer))
-            .select(JobRow::as_select())
-            .first(conn)
-            .await
-            .optional()?)
-    })
-}
+store_fns! {
+    table = transcription_jobs, row = JobRow;
 
-/// This node's jobs still processing, oldest first: at start-up, those its previous run left
-/// unfinished.
-pub async fn unfinished(db: &Db, node: &str) -> StoreResult<Vec<JobRow>> {
-    db_run!(db, |conn| {
-        Ok(transcription_jobs::table
-            .filter(transcription_jobs::node_id.eq(node))
-            .filter(transcription_jobs::status.eq(STATUS_PROCESSING))
-            .order(transcription_jobs::seq.asc())
-            .select(JobRow::as_select())
-            .load(conn)
-            .await?)
-    })
+    /// A developer's job; another developer's id is not found.
+    get pub fn get(developer: &str, id: &str) where id.eq(id), developer_id.eq(developer);
+
+    /// This node's jobs still processing, oldest first: at start-up, those its previous run
+    /// left unfinished.
+    all pub fn unfinished(node: &str) where node_id.eq(node), status.eq(STATUS_PROCESSING);
 }
 
 /// Counts one more run of a job about to start; answers the runs so far, this one included.

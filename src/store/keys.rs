@@ -3,6 +3,7 @@
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
+use super::crud::store_fns;
 use super::schema::api_keys;
 use super::{Db, StoreResult};
 use crate::{db_run, db_tx};
@@ -34,65 +35,26 @@ pub struct NewKey {
     pub expires_at: Option<i64>,
 }
 
-pub async fn insert(db: &Db, key: &NewKey) -> StoreResult<KeyRow> {
-    db_run!(db, |conn| {
-        Ok(diesel::insert_into(api_keys::table)
-            .values(key)
-            .returning(KeyRow::as_returning())
-            .get_result(conn)
-            .await?)
-    })
-}
+store_fns! {
+    table = api_keys, row = KeyRow;
 
-/// The key with this hash, revoked or not.
-pub async fn find_by_hash(db: &Db, hash: &str) -> StoreResult<Option<KeyRow>> {
-    db_run!(db, |conn| {
-        Ok(api_keys::table
-            .filter(api_keys::key_hash.eq(hash))
-            .select(KeyRow::as_select())
-            .first(conn)
-            .await
-            .optional()?)
-    })
-}
+    insert pub fn insert(key: &NewKey);
 
-pub async fn find_by_id(db: &Db, id: &str) -> StoreResult<Option<KeyRow>> {
-    db_run!(db, |conn| {
-        Ok(api_keys::table
-            .filter(api_keys::id.eq(id))
-            .select(KeyRow::as_select())
-            .first(conn)
-            .await
-            .optional()?)
-    })
-}
+    /// The key with this hash, revoked or not.
+    get pub fn find_by_hash(hash: &str) where key_hash.eq(hash);
 
-/// A developer's live (not revoked) keys in creation order, after `after` (a `seq`).
-pub async fn list(db: &Db, developer: &str, after: i64, limit: i64) -> StoreResult<Vec<KeyRow>> {
-    db_run!(db, |conn| {
-        Ok(api_keys::table
-            .filter(api_keys::developer_id.eq(developer))
-            .filter(api_keys::revoked_at.is_null())
-            .filter(api_keys::seq.gt(after))
-            .order(api_keys::seq.asc())
-            .limit(limit)
-            .select(KeyRow::as_select())
-            .load(conn)
-            .await?)
-    })
-}
+    get pub fn find_by_id(id: &str) where id.eq(id);
 
-/// The position of one of the developer's keys, for cursors.
-pub async fn seq_of(db: &Db, developer: &str, id: &str) -> StoreResult<Option<i64>> {
-    db_run!(db, |conn| {
-        Ok(api_keys::table
-            .filter(api_keys::developer_id.eq(developer))
-            .filter(api_keys::id.eq(id))
-            .select(api_keys::seq)
-            .first(conn)
-            .await
-            .optional()?)
-    })
+    /// A developer's live (not revoked) keys in creation order, after `after` (a `seq`).
+    list pub fn list(developer: &str) where developer_id.eq(developer), revoked_at.is_null();
+
+    /// The position of one of the developer's keys, for cursors.
+    seq pub fn seq_of(developer: &str, id: &str) where developer_id.eq(developer), id.eq(id);
+
+    /// Revokes a live key of any developer (operator use); answers whether there was one.
+    mark pub fn revoke_any(id: &str, now: i64)
+        set (api_keys::revoked_at.eq(now))
+        where id.eq(id), revoked_at.is_null();
 }
 
 /// Revokes a live key; answers its hash, or `None` when there was no such live key.
@@ -166,20 +128,5 @@ pub async fn touch_last_used(db: &Db, batch: &[(String, i64)]) -> StoreResult<()
                 .await?;
         }
         Ok(())
-    })
-}
-
-/// Revokes a live key of any developer (operator use); answers whether there was one.
-pub async fn revoke_any(db: &Db, id: &str, now: i64) -> StoreResult<bool> {
-    db_run!(db, |conn| {
-        let changed = diesel::update(
-            api_keys::table
-                .filter(api_keys::id.eq(id))
-                .filter(api_keys::revoked_at.is_null()),
-        )
-        .set(api_keys::revoked_at.eq(now))
-        .execute(conn)
-        .await?;
-        Ok(changed == 1)
     })
 }

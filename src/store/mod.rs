@@ -5,6 +5,7 @@
 pub mod agents;
 pub mod collections;
 pub mod conversations;
+mod crud;
 pub mod developers;
 pub mod documents;
 pub mod instances;

@@ -5,6 +5,7 @@
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
+use super::crud::store_fns;
 use super::schema::{developer_phones, developers, portal_codes, portal_sessions};
 use super::{Db, StoreResult};
 use crate::{db_run, db_tx};
@@ -55,6 +56,38 @@ pub enum Verification {
     SignedIn { developer_id: String, created: bool },
 }
 
+/// Which codes a request limit counts: those to a number, from a client address, or only
+/// those requested by browsers the number had not signed in with.
+#[derive(Clone, Copy, Default)]
+struct CodeFilter<'a> {
+    phone: Option<&'a str>,
+    client_ip: Option<&'a str>,
+    untrusted_only: bool,
+}
+
+/// Creation times of the codes `filter` selects created at or after `since` (epoch ms),
+/// oldest first.
+async fn code_times(db: &Db, filter: CodeFilter<'_>, since: i64) -> StoreResult<Vec<i64>> {
+    db_run!(db, |conn| {
+        let mut query = portal_codes::table.into_boxed();
+        if let Some(phone) = filter.phone {
+            query = query.filter(portal_codes::phone.eq(phone.to_string()));
+        }
+        if filter.untrusted_only {
+            query = query.filter(portal_codes::trusted.eq(false));
+        }
+        if let Some(ip) = filter.client_ip {
+            query = query.filter(portal_codes::client_ip.eq(ip.to_string()));
+        }
+        Ok(query
+            .filter(portal_codes::created_at.ge(since))
+            .order(portal_codes::created_at.asc())
+            .select(portal_codes::created_at)
+            .load(conn)
+            .await?)
+    })
+}
+
 /// Creation times of codes sent to `phone` at or after `since` (epoch ms) for browsers that
 /// had not signed in with it before (`trusted` false), oldest first: the number-wide limit.
 pub async fn untrusted_requests_for_phone(
@@ -62,16 +95,12 @@ pub async fn untrusted_requests_for_phone(
     phone: &str,
     since: i64,
 ) -> StoreResult<Vec<i64>> {
-    db_run!(db, |conn| {
-        Ok(portal_codes::table
-            .filter(portal_codes::phone.eq(phone))
-            .filter(portal_codes::trusted.eq(false))
-            .filter(portal_codes::created_at.ge(since))
-            .order(portal_codes::created_at.asc())
-            .select(portal_codes::created_at)
-            .load(conn)
-            .await?)
-    })
+    let filter = CodeFilter {
+        phone: Some(phone),
+        untrusted_only: true,
+        ..CodeFilter::default()
+    };
+    code_times(db, filter, since).await
 }
 
 /// Creation times of codes sent to `phone` at the request of client address `ip`.
@@ -81,29 +110,21 @@ pub async fn requests_for_phone_from_ip(
     ip: &str,
     since: i64,
 ) -> StoreResult<Vec<i64>> {
-    db_run!(db, |conn| {
-        Ok(portal_codes::table
-            .filter(portal_codes::phone.eq(phone))
-            .filter(portal_codes::client_ip.eq(ip))
-            .filter(portal_codes::created_at.ge(since))
-            .order(portal_codes::created_at.asc())
-            .select(portal_codes::created_at)
-            .load(conn)
-            .await?)
-    })
+    let filter = CodeFilter {
+        phone: Some(phone),
+        client_ip: Some(ip),
+        ..CodeFilter::default()
+    };
+    code_times(db, filter, since).await
 }
 
 /// Creation times of codes requested from client address `ip` at or after `since`.
 pub async fn requests_from_ip(db: &Db, ip: &str, since: i64) -> StoreResult<Vec<i64>> {
-    db_run!(db, |conn| {
-        Ok(portal_codes::table
-            .filter(portal_codes::client_ip.eq(ip))
-            .filter(portal_codes::created_at.ge(since))
-            .order(portal_codes::created_at.asc())
-            .select(portal_codes::created_at)
-            .load(conn)
-            .await?)
-    })
+    let filter = CodeFilter {
+        client_ip: Some(ip),
+        ..CodeFilter::default()
+    };
+    code_times(db, filter, since).await
 }
 
 /// A code about to be sent.
@@ -276,16 +297,16 @@ pub async fn verify(
     })
 }
 
-/// The session with this id hash, whatever its state.
-pub async fn find_session(db: &Db, id_hash: &str) -> StoreResult<Option<PortalSessionRow>> {
-    db_run!(db, |conn| {
-        Ok(portal_sessions::table
-            .filter(portal_sessions::id_hash.eq(id_hash))
-            .select(PortalSessionRow::as_select())
-            .first(conn)
-            .await
-            .optional()?)
-    })
+store_fns! {
+    table = portal_sessions, row = PortalSessionRow;
+
+    /// The session with this id hash, whatever its state.
+    get pub fn find_session(id_hash: &str) where id_hash.eq(id_hash);
+
+    /// Revokes a session (sign-out); answers whether it was live.
+    mark pub fn revoke_session(id_hash: &str, now: i64)
+        set (portal_sessions::revoked_at.eq(now))
+        where id_hash.eq(id_hash), revoked_at.is_null();
 }
 
 /// Records that a live session was used at `now`.
@@ -300,21 +321,6 @@ pub async fn touch_session(db: &Db, id_hash: &str, now: i64) -> StoreResult<()> 
         .execute(conn)
         .await?;
         Ok(())
-    })
-}
-
-/// Revokes a session (sign-out); answers whether it was live.
-pub async fn revoke_session(db: &Db, id_hash: &str, now: i64) -> StoreResult<bool> {
-    db_run!(db, |conn| {
-        let changed = diesel::update(
-            portal_sessions::table
-                .filter(portal_sessions::id_hash.eq(id_hash))
-                .filter(portal_sessions::revoked_at.is_null()),
-        )
-        .set(portal_sessions::revoked_at.eq(now))
-        .execute(conn)
-        .await?;
-        Ok(changed == 1)
     })
 }
 

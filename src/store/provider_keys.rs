@@ -5,6 +5,7 @@ use diesel::prelude::*;
 use diesel::upsert::excluded;
 use diesel_async::RunQueryDsl;
 
+use super::crud::store_fns;
 use super::schema::provider_keys;
 use super::{Db, StoreResult};
 use crate::db_run;
@@ -40,16 +41,11 @@ pub async fn upsert(db: &Db, row: &ProviderKeyRow) -> StoreResult<()> {
     })
 }
 
-pub async fn get(db: &Db, developer: &str, provider: &str) -> StoreResult<Option<ProviderKeyRow>> {
-    db_run!(db, |conn| {
-        Ok(provider_keys::table
-            .filter(provider_keys::developer_id.eq(developer))
-            .filter(provider_keys::provider.eq(provider))
-            .select(ProviderKeyRow::as_select())
-            .first(conn)
-            .await
-            .optional()?)
-    })
+store_fns! {
+    table = provider_keys, row = ProviderKeyRow;
+
+    get pub fn get(developer: &str, provider: &str)
+        where developer_id.eq(developer), provider.eq(provider);
 }
 
 /// The developer's keys, by provider id.

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
+use super::crud::store_fns;
 use super::schema::{session_events as events, session_tool_calls as tool_calls};
 use super::schema::{session_turns as turns, sessions};
 use super::{Db, StoreResult};
@@ -197,32 +198,39 @@ pub async fn insert(db: &Db, row: &SessionRow, node: Option<&str>) -> StoreResul
     })
 }
 
-/// Moves a pending session to active (its stream connected) on `node`, once. Answers the session when
-/// this call claimed it; `None` if it is unknown or was already claimed.
-pub async fn activate(
-    db: &Db,
-    id: &str,
-    call_sid: Option<&str>,
-    node: &str,
-    at: i64,
-) -> StoreResult<Option<SessionRow>> {
-    db_run!(db, |conn| {
-        Ok(diesel::update(
-            sessions::table
-                .filter(sessions::id.eq(id))
-                .filter(sessions::status.eq(STATUS_PENDING)),
-        )
-        .set((
+store_fns! {
+    table = sessions, row = SessionRow;
+
+    /// Moves a pending session to active (its stream connected) on `node`, once. Answers the
+    /// session when this call claimed it; `None` if it is unknown or was already claimed.
+    update pub fn activate(id: &str, call_sid: Option<&str>, node: &str, at: i64)
+        set ((
             sessions::status.eq(STATUS_ACTIVE),
             sessions::call_sid.eq(call_sid),
             sessions::started_at.eq(Some(at)),
             sessions::node_id.eq(Some(node)),
         ))
-        .returning(SessionRow::as_returning())
-        .get_result(conn)
-        .await
-        .optional()?)
-    })
+        where id.eq(id), status.eq(STATUS_PENDING);
+
+    get pub fn get(developer: &str, id: &str) where developer_id.eq(developer), id.eq(id);
+
+    /// The developer's latest session for a Twilio call SID.
+    latest pub fn by_call_sid(developer: &str, call_sid: &str)
+        where developer_id.eq(developer), call_sid.eq(call_sid);
+
+    seq pub fn seq_of(developer: &str, id: &str) where developer_id.eq(developer), id.eq(id);
+}
+
+store_fns! {
+    table = tool_calls, row = ToolCallRow;
+
+    all pub fn tool_calls_of(session: &str) where session_id.eq(session);
+}
+
+store_fns! {
+    table = events, row = EventRow;
+
+    all pub fn events_of(session: &str) where session_id.eq(session);
 }
 
 /// A record write from a live session (see [`write_records`]).
@@ -328,28 +336,6 @@ pub async fn write_records(db: &Db, writes: Arc<[RecordWrite]>) -> StoreResult<(
             Ok(())
         }),
     }
-}
-
-pub async fn tool_calls_of(db: &Db, session: &str) -> StoreResult<Vec<ToolCallRow>> {
-    db_run!(db, |conn| {
-        Ok(tool_calls::table
-            .filter(tool_calls::session_id.eq(session))
-            .order(tool_calls::seq.asc())
-            .select(ToolCallRow::as_select())
-            .load(conn)
-            .await?)
-    })
-}
-
-pub async fn events_of(db: &Db, session: &str) -> StoreResult<Vec<EventRow>> {
-    db_run!(db, |conn| {
-        Ok(events::table
-            .filter(events::session_id.eq(session))
-            .order(events::seq.asc())
-            .select(EventRow::as_select())
-            .load(conn)
-            .await?)
-    })
 }
 
 /// Which of a developer's sessions an aggregate covers: one agent's or all, started within
@@ -480,36 +466,6 @@ pub async fn exists(db: &Db, id: &str) -> StoreResult<bool> {
     })
 }
 
-pub async fn get(db: &Db, developer: &str, id: &str) -> StoreResult<Option<SessionRow>> {
-    db_run!(db, |conn| {
-        Ok(sessions::table
-            .filter(sessions::developer_id.eq(developer))
-            .filter(sessions::id.eq(id))
-            .select(SessionRow::as_select())
-            .first(conn)
-            .await
-            .optional()?)
-    })
-}
-
-/// The developer's latest session for a Twilio call SID.
-pub async fn by_call_sid(
-    db: &Db,
-    developer: &str,
-    call_sid: &str,
-) -> StoreResult<Option<SessionRow>> {
-    db_run!(db, |conn| {
-        Ok(sessions::table
-            .filter(sessions::developer_id.eq(developer))
-            .filter(sessions::call_sid.eq(call_sid))
-            .order(sessions::seq.desc())
-            .select(SessionRow::as_select())
-            .first(conn)
-            .await
-            .optional()?)
-    })
-}
-
 pub async fn turns_of(db: &Db, session: &str) -> StoreResult<Vec<TurnRow>> {
     db_run!(db, |conn| {
         Ok(turns::table
@@ -553,17 +509,5 @@ pub async fn list(
             .select(SessionRow::as_select())
             .load(conn)
             .await?)
-    })
-}
-
-pub async fn seq_of(db: &Db, developer: &str, id: &str) -> StoreResult<Option<i64>> {
-    db_run!(db, |conn| {
-        Ok(sessions::table
-            .filter(sessions::developer_id.eq(developer))
-            .filter(sessions::id.eq(id))
-            .select(sessions::seq)
-            .first(conn)
-            .await
-            .optional()?)
     })
 }

@@ -4,7 +4,9 @@
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
-use super::schema::{agent_syncs, call_tasks, phone_numbers, recordings};
+use super::crud::store_fns;
+use super::schema::{agent_syncs, call_tasks, phone_numbers, recordings, sessions};
+use super::sessions::{STATUS_FAILED, STATUS_PENDING};
 use super::{Db, StoreResult};
 use crate::{db_run, db_tx};
 
@@ -57,40 +59,29 @@ pub struct PhoneNumberChanges {
     pub updated_at: i64,
 }
 
-pub async fn insert_number(db: &Db, row: &PhoneNumberRow) -> StoreResult<PhoneNumberRow> {
-    db_run!(db, |conn| {
-        Ok(diesel::insert_into(phone_numbers::table)
-            .values(row)
-            .returning(PhoneNumberRow::as_returning())
-            .get_result(conn)
-            .await?)
-    })
-}
+store_fns! {
+    table = phone_numbers, row = PhoneNumberRow;
 
-pub async fn get_number(db: &Db, developer: &str, id: &str) -> StoreResult<Option<PhoneNumberRow>> {
-    db_run!(db, |conn| {
-        Ok(phone_numbers::table
-            .filter(phone_numbers::developer_id.eq(developer))
-            .filter(phone_numbers::id.eq(id))
-            .select(PhoneNumberRow::as_select())
-            .first(conn)
-            .await
-            .optional()?)
-    })
-}
+    insert pub fn insert_number(row: &PhoneNumberRow);
 
-/// The verified route of a called number, whoever owns it (the inbound webhook's lookup and
-/// the owner of an outbound caller id). Pending claims are not routes.
-pub async fn route_of(db: &Db, number: &str) -> StoreResult<Option<PhoneNumberRow>> {
-    db_run!(db, |conn| {
-        Ok(phone_numbers::table
-            .filter(phone_numbers::phone_number.eq(number))
-            .filter(phone_numbers::verified_at.is_not_null())
-            .select(PhoneNumberRow::as_select())
-            .first(conn)
-            .await
-            .optional()?)
-    })
+    get pub fn get_number(developer: &str, id: &str)
+        where developer_id.eq(developer), id.eq(id);
+
+    /// The verified route of a called number, whoever owns it (the inbound webhook's lookup
+    /// and the owner of an outbound caller id). Pending claims are not routes.
+    get pub fn route_of(number: &str) where phone_number.eq(number), verified_at.is_not_null();
+
+    list pub fn list_numbers(developer: &str) where developer_id.eq(developer);
+
+    seq pub fn number_seq(developer: &str, id: &str)
+        where developer_id.eq(developer), id.eq(id);
+
+    update pub fn update_number(developer: &str, id: &str, changes: &PhoneNumberChanges)
+        set (changes)
+        where developer_id.eq(developer), id.eq(id);
+
+    delete pub fn delete_number(developer: &str, id: &str)
+        where developer_id.eq(developer), id.eq(id);
 }
 
 /// How many of the developer's routes are still waiting for their code.
@@ -178,69 +169,6 @@ pub async fn verify_claim(
     })
 }
 
-pub async fn list_numbers(
-    db: &Db,
-    developer: &str,
-    after: i64,
-    limit: i64,
-) -> StoreResult<Vec<PhoneNumberRow>> {
-    db_run!(db, |conn| {
-        Ok(phone_numbers::table
-            .filter(phone_numbers::developer_id.eq(developer))
-            .filter(phone_numbers::seq.gt(after))
-            .order(phone_numbers::seq.asc())
-            .limit(limit)
-            .select(PhoneNumberRow::as_select())
-            .load(conn)
-            .await?)
-    })
-}
-
-pub async fn number_seq(db: &Db, developer: &str, id: &str) -> StoreResult<Option<i64>> {
-    db_run!(db, |conn| {
-        Ok(phone_numbers::table
-            .filter(phone_numbers::developer_id.eq(developer))
-            .filter(phone_numbers::id.eq(id))
-            .select(phone_numbers::seq)
-            .first(conn)
-            .await
-            .optional()?)
-    })
-}
-
-pub async fn update_number(
-    db: &Db,
-    developer: &str,
-    id: &str,
-    changes: &PhoneNumberChanges,
-) -> StoreResult<Option<PhoneNumberRow>> {
-    db_run!(db, |conn| {
-        Ok(diesel::update(
-            phone_numbers::table
-                .filter(phone_numbers::developer_id.eq(developer))
-                .filter(phone_numbers::id.eq(id)),
-        )
-        .set(changes)
-        .returning(PhoneNumberRow::as_returning())
-        .get_result(conn)
-        .await
-        .optional()?)
-    })
-}
-
-pub async fn delete_number(db: &Db, developer: &str, id: &str) -> StoreResult<bool> {
-    db_run!(db, |conn| {
-        let deleted = diesel::delete(
-            phone_numbers::table
-                .filter(phone_numbers::developer_id.eq(developer))
-                .filter(phone_numbers::id.eq(id)),
-        )
-        .execute(conn)
-        .await?;
-        Ok(deleted == 1)
-    })
-}
-
 pub const TASK_QUEUED: &str = "queued";
 pub const TASK_RINGING: &str = "ringing";
 pub const TASK_IN_PROGRESS: &str = "in-progress";
@@ -284,14 +212,30 @@ pub struct TaskChanges {
     pub updated_at: i64,
 }
 
-pub async fn insert_task(db: &Db, row: &CallTaskRow) -> StoreResult<CallTaskRow> {
-    db_run!(db, |conn| {
-        Ok(diesel::insert_into(call_tasks::table)
-            .values(row)
-            .returning(CallTaskRow::as_returning())
-            .get_result(conn)
-            .await?)
-    })
+store_fns! {
+    table = call_tasks, row = CallTaskRow;
+
+    insert pub fn insert_task(row: &CallTaskRow);
+
+    /// Applies `changes` unless the task has already ended; answers the task as it is after.
+    update pub fn update_task(id: &str, changes: &TaskChanges)
+        set (changes)
+        where id.eq(id), status.ne_all(TASK_TERMINAL);
+
+    /// Marks the task as connected to `session_id`, once: only a live task that no connect
+    /// has reached yet is changed, so a replayed connect webhook finds `None`.
+    update pub fn claim_connect(id: &str, session_id: &str, updated_at: i64)
+        set ((
+            call_tasks::session_id.eq(Some(session_id)),
+            call_tasks::updated_at.eq(updated_at),
+        ))
+        where id.eq(id), session_id.is_null(), status.ne_all(TASK_TERMINAL);
+
+    /// Records a status callback: applied only if its sequence number is newer than the last
+    /// one applied and the task has not ended (Twilio does not promise arrival order).
+    update pub fn advance_task(id: &str, sequence: i64, changes: &TaskChanges)
+        set (changes)
+        where id.eq(id), last_sequence.lt(sequence), status.ne_all(TASK_TERMINAL);
 }
 
 /// A task by id: the developer's own, or (`developer` = `None`) whoever's, for Twilio's
@@ -311,75 +255,6 @@ pub async fn get_task(
             .first(conn)
             .await
             .optional()?)
-    })
-}
-
-/// Applies `changes` unless the task has already ended; answers the task as it is after.
-pub async fn update_task(
-    db: &Db,
-    id: &str,
-    changes: &TaskChanges,
-) -> StoreResult<Option<CallTaskRow>> {
-    db_run!(db, |conn| {
-        Ok(diesel::update(
-            call_tasks::table
-                .filter(call_tasks::id.eq(id))
-                .filter(call_tasks::status.ne_all(TASK_TERMINAL)),
-        )
-        .set(changes)
-        .returning(CallTaskRow::as_returning())
-        .get_result(conn)
-        .await
-        .optional()?)
-    })
-}
-
-/// Marks the task as connected to `session_id`, once: only a live task that no connect has
-/// reached yet is changed, so a replayed connect webhook finds `None`.
-pub async fn claim_connect(
-    db: &Db,
-    id: &str,
-    session_id: &str,
-    updated_at: i64,
-) -> StoreResult<Option<CallTaskRow>> {
-    db_run!(db, |conn| {
-        Ok(diesel::update(
-            call_tasks::table
-                .filter(call_tasks::id.eq(id))
-                .filter(call_tasks::session_id.is_null())
-                .filter(call_tasks::status.ne_all(TASK_TERMINAL)),
-        )
-        .set((
-            call_tasks::session_id.eq(Some(session_id)),
-            call_tasks::updated_at.eq(updated_at),
-        ))
-        .returning(CallTaskRow::as_returning())
-        .get_result(conn)
-        .await
-        .optional()?)
-    })
-}
-
-/// Records a status callback: applied only if its sequence number is newer than the last one
-/// applied and the task has not ended (Twilio does not promise arrival order).
-pub async fn advance_task(
-    db: &Db,
-    id: &str,
-    sequence: i64,
-    changes: &TaskChanges,
-) -> StoreResult<Option<CallTaskRow>> {
-    db_run!(db, |conn| {
-        Ok(diesel::update(
-            call_tasks::table
-                .filter(call_tasks::id.eq(id))
-                .filter(call_tasks::last_sequence.lt(sequence))
-                .filter(call_tasks::status.ne_all(TASK_TERMINAL)),
-        )
-        .set(changes)
-        .returning(CallTaskRow::as_returning())
-        .get_result(conn)
-        .await
-        .optional()?)
     })
 }
 
@@ -485,26 +360,12 @@ pub async fn complete_recording(
     })
 }
 
-/// The developer's latest recording of a call (by Twilio call SID) or session (by id).
-pub async fn recording_of(
-    db: &Db,
-    developer: &str,
-    call: &str,
-) -> StoreResult<Option<RecordingRow>> {
-    db_run!(db, |conn| {
-        Ok(recordings::table
-            .filter(recordings::developer_id.eq(developer))
-            .filter(
-                recordings::call_sid
-                    .eq(call)
-                    .or(recordings::session_id.eq(call)),
-            )
-            .order(recordings::seq.desc())
-            .select(RecordingRow::as_select())
-            .first(conn)
-            .await
-            .optional()?)
-    })
+store_fns! {
+    table = recordings, row = RecordingRow;
+
+    /// The developer's latest recording of a call (by Twilio call SID) or session (by id).
+    latest pub fn recording_of(developer: &str, call: &str)
+        where developer_id.eq(developer), call_sid.eq(call).or(recordings::session_id.eq(call));
 }
 
 /// Finished recordings created before `before` (oldest first), for the retention sweep.
@@ -544,22 +405,11 @@ pub struct AgentSyncRow {
     pub synced_at: i64,
 }
 
-pub async fn get_sync(
-    db: &Db,
-    developer: &str,
-    agent: &str,
-    provider: &str,
-) -> StoreResult<Option<AgentSyncRow>> {
-    db_run!(db, |conn| {
-        Ok(agent_syncs::table
-            .filter(agent_syncs::developer_id.eq(developer))
-            .filter(agent_syncs::agent_id.eq(agent))
-            .filter(agent_syncs::provider.eq(provider))
-            .select(AgentSyncRow::as_select())
-            .first(conn)
-            .await
-            .optional()?)
-    })
+store_fns! {
+    table = agent_syncs, row = AgentSyncRow;
+
+    get pub fn get_sync(developer: &str, agent: &str, provider: &str)
+        where developer_id.eq(developer), agent_id.eq(agent), provider.eq(provider);
 }
 
 /// Stores where the agent lives on the platform (inserted on the first sync, then updated).
@@ -583,29 +433,17 @@ pub async fn save_sync(db: &Db, row: &AgentSyncRow) -> StoreResult<()> {
     })
 }
 
-/// Ends a phone session whose stream never connected (the outbound call was not answered):
-/// `failed` with the call's final status as the reason. Sessions that connected are ended by
-/// their stream.
-pub async fn end_unconnected_session(
-    db: &Db,
-    session: &str,
-    reason: &str,
-    at: i64,
-) -> StoreResult<bool> {
-    use super::schema::sessions;
-    db_run!(db, |conn| {
-        let updated = diesel::update(
-            sessions::table
-                .filter(sessions::id.eq(session))
-                .filter(sessions::status.eq(super::sessions::STATUS_PENDING)),
-        )
-        .set((
-            sessions::status.eq(super::sessions::STATUS_FAILED),
+store_fns! {
+    table = sessions, row = SessionRow;
+
+    /// Ends a phone session whose stream never connected (the outbound call was not
+    /// answered): `failed` with the call's final status as the reason. Sessions that
+    /// connected are ended by their stream.
+    mark pub fn end_unconnected_session(session: &str, reason: &str, at: i64)
+        set ((
+            sessions::status.eq(STATUS_FAILED),
             sessions::end_reason.eq(Some(reason)),
             sessions::ended_at.eq(Some(at)),
         ))
-        .execute(conn)
-        .await?;
-        Ok(updated == 1)
-    })
+        where id.eq(session), status.eq(STATUS_PENDING);
 }

@@ -4,6 +4,7 @@ use diesel::prelude::*;
 use diesel::upsert::excluded;
 use diesel_async::RunQueryDsl;
 
+use super::crud::store_fns;
 use super::schema::usage_counters;
 use super::{Db, StoreResult};
 use crate::db_run;
@@ -84,16 +85,11 @@ pub async fn get_many(db: &Db, developers: &[String], period: &str) -> StoreResu
     })
 }
 
-pub async fn get(db: &Db, developer: &str, period: &str) -> StoreResult<Option<UsageRow>> {
-    db_run!(db, |conn| {
-        Ok(usage_counters::table
-            .filter(usage_counters::developer_id.eq(developer))
-            .filter(usage_counters::period.eq(period))
-            .select(UsageRow::as_select())
-            .first(conn)
-            .await
-            .optional()?)
-    })
+store_fns! {
+    table = usage_counters, row = UsageRow;
+
+    get pub fn get(developer: &str, period: &str)
+        where developer_id.eq(developer), period.eq(period);
 }
 
 /// Adds the deltas in `delta` to the stored counters (atomic increments, so several nodes
