@@ -17,7 +17,7 @@ use switchboard_actors::engine::{
 
 use super::audio::{clip_recognizer, wav_part, Clip, RawAudioChunker, RawEncoding};
 use super::http::{trimmed_str, Endpoint, SseEvent};
-use super::streaming::{spawn_chat_stream, ChatProtocol, Step};
+use super::streaming::{schema_json, spawn_chat_stream, ChatProtocol, Step};
 use crate::speech::languages::language_code;
 
 /// What a vendor speaking this protocol uses when neither the request nor the config names a
@@ -202,11 +202,6 @@ impl<'a> WireTool<'a> {
             },
         }
     }
-}
-
-/// A tool's JSON Schema text as a value (an empty object schema when it does not parse).
-pub fn schema_json(text: &str) -> Value {
-    serde_json::from_str(text).unwrap_or_else(|_| json!({"type": "object", "properties": {}}))
 }
 
 /// Protocol state of one streamed chat completion: tool calls gathered by their `index`.

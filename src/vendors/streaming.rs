@@ -159,8 +159,13 @@ pub fn tool_declarations(tools: &[ToolSpec], schema_key: &str) -> Vec<Value> {
         .iter()
         .map(|tool| {
             let mut declaration = json!({"name": tool.name, "description": tool.description});
-            declaration[schema_key] = super::openai::schema_json(&tool.parameters);
+            declaration[schema_key] = schema_json(&tool.parameters);
             declaration
         })
         .collect()
+}
+
+/// A tool's JSON Schema text as a value (an empty object schema when it does not parse).
+pub fn schema_json(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|_| json!({"type": "object", "properties": {}}))
 }
