@@ -169,6 +169,27 @@ fn authorised(req: &HttpRequest, sid: &str) -> bool {
         && sid == ACCOUNT_SID
 }
 
+/// Reads a form-encoded REST request as the stand-in keeps it, and keeps it.
+fn record(req: &HttpRequest, body: &Bytes, seen: &Mutex<Vec<TwilioRequest>>) -> TwilioRequest {
+    let header = |name: &str| {
+        req.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string()
+    };
+    let request = TwilioRequest {
+        path: req.path().to_string(),
+        authorization: header("authorization"),
+        content_type: header("content-type"),
+        form: url::form_urlencoded::parse(body)
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect(),
+    };
+    seen.lock().unwrap().push(request.clone());
+    request
+}
+
 fn unauthorised() -> HttpResponse {
     HttpResponse::Unauthorized().json(json!({
         "code": 20003, "message": "Authenticate",
@@ -200,23 +221,7 @@ async fn create_message(
     body: Bytes,
     seen: web::Data<Arc<Mutex<Vec<TwilioRequest>>>>,
 ) -> HttpResponse {
-    let header = |name: &str| {
-        req.headers()
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_string()
-    };
-    let form: Vec<(String, String)> = url::form_urlencoded::parse(&body)
-        .map(|(k, v)| (k.into_owned(), v.into_owned()))
-        .collect();
-    let request = TwilioRequest {
-        path: req.path().to_string(),
-        authorization: header("authorization"),
-        content_type: header("content-type"),
-        form,
-    };
-    seen.lock().unwrap().push(request.clone());
+    let request = record(&req, &body, &seen);
     if !authorised(&req, &sid) {
         return unauthorised();
     }
@@ -280,31 +285,9 @@ async fn create_call(
     body: Bytes,
     seen: web::Data<Arc<Mutex<Vec<TwilioRequest>>>>,
 ) -> HttpResponse {
-    let header = |name: &str| {
-        req.headers()
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_string()
-    };
-    let form: Vec<(String, String)> = url::form_urlencoded::parse(&body)
-        .map(|(k, v)| (k.into_owned(), v.into_owned()))
-        .collect();
-    let request = TwilioRequest {
-        path: req.path().to_string(),
-        authorization: header("authorization"),
-        content_type: header("content-type"),
-        form,
-    };
-    seen.lock().unwrap().push(request.clone());
-    let expected = format!(
-        "Basic {}",
-        base64::engine::general_purpose::STANDARD.encode(format!("{ACCOUNT_SID}:{AUTH_TOKEN}"))
-    );
-    if request.authorization != expected || sid.as_str() != ACCOUNT_SID {
-        return HttpResponse::Unauthorized().json(json!({
-            "code": 20003, "message": "Authenticate",
-            "more_info": "https://www.twilio.com/docs/errors/20003", "status": 401}));
+    let request = record(&req, &body, &seen);
+    if !authorised(&req, &sid) {
+        return unauthorised();
     }
     let to = request.param("To").unwrap_or("").to_string();
     let from = request.param("From").unwrap_or("").to_string();
@@ -342,31 +325,9 @@ async fn update_call(
     seen: web::Data<Arc<Mutex<Vec<TwilioRequest>>>>,
 ) -> HttpResponse {
     let (sid, call) = path.into_inner();
-    let form: Vec<(String, String)> = url::form_urlencoded::parse(&body)
-        .map(|(k, v)| (k.into_owned(), v.into_owned()))
-        .collect();
-    let header = |name: &str| {
-        req.headers()
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_string()
-    };
-    let request = TwilioRequest {
-        path: req.path().to_string(),
-        authorization: header("authorization"),
-        content_type: header("content-type"),
-        form,
-    };
-    seen.lock().unwrap().push(request.clone());
-    let expected = format!(
-        "Basic {}",
-        base64::engine::general_purpose::STANDARD.encode(format!("{ACCOUNT_SID}:{AUTH_TOKEN}"))
-    );
-    if request.authorization != expected || sid != ACCOUNT_SID {
-        return HttpResponse::Unauthorized().json(json!({
-            "code": 20003, "message": "Authenticate",
-            "more_info": "https://www.twilio.com/docs/errors/20003", "status": 401}));
+    let request = record(&req, &body, &seen);
+    if !authorised(&req, &sid) {
+        return unauthorised();
     }
     let Some(call_sid) = call.strip_suffix(".json") else {
         return HttpResponse::NotFound().finish();
