@@ -210,8 +210,10 @@ pub struct SessionDetailBody {
     /// Failed turns and a fatal end, in order.
     pub errors: Vec<ErrorEntry>,
     pub unrecognised_speech: Vec<UnrecognisedSpeechBody>,
-    /// What was done to the call from outside the conversation, in order (`hangup_requested`:
-    /// the integrator hung it up).
+    /// What was done to the call beyond the conversation, in order: `hangup_requested` (the
+    /// integrator hung it up), `agent_hung_up` (the agent's `end_call`), `transfer`, `keypad`
+    /// (the agent's `send_dtmf`), `machine_detection` (an outbound call's answering-machine
+    /// verdict).
     pub call_events: Vec<CallEventBody>,
     pub metrics: MetricsBody,
 }
@@ -222,6 +224,11 @@ pub struct CallEventBody {
     pub kind: String,
     /// When, from the start of the session.
     pub at_ms: i64,
+    /// What it was about: `transfer` `{name, number, mode, by, outcome}`, `keypad`
+    /// `{digits}`, `machine_detection` `{answeredBy, action}`; absent for the others.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub detail: Option<serde_json::Value>,
 }
 
 /// The stage an error code belongs to.
@@ -300,6 +307,10 @@ fn detail(trace: SessionTrace) -> SessionDetailBody {
         .map(|e| CallEventBody {
             kind: e.kind.clone(),
             at_ms: e.start_ms,
+            detail: e
+                .detail
+                .as_deref()
+                .and_then(|d| serde_json::from_str(d).ok()),
         })
         .collect();
     SessionDetailBody {

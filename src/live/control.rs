@@ -49,13 +49,12 @@ pub async fn hang_up(
         TwilioError::Failed(_) => ApiError::Upstream(e.to_string()),
     })?;
     let at = time::now_ms() - session.started_at.unwrap_or(session.created_at);
-    state.sessions().do_send(RecordEvent(EventRow {
-        session_id: session.id.clone(),
-        kind: EVENT_HANGUP_REQUESTED.to_string(),
-        turn_index: None,
-        start_ms: at.max(0),
-        end_ms: at.max(0),
-    }));
+    state.sessions().do_send(RecordEvent(EventRow::call(
+        &session.id,
+        EVENT_HANGUP_REQUESTED,
+        at,
+        None,
+    )));
     Ok(HungUp {
         session_id: session.id,
         ended_now,

@@ -512,6 +512,7 @@ mod tests {
                     turn_index: Some(1),
                     start_ms: 1_800,
                     end_ms: 2_100,
+                    detail: None,
                 },
                 EventRow {
                     session_id: "ses_1".into(),
@@ -519,6 +520,7 @@ mod tests {
                     turn_index: None,
                     start_ms: 4_100,
                     end_ms: 4_600,
+                    detail: None,
                 },
             ],
         );

@@ -218,6 +218,7 @@ impl SessionObserver for SessionRecorder {
             turn_index: speech.interrupted_turn.map(|t| t as i32),
             start_ms: speech.start_ms as i64,
             end_ms: speech.end_ms as i64,
+            detail: None,
         }));
     }
 

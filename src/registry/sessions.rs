@@ -341,6 +341,27 @@ impl Handler<RecordEvent> for SessionRegistry {
     }
 }
 
+/// Sets the detail of a session's call events of one kind (a transfer's outcome, reported
+/// by Twilio after the session ended). Answers whether such an event was there.
+#[derive(Message)]
+#[rtype(result = "Result<bool, ApiError>")]
+pub struct SettleEvent {
+    pub session_id: String,
+    pub kind: &'static str,
+    pub detail: String,
+}
+
+impl Handler<SettleEvent> for SessionRegistry {
+    type Result = ResponseFuture<Result<bool, ApiError>>;
+
+    fn handle(&mut self, msg: SettleEvent, _: &mut Context<Self>) -> Self::Result {
+        let db = self.db.clone();
+        Box::pin(async move {
+            Ok(sessions::settle_events(&db, &msg.session_id, msg.kind, &msg.detail).await?)
+        })
+    }
+}
+
 /// The session ended. Written after every record the session sent before it (a reader that
 /// sees the session ended sees all of its turns).
 #[derive(Message)]
@@ -589,6 +610,7 @@ mod tests {
             turn_index: None,
             start_ms: 0,
             end_ms: 5,
+            detail: None,
         }));
         registry.do_send(ended("s1"));
         registry.send(Settle).await.expect("registry answers");

@@ -290,6 +290,7 @@ diesel::table! {
         turn_index -> Nullable<Integer>,
         start_ms -> BigInt,
         end_ms -> BigInt,
+        detail -> Nullable<Text>,
     }
 }
 

@@ -20,6 +20,12 @@ pub const STATUS_FAILED: &str = "failed";
 pub const EVENT_UNRECOGNISED_SPEECH: &str = "unrecognised_speech";
 /// The integrator hung the call up (`POST /v1/sessions/twilio/{callSid}/hangup`).
 pub const EVENT_HANGUP_REQUESTED: &str = "hangup_requested";
+/// The agent hung the call up after its goodbye (its `end_call` tool).
+pub const EVENT_AGENT_HUNG_UP: &str = "agent_hung_up";
+/// The call was handed to a person; detail `{name, number, mode, by, outcome}`.
+pub const EVENT_TRANSFER: &str = "transfer";
+/// The agent pressed keys on the call; detail `{digits}`.
+pub const EVENT_KEYPAD: &str = "keypad";
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
 #[diesel(table_name = sessions)]
@@ -173,6 +179,22 @@ pub struct EventRow {
     pub turn_index: Option<i32>,
     pub start_ms: i64,
     pub end_ms: i64,
+    /// JSON about a call event (a transfer's target and outcome, the digits pressed).
+    pub detail: Option<String>,
+}
+
+impl EventRow {
+    /// A call event of `kind`, `at_ms` after the session started, with its JSON detail.
+    pub fn call(session_id: &str, kind: &str, at_ms: i64, detail: Option<String>) -> EventRow {
+        EventRow {
+            session_id: session_id.to_string(),
+            kind: kind.to_string(),
+            turn_index: None,
+            start_ms: at_ms.max(0),
+            end_ms: at_ms.max(0),
+            detail,
+        }
+    }
 }
 
 /// One interruption of an agent turn, for aggregates over sessions.
@@ -231,6 +253,11 @@ store_fns! {
     table = events, row = EventRow;
 
     all pub fn events_of(session: &str) where session_id.eq(session);
+
+    /// Sets the detail of the session's events of `kind` (a transfer's outcome, once known).
+    mark pub fn settle_events(session: &str, kind: &str, detail: &str)
+        set (events::detail.eq(Some(detail)))
+        where session_id.eq(session), kind.eq(kind);
 }
 
 /// A record write from a live session (see [`write_records`]).
