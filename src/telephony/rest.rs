@@ -4,7 +4,7 @@
 //! answered 201 with the Call resource; and for sending the portal's sign-in codes by SMS:
 //! `POST .../Messages.json` with `To`, `From` (or `MessagingServiceSid`) and `Body`, answered
 //! 201 with the Message resource; and for controlling a live call: `POST .../Calls/{CallSid}.json`
-//! with `Status=completed` hangs it up (protocols.md §3.1, §3.5).
+//! with `Status=completed` hangs it up, with `Twiml=` redirects it (protocols.md §3.1, §3.5).
 
 use std::time::Duration;
 
@@ -121,11 +121,25 @@ impl TwilioClient {
     /// the call in progress (HTTP 404 with code 20404: it already ended), which is what a hang-up
     /// wanted.
     pub async fn hang_up(&self, call_sid: &str) -> Result<bool, TwilioError> {
+        self.update_call(call_sid, &[("Status", "completed")]).await
+    }
+
+    /// Replaces what a live call runs with `twiml` (`Twiml=`): its media stream gets `stop`
+    /// and closes, and the call goes on with the new markup (a transfer's `<Dial>`, keys
+    /// pressed with `<Play digits>`). Answers `false` when the call had already ended.
+    pub async fn redirect(&self, call_sid: &str, twiml: &str) -> Result<bool, TwilioError> {
+        self.update_call(call_sid, &[("Twiml", twiml)]).await
+    }
+
+    /// `POST .../Calls/{CallSid}.json` with `form`; `false` for Twilio's 404 with code 20404
+    /// (the call is gone).
+    async fn update_call(
+        &self,
+        call_sid: &str,
+        form: &[(&str, &str)],
+    ) -> Result<bool, TwilioError> {
         let resource = format!("Calls/{call_sid}.json");
-        match self
-            .post_form::<CallResource>(&resource, &[("Status", "completed")])
-            .await
-        {
+        match self.post_form::<CallResource>(&resource, form).await {
             Ok(_) => Ok(true),
             Err(TwilioError::Rejected {
                 status: 404,
