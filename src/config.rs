@@ -310,6 +310,11 @@ pub struct TelephonyConfig {
     /// What a caller hears, before the line hangs up, when the developer's concurrent
     /// sessions are all in use.
     pub busy_message: String,
+    /// What a caller hears while a warm transfer calls the person.
+    pub transfer_hold_message: String,
+    /// What a caller hears, before the line hangs up, when a transfer failed and the agent
+    /// cannot take the call back.
+    pub transfer_failed_message: String,
     /// Twilio's REST API, for outbound calls and for checking Twilio's webhook signatures.
     pub twilio: TwilioConfig,
     /// Which numbers outbound calls may ring.

@@ -452,13 +452,25 @@ pub trait ToolExecutor: Send + Sync + 'static {
     /// Runs one tool call and returns the text handed back to the model.
     fn execute(&self, call: ToolCall) -> EngineFuture<String>;
 
-    /// Whether `call`, once it has run without error, ends the session (a tool such as
-    /// `end_conversation`): the reply goes on to its last words, and the session ends when
+    /// Whether `call`, once it has run without error, ends the session, and how (a tool such
+    /// as `end_conversation`): the reply goes on to its last words, and the session ends when
     /// they have played.
-    fn ends_session(&self, call: &ToolCall) -> bool {
+    fn ends_session(&self, call: &ToolCall) -> Option<SessionEnding> {
         let _ = call;
-        false
+        None
     }
+}
+
+/// How a tool call that ran ends its session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionEnding {
+    /// The conversation is over (`end_conversation`, `end_call`).
+    Conversation,
+    /// The call is handed to a person (`transfer_call`).
+    Transfer,
+    /// The call leaves the session for other markup and comes back in a new session
+    /// (`send_dtmf`: keys pressed on the line).
+    Redirect,
 }
 
 /// Knowledge looked up before the model answers a caller, for models that cannot search on

@@ -59,6 +59,16 @@ impl Drain {
         }
     }
 
+    /// The running session `session_id` on this node, if it runs here.
+    pub fn session(&self, session_id: &str) -> Option<Addr<CallSession>> {
+        self.sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(session_id)
+            .cloned()
+            .flatten()
+    }
+
     /// Real-time sessions live on this node.
     pub fn live_sessions(&self) -> usize {
         *self.live.borrow()

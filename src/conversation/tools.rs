@@ -3,21 +3,41 @@
 //! `metadata.tools` as `{name, description, parameters, url, method, timeoutMs}`. HTTP tools
 //! go through the same address guard as every fetch (operators allow internal hosts in
 //! `fetch.allow`).
+//!
+//! On a phone call the agent also acts on the call ([`CallControl`]): `end_call` (in place of
+//! `end_conversation`), `send_dtmf` and, when the agent lists people to hand over to,
+//! `transfer_call`. Each ends the session once the agent's last words have played, and the
+//! call then does what was asked.
 
 use crate::registry::Supervised;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use switchboard_actors::engine::{EngineFuture, ToolCall, ToolExecutor, ToolSpec};
+use switchboard_actors::engine::{EngineError, EngineFuture, ToolCall, ToolExecutor, ToolSpec};
 
+use super::transfer::TransferTarget;
 use crate::engines::embeddings::Embedder;
 use crate::fetch::Fetcher;
 use crate::registry::knowledge::KnowledgeIndex;
 use crate::registry::search::search_collection;
+use switchboard_actors::engine::SessionEnding;
 
 pub const SEARCH_KNOWLEDGE: &str = "search_knowledge";
 pub const END_CONVERSATION: &str = "end_conversation";
+pub const END_CALL: &str = "end_call";
+pub const TRANSFER_CALL: &str = "transfer_call";
+pub const SEND_DTMF: &str = "send_dtmf";
+/// Names the developer's HTTP tools may not take.
+const BUILT_IN: [&str; 5] = [
+    SEARCH_KNOWLEDGE,
+    END_CONVERSATION,
+    END_CALL,
+    TRANSFER_CALL,
+    SEND_DTMF,
+];
+/// Most keys one `send_dtmf` call presses.
+pub const MAX_DIGITS: usize = 32;
 /// Longest an HTTP tool may take when it does not say.
 const DEFAULT_TIMEOUT_MS: u64 = 5_000;
 const MAX_TIMEOUT_MS: u64 = 30_000;
@@ -60,7 +80,7 @@ pub fn http_tools(metadata: &Value) -> Result<Vec<HttpTool>, String> {
                     "metadata.tools[{i}].name must be 1-64 letters, digits, _ or -"
                 ));
             }
-            if name == SEARCH_KNOWLEDGE || name == END_CONVERSATION {
+            if BUILT_IN.contains(&name.as_str()) {
                 return Err(format!(
                     "metadata.tools[{i}].name '{name}' is a built-in tool"
                 ));
@@ -99,6 +119,32 @@ pub struct ToolOutcome {
     pub ends_conversation: bool,
 }
 
+/// What the agent asks of the phone call it is on, done once its last words have played.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallAction {
+    /// Hang up (`end_call`).
+    HangUp,
+    /// Hand the call to `target`, telling them `summary` first on a warm transfer
+    /// (`transfer_call`).
+    Transfer {
+        target: TransferTarget,
+        summary: String,
+    },
+    /// Press `digits` (0-9, `*`, `#`, `w` for half a second's pause) on the line, then come
+    /// back to the agent (`send_dtmf`).
+    Keypad { digits: String },
+}
+
+/// The phone call a session's agent is on, for the tools that act on it.
+pub trait CallControl: Send + Sync + 'static {
+    /// The people the agent may hand the call to.
+    fn targets(&self) -> &[TransferTarget];
+
+    /// Asks for `action` once the agent's last words have played. `Err` says why not (the
+    /// call has something asked of it already).
+    fn request(&self, action: CallAction) -> Result<(), String>;
+}
+
 /// The tools of one agent. Cheap to clone.
 #[derive(Clone)]
 pub struct AgentTools {
@@ -107,6 +153,7 @@ pub struct AgentTools {
     fetcher: Fetcher,
     collection_id: Option<String>,
     http: Arc<Vec<HttpTool>>,
+    call: Option<Arc<dyn CallControl>>,
 }
 
 impl AgentTools {
@@ -123,6 +170,15 @@ impl AgentTools {
             fetcher,
             collection_id,
             http: Arc::new(http),
+            call: None,
+        }
+    }
+
+    /// The tools of an agent on phone call `call`, which its tools may act on.
+    pub fn on_call(self, call: Arc<dyn CallControl>) -> Self {
+        Self {
+            call: Some(call),
+            ..self
         }
     }
 
@@ -142,12 +198,15 @@ impl AgentTools {
                 .to_string(),
             });
         }
-        specs.push(ToolSpec {
-            name: END_CONVERSATION.into(),
-            description: "End the conversation when the user says goodbye or has what they need."
-                .into(),
-            parameters: json!({"type": "object", "properties": {}}).to_string(),
-        });
+        match &self.call {
+            None => specs.push(ToolSpec {
+                name: END_CONVERSATION.into(),
+                description:
+                    "End the conversation when the user says goodbye or has what they need.".into(),
+                parameters: json!({"type": "object", "properties": {}}).to_string(),
+            }),
+            Some(call) => specs.extend(call_specs(call.targets())),
+        }
         specs.extend(self.http.iter().map(|tool| ToolSpec {
             name: tool.name.clone(),
             description: tool.description.clone(),
@@ -163,6 +222,9 @@ impl AgentTools {
         let outcome: Result<(String, bool), String> = match call.name.as_str() {
             SEARCH_KNOWLEDGE => self.search(&arguments).await.map(|r| (r, false)),
             END_CONVERSATION => Ok(("The conversation is over.".into(), true)),
+            END_CALL | TRANSFER_CALL | SEND_DTMF => {
+                self.act_on_call(&call.name, &arguments).map(|r| (r, true))
+            }
             name => match self.http.iter().find(|t| t.name == name) {
                 Some(tool) => self.call_http(tool, &arguments).await.map(|r| (r, false)),
                 None => Err(format!("there is no tool named '{name}'")),
@@ -183,6 +245,66 @@ impl AgentTools {
                 ends_conversation: false,
             },
         }
+    }
+
+    /// Asks the call for what `tool` wants, to be done once the agent's last words have played.
+    fn act_on_call(&self, tool: &str, arguments: &Value) -> Result<String, String> {
+        let call = self
+            .call
+            .as_ref()
+            .ok_or(format!("{tool} works on phone calls only"))?;
+        let (action, result) = match tool {
+            END_CALL => (
+                CallAction::HangUp,
+                "The call will end once your last words have played.".to_string(),
+            ),
+            SEND_DTMF => {
+                let digits = arguments
+                    .get("digits")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string();
+                check_digits(&digits)?;
+                let result = format!(
+                    "The keys {digits} will be pressed once your last words have played; then you will hear the line again."
+                );
+                (CallAction::Keypad { digits }, result)
+            }
+            _ => {
+                let name = arguments
+                    .get("target")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let target = call
+                    .targets()
+                    .iter()
+                    .find(|t| t.name.eq_ignore_ascii_case(name.trim()))
+                    .cloned()
+                    .ok_or_else(|| {
+                        let names: Vec<&str> =
+                            call.targets().iter().map(|t| t.name.as_str()).collect();
+                        format!(
+                            "there is no one named '{name}' to transfer to (one of: {})",
+                            names.join(", ")
+                        )
+                    })?;
+                let summary: String = arguments
+                    .get("summary")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .trim()
+                    .chars()
+                    .take(MAX_SUMMARY_CHARS)
+                    .collect();
+                let result = format!(
+                    "The call will be handed to {} once your last words have played.",
+                    target.name
+                );
+                (CallAction::Transfer { target, summary }, result)
+            }
+        };
+        call.request(action)?;
+        Ok(result)
     }
 
     async fn search(&self, arguments: &Value) -> Result<String, String> {
@@ -245,14 +367,94 @@ impl AgentTools {
     }
 }
 
+/// Most characters of the summary a warm transfer tells the person.
+pub const MAX_SUMMARY_CHARS: usize = 1000;
+
+/// Checks keys for the keypad: 1 to [`MAX_DIGITS`] of 0-9, `*`, `#` and `w` (a pause).
+pub fn check_digits(digits: &str) -> Result<(), String> {
+    if digits.is_empty()
+        || digits.len() > MAX_DIGITS
+        || !digits
+            .chars()
+            .all(|c| c.is_ascii_digit() || matches!(c, '*' | '#' | 'w'))
+    {
+        return Err(format!(
+            "digits must be 1-{MAX_DIGITS} of 0-9, *, # and w (a half-second pause), not '{digits}'"
+        ));
+    }
+    Ok(())
+}
+
+/// The tools that act on a phone call, offered to its agent.
+fn call_specs(targets: &[TransferTarget]) -> Vec<ToolSpec> {
+    let mut specs = vec![
+        ToolSpec {
+            name: END_CALL.into(),
+            description: "Hang up the phone call, after saying goodbye, when the caller has what they need or says goodbye.".into(),
+            parameters: json!({"type": "object", "properties": {}}).to_string(),
+        },
+        ToolSpec {
+            name: SEND_DTMF.into(),
+            description: "Press keys on the phone line, for example to choose an option in an automated phone menu. Digits 0-9, * and #; w waits half a second.".into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {"digits": {"type": "string", "pattern": "^[0-9*#w]{1,32}$", "description": "The keys to press, in order"}},
+                "required": ["digits"]
+            })
+            .to_string(),
+        },
+    ];
+    if !targets.is_empty() {
+        let listed: Vec<String> = targets
+            .iter()
+            .map(|t| match t.description.trim() {
+                "" => t.name.clone(),
+                description => format!("{} ({description})", t.name),
+            })
+            .collect();
+        let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
+        specs.push(ToolSpec {
+            name: TRANSFER_CALL.into(),
+            description: format!(
+                "Hand the call to a person when the caller asks for one or needs what only they can do. Say that you are transferring them first. People: {}.",
+                listed.join("; ")
+            ),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "target": {"type": "string", "enum": names, "description": "Who to hand the call to"},
+                    "summary": {"type": "string", "description": "One or two sentences for the person: who is calling and what they need"}
+                },
+                "required": ["target", "summary"]
+            })
+            .to_string(),
+        });
+    }
+    specs
+}
+
 impl ToolExecutor for AgentTools {
     fn execute(&self, call: ToolCall) -> EngineFuture<String> {
         let tools = self.clone();
-        Box::pin(async move { Ok(tools.run(&call).await.result) })
+        Box::pin(async move {
+            let outcome = tools.run(&call).await;
+            match outcome.error {
+                // A call action that was not taken must not end the session.
+                Some(error) if tools.ends_session(&call).is_some() => {
+                    Err(EngineError::invalid(error))
+                }
+                _ => Ok(outcome.result),
+            }
+        })
     }
 
-    fn ends_session(&self, call: &ToolCall) -> bool {
-        call.name == END_CONVERSATION
+    fn ends_session(&self, call: &ToolCall) -> Option<SessionEnding> {
+        match call.name.as_str() {
+            END_CONVERSATION | END_CALL => Some(SessionEnding::Conversation),
+            TRANSFER_CALL => Some(SessionEnding::Transfer),
+            SEND_DTMF => Some(SessionEnding::Redirect),
+            _ => None,
+        }
     }
 }
 

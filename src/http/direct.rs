@@ -74,6 +74,7 @@ async fn session_token(
         inst: None,
         key: Some(developer.0.key_id.clone()),
         exp: expires,
+        ..Default::default()
     });
     let base = state.public_base(&req);
     let ws_base = base

@@ -7,6 +7,7 @@ pub mod auth;
 pub mod billing;
 pub mod body;
 pub mod body_timeout;
+pub mod call_transfer;
 pub mod chat;
 pub mod collections;
 pub mod direct;
@@ -58,6 +59,7 @@ pub fn configure(cfg: &mut web::ServiceConfig, max_json_bytes: usize) {
         )
         // Twilio's webhooks, proven by X-Twilio-Signature, not an API key.
         .configure(twilio_calls::webhooks)
+        .configure(call_transfer::webhooks)
         // Proven by its Stripe-Signature, not an API key.
         .service(web::resource("/v1/billing/webhook").route(web::post().to(billing::webhook)))
         // API key or session token, checked by the handler itself.
@@ -81,6 +83,7 @@ pub fn configure(cfg: &mut web::ServiceConfig, max_json_bytes: usize) {
                 .configure(instances::routes)
                 .configure(chat::routes)
                 .configure(twilio_calls::routes)
+                .configure(call_transfer::routes)
                 .configure(sessions::routes)
                 .configure(phone_numbers::routes)
                 .configure(recordings::routes)

@@ -8,9 +8,9 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::{
-    agent_sync, agents, billing, chat, collections, direct, health, instances, keys, knowledge,
-    metrics, observability, openai_audio, openai_transcription, phone_numbers, provider_keys,
-    provision, recordings, sessions, synthesize, transcribe, twilio_calls, widget,
+    agent_sync, agents, billing, call_transfer, chat, collections, direct, health, instances, keys,
+    knowledge, metrics, observability, openai_audio, openai_transcription, phone_numbers,
+    provider_keys, provision, recordings, sessions, synthesize, transcribe, twilio_calls, widget,
 };
 use crate::error::{ErrorBody, ErrorDetail};
 
@@ -82,6 +82,10 @@ answer `{data, nextCursor, hasMore}` in creation order."
         twilio_calls::task_connect,
         twilio_calls::task_status,
         twilio_calls::inbound_call,
+        twilio_calls::hang_up,
+        call_transfer::transfer_call,
+        call_transfer::dialed,
+        call_transfer::person_status,
         phone_numbers::create_number,
         phone_numbers::list_numbers,
         phone_numbers::get_number,

@@ -120,6 +120,7 @@ async fn create_twilio_session(
             instance_id: instance,
             call_sid: None,
             key_id: Some(developer.0.key_id.clone()),
+            ..Default::default()
         },
     )
     .await;
@@ -183,6 +184,7 @@ pub async fn twilio_stream(
         ..SocketLimits::of(&req)
     };
     let (response, socket, messages) = socket::accept(&req, limits)?;
-    actix_web::rt::spawn(live::phone_stream(state, socket, messages));
+    let base = state.public_base(&req);
+    actix_web::rt::spawn(live::phone_stream(state, base, socket, messages));
     Ok(response)
 }

@@ -396,10 +396,10 @@ fn task_status_of(call_status: &str) -> Option<&'static str> {
 }
 
 /// A webhook's form parameters, after its signature was checked against the auth token.
-struct SignedForm(Vec<(String, String)>);
+pub(super) struct SignedForm(Vec<(String, String)>);
 
 impl SignedForm {
-    fn get(&self, name: &str) -> Option<&str> {
+    pub(super) fn get(&self, name: &str) -> Option<&str> {
         self.0
             .iter()
             .find(|(k, _)| k == name)
@@ -409,7 +409,7 @@ impl SignedForm {
 
 /// Checks `X-Twilio-Signature` over the URL Twilio requested (this server's public base URL
 /// and the request's path and query) and the form body.
-fn verify_webhook(
+pub(super) fn verify_webhook(
     state: &AppState,
     req: &HttpRequest,
     body: &[u8],
@@ -446,7 +446,7 @@ fn verify_webhook(
     Ok(SignedForm(params))
 }
 
-fn twiml_response(markup: String) -> HttpResponse {
+pub(super) fn twiml_response(markup: String) -> HttpResponse {
     HttpResponse::Ok()
         .content_type("text/xml; charset=utf-8")
         .body(markup)
@@ -587,6 +587,7 @@ async fn task_connect(
             call_sid: call_sid.clone(),
             // The stream is refused if the key that placed the call was revoked since.
             key_id: task.key_id.clone(),
+            ..Default::default()
         },
         session_id,
     )
@@ -807,6 +808,7 @@ async fn inbound_call(
             instance_id: instance,
             call_sid: form.get("CallSid").map(str::to_string),
             key_id: None,
+            ..Default::default()
         },
     )
     .await;

@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 use switchboard_actors::engine::KnowledgeRetriever;
 use switchboard_actors::session::{AgentProfile, SessionEngines, SessionObserver, TurnPreferences};
 
+use super::call::{resumed_prompt, PhoneCall};
 use super::SessionRequest;
 use crate::app::AppState;
 use crate::conversation::prompt::{substitute, system_prompt};
@@ -24,6 +25,7 @@ use crate::recording::{RecordingOf, RecordingTap, TapFormat, DIRECT_RATE, PHONE_
 use crate::registry::agents::GetAgent;
 use crate::registry::instances::{GetInstance, InstanceLookup};
 use crate::registry::metering::SessionMetering;
+use crate::registry::sessions::{GetSession, SessionLookup};
 use crate::store::stored_json;
 use crate::vendors::fallback::ServedBy;
 
@@ -37,6 +39,8 @@ pub struct Assembled {
     pub observer: Arc<dyn SessionObserver>,
     /// Which stages are charged: those on the embedded engines or the platform's keys.
     pub metered: SessionMetering,
+    /// The phone call the agent's call tools act on (phone calls only).
+    pub call: Option<Arc<PhoneCall>>,
     /// The agent's metadata, which says whether its sessions are recorded.
     metadata: Value,
 }
@@ -82,25 +86,50 @@ pub async fn assemble(
         tracing::warn!(agent = %agent.id, "turn taking ignored: {reason}");
         TurnPreferences::default()
     });
-    let tools = AgentTools::new(
+    let mut tools = AgentTools::new(
         state.engines().live.embedder.clone(),
         state.knowledge().clone(),
         state.fetcher().clone(),
         agent.collection_id.clone(),
         http_tools(&metadata).unwrap_or_default(),
     );
+    // A phone call's agent acts on its call: hangs up, hands over, presses keys.
+    let call = request.call_sid.as_ref().map(|_| {
+        // TRANSFER-FIELD: the agent's stored targets.
+        let call = PhoneCall::new(Vec::new());
+        tools = tools.clone().on_call(call.clone());
+        call
+    });
+    // A session that carries on an earlier one of the same call knows what was said there.
+    let earlier = match &request.resumes {
+        Some(previous) => state
+            .sessions()
+            .send(GetSession {
+                developer_id: request.developer_id.clone(),
+                lookup: SessionLookup::Id(previous.clone()),
+            })
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .map(|trace| resumed_prompt(&trace)),
+        None => None,
+    };
     let profile = AgentProfile {
         system_prompt: system_prompt(
             agent.system_prompt.as_deref(),
             &variables,
             instance.as_ref().map(|i| i.context.as_str()),
             &[],
-        ),
-        first_message: agent
-            .first_message
-            .as_deref()
-            .map(|m| substitute(m, &variables))
-            .unwrap_or_default(),
+        ) + earlier.as_deref().unwrap_or_default(),
+        first_message: match &request.resumes {
+            // Carrying on: no second greeting.
+            Some(_) => request.opening.clone().unwrap_or_default(),
+            None => agent
+                .first_message
+                .as_deref()
+                .map(|m| substitute(m, &variables))
+                .unwrap_or_default(),
+        },
         voice: agent.voice_id.clone(),
         language: agent.forced_language().map(str::to_string),
         model: agent.llm_model.clone(),
@@ -172,6 +201,7 @@ pub async fn assemble(
         engines,
         observer,
         metered,
+        call,
         metadata,
     })
 }

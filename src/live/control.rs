@@ -1,13 +1,20 @@
 //! Control of a live phone call from outside it: the integrator hangs it up
-//! (`POST /v1/sessions/twilio/{callSid}/hangup`). Twilio ends the call, its media stream
-//! stops, and the session ends as a hang-up; what was asked is kept on the session's record
-//! as a call event.
+//! (`POST /v1/sessions/twilio/{callSid}/hangup`) or hands it to a person
+//! (`POST /v1/sessions/twilio/{callSid}/transfer`). Twilio ends or redirects the call, its
+//! media stream stops, and the session ends as a hang-up or `transferred`; what was asked is
+//! kept on the session's record as a call event.
 
+use switchboard_actors::session::{EndAs, EndReason};
+
+use super::call::{AskedBy, OnCall};
 use crate::app::AppState;
+use crate::conversation::transfer::TransferTarget;
 use crate::error::ApiError;
 use crate::registry::sessions::{GetSession, RecordEvent, SessionLookup};
-use crate::store::sessions::{EventRow, EVENT_HANGUP_REQUESTED, STATUS_ACTIVE, STATUS_PENDING};
-use crate::telephony::rest::TwilioError;
+use crate::store::sessions::{
+    EventRow, SessionRow, EVENT_HANGUP_REQUESTED, STATUS_ACTIVE, STATUS_PENDING,
+};
+use crate::telephony::rest::{TwilioClient, TwilioError};
 use crate::time;
 
 /// What a hang-up found.
@@ -25,6 +32,31 @@ pub async fn hang_up(
     developer_id: &str,
     call_sid: &str,
 ) -> Result<HungUp, ApiError> {
+    let (twilio, session) = live_call(state, developer_id, call_sid).await?;
+    let ended_now = twilio.hang_up(call_sid).await.map_err(|e| match e {
+        TwilioError::Rejected { .. } => ApiError::bad_request(e.to_string()),
+        TwilioError::Failed(_) => ApiError::Upstream(e.to_string()),
+    })?;
+    let at = time::now_ms() - session.started_at.unwrap_or(session.created_at);
+    state.sessions().do_send(RecordEvent(EventRow::call(
+        &session.id,
+        EVENT_HANGUP_REQUESTED,
+        at,
+        None,
+    )));
+    Ok(HungUp {
+        session_id: session.id,
+        ended_now,
+    })
+}
+
+/// The Twilio account and the developer's live call `call_sid`: 503 without an account, 404
+/// when the developer has no such call, 409 when its session already ended.
+async fn live_call<'a>(
+    state: &'a AppState,
+    developer_id: &str,
+    call_sid: &str,
+) -> Result<(&'a TwilioClient, SessionRow), ApiError> {
     let twilio = state.twilio().as_ref().ok_or_else(|| {
         ApiError::Unavailable(
             "calls cannot be controlled: set [telephony.twilio] account_sid and auth_token".into(),
@@ -44,19 +76,42 @@ pub async fn hang_up(
             session.status
         )));
     }
-    let ended_now = twilio.hang_up(call_sid).await.map_err(|e| match e {
-        TwilioError::Rejected { .. } => ApiError::bad_request(e.to_string()),
-        TwilioError::Failed(_) => ApiError::Upstream(e.to_string()),
+    Ok((twilio, session))
+}
+
+/// Hands the developer's live call `call_sid` to `target` (see [`super::call`]), telling a
+/// warm transfer's person `summary`; `base` is the public base URL Twilio reaches this
+/// service at. Answers the session and the outcome so far (`dialing` or `calling`). Errors
+/// as [`hang_up`]'s.
+pub async fn transfer(
+    state: &AppState,
+    developer_id: &str,
+    call_sid: &str,
+    base: &str,
+    target: &TransferTarget,
+    summary: &str,
+) -> Result<(String, &'static str), ApiError> {
+    let (twilio, session) = live_call(state, developer_id, call_sid).await?;
+    // The session on this node ends as transferred when Twilio stops its stream.
+    let running = state.drain().session(&session.id);
+    if let Some(running) = &running {
+        running.do_send(EndAs(EndReason::Transferred));
+    }
+    let outcome = OnCall {
+        state,
+        twilio,
+        base,
+        session: &session,
+        call_sid,
+    }
+    .transfer(target, summary, AskedBy::Api)
+    .await
+    .map_err(|error| {
+        if let Some(running) = &running {
+            // The call stays with the agent: a hang-up later is a hang-up.
+            running.do_send(EndAs(EndReason::Hangup));
+        }
+        error
     })?;
-    let at = time::now_ms() - session.started_at.unwrap_or(session.created_at);
-    state.sessions().do_send(RecordEvent(EventRow::call(
-        &session.id,
-        EVENT_HANGUP_REQUESTED,
-        at,
-        None,
-    )));
-    Ok(HungUp {
-        session_id: session.id,
-        ended_now,
-    })
+    Ok((session.id, outcome))
 }

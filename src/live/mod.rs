@@ -10,13 +10,17 @@
 //! - [`assembly`]: the agent's profile and engines for a session (provider, key and fallback
 //!   choice through `crate::providers`), each stage marking which provider served, which
 //!   stages are charged, its recorder; and whether and how it is recorded.
-//! - [`control`]: a live call controlled from outside it (the integrator hangs it up).
+//! - [`control`]: a live call controlled from outside it (the integrator hangs it up or
+//!   transfers it).
+//! - [`call`]: a phone call acted on from inside its conversation (the agent hangs up,
+//!   transfers, presses keys) and a transfer's outcome.
 //!
 //! The transports (`crate::transports`) only speak their wire; the HTTP routes authenticate
 //! and hand the session here.
 
 mod admission;
 mod assembly;
+pub mod call;
 pub mod control;
 pub mod phone;
 pub mod start;
@@ -42,6 +46,13 @@ pub struct SessionRequest {
     pub to: Option<String>,
     pub call_sid: Option<String>,
     pub issuer_key: Option<String>,
+    /// The public base URL Twilio reaches this service at (phone calls: where the call's
+    /// webhooks and next streams point).
+    pub public_base: Option<String>,
+    /// The session of the same call this one carries on, and what the agent says first
+    /// instead of its greeting.
+    pub resumes: Option<String>,
+    pub opening: Option<String>,
 }
 
 impl SessionRequest {
@@ -56,6 +67,9 @@ impl SessionRequest {
             to: claims.to,
             call_sid,
             issuer_key: claims.key,
+            public_base: None,
+            resumes: claims.prev,
+            opening: claims.say,
         }
     }
 }

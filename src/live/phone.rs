@@ -68,6 +68,7 @@ pub async fn resolve_instance(
 }
 
 /// Who a phone session is for.
+#[derive(Debug, Clone, Default)]
 pub struct StreamFor {
     pub developer_id: String,
     pub agent_id: String,
@@ -79,6 +80,10 @@ pub struct StreamFor {
     /// The API key asking for the session, when one does (`POST /v1/sessions/twilio`): its
     /// revocation also revokes the relay token.
     pub key_id: Option<String>,
+    /// The session of the same call this one carries on, and what the agent says first
+    /// in place of its greeting (see [`RelayClaims::prev`]).
+    pub resumes: Option<String>,
+    pub opening: Option<String>,
 }
 
 /// A pending phone session and the markup that connects a call to it.
@@ -86,6 +91,8 @@ pub struct IssuedStream {
     pub session_id: String,
     pub twiml: String,
     pub stream_url: String,
+    /// The relay token the stream presents.
+    pub token: String,
     pub expires_at: i64,
 }
 
@@ -109,6 +116,16 @@ pub async fn issue_stream(
 pub async fn issue_stream_as(
     state: &AppState,
     req: &HttpRequest,
+    target: StreamFor,
+    session_id: String,
+) -> Result<IssuedStream, ApiError> {
+    issue_stream_at(state, &state.public_base(req), target, session_id).await
+}
+
+/// [`issue_stream_as`] with the public base URL the stream is reached at.
+pub async fn issue_stream_at(
+    state: &AppState,
+    base: &str,
     target: StreamFor,
     session_id: String,
 ) -> Result<IssuedStream, ApiError> {
@@ -167,13 +184,16 @@ pub async fn issue_stream_as(
         to: target.to,
         inst: target.instance_id,
         key: target.key_id,
+        prev: target.resumes,
+        say: target.opening,
         exp: expires,
     });
-    let stream_url = twiml::stream_url(&state.public_base(req));
+    let stream_url = twiml::stream_url(base);
     Ok(IssuedStream {
         twiml: twiml::connect_stream(&stream_url, &token),
         session_id,
         stream_url,
+        token,
         expires_at: expires,
     })
 }
@@ -190,6 +210,7 @@ pub fn busy_markup(state: &AppState) -> String {
 /// revoked token, 1001 while the node drains, 1011 when the agent cannot run.
 pub async fn phone_stream(
     state: web::Data<AppState>,
+    public_base: String,
     socket: SocketWriter,
     mut messages: Messages,
 ) {
@@ -208,7 +229,10 @@ pub async fn phone_stream(
     };
     // A caller the token vouches for: its messages may be as large as the socket's.
     messages.set_max_message(max_message);
-    let request = SessionRequest::phone_call(claims, start.call_sid.clone());
+    let request = SessionRequest {
+        public_base: Some(public_base),
+        ..SessionRequest::phone_call(claims, start.call_sid.clone())
+    };
     let session_id = request.session_id.clone();
     let wire = TwilioWire::new(&start.stream_sid);
     let started = match admit(&state, request, Record::Pending, &wire).await {

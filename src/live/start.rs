@@ -21,13 +21,16 @@ use switchboard_actors::session::{CallSession, OutputQueue};
 
 use super::admission::{abandon_unstarted, release_unstarted, token_issuer_in_force};
 use super::assembly::{assemble, Assembled};
+use super::call::OnCall;
 use super::SessionRequest;
 use crate::app::AppState;
 use crate::cluster::drain::SessionSlot;
+use crate::conversation::tools::CallAction;
 use crate::error::ApiError;
 use crate::recording::RecordingTap;
 use crate::registry::metering::OpenSession;
 use crate::registry::sessions::{ClaimSession, CreateSession};
+use crate::registry::sessions::{GetSession, SessionLookup};
 use crate::store::sessions::{SessionRow, STATUS_ACTIVE};
 use crate::time::now_ms;
 use crate::transports::socket::caller_side::CallerSide;
@@ -149,6 +152,7 @@ impl Admitted {
             assembled,
             tap,
         } = self;
+        let call = assembled.call.clone();
         let (output, outputs) = OutputQueue::with_clear_lane(wire.clear_lane(socket.clone()));
         let (caller, duties) =
             CallerSide::new(messages, wire.caller(&request.session_id), tap.clone());
@@ -165,13 +169,13 @@ impl Admitted {
             ApiError::Internal(format!("the session could not start: {e}"))
         })?;
         slot.attach(handle.addr());
-        actix_web::rt::spawn(async move {
-            pump(wire, handle, socket, duties, outputs, tap, || {
-                slot.ended_by_server()
-            })
-            .await;
-            drop(slot);
-        });
+        let ending = async move {
+            if let Some(action) = call.and_then(|call| call.take()) {
+                carry_out(&state, &request, action).await;
+            }
+            slot.ended_by_server()
+        };
+        actix_web::rt::spawn(pump(wire, handle, socket, duties, outputs, tap, ending));
         Ok(())
     }
 
@@ -180,4 +184,40 @@ impl Admitted {
     pub fn abandon(self, reason: &str) {
         abandon_unstarted(&self.state, &self.request.session_id, reason);
     }
+}
+
+/// Carries out what the agent asked of its phone call once the session has ended (see
+/// [`super::call`]).
+async fn carry_out(state: &AppState, request: &SessionRequest, action: CallAction) {
+    let (Some(twilio), Some(call_sid), Some(base)) = (
+        state.twilio().as_ref(),
+        request.call_sid.as_deref(),
+        request.public_base.as_deref(),
+    ) else {
+        tracing::warn!(session = %request.session_id, "a call action with no Twilio account or call to act on");
+        return;
+    };
+    let session = state
+        .sessions()
+        .send(GetSession {
+            developer_id: request.developer_id.clone(),
+            lookup: SessionLookup::Id(request.session_id.clone()),
+        })
+        .await;
+    let session = match session {
+        Ok(Ok(trace)) => trace.session,
+        _ => {
+            tracing::warn!(session = %request.session_id, "a call action for a session with no record");
+            return;
+        }
+    };
+    OnCall {
+        state,
+        twilio,
+        base,
+        session: &session,
+        call_sid,
+    }
+    .carry_out(action)
+    .await;
 }

@@ -94,6 +94,8 @@ pub fn end_reason(reason: &EndReason) -> String {
         EndReason::TransportClosed => "transport_closed".into(),
         EndReason::IdleTimeout => "idle_timeout".into(),
         EndReason::AgentEnded => "agent_ended".into(),
+        EndReason::Transferred => "transferred".into(),
+        EndReason::Redirected => "redirected".into(),
         EndReason::Shutdown => "shutdown".into(),
         EndReason::Fatal { code, message } => format!("{code}: {message}"),
     }

@@ -429,6 +429,9 @@ pub struct GetSession {
 pub enum SessionLookup {
     Id(String),
     CallSid(String),
+    /// A session of any developer, by id: for Twilio's signed webhooks about a session,
+    /// whose URL names it (the `developer_id` of the request is not read).
+    AnyId(String),
 }
 
 impl Handler<GetSession> for SessionRegistry {
@@ -444,6 +447,9 @@ impl Handler<GetSession> for SessionRegistry {
                 SessionLookup::CallSid(sid) => sessions::by_call_sid(&db, &msg.developer_id, sid)
                     .await?
                     .ok_or_else(|| ApiError::not_found("call", sid))?,
+                SessionLookup::AnyId(id) => sessions::by_id(&db, id)
+                    .await?
+                    .ok_or_else(|| ApiError::not_found("session", id))?,
             };
             let turns = sessions::turns_of(&db, &row.id).await?;
             let tool_calls = sessions::tool_calls_of(&db, &row.id).await?;

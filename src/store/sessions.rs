@@ -236,6 +236,9 @@ store_fns! {
 
     get pub fn get(developer: &str, id: &str) where developer_id.eq(developer), id.eq(id);
 
+    /// A session of any developer (for a webhook that names it).
+    get pub fn by_id(id: &str) where id.eq(id);
+
     /// The developer's latest session for a Twilio call SID.
     latest pub fn by_call_sid(developer: &str, call_sid: &str)
         where developer_id.eq(developer), call_sid.eq(call_sid);

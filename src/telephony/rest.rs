@@ -42,6 +42,20 @@ pub struct NewCall {
     pub record: bool,
 }
 
+/// A call to the person a warm transfer hands the caller to, with its markup inline.
+#[derive(Debug, Clone)]
+pub struct PersonCall {
+    pub to: String,
+    /// A number of the account (the line the caller is on).
+    pub from: String,
+    /// What the person hears when they answer (`Twiml=`).
+    pub twiml: String,
+    /// Receives `answered` and `completed` (POST), with the failures.
+    pub status_callback: String,
+    /// Seconds to ring (`Timeout`).
+    pub ring_seconds: u32,
+}
+
 /// The fields of Twilio's Call resource we use.
 #[derive(Debug, Clone, Deserialize)]
 pub struct CallResource {
@@ -114,6 +128,22 @@ impl TwilioClient {
         if call.record {
             form.push(("Record", "true"));
         }
+        self.post_form("Calls.json", &form).await
+    }
+
+    /// Calls the person of a warm transfer, with its markup inline.
+    pub async fn call_person(&self, call: &PersonCall) -> Result<CallResource, TwilioError> {
+        let timeout = call.ring_seconds.to_string();
+        let form: Vec<(&str, &str)> = vec![
+            ("To", &call.to),
+            ("From", &call.from),
+            ("Twiml", &call.twiml),
+            ("Timeout", &timeout),
+            ("StatusCallback", &call.status_callback),
+            ("StatusCallbackMethod", "POST"),
+            ("StatusCallbackEvent", "answered"),
+            ("StatusCallbackEvent", "completed"),
+        ];
         self.post_form("Calls.json", &form).await
     }
 

@@ -14,7 +14,7 @@ use sha2::Sha256;
 type HmacSha256 = Hmac<Sha256>;
 
 /// What a token vouches for.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct RelayClaims {
     /// The session record the stream belongs to.
     pub sid: String,
@@ -30,6 +30,14 @@ pub struct RelayClaims {
     /// revoked or expires, even before its own expiry.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
+    /// The session of the same call this one carries on (after keys pressed or a transfer
+    /// that failed): its conversation is the agent's context.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prev: Option<String>,
+    /// What the agent says first in place of its greeting, in a session that carries on
+    /// another (`None`: nothing, it listens).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub say: Option<String>,
     /// Expiry, Unix epoch milliseconds.
     pub exp: i64,
 }
@@ -118,6 +126,7 @@ mod tests {
             inst: None,
             key: Some("key_1".into()),
             exp,
+            ..Default::default()
         }
     }
 

@@ -71,7 +71,9 @@ pub enum Frame {
 /// Writes the session's outputs on `wire`, and what its reading of the socket leaves to write,
 /// until either ends; then closes the socket (`1001` when `ended_by_server` says the node
 /// stopped the session, else `1000`). The session (`handle`) and its recording (`tap`) end
-/// before the socket closes.
+/// before the socket closes. `ended_by_server` runs once the session has ended by itself,
+/// before the close: what the session left to do on its call is done there (a transfer
+/// must reach the carrier while its stream is still open).
 pub async fn pump<W: Wire>(
     mut wire: W,
     handle: SessionHandle,
@@ -79,7 +81,7 @@ pub async fn pump<W: Wire>(
     mut duties: Duties,
     mut outputs: SessionOutputs,
     tap: Option<Arc<RecordingTap>>,
-    ended_by_server: impl FnOnce() -> bool,
+    ended_by_server: impl std::future::Future<Output = bool>,
 ) {
     let session = handle.addr().clone();
     let mut writer = socket.clone();
@@ -133,7 +135,7 @@ pub async fn pump<W: Wire>(
     }
     drop(handle);
     drop(tap);
-    let reason = if ended_by_server() {
+    let reason = if ended_by_server.await {
         CloseReason {
             code: CloseCode::Away,
             description: Some("the server is shutting down".into()),

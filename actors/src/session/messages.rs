@@ -1,6 +1,6 @@
 //! The transport boundary: messages a transport sends a session ([`AudioIn`], [`TextIn`],
 //! [`Dtmf`], [`PlaybackMark`], [`Interrupt`], [`Hangup`], [`TransportClosed`],
-//! [`ServerShutdown`]), or the same as a stream of [`CallerInput`] the session reads itself,
+//! [`ServerShutdown`], [`EndAs`]), or the same as a stream of [`CallerInput`] the session reads itself,
 //! and what the
 //! session sends back ([`SessionOutput`], with [`SessionEvent`]s for the client), through the
 //! transport's [`OutputQueue`].
@@ -21,7 +21,7 @@ use bytes::Bytes;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::observer::{SessionSummary, TurnRecord};
+use super::observer::{EndReason, SessionSummary, TurnRecord};
 use crate::engine::ToolCall;
 
 /// Caller audio: raw payload bytes in the configured input format (for Twilio, the decoded
@@ -81,6 +81,13 @@ pub struct Interrupt;
 #[derive(Debug, Clone, Copy, Message)]
 #[rtype(result = "()")]
 pub struct Hangup;
+
+/// The call is being handed over from outside the session (an integrator's transfer):
+/// when its transport goes away next (a hang-up or a closed socket), the session ends with
+/// this reason instead.
+#[derive(Debug, Clone, Message)]
+#[rtype(result = "()")]
+pub struct EndAs(pub EndReason);
 
 /// The transport's socket closed: the session ends.
 #[derive(Debug, Clone, Copy, Message)]

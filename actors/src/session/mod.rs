@@ -68,7 +68,7 @@ pub use error::{SessionError, TurnError};
 pub use liveness::{live_actors_in_process, LiveCounter};
 pub use llm::LlmStream;
 pub use messages::{
-    AudioIn, CallerInput, ClearLane, Dtmf, Hangup, Interrupt, OutputQueue, PlaybackMark,
+    AudioIn, CallerInput, ClearLane, Dtmf, EndAs, Hangup, Interrupt, OutputQueue, PlaybackMark,
     ServerShutdown, SessionEvent, SessionOutput, SessionOutputs, TextIn, TransportClosed,
 };
 pub use observer::{

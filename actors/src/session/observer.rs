@@ -2,7 +2,7 @@
 //! failure), a [`SessionSummary`] at the end, and the [`SessionObserver`] trait through which
 //! both leave the session (the server's implementation writes them to the database).
 
-use crate::engine::ToolCall;
+use crate::engine::{SessionEnding, ToolCall};
 
 /// How one tool call went.
 #[derive(Debug, Clone, PartialEq)]
@@ -16,7 +16,7 @@ pub struct ToolOutcome {
     /// Execution time.
     pub duration_ms: u64,
     /// The call ran and ends the session ([`ToolExecutor::ends_session`](crate::engine::ToolExecutor::ends_session)).
-    pub ends_session: bool,
+    pub ends_session: Option<SessionEnding>,
 }
 
 /// Who spoke a turn.
@@ -140,6 +140,11 @@ pub enum EndReason {
     /// The agent ended the conversation (a tool that ends the session, `end_conversation`),
     /// once its last words had played.
     AgentEnded,
+    /// The agent handed the call to a person (`transfer_call`), once its last words had
+    /// played.
+    Transferred,
+    /// The call left the session for other markup (`send_dtmf`) and goes on in a new one.
+    Redirected,
     /// The server stopped while the session was still live
     /// ([`ServerShutdown`](super::ServerShutdown)).
     Shutdown,

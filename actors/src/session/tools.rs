@@ -102,7 +102,7 @@ impl Handler<RunTools> for ToolRunner {
                     output,
                     is_error,
                     duration_ms: started.elapsed().as_millis() as u64,
-                    ends_session: ends_session && !is_error,
+                    ends_session: ends_session.filter(|_| !is_error),
                 }
             }
         });

@@ -32,8 +32,8 @@ use super::config::SessionConfig;
 use super::error::SessionError;
 use super::liveness::{LiveCounter, LiveGuard};
 use super::messages::{
-    AudioIn, CallerInput, Dtmf, Hangup, Interrupt, OutputQueue, PlaybackMark, ServerShutdown,
-    SessionEvent, SessionOutput, Shutdown, TextIn, TransportClosed,
+    AudioIn, CallerInput, Dtmf, EndAs, Hangup, Interrupt, OutputQueue, PlaybackMark,
+    ServerShutdown, SessionEvent, SessionOutput, Shutdown, TextIn, TransportClosed,
 };
 use super::observer::{
     EndReason, EndpointSource, SessionObserver, SessionStatus, SessionSummary, TurnRecord,
@@ -206,6 +206,8 @@ pub struct CallSession {
     liveness_ticks: Option<tokio::task::JoinHandle<()>>,
     totals: Totals,
     ended: bool,
+    /// Why the session ends when its transport goes away ([`EndAs`]).
+    end_as: Option<EndReason>,
     _live: LiveGuard,
 }
 
@@ -302,6 +304,7 @@ impl CallSession {
             liveness_ticks: None,
             totals: Totals::default(),
             ended: false,
+            end_as: None,
             config,
         };
         Ok((session, live))
@@ -383,6 +386,10 @@ impl CallSession {
             return;
         }
         self.ended = true;
+        let reason = match reason {
+            EndReason::Hangup | EndReason::TransportClosed => self.end_as.take().unwrap_or(reason),
+            other => other,
+        };
         self.gate.close();
         if let Some(reply) = self.reply.take() {
             reply.stop_children(self.tools.as_ref());
@@ -604,6 +611,14 @@ impl Handler<Hangup> for CallSession {
 
     fn handle(&mut self, _: Hangup, ctx: &mut Self::Context) {
         self.end(EndReason::Hangup, ctx);
+    }
+}
+
+impl Handler<EndAs> for CallSession {
+    type Result = ();
+
+    fn handle(&mut self, msg: EndAs, _: &mut Self::Context) {
+        self.end_as = Some(msg.0);
     }
 }
 

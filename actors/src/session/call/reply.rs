@@ -9,7 +9,7 @@ use std::time::Duration;
 use actix::prelude::*;
 use tokio::time::Instant;
 
-use crate::engine::{ChatMessage, ChatRequest, KnowledgeRetriever, Role, ToolCall};
+use crate::engine::{ChatMessage, ChatRequest, KnowledgeRetriever, Role, SessionEnding, ToolCall};
 
 use super::super::barge_in::BargeInDetected;
 use super::super::error::TurnError;
@@ -67,7 +67,7 @@ pub(super) struct Reply {
     latency: Option<TurnLatency>,
     /// A tool of this reply ended the conversation: the session ends once the reply has
     /// played to its end (not when the caller talks over it: they have more to say).
-    ends_session: bool,
+    ends_session: Option<SessionEnding>,
 }
 
 impl Reply {
@@ -169,7 +169,7 @@ impl CallSession {
             first_sentence_at: None,
             first_audio_at: None,
             latency: None,
-            ends_session: false,
+            ends_session: None,
         })
     }
 
@@ -418,8 +418,13 @@ impl CallSession {
         self.barge_in.disarm();
         let text = reply.ledger.queued_text();
         self.finish_agent_turn(&reply, text, false, None, None);
-        if reply.ends_session {
-            self.end(EndReason::AgentEnded, ctx);
+        if let Some(ending) = reply.ends_session {
+            let reason = match ending {
+                SessionEnding::Conversation => EndReason::AgentEnded,
+                SessionEnding::Transfer => EndReason::Transferred,
+                SessionEnding::Redirect => EndReason::Redirected,
+            };
+            self.end(reason, ctx);
             return;
         }
         if self.state != TurnState::UserSpeaking {
@@ -604,7 +609,9 @@ impl Handler<ToolsFinished> for CallSession {
             reply.tool_ms += ms_between(started, Instant::now());
         }
         reply.tools_pending.clear();
-        reply.ends_session |= msg.outcomes.iter().any(|o| o.ends_session);
+        reply.ends_session = reply
+            .ends_session
+            .or(msg.outcomes.iter().find_map(|o| o.ends_session));
         for outcome in msg.outcomes {
             self.totals.tool_executions += 1;
             self.observer
