@@ -383,13 +383,16 @@ fn sse(events: Vec<String>, cut: bool) -> HttpResponse {
 
 /// The answer a model gives: a tool call when tools are offered and the caller asks about an
 /// order (`order_status`) or says goodbye (`end_conversation`), the tool's result read back
-/// after it ran, a greeting otherwise.
+/// after it ran, a greeting otherwise. A system prompt with `[call:NAME]` has the model call
+/// that phone-call tool on the caller's words, when it is offered: `end_call`,
+/// `transfer_call` (to the first person it lists) or `send_dtmf` (keys `1w2#`).
 enum Answer {
     Text(String),
     Tool(&'static str, Value),
 }
 
-fn answer(messages: &[Value], offered_tools: bool) -> Answer {
+fn answer(messages: &[Value], tools: &Value) -> Answer {
+    let offered_tools = tools.as_array().is_some_and(|t| !t.is_empty());
     let last = messages.last().cloned().unwrap_or(Value::Null);
     let tool_result = match (&last["role"], &last["content"]) {
         (r, Value::String(content)) if r == "tool" => Some(content.clone()),
@@ -402,6 +405,9 @@ fn answer(messages: &[Value], offered_tools: bool) -> Answer {
     if let Some(result) = tool_result {
         return Answer::Text(format!("The tool said: {result}"));
     }
+    if let Some(call_tool) = phone_call_tool(messages, tools) {
+        return call_tool;
+    }
     let said = last.to_string().to_lowercase();
     if offered_tools && said.contains("goodbye") {
         return Answer::Tool("end_conversation", json!({}));
@@ -410,6 +416,37 @@ fn answer(messages: &[Value], offered_tools: bool) -> Answer {
         return Answer::Tool("order_status", json!({"orderId": "ORD-7"}));
     }
     Answer::Text("Hello from the mock model. How can I help?".into())
+}
+
+/// The phone-call tool a `[call:NAME]` system prompt asks for, when it is offered.
+fn phone_call_tool(messages: &[Value], tools: &Value) -> Option<Answer> {
+    let system = messages
+        .iter()
+        .find(|m| m["role"] == "system")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default();
+    let offered = |name: &str| {
+        tools
+            .as_array()?
+            .iter()
+            .find(|t| t["function"]["name"] == name)
+            .cloned()
+    };
+    let asked = ["end_call", "transfer_call", "send_dtmf"]
+        .into_iter()
+        .find(|name| system.contains(&format!("[call:{name}]")))?;
+    let tool = offered(asked)?;
+    Some(match asked {
+        "end_call" => Answer::Tool("end_call", json!({})),
+        "send_dtmf" => Answer::Tool("send_dtmf", json!({"digits": "1w2#"})),
+        _ => {
+            let target = tool["function"]["parameters"]["properties"]["target"]["enum"][0].clone();
+            Answer::Tool(
+                "transfer_call",
+                json!({"target": target, "summary": "The caller asks about opening hours."}),
+            )
+        }
+    })
 }
 
 fn openai_chat(body: &Value, key: &str, record: Arc<Record>) -> HttpResponse {
@@ -438,12 +475,11 @@ fn openai_chat(body: &Value, key: &str, record: Arc<Record>) -> HttpResponse {
             .streaming(body);
     }
     let messages = body["messages"].as_array().cloned().unwrap_or_default();
-    let offered = body["tools"].as_array().is_some_and(|t| !t.is_empty());
     let mut events = vec![chunk(
         json!({"role": "assistant", "content": ""}),
         Value::Null,
     )];
-    match answer(&messages, offered) {
+    match answer(&messages, &body["tools"]) {
         Answer::Text(text) => {
             for word in text.split_inclusive(' ') {
                 events.push(chunk(json!({"content": word}), Value::Null));
@@ -479,7 +515,6 @@ fn openai_chat(body: &Value, key: &str, record: Arc<Record>) -> HttpResponse {
 fn anthropic_messages(body: &Value, key: &str) -> HttpResponse {
     let event = |name: &str, data: Value| format!("event: {name}\ndata: {data}\n\n");
     let messages = body["messages"].as_array().cloned().unwrap_or_default();
-    let offered = body["tools"].as_array().is_some_and(|t| !t.is_empty());
     let mut events = vec![
         event(
             "message_start",
@@ -489,7 +524,7 @@ fn anthropic_messages(body: &Value, key: &str) -> HttpResponse {
         ),
         event("ping", json!({"type": "ping"})),
     ];
-    let stop = match answer(&messages, offered) {
+    let stop = match answer(&messages, &body["tools"]) {
         Answer::Text(text) => {
             events.push(event(
                 "content_block_start",
