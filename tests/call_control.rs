@@ -276,8 +276,9 @@ async fn the_agent_hangs_up_after_its_goodbye_and_twilio_ends_the_call() {
         "{offered:?}"
     );
 
+    // The call event is written as the call is acted on, just after the session ended.
     let ended = session_once(&server, &key, &placed.session_id, |s| {
-        s["status"] != "active"
+        s["status"] != "active" && !call_events(s).is_empty()
     })
     .await;
     assert_eq!(ended["endReason"], "agent_ended", "{ended}");
@@ -343,8 +344,9 @@ async fn the_agent_presses_keys_and_the_call_comes_back_to_a_session_that_rememb
     let next_session = claims["sid"].as_str().unwrap().to_string();
     assert_ne!(next_session, placed.session_id);
 
+    // The call event is written as the call is acted on, just after the session ended.
     let ended = session_once(&server, &key, &placed.session_id, |s| {
-        s["status"] != "active"
+        s["status"] != "active" && !call_events(s).is_empty()
     })
     .await;
     assert_eq!(ended["endReason"], "redirected", "{ended}");
@@ -466,8 +468,9 @@ async fn an_integrator_transfers_a_call_and_the_caller_returns_to_the_agent_when
         .send(Message::text(stop.to_string()))
         .await
         .unwrap();
+    // The call event is written as the call is acted on, just after the session ended.
     let ended = session_once(&server, &key, &placed.session_id, |s| {
-        s["status"] != "active"
+        s["status"] != "active" && !call_events(s).is_empty()
     })
     .await;
     assert_eq!(ended["endReason"], "transferred", "{ended}");

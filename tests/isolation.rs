@@ -40,6 +40,14 @@ const NOT_OWNED: &[(&str, &str)] = &[
         "Twilio's webhook, proven by X-Twilio-Signature, not by a developer's key",
     ),
     (
+        "/v1/sessions/twilio/transfers/{sessionId}/dialed",
+        "Twilio's webhook, proven by X-Twilio-Signature, not by a developer's key",
+    ),
+    (
+        "/v1/sessions/twilio/transfers/{sessionId}/person",
+        "Twilio's webhook, proven by X-Twilio-Signature, not by a developer's key",
+    ),
+    (
         "/v1/models/{model}",
         "a model of the server's catalog, the same for every developer",
     ),
@@ -56,6 +64,8 @@ struct Owned {
     number: String,
     session: String,
     task: String,
+    /// Twilio's SID of A's outbound call.
+    call_sid: String,
     job: String,
     conversation: String,
 }
@@ -87,6 +97,7 @@ impl Owned {
             .replace("{sessionId}", &self.session)
             .replace("{callId}", &self.session)
             .replace("{taskId}", &self.task)
+            .replace("{callSid}", &self.call_sid)
             .replace("{jobId}", &self.job)
     }
 }
@@ -176,6 +187,16 @@ fn attempts() -> Vec<(Method, &'static str, Option<Value>)> {
         ),
         (Method::GET, "/v1/recordings/{callId}", None),
         (Method::GET, "/v1/sessions/twilio/tasks/{taskId}", None),
+        (
+            Method::POST,
+            "/v1/sessions/twilio/{callSid}/hangup",
+            Some(json!({})),
+        ),
+        (
+            Method::POST,
+            "/v1/sessions/twilio/{callSid}/transfer",
+            Some(json!({"number": "+15550000009"})),
+        ),
         (Method::GET, "/v1/transcribe/{jobId}", None),
     ]
 }
@@ -307,6 +328,7 @@ async fn provision_a(server: &Server, twilio: &TwilioMock, key: &str) -> Owned {
         key_id: new_key["id"].as_str().unwrap().to_string(),
         number: number["id"].as_str().unwrap().to_string(),
         task: task["taskId"].as_str().unwrap().to_string(),
+        call_sid: task["callSid"].as_str().unwrap().to_string(),
         job: job["id"].as_str().unwrap().to_string(),
         conversation: chat["conversationId"].as_str().unwrap().to_string(),
     }
