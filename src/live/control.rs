@@ -95,7 +95,7 @@ pub async fn transfer(
     // The session on this node ends as transferred when Twilio stops its stream.
     let running = state.drain().session(&session.id);
     if let Some(running) = &running {
-        running.do_send(EndAs(EndReason::Transferred));
+        running.do_send(EndAs(Some(EndReason::Transferred)));
     }
     let outcome = OnCall {
         state,
@@ -106,12 +106,11 @@ pub async fn transfer(
     }
     .transfer(target, summary, AskedBy::Api)
     .await
-    .map_err(|error| {
+    .inspect_err(|_| {
         if let Some(running) = &running {
             // The call stays with the agent: a hang-up later is a hang-up.
-            running.do_send(EndAs(EndReason::Hangup));
+            running.do_send(EndAs(None));
         }
-        error
     })?;
     Ok((session.id, outcome))
 }

@@ -84,10 +84,10 @@ pub struct Hangup;
 
 /// The call is being handed over from outside the session (an integrator's transfer):
 /// when its transport goes away next (a hang-up or a closed socket), the session ends with
-/// this reason instead.
+/// this reason instead; `None` takes that back (the hand-over failed).
 #[derive(Debug, Clone, Message)]
 #[rtype(result = "()")]
-pub struct EndAs(pub EndReason);
+pub struct EndAs(pub Option<EndReason>);
 
 /// The transport's socket closed: the session ends.
 #[derive(Debug, Clone, Copy, Message)]

@@ -618,7 +618,7 @@ impl Handler<EndAs> for CallSession {
     type Result = ();
 
     fn handle(&mut self, msg: EndAs, _: &mut Self::Context) {
-        self.end_as = Some(msg.0);
+        self.end_as = msg.0;
     }
 }
 
