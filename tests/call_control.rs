@@ -558,3 +558,98 @@ async fn an_integrator_transfers_a_call_and_the_caller_returns_to_the_agent_when
     .await;
     assert_eq!(unknown.status(), 404);
 }
+
+#[tokio::test]
+async fn the_agent_hands_a_caller_to_a_person_warm_and_takes_them_back_when_the_line_is_busy() {
+    let vendors = VendorMock::start();
+    let twilio = TwilioMock::start();
+    let server = server(&vendors, &twilio).await;
+    let key = server.key().to_string();
+    let targets = json!({"transfer": [
+        {"name": "nurse", "number": "+14155550143", "description": "symptoms and medication", "mode": "warm"},
+        {"name": "billing", "number": "+14155550142"}
+    ]});
+    new_agent(&server, &key, "clinic", "You answer a clinic's calls. [call:transfer_call]", targets).await;
+    let call_sid = "CA21000000000000000000000000000004";
+    let placed = media_stream::place_call(&server, &key, "clinic").await;
+    let mut stream = TwilioStream::open(&placed.stream_url, &placed.token, call_sid).await;
+
+    let heard = play_call(&mut stream, &twilio, Some("1"), Duration::from_secs(30)).await;
+    assert_eq!(heard.closed, Some(1000), "{}", server.log());
+    // The model was offered the people by name, with what each is for.
+    let chat = &chats(&vendors)[0];
+    let transfer = chat["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["function"]["name"] == "transfer_call")
+        .unwrap_or_else(|| panic!("transfer_call offered: {chat}"));
+    assert_eq!(
+        transfer["function"]["parameters"]["properties"]["target"]["enum"],
+        json!(["nurse", "billing"])
+    );
+    assert!(transfer["function"]["description"]
+        .as_str()
+        .unwrap()
+        .contains("nurse (symptoms and medication)"));
+
+    // Before the stream closed: the nurse is called with the summary and the conference,
+    // and the caller is put on hold in the same conference.
+    let placed_calls: Vec<&TwilioRequest> = heard
+        .twilio_at_close
+        .iter()
+        .filter(|r| r.path.ends_with("/Calls.json"))
+        .collect();
+    assert_eq!(placed_calls.len(), 1, "{:?}", heard.twilio_at_close);
+    let nurse = placed_calls[0];
+    let room = format!("transfer-{}", placed.session_id);
+    assert_eq!(nurse.param("To"), Some("+14155550143"));
+    assert_eq!(nurse.param("From"), Some("+14155550199"), "the line the caller is on");
+    assert_eq!(nurse.param("Timeout"), Some("20"));
+    assert_eq!(
+        nurse.param("Twiml"),
+        Some(format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?><Response><Say>The caller asks about opening hours.</Say><Dial><Conference endConferenceOnExit=\"true\">{room}</Conference></Dial></Response>").as_str())
+    );
+    let person_callback = format!("/v1/sessions/twilio/transfers/{}/person", placed.session_id);
+    assert_eq!(nurse.param("StatusCallback"), Some(server.url(&person_callback).as_str()));
+    assert_eq!(nurse.params("StatusCallbackEvent"), vec!["answered", "completed"]);
+    let hold = updates(&heard.twilio_at_close, call_sid);
+    assert_eq!(hold.len(), 1, "{hold:?}");
+    assert_eq!(
+        hold[0].param("Twiml"),
+        Some(format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?><Response><Say>Please hold while I connect you.</Say><Dial><Conference startConferenceOnEnter=\"false\" endConferenceOnExit=\"true\">{room}</Conference></Dial></Response>").as_str())
+    );
+    let ended = session_once(&server, &key, &placed.session_id, |s| {
+        s["status"] != "active" && !call_events(s).is_empty()
+    })
+    .await;
+    assert_eq!(ended["endReason"], "transferred", "{ended}");
+    assert_eq!(
+        call_events(&ended)[0]["detail"],
+        json!({"name": "nurse", "number": "+14155550143", "mode": "warm", "by": "agent", "outcome": "calling"})
+    );
+
+    // The nurse's line is busy: the caller's call is brought back to the agent.
+    let busy = [("AccountSid", ACCOUNT_SID), ("CallSid", "CA21000000000000000000000000000044"),
+                ("CallStatus", "busy")];
+    assert_eq!(twilio_webhook(&server, &person_callback, &busy, false).await.status(), 403);
+    let answer = twilio_webhook(&server, &person_callback, &busy, true).await;
+    assert_eq!(answer.status(), 204);
+    let back = updates(&twilio.requests(), call_sid);
+    assert_eq!(back.len(), 2, "{back:?}");
+    let (_, claims) = stream_token(back[1].param("Twiml").unwrap());
+    assert_eq!(claims["prev"], placed.session_id.as_str());
+    assert_eq!(
+        claims["say"],
+        "I'm sorry, I could not reach nurse: the line was busy. Is there anything else I can help you with?"
+    );
+    let settled = session_once(&server, &key, &placed.session_id, |s| {
+        call_events(s)[0]["detail"]["outcome"] == "busy"
+    })
+    .await;
+    assert_eq!(call_events(&settled)[0]["detail"]["outcome"], "busy", "{settled}");
+    // The same report again changes nothing more.
+    let again = twilio_webhook(&server, &person_callback, &busy, true).await;
+    assert_eq!(again.status(), 204);
+    assert_eq!(updates(&twilio.requests(), call_sid).len(), 2);
+}
