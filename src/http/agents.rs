@@ -11,6 +11,7 @@ use super::methods;
 use super::pagination::{self, PageBody, PageQuery};
 use super::validate::{self, not_null, nullable};
 use crate::app::AppState;
+use crate::conversation::transfer::{self, TransferTarget};
 use crate::error::{ApiError, ErrorBody};
 use crate::registry::agents::{ArchiveAgent, CreateAgent, GetAgent, ListAgents, UpdateAgent};
 use crate::registry::new_id;
@@ -55,6 +56,9 @@ pub struct AgentBody {
     pub max_tokens: Option<i32>,
     #[schema(value_type = Object)]
     pub metadata: Value,
+    /// The people the agent may hand a phone call to with its `transfer_call` tool (at most
+    /// 10); `[]` for none.
+    pub transfer: Vec<TransferTargetBody>,
     /// `active`; archived agents are not served.
     pub status: String,
     pub created_at: String,
@@ -81,11 +85,53 @@ impl From<AgentRow> for AgentBody {
             temperature: row.temperature,
             max_tokens: row.max_tokens,
             metadata: validate::stored_json(&row.metadata),
+            transfer: transfer::stored_targets(&row.transfer)
+                .into_iter()
+                .map(TransferTargetBody::from)
+                .collect(),
             status: row.status,
             created_at: iso(row.created_at),
             updated_at: iso(row.updated_at),
         }
     }
+}
+
+/// A person an agent may hand a phone call to.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = TransferTarget)]
+pub struct TransferTargetBody {
+    /// How the agent names them (`billing`, `Dr. Lee`): 1-64 characters, unique within the
+    /// agent (case aside).
+    pub name: String,
+    /// E.164, such as `+14155550100`.
+    pub number: String,
+    /// When to hand the call to them, for the agent's language model: up to 500 characters,
+    /// default empty.
+    pub description: String,
+    /// `cold` (the default) redirects the call to the number; `warm` holds the caller while
+    /// the person is told what the call is about, then joins them.
+    #[schema(schema_with = transfer_mode_schema)]
+    pub mode: &'static str,
+}
+
+impl From<TransferTarget> for TransferTargetBody {
+    fn from(target: TransferTarget) -> TransferTargetBody {
+        TransferTargetBody {
+            name: target.name,
+            number: target.number,
+            description: target.description,
+            mode: target.mode.as_str(),
+        }
+    }
+}
+
+fn transfer_mode_schema() -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::Type::String)
+        .enum_values(Some(["cold", "warm"]))
+        .default(Some(Value::from("cold")))
+        .build()
 }
 
 /// The fields of an agent a client sets. On create, absent fields take their defaults; on
@@ -165,6 +211,14 @@ pub struct AgentFields {
     #[serde(default, deserialize_with = "nullable")]
     #[schema(value_type = Option<Object>)]
     pub metadata: Option<Option<Map<String, Value>>>,
+    /// Up to 10 people the agent may hand a phone call to with its `transfer_call` tool:
+    /// `[{name, number, description, mode}]`. `number` is E.164; `description` (optional)
+    /// tells the agent when to hand over; `mode` `cold` (the default) redirects the call,
+    /// `warm` holds the caller while the person is told what the call is about, then joins
+    /// them. Names are unique within the agent. `null` clears the list to `[]`.
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<Vec<TransferTargetBody>>)]
+    pub transfer: Option<Option<Value>>,
 }
 
 /// The agent fields after validation, ready for storage.
@@ -185,6 +239,7 @@ struct ValidFields {
     temperature: Option<f64>,
     max_tokens: Option<Option<i32>>,
     metadata: Option<String>,
+    transfer: Option<String>,
 }
 
 fn optional_text(
@@ -235,6 +290,13 @@ fn language(value: Option<Option<String>>) -> Result<Option<String>, ApiError> {
     Ok(value)
 }
 
+/// A `transfer` value, read and checked, as the JSON array stored for it (`null` is `[]`).
+fn transfer_json(value: &Value) -> Result<String, ApiError> {
+    let targets =
+        transfer::targets(value).map_err(|reason| ApiError::invalid("transfer", reason))?;
+    serde_json::to_string(&targets).map_err(|e| ApiError::invalid("transfer", e.to_string()))
+}
+
 impl AgentFields {
     fn validate(self) -> Result<ValidFields, ApiError> {
         let name = not_null("name", self.name)?;
@@ -271,6 +333,10 @@ impl AgentFields {
             }
             None => None,
         };
+        let transfer = match self.transfer {
+            Some(value) => Some(transfer_json(&value.unwrap_or(Value::Null))?),
+            None => None,
+        };
         let style_profile = match self.style_profile {
             Some(Some(map)) => Some(Some(validate::metadata("styleProfile", Some(&map))?)),
             Some(None) => Some(None),
@@ -293,6 +359,7 @@ impl AgentFields {
             temperature,
             max_tokens,
             metadata,
+            transfer,
         })
     }
 }
@@ -354,6 +421,7 @@ pub(crate) fn new_agent_row(
         temperature: fields.temperature.unwrap_or(DEFAULT_TEMPERATURE),
         max_tokens: fields.max_tokens.flatten(),
         metadata: fields.metadata.unwrap_or_else(|| "{}".to_string()),
+        transfer: fields.transfer.unwrap_or_else(|| "[]".to_string()),
         status: STATUS_ACTIVE.to_string(),
         created_at: now,
         updated_at: now,
@@ -435,6 +503,7 @@ async fn update_agent(
         temperature: fields.temperature,
         max_tokens: fields.max_tokens,
         metadata: fields.metadata,
+        transfer: fields.transfer,
         updated_at: time::now_ms(),
     };
     let agent = state
