@@ -3,6 +3,7 @@
 use actix_web::{delete, get, post, put, web, HttpResponse};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use utoipa::openapi::schema::{Array, ArrayBuilder, Object, ObjectBuilder, SchemaType, Type};
 use utoipa::ToSchema;
 
 use super::auth::Developer;
@@ -109,8 +110,7 @@ pub struct TransferTargetBody {
     /// When to hand the call to them, for the agent's language model: up to 500 characters,
     /// default empty.
     pub description: String,
-    /// `cold` (the default) redirects the call to the number; `warm` holds the caller while
-    /// the person is told what the call is about, then joins them.
+    /// `cold` or `warm`: see [`MODE_DOC`].
     #[schema(schema_with = transfer_mode_schema)]
     pub mode: &'static str,
 }
@@ -126,11 +126,46 @@ impl From<TransferTarget> for TransferTargetBody {
     }
 }
 
-fn transfer_mode_schema() -> utoipa::openapi::Object {
-    utoipa::openapi::ObjectBuilder::new()
-        .schema_type(utoipa::openapi::Type::String)
+const MODE_DOC: &str = "`cold` (the default) redirects the call to the number; `warm` holds \
+    the caller while the person is told what the call is about, then joins them.";
+
+const TRANSFER_DOC: &str = "Up to 10 people the agent may hand a phone call to with its \
+    `transfer_call` tool: `[{name, number, description, mode}]`. `name` is 1-64 characters, \
+    unique within the agent (case aside); `number` is E.164; `description` (optional, up to 500 \
+    characters) tells the agent when to hand over; `mode` `cold` (the default) redirects the \
+    call, `warm` holds the caller while the person is told what the call is about, then joins \
+    them. A list replaces the agent's whole list; `null` clears it to `[]`.";
+
+fn transfer_mode_schema() -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
         .enum_values(Some(["cold", "warm"]))
         .default(Some(Value::from("cold")))
+        .description(Some(MODE_DOC))
+        .build()
+}
+
+/// The request's `transfer`: a list or `null`, each target needing only `name` and `number`.
+fn transfer_fields_schema() -> Array {
+    let text = || ObjectBuilder::new().schema_type(Type::String);
+    let target = ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .property("name", text().min_length(Some(1)))
+        .required("name")
+        .property(
+            "number",
+            text()
+                .pattern(Some(r"^\+[1-9][0-9]{1,14}$"))
+                .description(Some("E.164, such as `+14155550100`.")),
+        )
+        .required("number")
+        .property("description", text().max_length(Some(500)))
+        .property("mode", transfer_mode_schema());
+    ArrayBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Array, Type::Null]))
+        .items(target)
+        .max_items(Some(transfer::MAX_TARGETS))
+        .description(Some(TRANSFER_DOC))
         .build()
 }
 
@@ -211,13 +246,9 @@ pub struct AgentFields {
     #[serde(default, deserialize_with = "nullable")]
     #[schema(value_type = Option<Object>)]
     pub metadata: Option<Option<Map<String, Value>>>,
-    /// Up to 10 people the agent may hand a phone call to with its `transfer_call` tool:
-    /// `[{name, number, description, mode}]`. `number` is E.164; `description` (optional)
-    /// tells the agent when to hand over; `mode` `cold` (the default) redirects the call,
-    /// `warm` holds the caller while the person is told what the call is about, then joins
-    /// them. Names are unique within the agent. `null` clears the list to `[]`.
+    /// The people the agent may hand a phone call to: see [`TRANSFER_DOC`].
     #[serde(default, deserialize_with = "nullable")]
-    #[schema(value_type = Option<Vec<TransferTargetBody>>)]
+    #[schema(schema_with = transfer_fields_schema)]
     pub transfer: Option<Option<Value>>,
 }
 
