@@ -70,6 +70,7 @@ fn request_path(c: &mut Criterion) {
                     temperature: 0.7,
                     max_tokens: None,
                     metadata: "{}".into(),
+                    transfer: "[]".into(),
                     status: "active".into(),
                     created_at: 0,
                     updated_at: 0,

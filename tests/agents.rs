@@ -10,7 +10,7 @@ use futures_util::future::join_all;
 use serde_json::{json, Value};
 use switchboard::vendors::catalog::{LLM_PROVIDERS, STT_PROVIDERS, TTS_PROVIDERS};
 
-const FIELDS: [&str; 20] = [
+const FIELDS: [&str; 21] = [
     "id",
     "name",
     "description",
@@ -28,6 +28,7 @@ const FIELDS: [&str; 20] = [
     "temperature",
     "maxTokens",
     "metadata",
+    "transfer",
     "status",
     "createdAt",
     "updatedAt",
@@ -117,7 +118,11 @@ fn full_agent(id: &str) -> Value {
         "language": "pt-BR",
         "temperature": 1.25,
         "maxTokens": 512,
-        "metadata": {"team": "billing", "nested": {"tier": 2, "flags": [true, null]}}
+        "metadata": {"team": "billing", "nested": {"tier": 2, "flags": [true, null]}},
+        "transfer": [
+            {"name": "Refunds", "number": "+14155550100", "description": "Refund requests",
+             "mode": "warm"}
+        ]
     })
 }
 
@@ -151,6 +156,7 @@ async fn a_new_agent_gets_the_documented_defaults_and_timestamps() {
     assert_eq!(agent["language"], "en");
     assert_eq!(agent["temperature"], 0.7);
     assert_eq!(agent["metadata"], json!({}));
+    assert_eq!(agent["transfer"], json!([]));
     assert_eq!(agent["status"], "active");
     for field in NULLABLE {
         assert_eq!(agent[field], Value::Null, "{field}");
@@ -465,6 +471,113 @@ async fn turn_taking_in_metadata_is_checked_when_the_agent_is_written() {
 }
 
 #[tokio::test]
+async fn transfer_targets_are_stored_replaced_cleared_and_checked() {
+    let server = Server::start().await;
+    let key = server.key();
+    let sent = json!([
+        {"name": "billing", "number": "+14155550100", "description": "Invoices and refunds"},
+        {"name": "Dr. Lee", "number": "+442071838750", "mode": "warm"}
+    ]);
+    let agent = create_ok(
+        &server,
+        key,
+        json!({"id": "desk", "name": "Desk", "transfer": sent}),
+    )
+    .await;
+    // Every target is shown whole: description and mode (cold unless warm) always present.
+    let two = json!([
+        {"name": "billing", "number": "+14155550100", "description": "Invoices and refunds",
+         "mode": "cold"},
+        {"name": "Dr. Lee", "number": "+442071838750", "description": "", "mode": "warm"}
+    ]);
+    assert_eq!(agent["transfer"], two, "{agent}");
+    let (status, read) = get(&server, key, "desk").await;
+    assert_eq!(status, 200);
+    assert_eq!(read, agent);
+
+    // PUT replaces the whole list (names trimmed) and nothing else.
+    let (status, after) = put(
+        &server,
+        key,
+        "desk",
+        json!({"transfer": [{"name": " sales ", "number": "+12125550199", "mode": "cold"}]}),
+    )
+    .await;
+    let one = json!([
+        {"name": "sales", "number": "+12125550199", "description": "", "mode": "cold"}
+    ]);
+    assert_eq!((status, &after["transfer"]), (200, &one), "{after}");
+    assert_same_except(&agent, &after, &["transfer", "updatedAt"]);
+    assert_eq!(get(&server, key, "desk").await.1, after);
+    // An update that leaves transfer out keeps it.
+    let (status, renamed) = put(&server, key, "desk", json!({"name": "Front desk"})).await;
+    assert_eq!((status, &renamed["transfer"]), (200, &one), "{renamed}");
+
+    let eleven: Vec<Value> = (0..11)
+        .map(|i| json!({"name": format!("person {i}"), "number": "+14155550100"}))
+        .collect();
+    for (bad, says) in [
+        (Value::Array(eleven), "at most 10"),
+        (
+            json!([{"name": "a", "number": "+14155550100"}, {"name": "b", "number": "4155550100"}]),
+            "transfer[1].number",
+        ),
+        (
+            json!([{"name": "Ops", "number": "+14155550100"},
+                   {"name": "ops", "number": "+14155550101"}]),
+            "twice",
+        ),
+        (
+            json!([{"name": "a", "number": "+14155550100", "mode": "hot"}]),
+            "transfer[0]",
+        ),
+    ] {
+        let case = short(&bad);
+        let (status, error) = put(
+            &server,
+            key,
+            "desk",
+            json!({"name": "Changed", "transfer": bad}),
+        )
+        .await;
+        assert_invalid(status, &error, "transfer", &case);
+        let message = error["error"]["message"].as_str().unwrap();
+        assert!(message.contains(says), "{case}: {message}");
+        assert_eq!(get(&server, key, "desk").await.1, renamed, "{case}");
+
+        let (status, error) = create(
+            &server,
+            key,
+            json!({"id": "refused", "name": "n", "transfer": bad}),
+        )
+        .await;
+        assert_invalid(status, &error, "transfer", &case);
+        assert_eq!(get(&server, key, "refused").await.0, 404, "{case}");
+    }
+    // Ten is the limit, not one more.
+    let ten: Vec<Value> = (0..10)
+        .map(|i| json!({"name": format!("person {i}"), "number": format!("+1415555010{i}")}))
+        .collect();
+    let (status, full) = put(&server, key, "desk", json!({"transfer": ten})).await;
+    assert_eq!(status, 200, "{full}");
+    assert_eq!(full["transfer"].as_array().map(Vec::len), Some(10));
+    assert_eq!(full["transfer"][9]["number"], "+14155550109");
+
+    // null clears the list to [].
+    let (status, cleared) = put(&server, key, "desk", json!({"transfer": null})).await;
+    assert_eq!(
+        (status, &cleared["transfer"]),
+        (200, &json!([])),
+        "{cleared}"
+    );
+    assert_eq!(get(&server, key, "desk").await.1["transfer"], json!([]));
+    let none = create_ok(&server, key, json!({"name": "n", "transfer": null})).await;
+    assert_eq!(none["transfer"], json!([]));
+    let (_, page) = list(&server, key, "").await;
+    assert_eq!(page_ids(&page), vec!["desk", none["id"].as_str().unwrap()]);
+}
+
+#[tokio::test]
 async fn agent_field_of_the_wrong_type_is_rejected_naming_the_field() {
     let server = Server::start().await;
     let key = server.key();
@@ -477,6 +590,11 @@ async fn agent_field_of_the_wrong_type_is_rejected_naming_the_field() {
         ("metadata", json!([1, 2])),
         ("styleProfile", json!("calm")),
         ("collectionId", json!(7)),
+        ("transfer", json!("billing")),
+        (
+            "transfer",
+            json!({"name": "billing", "number": "+14155550100"}),
+        ),
     ] {
         let mut body = json!({"name": "n"});
         body[field] = value;

@@ -3,6 +3,7 @@
 use actix_web::{delete, get, post, put, web, HttpResponse};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use utoipa::openapi::schema::{Array, ArrayBuilder, Object, ObjectBuilder, SchemaType, Type};
 use utoipa::ToSchema;
 
 use super::auth::Developer;
@@ -11,6 +12,7 @@ use super::methods;
 use super::pagination::{self, PageBody, PageQuery};
 use super::validate::{self, not_null, nullable};
 use crate::app::AppState;
+use crate::conversation::transfer::{self, TransferTarget};
 use crate::error::{ApiError, ErrorBody};
 use crate::registry::agents::{ArchiveAgent, CreateAgent, GetAgent, ListAgents, UpdateAgent};
 use crate::registry::new_id;
@@ -55,6 +57,9 @@ pub struct AgentBody {
     pub max_tokens: Option<i32>,
     #[schema(value_type = Object)]
     pub metadata: Value,
+    /// The people the agent may hand a phone call to with its `transfer_call` tool (at most
+    /// 10); `[]` for none.
+    pub transfer: Vec<TransferTargetBody>,
     /// `active`; archived agents are not served.
     pub status: String,
     pub created_at: String,
@@ -81,11 +86,87 @@ impl From<AgentRow> for AgentBody {
             temperature: row.temperature,
             max_tokens: row.max_tokens,
             metadata: validate::stored_json(&row.metadata),
+            transfer: transfer::stored_targets(&row.transfer)
+                .into_iter()
+                .map(TransferTargetBody::from)
+                .collect(),
             status: row.status,
             created_at: iso(row.created_at),
             updated_at: iso(row.updated_at),
         }
     }
+}
+
+/// A person an agent may hand a phone call to.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = TransferTarget)]
+pub struct TransferTargetBody {
+    /// How the agent names them (`billing`, `Dr. Lee`): 1-64 characters, unique within the
+    /// agent (case aside).
+    pub name: String,
+    /// E.164, such as `+14155550100`.
+    pub number: String,
+    /// When to hand the call to them, for the agent's language model: up to 500 characters,
+    /// default empty.
+    pub description: String,
+    /// `cold` or `warm`: see [`MODE_DOC`].
+    #[schema(schema_with = transfer_mode_schema)]
+    pub mode: &'static str,
+}
+
+impl From<TransferTarget> for TransferTargetBody {
+    fn from(target: TransferTarget) -> TransferTargetBody {
+        TransferTargetBody {
+            name: target.name,
+            number: target.number,
+            description: target.description,
+            mode: target.mode.as_str(),
+        }
+    }
+}
+
+const MODE_DOC: &str = "`cold` (the default) redirects the call to the number; `warm` holds \
+    the caller while the person is told what the call is about, then joins them.";
+
+const TRANSFER_DOC: &str = "Up to 10 people the agent may hand a phone call to with its \
+    `transfer_call` tool: `[{name, number, description, mode}]`. `name` is 1-64 characters, \
+    unique within the agent (case aside); `number` is E.164; `description` (optional, up to 500 \
+    characters) tells the agent when to hand over; `mode` `cold` (the default) redirects the \
+    call, `warm` holds the caller while the person is told what the call is about, then joins \
+    them. A list replaces the agent's whole list; `null` clears it to `[]`.";
+
+fn transfer_mode_schema() -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(["cold", "warm"]))
+        .default(Some(Value::from("cold")))
+        .description(Some(MODE_DOC))
+        .build()
+}
+
+/// The request's `transfer`: a list or `null`, each target needing only `name` and `number`.
+fn transfer_fields_schema() -> Array {
+    let text = || ObjectBuilder::new().schema_type(Type::String);
+    let target = ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .property("name", text().min_length(Some(1)))
+        .required("name")
+        .property(
+            "number",
+            text()
+                .pattern(Some(r"^\+[1-9][0-9]{1,14}$"))
+                .description(Some("E.164, such as `+14155550100`.")),
+        )
+        .required("number")
+        .property("description", text().max_length(Some(500)))
+        .property("mode", transfer_mode_schema());
+    ArrayBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Array, Type::Null]))
+        .items(target)
+        .max_items(Some(transfer::MAX_TARGETS))
+        .description(Some(TRANSFER_DOC))
+        .build()
 }
 
 /// The fields of an agent a client sets. On create, absent fields take their defaults; on
@@ -165,6 +246,10 @@ pub struct AgentFields {
     #[serde(default, deserialize_with = "nullable")]
     #[schema(value_type = Option<Object>)]
     pub metadata: Option<Option<Map<String, Value>>>,
+    /// The people the agent may hand a phone call to: see [`TRANSFER_DOC`].
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(schema_with = transfer_fields_schema)]
+    pub transfer: Option<Option<Value>>,
 }
 
 /// The agent fields after validation, ready for storage.
@@ -185,6 +270,7 @@ struct ValidFields {
     temperature: Option<f64>,
     max_tokens: Option<Option<i32>>,
     metadata: Option<String>,
+    transfer: Option<String>,
 }
 
 fn optional_text(
@@ -235,6 +321,13 @@ fn language(value: Option<Option<String>>) -> Result<Option<String>, ApiError> {
     Ok(value)
 }
 
+/// A `transfer` value, read and checked, as the JSON array stored for it (`null` is `[]`).
+fn transfer_json(value: &Value) -> Result<String, ApiError> {
+    let targets =
+        transfer::targets(value).map_err(|reason| ApiError::invalid("transfer", reason))?;
+    serde_json::to_string(&targets).map_err(|e| ApiError::invalid("transfer", e.to_string()))
+}
+
 impl AgentFields {
     fn validate(self) -> Result<ValidFields, ApiError> {
         let name = not_null("name", self.name)?;
@@ -271,6 +364,10 @@ impl AgentFields {
             }
             None => None,
         };
+        let transfer = match self.transfer {
+            Some(value) => Some(transfer_json(&value.unwrap_or(Value::Null))?),
+            None => None,
+        };
         let style_profile = match self.style_profile {
             Some(Some(map)) => Some(Some(validate::metadata("styleProfile", Some(&map))?)),
             Some(None) => Some(None),
@@ -293,6 +390,7 @@ impl AgentFields {
             temperature,
             max_tokens,
             metadata,
+            transfer,
         })
     }
 }
@@ -354,6 +452,7 @@ pub(crate) fn new_agent_row(
         temperature: fields.temperature.unwrap_or(DEFAULT_TEMPERATURE),
         max_tokens: fields.max_tokens.flatten(),
         metadata: fields.metadata.unwrap_or_else(|| "{}".to_string()),
+        transfer: fields.transfer.unwrap_or_else(|| "[]".to_string()),
         status: STATUS_ACTIVE.to_string(),
         created_at: now,
         updated_at: now,
@@ -435,6 +534,7 @@ async fn update_agent(
         temperature: fields.temperature,
         max_tokens: fields.max_tokens,
         metadata: fields.metadata,
+        transfer: fields.transfer,
         updated_at: time::now_ms(),
     };
     let agent = state

@@ -34,6 +34,9 @@ pub struct AgentRow {
     pub temperature: f64,
     pub max_tokens: Option<i32>,
     pub metadata: String,
+    /// The people the agent may hand a phone call to, as a JSON array (see
+    /// [`crate::conversation::transfer`]); `[]` for none.
+    pub transfer: String,
     pub status: String,
     pub created_at: i64,
     pub updated_at: i64,
@@ -71,6 +74,7 @@ pub struct AgentChanges {
     pub temperature: Option<f64>,
     pub max_tokens: Option<Option<i32>>,
     pub metadata: Option<String>,
+    pub transfer: Option<String>,
     pub updated_at: i64,
 }
 

@@ -92,6 +92,7 @@ diesel::table! {
         status -> Text,
         created_at -> BigInt,
         updated_at -> BigInt,
+        transfer -> Text,
     }
 }
 
