@@ -569,7 +569,14 @@ async fn the_agent_hands_a_caller_to_a_person_warm_and_takes_them_back_when_the_
         {"name": "nurse", "number": "+14155550143", "description": "symptoms and medication", "mode": "warm"},
         {"name": "billing", "number": "+14155550142"}
     ]});
-    new_agent(&server, &key, "clinic", "You answer a clinic's calls. [call:transfer_call]", targets).await;
+    new_agent(
+        &server,
+        &key,
+        "clinic",
+        "You answer a clinic's calls. [call:transfer_call]",
+        targets,
+    )
+    .await;
     let call_sid = "CA21000000000000000000000000000004";
     let placed = media_stream::place_call(&server, &key, "clinic").await;
     let mut stream = TwilioStream::open(&placed.stream_url, &placed.token, call_sid).await;
@@ -604,15 +611,25 @@ async fn the_agent_hands_a_caller_to_a_person_warm_and_takes_them_back_when_the_
     let nurse = placed_calls[0];
     let room = format!("transfer-{}", placed.session_id);
     assert_eq!(nurse.param("To"), Some("+14155550143"));
-    assert_eq!(nurse.param("From"), Some("+14155550199"), "the line the caller is on");
+    assert_eq!(
+        nurse.param("From"),
+        Some("+14155550199"),
+        "the line the caller is on"
+    );
     assert_eq!(nurse.param("Timeout"), Some("20"));
     assert_eq!(
         nurse.param("Twiml"),
         Some(format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?><Response><Say>The caller asks about opening hours.</Say><Dial><Conference endConferenceOnExit=\"true\">{room}</Conference></Dial></Response>").as_str())
     );
     let person_callback = format!("/v1/sessions/twilio/transfers/{}/person", placed.session_id);
-    assert_eq!(nurse.param("StatusCallback"), Some(server.url(&person_callback).as_str()));
-    assert_eq!(nurse.params("StatusCallbackEvent"), vec!["answered", "completed"]);
+    assert_eq!(
+        nurse.param("StatusCallback"),
+        Some(server.url(&person_callback).as_str())
+    );
+    assert_eq!(
+        nurse.params("StatusCallbackEvent"),
+        vec!["answered", "completed"]
+    );
     let hold = updates(&heard.twilio_at_close, call_sid);
     assert_eq!(hold.len(), 1, "{hold:?}");
     assert_eq!(
@@ -630,9 +647,17 @@ async fn the_agent_hands_a_caller_to_a_person_warm_and_takes_them_back_when_the_
     );
 
     // The nurse's line is busy: the caller's call is brought back to the agent.
-    let busy = [("AccountSid", ACCOUNT_SID), ("CallSid", "CA21000000000000000000000000000044"),
-                ("CallStatus", "busy")];
-    assert_eq!(twilio_webhook(&server, &person_callback, &busy, false).await.status(), 403);
+    let busy = [
+        ("AccountSid", ACCOUNT_SID),
+        ("CallSid", "CA21000000000000000000000000000044"),
+        ("CallStatus", "busy"),
+    ];
+    assert_eq!(
+        twilio_webhook(&server, &person_callback, &busy, false)
+            .await
+            .status(),
+        403
+    );
     let answer = twilio_webhook(&server, &person_callback, &busy, true).await;
     assert_eq!(answer.status(), 204);
     let back = updates(&twilio.requests(), call_sid);
@@ -647,7 +672,11 @@ async fn the_agent_hands_a_caller_to_a_person_warm_and_takes_them_back_when_the_
         call_events(s)[0]["detail"]["outcome"] == "busy"
     })
     .await;
-    assert_eq!(call_events(&settled)[0]["detail"]["outcome"], "busy", "{settled}");
+    assert_eq!(
+        call_events(&settled)[0]["detail"]["outcome"],
+        "busy",
+        "{settled}"
+    );
     // The same report again changes nothing more.
     let again = twilio_webhook(&server, &person_callback, &busy, true).await;
     assert_eq!(again.status(), 204);

@@ -16,6 +16,7 @@ use crate::app::AppState;
 use crate::conversation::prompt::{substitute, system_prompt};
 use crate::conversation::retrieval::CollectionKnowledge;
 use crate::conversation::tools::{http_tools, AgentTools};
+use crate::conversation::transfer::stored_targets;
 use crate::conversation::turn_taking;
 use crate::engines::pool::Lane;
 use crate::observability::recorder::SessionRecorder;
@@ -94,12 +95,13 @@ pub async fn assemble(
         http_tools(&metadata).unwrap_or_default(),
     );
     // A phone call's agent acts on its call: hangs up, hands over, presses keys.
-    let call = request.call_sid.as_ref().map(|_| {
-        // TRANSFER-FIELD: the agent's stored targets.
-        let call = PhoneCall::new(Vec::new());
-        tools = tools.clone().on_call(call.clone());
-        call
-    });
+    let call = request
+        .call_sid
+        .as_ref()
+        .map(|_| PhoneCall::new(stored_targets(&agent.transfer)));
+    if let Some(call) = &call {
+        tools = tools.on_call(call.clone());
+    }
     // A session that carries on an earlier one of the same call knows what was said there.
     let earlier = match &request.resumes {
         Some(previous) => state
