@@ -476,3 +476,37 @@ pub fn resumed_prompt(previous: &crate::registry::sessions::SessionTrace) -> Str
         kept.join("\n")
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conversation::transfer::TransferMode;
+
+    fn nurse() -> TransferTarget {
+        TransferTarget {
+            name: "nurse".into(),
+            number: "+14155550143".into(),
+            description: String::new(),
+            mode: TransferMode::Warm,
+        }
+    }
+
+    #[test]
+    fn a_call_takes_one_action_and_hands_it_over_once() {
+        let call = PhoneCall::new(vec![nurse()]);
+        assert_eq!(call.targets(), &[nurse()]);
+        call.request(CallAction::Keypad {
+            digits: "1#".into(),
+        })
+        .unwrap();
+        let second = call.request(CallAction::HangUp).unwrap_err();
+        assert!(second.contains("the keys 1# will be pressed"), "{second}");
+        assert_eq!(
+            call.take(),
+            Some(CallAction::Keypad {
+                digits: "1#".into()
+            })
+        );
+        assert_eq!(call.take(), None);
+    }
+}
