@@ -11,6 +11,8 @@
 //!   choice through `crate::providers`), each stage marking which provider served, which
 //!   stages are charged, its recorder; and whether and how it is recorded.
 //! - [`control`]: a live call controlled from outside it (the integrator hangs it up).
+//! - [`voicemail`]: an outbound call's answering-machine verdict, and the hang-up or the
+//!   message left after the beep it calls for.
 //!
 //! The transports (`crate::transports`) only speak their wire; the HTTP routes authenticate
 //! and hand the session here.
@@ -20,6 +22,7 @@ mod assembly;
 pub mod control;
 pub mod phone;
 pub mod start;
+pub mod voicemail;
 
 pub use phone::{
     busy_markup, issue_stream, issue_stream_as, phone_stream, resolve_instance, warm_agent_voice,
