@@ -79,15 +79,16 @@ impl VoicemailPlan {
                     "voicemailMessage is required when machineDetection is message",
                 ))
             }
-            (MachineDetection::Message, Some(text)) => {
-                let text = text.trim();
+            (MachineDetection::Message, Some(given)) => {
+                let text = given.trim();
                 if text.is_empty() {
                     return Err(ApiError::invalid(
                         "voicemailMessage",
                         "voicemailMessage must not be blank",
                     ));
                 }
-                if text.chars().count() > MAX_VOICEMAIL_CHARS {
+                // Counted as given, as the schema's maxLength is.
+                if given.chars().count() > MAX_VOICEMAIL_CHARS {
                     return Err(ApiError::invalid(
                         "voicemailMessage",
                         format!(
@@ -477,7 +478,9 @@ mod tests {
         let message = Some(MachineDetection::Message);
         assert!(VoicemailPlan::from_request(message, Some(&long)).is_ok());
         let too_long = "é".repeat(MAX_VOICEMAIL_CHARS + 1);
+        let padded = format!(" {long}");
         for (mode, text) in [
+            (message, Some(padded.as_str())),
             (message, None),
             (message, Some("  \n ")),
             (message, Some(too_long.as_str())),
