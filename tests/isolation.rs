@@ -40,6 +40,10 @@ const NOT_OWNED: &[(&str, &str)] = &[
         "Twilio's webhook, proven by X-Twilio-Signature, not by a developer's key",
     ),
     (
+        "/v1/sessions/twilio/task/{taskId}/amd",
+        "Twilio's webhook, proven by X-Twilio-Signature, not by a developer's key",
+    ),
+    (
         "/v1/sessions/twilio/transfers/{sessionId}/dialed",
         "Twilio's webhook, proven by X-Twilio-Signature, not by a developer's key",
     ),

@@ -225,7 +225,8 @@ pub struct CallEventBody {
     /// When, from the start of the session.
     pub at_ms: i64,
     /// What it was about: `transfer` `{name, number, mode, by, outcome}`, `keypad`
-    /// `{digits}`, `machine_detection` `{answeredBy, action}`; absent for the others.
+    /// `{digits}`, `machine_detection` `{answeredBy, action, detectionMs}`; absent for the
+    /// others.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub detail: Option<serde_json::Value>,

@@ -81,6 +81,7 @@ answer `{data, nextCursor, hasMore}` in creation order."
         twilio_calls::get_task,
         twilio_calls::task_connect,
         twilio_calls::task_status,
+        twilio_calls::task_amd,
         twilio_calls::inbound_call,
         twilio_calls::hang_up,
         call_transfer::transfer_call,

@@ -5,12 +5,13 @@
 //! - `POST /v1/sessions/twilio/task/{taskId}/connect` (Twilio fetches it when the call is
 //!   answered) answers the same stream markup as inbound sessions; `.../status` receives the
 //!   call's progress (initiated, ringing, answered, completed and the failures), applied in
-//!   Twilio's sequence order.
+//!   Twilio's sequence order; `.../amd` receives Twilio's answering-machine verdict on a
+//!   call placed with `machineDetection` (see [`crate::live::voicemail`]).
 //! - `POST /v1/sessions/twilio/inbound` is a voice webhook a Twilio number can point at
 //!   directly: the called number is looked up in `/v1/phone-numbers` and the call connected
 //!   to that agent.
 //!
-//! The three webhooks carry no API key: each must carry a valid `X-Twilio-Signature` over the
+//! The webhooks carry no API key: each must carry a valid `X-Twilio-Signature` over the
 //! URL Twilio requested and its form parameters (see [`crate::telephony::signature`]), else
 //! it is refused with 403 and changes nothing.
 
@@ -25,6 +26,7 @@ use super::body::{ApiJson, RawWebhook};
 use super::methods;
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
+use crate::live::voicemail::{self, MachineDetection, Verdict, VoicemailPlan};
 use crate::live::{
     busy_markup, control, issue_stream, issue_stream_as, resolve_instance, warm_agent_voice,
     StreamFor,
@@ -69,6 +71,11 @@ pub fn webhooks(cfg: &mut web::ServiceConfig) {
             .to(methods::method_not_allowed),
     )
     .service(
+        web::resource("/v1/sessions/twilio/task/{task_id}/amd")
+            .route(web::post().to(task_amd))
+            .to(methods::method_not_allowed),
+    )
+    .service(
         web::resource("/v1/sessions/twilio/inbound")
             .route(web::post().to(inbound_call))
             .to(methods::method_not_allowed),
@@ -90,6 +97,19 @@ pub struct OutboundRequest {
     /// Also have Twilio record the call on its side (`Record=true`; default false). Our own
     /// two-channel recording is made either way (see `/v1/recordings/{callId}`).
     pub record: Option<bool>,
+    /// What to do when an answering machine picks up (Twilio's asynchronous detection,
+    /// reported to `/v1/sessions/twilio/task/{taskId}/amd`): `off` (the default: no
+    /// detection, whoever answers talks to the agent), `hangup` (hang up on a machine or a
+    /// fax), `message` (say `voicemailMessage` after the beep, then hang up; a fax is hung up
+    /// on). A person, or no verdict, keeps talking to the agent.
+    pub machine_detection: Option<MachineDetection>,
+    /// The message left on a machine: required when `machineDetection` is `message`, refused
+    /// otherwise; not blank, at most 1000 characters.
+    #[schema(
+        max_length = 1000,
+        example = "Hi, this is Acme about your order. Please call us back."
+    )]
+    pub voicemail_message: Option<String>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -120,6 +140,14 @@ pub struct TaskBody {
     pub duration_seconds: Option<i64>,
     /// Why the call could not be placed.
     pub error: Option<String>,
+    /// `off`, `hangup` or `message`, as the call was placed.
+    pub machine_detection: String,
+    /// Twilio's answering-machine verdict (`human`, `machine_start`, `machine_end_beep`,
+    /// `machine_end_silence`, `machine_end_other`, `fax`, `unknown`); null until known.
+    pub answered_by: Option<String>,
+    /// What was done about the verdict: `none` (the agent went on), `hung_up` or
+    /// `left_message`; null until known.
+    pub machine_action: Option<String>,
     pub created_at: String,
     pub updated_at: String,
 }
@@ -137,6 +165,9 @@ impl From<CallTaskRow> for TaskBody {
             session_id: row.session_id,
             duration_seconds: row.duration_seconds,
             error: row.error,
+            machine_detection: row.machine_detection,
+            answered_by: row.answered_by,
+            machine_action: row.machine_action,
             created_at: iso(row.created_at),
             updated_at: iso(row.updated_at),
         }
@@ -177,6 +208,10 @@ async fn place_call(
         .ok_or_else(|| ApiError::invalid("agentId", "agentId is required"))?;
     let to = e164("to", request.to)?;
     let from = e164("from", request.from)?;
+    let machine_plan = VoicemailPlan::from_request(
+        request.machine_detection,
+        request.voicemail_message.as_deref(),
+    )?;
     if let Some(prefix) = state.config().telephony.outbound.refusal(&to) {
         return Err(ApiError::invalid(
             "to",
@@ -243,6 +278,7 @@ async fn place_call(
         &developer,
         &req,
         request.record,
+        machine_plan,
         task_id.clone(),
         agent.id,
         instance,
@@ -271,6 +307,7 @@ async fn place_task(
     developer: &Developer,
     req: &HttpRequest,
     record: Option<bool>,
+    machine_plan: VoicemailPlan,
     task_id: String,
     agent_id: String,
     instance: Option<String>,
@@ -299,6 +336,10 @@ async fn place_task(
             created_at: now,
             updated_at: now,
             key_id: Some(developer.0.key_id.clone()),
+            machine_detection: machine_plan.mode.as_str().to_string(),
+            voicemail_message: machine_plan.message.clone(),
+            answered_by: None,
+            machine_action: None,
         }))
         .await??;
     let base = format!(
@@ -313,6 +354,7 @@ async fn place_task(
             url: format!("{base}/connect"),
             status_callback: format!("{base}/status"),
             record: task.record,
+            amd_callback: machine_plan.detects().then(|| format!("{base}/amd")),
         })
         .await;
     match placed {
@@ -740,6 +782,45 @@ async fn task_status(
             tracing::debug!(task = %task_id, "ignored a stale or late status callback ({call_status})")
         }
     }
+    Ok(HttpResponse::NoContent().finish())
+}
+
+/// Twilio's answering-machine verdict on an outbound call placed with `machineDetection`
+/// `hangup` or `message` (asynchronous detection: the call went on meanwhile). A person or
+/// no verdict (`human`, `unknown`) keeps talking to the agent; a machine is hung up on or
+/// left the voicemail message after the beep; a fax is hung up on. The first verdict
+/// stands: a repeated callback changes nothing. The verdict shows on the task
+/// (`answeredBy`, `machineAction`) and, once the call connected, on its session as a
+/// `machine_detection` call event.
+#[utoipa::path(post, path = "/v1/sessions/twilio/task/{taskId}/amd", tag = "telephony webhooks",
+    params(("taskId" = String, Path, description = "Outbound call task id"),
+        ("X-Twilio-Signature" = String, Header, description = "base64 HMAC-SHA1 of the URL and sorted form parameters with the auth token")),
+    request_body(content = String, content_type = "application/x-www-form-urlencoded", description = "Twilio's AsyncAmdStatusCallback parameters: CallSid, AnsweredBy (human, machine_start, machine_end_beep, machine_end_silence, machine_end_other, fax, unknown), MachineDetectionDuration (ms)"),
+    responses((status = 204, description = "Acted on (or ignored as a repeat of the verdict already acted on)"),
+        (status = 400, body = ErrorBody, description = "Missing CallSid, unknown AnsweredBy, or a MachineDetectionDuration that is no number of milliseconds"),
+        (status = 403, body = ErrorBody, description = "Missing or invalid signature"), (status = 404, body = ErrorBody),
+        (status = 502, body = ErrorBody, description = "Twilio failed to hang up or redirect the call; the verdict is not kept"),
+        (status = 503, body = ErrorBody, description = "[telephony.twilio] is not configured")))]
+async fn task_amd(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    task_id: web::Path<String>,
+    RawWebhook(body): RawWebhook,
+) -> Result<HttpResponse, ApiError> {
+    let form = verify_webhook(&state, &req, &body)?;
+    let task = state
+        .telephony()
+        .send(GetTask {
+            developer_id: None,
+            id: task_id.into_inner(),
+        })
+        .await??;
+    let verdict = Verdict::parse(
+        form.get("CallSid").or(task.call_sid.as_deref()),
+        form.get("AnsweredBy"),
+        form.get("MachineDetectionDuration"),
+    )?;
+    voicemail::apply_verdict(&state, &task, &verdict).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 

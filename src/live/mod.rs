@@ -14,6 +14,8 @@
 //!   transfers it).
 //! - [`call`]: a phone call acted on from inside its conversation (the agent hangs up,
 //!   transfers, presses keys) and a transfer's outcome.
+//! - [`voicemail`]: an outbound call's answering-machine verdict, and the hang-up or the
+//!   message left after the beep it calls for.
 //!
 //! The transports (`crate::transports`) only speak their wire; the HTTP routes authenticate
 //! and hand the session here.
@@ -24,6 +26,7 @@ pub mod call;
 pub mod control;
 pub mod phone;
 pub mod start;
+pub mod voicemail;
 
 pub use phone::{
     busy_markup, issue_stream, issue_stream_as, phone_stream, resolve_instance, warm_agent_voice,

@@ -452,6 +452,49 @@ impl Handler<ClaimTaskConnect> for TelephonyRegistry {
     }
 }
 
+/// The answering machine's verdict on a task and the action taken on it, recorded once;
+/// `None` when the task already has a verdict (a repeated callback).
+#[derive(Message)]
+#[rtype(result = "Result<Option<CallTaskRow>, ApiError>")]
+pub struct ClaimVerdict {
+    pub id: String,
+    pub answered_by: String,
+    pub action: String,
+}
+
+impl Handler<ClaimVerdict> for TelephonyRegistry {
+    type Result = ResponseFuture<Result<Option<CallTaskRow>, ApiError>>;
+
+    fn handle(&mut self, msg: ClaimVerdict, _: &mut Context<Self>) -> Self::Result {
+        let db = self.db.clone();
+        Box::pin(async move {
+            Ok(
+                telephony::claim_verdict(&db, &msg.id, &msg.answered_by, &msg.action, now_ms())
+                    .await?,
+            )
+        })
+    }
+}
+
+/// Takes back a claimed verdict whose action failed (Twilio could not be asked to act).
+#[derive(Message)]
+#[rtype(result = "Result<bool, ApiError>")]
+pub struct ReleaseVerdict {
+    pub id: String,
+    pub answered_by: String,
+}
+
+impl Handler<ReleaseVerdict> for TelephonyRegistry {
+    type Result = ResponseFuture<Result<bool, ApiError>>;
+
+    fn handle(&mut self, msg: ReleaseVerdict, _: &mut Context<Self>) -> Self::Result {
+        let db = self.db.clone();
+        Box::pin(
+            async move { Ok(telephony::release_verdict(&db, &msg.id, &msg.answered_by).await?) },
+        )
+    }
+}
+
 /// A status callback: applied when newer than the last one applied; `None` if stale.
 #[derive(Message)]
 #[rtype(result = "Result<Option<CallTaskRow>, ApiError>")]

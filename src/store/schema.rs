@@ -332,6 +332,10 @@ diesel::table! {
         created_at -> BigInt,
         updated_at -> BigInt,
         key_id -> Nullable<Text>,
+        machine_detection -> Text,
+        voicemail_message -> Nullable<Text>,
+        answered_by -> Nullable<Text>,
+        machine_action -> Nullable<Text>,
     }
 }
 

@@ -26,6 +26,9 @@ pub const EVENT_AGENT_HUNG_UP: &str = "agent_hung_up";
 pub const EVENT_TRANSFER: &str = "transfer";
 /// The agent pressed keys on the call; detail `{digits}`.
 pub const EVENT_KEYPAD: &str = "keypad";
+/// An outbound call's answering-machine verdict and what was done about it; detail
+/// `{answeredBy, action, detectionMs}`.
+pub const EVENT_MACHINE_DETECTION: &str = "machine_detection";
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
 #[diesel(table_name = sessions)]

@@ -197,6 +197,15 @@ pub struct CallTaskRow {
     pub updated_at: i64,
     /// The API key that placed the call; its stream is refused once the key is revoked.
     pub key_id: Option<String>,
+    /// Answering-machine detection asked for: `off`, `hangup` or `message`
+    /// (see `crate::live::voicemail`).
+    pub machine_detection: String,
+    /// The message left after the beep, in `message` mode.
+    pub voicemail_message: Option<String>,
+    /// Twilio's verdict (`AnsweredBy`), once it arrived.
+    pub answered_by: Option<String>,
+    /// What was done about the verdict: `none`, `hung_up` or `left_message`.
+    pub machine_action: Option<String>,
 }
 
 /// What a task's progress changes.
@@ -236,6 +245,25 @@ store_fns! {
     update pub fn advance_task(id: &str, sequence: i64, changes: &TaskChanges)
         set (changes)
         where id.eq(id), last_sequence.lt(sequence), status.ne_all(TASK_TERMINAL);
+
+    /// Records the answering machine's verdict on a task and what is done about it, once:
+    /// only a task with no verdict yet changes, so a repeated callback finds `None`.
+    update pub fn claim_verdict(id: &str, verdict: &str, action: &str, updated_at: i64)
+        set ((
+            call_tasks::answered_by.eq(Some(verdict)),
+            call_tasks::machine_action.eq(Some(action)),
+            call_tasks::updated_at.eq(updated_at),
+        ))
+        where id.eq(id), answered_by.is_null();
+
+    /// Gives up a verdict claimed by [`claim_verdict`] whose action could not be carried out,
+    /// so that the task shows no verdict and Twilio's retry can act on it.
+    mark pub fn release_verdict(id: &str, verdict: &str)
+        set ((
+            call_tasks::answered_by.eq(None::<String>),
+            call_tasks::machine_action.eq(None::<String>),
+        ))
+        where id.eq(id), answered_by.eq(verdict);
 }
 
 /// A task by id: the developer's own, or (`developer` = `None`) whoever's, for Twilio's

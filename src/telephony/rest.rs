@@ -5,6 +5,8 @@
 //! `POST .../Messages.json` with `To`, `From` (or `MessagingServiceSid`) and `Body`, answered
 //! 201 with the Message resource; and for controlling a live call: `POST .../Calls/{CallSid}.json`
 //! with `Status=completed` hangs it up, with `Twiml=` redirects it (protocols.md §3.1, §3.5).
+//! A call may ask for asynchronous answering-machine detection (`MachineDetection`,
+//! `AsyncAmd`, `AsyncAmdStatusCallback`).
 
 use std::time::Duration;
 
@@ -40,6 +42,10 @@ pub struct NewCall {
     pub status_callback: String,
     /// Also record the call on Twilio's side (`Record=true`).
     pub record: bool,
+    /// Detect answering machines without holding the call up: Twilio POSTs its verdict
+    /// (`AnsweredBy`) here while the call goes on (`MachineDetection=DetectMessageEnd`,
+    /// `AsyncAmd=true`, protocols.md §3.5). `None`: no detection.
+    pub amd_callback: Option<String>,
 }
 
 /// A call to the person a warm transfer hands the caller to, with its markup inline.
@@ -127,6 +133,14 @@ impl TwilioClient {
         }
         if call.record {
             form.push(("Record", "true"));
+        }
+        if let Some(callback) = &call.amd_callback {
+            form.extend([
+                ("MachineDetection", "DetectMessageEnd"),
+                ("AsyncAmd", "true"),
+                ("AsyncAmdStatusCallback", callback.as_str()),
+                ("AsyncAmdStatusCallbackMethod", "POST"),
+            ]);
         }
         self.post_form("Calls.json", &form).await
     }

@@ -6,6 +6,9 @@
 //! Twilio's error body (code 20003); `To` = `+15005550001` (Twilio's magic "invalid number")
 //! answers 400 with code 21211. Every request's form is kept, repeated keys included.
 //!
+//! Calls are updated at `POST .../Calls/{CallSid}.json` (`Status=completed`, `Twiml=`):
+//! [`GONE_CALL_SID`] answers Twilio's 404 with code 20404, [`BROKEN_CALL_SID`] a 500.
+//!
 //! Also Twilio's Messages API: `POST .../Messages.json` (`To`, `From` or
 //! `MessagingServiceSid`, `Body`), answered 201 with a Message resource (`status: queued`);
 //! `To` = `+15005550009` (Twilio's magic "cannot receive SMS") answers 400 with code 21614.
@@ -317,6 +320,9 @@ async fn create_call(
 /// The call SID the stand-in answers as already gone: Twilio's 404 with code 20404.
 pub const GONE_CALL_SID: &str = "CA00000000000000000000000000000404";
 
+/// The call SID the stand-in cannot update: Twilio's 500 (an outage on its side).
+pub const BROKEN_CALL_SID: &str = "CA00000000000000000000000000000500";
+
 /// `POST .../Calls/{CallSid}.json`: a live call updated (`Status=completed` hangs it up).
 async fn update_call(
     req: HttpRequest,
@@ -336,6 +342,11 @@ async fn update_call(
         return HttpResponse::NotFound().json(json!({
             "code": 20404, "message": format!("The requested resource /2010-04-01/Accounts/{ACCOUNT_SID}/Calls/{call_sid}.json was not found"),
             "more_info": "https://www.twilio.com/docs/errors/20404", "status": 404}));
+    }
+    if call_sid == BROKEN_CALL_SID {
+        return HttpResponse::InternalServerError().json(json!({
+            "code": 20500, "message": "Internal Server Error",
+            "more_info": "https://www.twilio.com/docs/errors/20500", "status": 500}));
     }
     let status = request.param("Status").unwrap_or("in-progress").to_string();
     let date = "Mon, 23 Nov 2026 17:00:00 +0000";
