@@ -202,7 +202,7 @@ pub struct SessionDetailBody {
     pub from: Option<String>,
     pub to: Option<String>,
     pub status: String,
-    /// `hangup`, `transport_closed`, `idle_timeout`, `agent_ended` (the agent's `end_conversation`), `shutdown`, or the error that ended the session.
+    /// `hangup`, `transport_closed`, `idle_timeout`, `agent_ended` (the agent's `end_conversation` or `end_call`), `transferred` (handed to a person), `redirected` (keys pressed; the call goes on in a new session), `shutdown`, or the error that ended the session.
     pub end_reason: Option<String>,
     pub started_at: Option<String>,
     pub ended_at: Option<String>,
