@@ -171,7 +171,9 @@ impl Admitted {
         slot.attach(handle.addr());
         let ending = async move {
             if let Some(action) = call.and_then(|call| call.take()) {
-                carry_out(&state, &request, action).await;
+                // Boxed: a session's task holds this future all call long, and most
+                // calls never act on themselves.
+                Box::pin(carry_out(&state, &request, action)).await;
             }
             slot.ended_by_server()
         };
