@@ -34,7 +34,6 @@ use crate::store::sessions::{
 };
 use crate::telephony::rest::{PersonCall, TwilioClient};
 use crate::telephony::twiml;
-use crate::time;
 
 /// Seconds a transfer rings the person before it counts as `no-answer`.
 const RING_SECONDS: u32 = 20;
@@ -116,15 +115,10 @@ pub struct OnCall<'a> {
 }
 
 impl OnCall<'_> {
-    fn at_ms(&self) -> i64 {
-        time::now_ms() - self.session.started_at.unwrap_or(self.session.created_at)
-    }
-
     fn event(&self, kind: &str, detail: serde_json::Value) {
         self.state.sessions().do_send(RecordEvent(EventRow::call(
-            &self.session.id,
+            self.session,
             kind,
-            self.at_ms(),
             Some(detail.to_string()),
         )));
     }

@@ -15,7 +15,6 @@ use crate::store::sessions::{
     EventRow, SessionRow, EVENT_HANGUP_REQUESTED, STATUS_ACTIVE, STATUS_PENDING,
 };
 use crate::telephony::rest::{TwilioClient, TwilioError};
-use crate::time;
 
 /// What a hang-up found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,11 +36,9 @@ pub async fn hang_up(
         TwilioError::Rejected { .. } => ApiError::bad_request(e.to_string()),
         TwilioError::Failed(_) => ApiError::Upstream(e.to_string()),
     })?;
-    let at = time::now_ms() - session.started_at.unwrap_or(session.created_at);
     state.sessions().do_send(RecordEvent(EventRow::call(
-        &session.id,
+        &session,
         EVENT_HANGUP_REQUESTED,
-        at,
         None,
     )));
     Ok(HungUp {

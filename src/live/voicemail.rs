@@ -18,7 +18,6 @@ use crate::registry::telephony::{ClaimVerdict, ReleaseVerdict};
 use crate::store::sessions::{EventRow, EVENT_MACHINE_DETECTION};
 use crate::store::telephony::CallTaskRow;
 use crate::telephony::twiml;
-use crate::time;
 
 /// The longest message left on a machine, in characters.
 pub const MAX_VOICEMAIL_CHARS: usize = 1000;
@@ -335,16 +334,14 @@ async fn record_event(
             return;
         }
     };
-    let at = time::now_ms() - session.started_at.unwrap_or(session.created_at);
     let detail = json!({
         "answeredBy": verdict.answered_by.as_str(),
         "action": action.as_str(),
         "detectionMs": verdict.detection_ms,
     });
     state.sessions().do_send(RecordEvent(EventRow::call(
-        &session.id,
+        &session,
         EVENT_MACHINE_DETECTION,
-        at,
         Some(detail.to_string()),
     )));
 }

@@ -187,10 +187,12 @@ pub struct EventRow {
 }
 
 impl EventRow {
-    /// A call event of `kind`, `at_ms` after the session started, with its JSON detail.
-    pub fn call(session_id: &str, kind: &str, at_ms: i64, detail: Option<String>) -> EventRow {
+    /// A call event of `kind` on `session` happening now (timed from the session's start, or
+    /// its creation while it waits for its stream), with its JSON detail.
+    pub fn call(session: &SessionRow, kind: &str, detail: Option<String>) -> EventRow {
+        let at_ms = crate::time::now_ms() - session.started_at.unwrap_or(session.created_at);
         EventRow {
-            session_id: session_id.to_string(),
+            session_id: session.id.clone(),
             kind: kind.to_string(),
             turn_index: None,
             start_ms: at_ms.max(0),
