@@ -278,6 +278,9 @@ pub struct EnginesConfig {
     pub preload: bool,
     /// Threads one inference job may use (the pool runs `workers` jobs side by side).
     pub threads_per_job: usize,
+    /// How voice sessions decide that a caller's turn is over, for agents that do not say:
+    /// `smart` (the end-of-turn model, the silence timer as its fallback) or `silence`.
+    pub turn_detection: String,
 }
 
 impl EnginesConfig {
@@ -574,6 +577,12 @@ impl Config {
         }
         if !["", "elevenlabs"].contains(&self.sync.provider.trim()) {
             return Err(invalid("sync.provider must be `elevenlabs` or empty"));
+        }
+        if crate::conversation::turn_taking::detection_named(&self.engines.turn_detection).is_none()
+        {
+            return Err(invalid(
+                "engines.turn_detection must be `smart` or `silence`",
+            ));
         }
         if self.auth.key_prefix.is_empty() {
             return Err(invalid("auth.key_prefix must not be empty"));

@@ -1,5 +1,5 @@
 //! The engine traits the session actors call: speech-to-text, language model, text-to-speech,
-//! tool execution and the session observer.
+//! end-of-turn judgement, tool execution and the session observer.
 //!
 //! This crate only defines them. The server implements them with the embedded engines and the
 //! vendor adapters; tests and benchmarks implement them with scripted engines. Every call is
@@ -442,6 +442,39 @@ pub trait TextToSpeech: Send + Sync + 'static {
     /// stream stops delivery at once; an adapter may still read the rest of a sentence it
     /// already asked for, in the background, to keep its connection.
     fn synthesize(&self, request: SpeechRequest) -> Result<EngineStream<SpeechChunk>, EngineError>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// End of turn
+// ---------------------------------------------------------------------------------------------
+
+/// The caller's audio up to a pause, as a session hands it to a [`TurnEndModel`]: the turn's
+/// chunks as they were captured for the recognizer (no copy is made on the audio path), mono
+/// 16-bit PCM at `rate` Hz, oldest first.
+#[derive(Debug, Clone)]
+pub struct TurnAudio {
+    pub chunks: Vec<Arc<[i16]>>,
+    pub rate: u32,
+}
+
+impl TurnAudio {
+    /// How many samples the chunks hold.
+    pub fn len(&self) -> usize {
+        self.chunks.iter().map(|c| c.len()).sum()
+    }
+
+    /// Whether there is no audio at all.
+    pub fn is_empty(&self) -> bool {
+        self.chunks.iter().all(|c| c.is_empty())
+    }
+}
+
+/// Judges from how the caller sounds whether their turn is over: a pause at the end of a
+/// finished sentence from one in the middle of it (semantic end of turn).
+pub trait TurnEndModel: Send + Sync + 'static {
+    /// The probability, within 0-1, that the caller has finished their turn, from the turn's
+    /// audio up to now (its last seconds are what count).
+    fn complete_probability(&self, audio: TurnAudio) -> EngineFuture<f32>;
 }
 
 // ---------------------------------------------------------------------------------------------

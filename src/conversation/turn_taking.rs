@@ -1,52 +1,127 @@
 //! An agent's own turn taking in voice sessions, read from its `metadata.turnTaking`:
-//! `endpointSilenceMs` (the silence that ends a caller's turn, 100-10000, default 600) and
-//! `bargeInMs` (how long the caller must talk over the agent to interrupt it, 20-2000,
-//! default 200). Checked when the agent is written, applied when a session starts.
+//! - `endpointSilenceMs`: the silence that ends a caller's turn (100-10000, default 600); with
+//!   smart detection, the fallback when the end-of-turn model gives no verdict in time;
+//! - `bargeInMs`: how long the caller must talk over the agent to interrupt it (20-2000,
+//!   default 200);
+//! - `turnDetection`: `smart` (the end-of-turn model judges each pause) or `silence` (the
+//!   timer alone); the server's `sessions.turn_detection` when absent;
+//! - with `smart`: `smartPauseMs` (the pause that is put to the model, 60-2000, default 200),
+//!   `completeThreshold` (the probability at or above which the turn ends at the pause, 0-1,
+//!   default 0.5) and `incompleteSilenceMs` (how long a pause judged mid-sentence may last
+//!   before the turn ends anyway, 100-10000, default 1500).
+//!
+//! Checked when the agent is written, applied when a session starts.
 
-use serde_json::Value;
-use switchboard_actors::session::TurnPreferences;
+use serde_json::{Map, Value};
+use switchboard_actors::session::{SmartTurn, TurnDetection, TurnPreferences};
 
 /// The metadata key.
 pub const KEY: &str = "turnTaking";
 
 const ENDPOINT_SILENCE_MS: (&str, u64, u64) = ("endpointSilenceMs", 100, 10_000);
 const BARGE_IN_MS: (&str, u64, u64) = ("bargeInMs", 20, 2_000);
+const DETECTION: &str = "turnDetection";
+const SMART_PAUSE_MS: (&str, u64, u64) = ("smartPauseMs", 60, 2_000);
+const COMPLETE_THRESHOLD: &str = "completeThreshold";
+const INCOMPLETE_SILENCE_MS: (&str, u64, u64) = ("incompleteSilenceMs", 100, 10_000);
+
+const SETTINGS: [&str; 6] = [
+    ENDPOINT_SILENCE_MS.0,
+    BARGE_IN_MS.0,
+    DETECTION,
+    SMART_PAUSE_MS.0,
+    COMPLETE_THRESHOLD,
+    INCOMPLETE_SILENCE_MS.0,
+];
+
+/// Reads a turn-detection name: `smart` (with the default thresholds) or `silence`.
+pub fn detection_named(name: &str) -> Option<TurnDetection> {
+    match name {
+        "smart" => Some(TurnDetection::Smart(SmartTurn::default())),
+        "silence" => Some(TurnDetection::Silence),
+        _ => None,
+    }
+}
 
 /// Reads `metadata.turnTaking`; absent means the session's defaults. Anything else than an
-/// object of the two known keys, each an integer in its range, is refused with the reason.
+/// object of the known keys, each within its range, is refused with the reason.
 pub fn from_metadata(metadata: &Value) -> Result<TurnPreferences, String> {
     let Some(section) = metadata.get(KEY) else {
         return Ok(TurnPreferences::default());
     };
     let fields = section.as_object().ok_or(format!(
-        "metadata.{KEY} must be an object with {} and/or {}",
-        ENDPOINT_SILENCE_MS.0, BARGE_IN_MS.0
+        "metadata.{KEY} must be an object of {}",
+        SETTINGS.join(", ")
     ))?;
-    if let Some(unknown) = fields
-        .keys()
-        .find(|k| *k != ENDPOINT_SILENCE_MS.0 && *k != BARGE_IN_MS.0)
-    {
+    if let Some(unknown) = fields.keys().find(|k| !SETTINGS.contains(&k.as_str())) {
         return Err(format!(
-            "metadata.{KEY}.{unknown} is not a setting; use {} or {}",
-            ENDPOINT_SILENCE_MS.0, BARGE_IN_MS.0
+            "metadata.{KEY}.{unknown} is not a setting; use {}",
+            SETTINGS.join(", ")
         ));
     }
-    let millis = |(name, min, max): (&str, u64, u64)| -> Result<Option<u32>, String> {
-        match fields.get(name) {
-            None => Ok(None),
-            Some(value) => value
-                .as_u64()
-                .filter(|v| (min..=max).contains(v))
-                .map(|v| Some(v as u32))
-                .ok_or(format!(
-                    "metadata.{KEY}.{name} must be an integer number of milliseconds within {min}-{max}"
-                )),
+    let detection = match fields.get(DETECTION) {
+        None => None,
+        Some(value) => Some(value.as_str().and_then(detection_named).ok_or(format!(
+            "metadata.{KEY}.{DETECTION} must be \"smart\" or \"silence\""
+        ))?),
+    };
+    let smart_keys = [
+        SMART_PAUSE_MS.0,
+        COMPLETE_THRESHOLD,
+        INCOMPLETE_SILENCE_MS.0,
+    ];
+    let tuned = smart_keys.iter().find(|k| fields.contains_key(**k));
+    let detection = match (detection, tuned) {
+        (Some(TurnDetection::Silence), Some(key)) => {
+            return Err(format!(
+                "metadata.{KEY}.{key} only applies to {DETECTION} \"smart\""
+            ))
         }
+        (Some(TurnDetection::Smart(_)), _) | (None, Some(_)) => {
+            let defaults = SmartTurn::default();
+            Some(TurnDetection::Smart(SmartTurn {
+                pause_ms: millis(fields, SMART_PAUSE_MS)?.unwrap_or(defaults.pause_ms),
+                complete_threshold: threshold(fields)?.unwrap_or(defaults.complete_threshold),
+                incomplete_silence_ms: millis(fields, INCOMPLETE_SILENCE_MS)?
+                    .unwrap_or(defaults.incomplete_silence_ms),
+            }))
+        }
+        (detection, None) => detection,
     };
     Ok(TurnPreferences {
-        endpoint_silence_ms: millis(ENDPOINT_SILENCE_MS)?,
-        barge_in_sustain_ms: millis(BARGE_IN_MS)?,
+        endpoint_silence_ms: millis(fields, ENDPOINT_SILENCE_MS)?,
+        barge_in_sustain_ms: millis(fields, BARGE_IN_MS)?,
+        detection,
     })
+}
+
+fn millis(
+    fields: &Map<String, Value>,
+    (name, min, max): (&str, u64, u64),
+) -> Result<Option<u32>, String> {
+    match fields.get(name) {
+        None => Ok(None),
+        Some(value) => value
+            .as_u64()
+            .filter(|v| (min..=max).contains(v))
+            .map(|v| Some(v as u32))
+            .ok_or(format!(
+                "metadata.{KEY}.{name} must be an integer number of milliseconds within {min}-{max}"
+            )),
+    }
+}
+
+fn threshold(fields: &Map<String, Value>) -> Result<Option<f32>, String> {
+    match fields.get(COMPLETE_THRESHOLD) {
+        None => Ok(None),
+        Some(value) => value
+            .as_f64()
+            .filter(|v| (0.0..=1.0).contains(v))
+            .map(|v| Some(v as f32))
+            .ok_or(format!(
+                "metadata.{KEY}.{COMPLETE_THRESHOLD} must be a number within 0-1"
+            )),
+    }
 }
 
 #[cfg(test)]
@@ -64,7 +139,7 @@ mod tests {
             from_metadata(&json!({"turnTaking": {"endpointSilenceMs": 1200}})).unwrap(),
             TurnPreferences {
                 endpoint_silence_ms: Some(1200),
-                barge_in_sustain_ms: None
+                ..TurnPreferences::default()
             }
         );
         assert_eq!(
@@ -72,8 +147,46 @@ mod tests {
                 .unwrap(),
             TurnPreferences {
                 endpoint_silence_ms: Some(100),
-                barge_in_sustain_ms: Some(2000)
+                barge_in_sustain_ms: Some(2000),
+                detection: None,
             }
+        );
+    }
+
+    #[test]
+    fn turn_detection_is_read_with_its_thresholds() {
+        let read = |v: Value| {
+            from_metadata(&json!({ "turnTaking": v }))
+                .unwrap()
+                .detection
+        };
+        assert_eq!(read(json!({})), None);
+        assert_eq!(
+            read(json!({"turnDetection": "silence"})),
+            Some(TurnDetection::Silence)
+        );
+        assert_eq!(
+            read(json!({"turnDetection": "smart"})),
+            Some(TurnDetection::Smart(SmartTurn::default()))
+        );
+        assert_eq!(
+            read(
+                json!({"turnDetection": "smart", "smartPauseMs": 300, "completeThreshold": 0.7,
+                "incompleteSilenceMs": 2000})
+            ),
+            Some(TurnDetection::Smart(SmartTurn {
+                pause_ms: 300,
+                complete_threshold: 0.7,
+                incomplete_silence_ms: 2000
+            }))
+        );
+        // A threshold alone means smart detection.
+        assert_eq!(
+            read(json!({"completeThreshold": 0.8})),
+            Some(TurnDetection::Smart(SmartTurn {
+                complete_threshold: 0.8,
+                ..SmartTurn::default()
+            }))
         );
     }
 
@@ -102,6 +215,26 @@ mod tests {
             (
                 json!({"turnTaking": {"endpointSilence": 600}}),
                 "is not a setting",
+            ),
+            (
+                json!({"turnTaking": {"turnDetection": "semantic"}}),
+                "must be \"smart\" or \"silence\"",
+            ),
+            (
+                json!({"turnTaking": {"turnDetection": "silence", "smartPauseMs": 200}}),
+                "only applies to turnDetection \"smart\"",
+            ),
+            (
+                json!({"turnTaking": {"smartPauseMs": 50}}),
+                "within 60-2000",
+            ),
+            (
+                json!({"turnTaking": {"completeThreshold": 1.5}}),
+                "within 0-1",
+            ),
+            (
+                json!({"turnTaking": {"incompleteSilenceMs": 99}}),
+                "within 100-10000",
             ),
         ] {
             let error = from_metadata(&metadata).unwrap_err();

@@ -1,5 +1,6 @@
 //! The embedded engines: speech recognition (Whisper), the local language model (SmolLM2),
-//! embeddings (MiniLM) and speech synthesis (Piper voices, eSpeak NG), all on CPU and all
+//! embeddings (MiniLM), speech synthesis (Piper voices, eSpeak NG) and the end-of-turn model
+//! (Smart Turn), all on CPU and all
 //! behind the engine traits of `switchboard_actors::engine`. CPU-heavy inference runs on the
 //! bounded [`pool::WorkerPool`]. [`Engines`] holds the running set for the server.
 
@@ -7,18 +8,20 @@ pub mod embeddings;
 pub mod llm;
 pub mod pool;
 pub mod tts;
+pub mod turn;
 pub mod whisper;
 
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use switchboard_actors::engine::{LanguageModel, SpeechToText, TextToSpeech};
+use switchboard_actors::engine::{LanguageModel, SpeechToText, TextToSpeech, TurnEndModel};
 
 use crate::config::Config;
 use embeddings::{Embedder, MiniLmEmbedder};
 use llm::LocalLlm;
 use pool::Lane;
 use tts::TtsEngine;
+use turn::SmartTurn;
 use whisper::WhisperEngine;
 
 /// The engines a server runs with, shared by every request and session. Cheap to clone.
@@ -33,6 +36,7 @@ pub struct Engines {
     voices: TtsEngine,
     local_llm: LocalLlm,
     minilm: MiniLmEmbedder,
+    turn: SmartTurn,
 }
 
 /// The embedded engines whose jobs wait in one lane of the worker pool; [`Engines::on`] picks
@@ -60,6 +64,7 @@ impl Engines {
         let voices = TtsEngine::new(models, pool.clone());
         let local_llm = LocalLlm::from_models_dir(models, pool.clone());
         let minilm = MiniLmEmbedder::from_models_dir(models, pool.clone());
+        let turn = SmartTurn::new(models, pool.clone());
         let set = |lane| EngineSet {
             stt: Arc::new(whisper.on_lane(lane)),
             tts: Arc::new(voices.on_lane(lane)),
@@ -74,6 +79,7 @@ impl Engines {
             voices,
             local_llm,
             minilm,
+            turn,
         };
         if config.engines.preload {
             engines.preload();
@@ -95,10 +101,18 @@ impl Engines {
         self.whisper.on_lane(Lane::Batch)
     }
 
+    /// The end-of-turn model live sessions ask when their caller pauses.
+    pub fn turn_model(&self) -> Arc<dyn TurnEndModel> {
+        Arc::new(self.turn.clone())
+    }
+
     /// Loads every model in the background; each failure is logged.
     fn preload(&self) {
         let engines = self.clone();
         std::thread::spawn(move || {
+            if let Err(e) = engines.turn.preload() {
+                tracing::warn!("end-of-turn model not loaded: {e}");
+            }
             if let Err(e) = engines.whisper.preload() {
                 tracing::warn!("speech recognition not loaded: {e}");
             }
@@ -140,11 +154,13 @@ impl Engines {
     pub fn status(&self) -> Value {
         let llm = self.local_llm.status();
         let embeddings = self.minilm.status();
+        let turn = self.turn.status();
         json!({
             "stt": {"models": self.whisper.status()},
             "tts": self.voices.status(),
             "llm": {"model": llm::MODEL_NAME, "state": llm.as_str()},
             "embeddings": {"model": self.minilm.model(), "state": embeddings.as_str()},
+            "turn": {"model": turn::MODEL_NAME, "state": turn.as_str()},
             "inferenceQueue": self.pool.stats(),
         })
     }

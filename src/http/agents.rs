@@ -240,9 +240,15 @@ pub struct AgentFields {
     #[schema(value_type = Option<i64>)]
     pub max_tokens: Option<Option<i64>>,
     /// Arbitrary key-value pairs (at most 64 KiB serialized). Three keys are read: `tools`
-    /// (HTTP tools), `fallbacks` (providers to try in order) and `turnTaking`
-    /// (`{endpointSilenceMs: 100-10000, bargeInMs: 20-2000}`, the agent's own turn timing in
-    /// voice sessions); the last two are checked when the agent is written.
+    /// (HTTP tools), `fallbacks` (providers to try in order) and `turnTaking`, the agent's own
+    /// turn taking in voice sessions: `{endpointSilenceMs: 100-10000 (600), bargeInMs: 20-2000
+    /// (200), turnDetection: "smart" | "silence" (the server's engines.turn_detection,
+    /// "smart" by default), smartPauseMs: 60-2000 (200), completeThreshold: 0-1 (0.5),
+    /// incompleteSilenceMs: 100-10000 (1500)}`. With "smart", the end-of-turn model judges
+    /// each pause of `smartPauseMs`: at `completeThreshold` or above the turn ends there,
+    /// below it the pause may last `incompleteSilenceMs`; `endpointSilenceMs` decides when
+    /// the model gives no verdict in time. The last two keys are checked when the agent is
+    /// written.
     #[serde(default, deserialize_with = "nullable")]
     #[schema(value_type = Option<Object>)]
     pub metadata: Option<Option<Map<String, Value>>>,

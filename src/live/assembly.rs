@@ -83,10 +83,13 @@ pub async fn assemble(
     let metadata = stored_json(&agent.metadata);
     // Checked when the agent was written; an older row with a bad section keeps the
     // defaults rather than failing the call.
-    let turn = turn_taking::from_metadata(&metadata).unwrap_or_else(|reason| {
+    let mut turn = turn_taking::from_metadata(&metadata).unwrap_or_else(|reason| {
         tracing::warn!(agent = %agent.id, "turn taking ignored: {reason}");
         TurnPreferences::default()
     });
+    if turn.detection.is_none() {
+        turn.detection = turn_taking::detection_named(&state.config().engines.turn_detection);
+    }
     let mut tools = AgentTools::new(
         state.engines().live.embedder.clone(),
         state.knowledge().clone(),
@@ -186,6 +189,7 @@ pub async fn assemble(
                 collection_id,
             }) as Arc<dyn KnowledgeRetriever>
         }),
+        turn_end: Some(state.engines().turn_model()),
     };
     let observer: Arc<dyn SessionObserver> = Arc::new(SessionRecorder::new(
         state.sessions().clone(),

@@ -276,6 +276,7 @@ impl SessionObserver for SessionRecorder {
                 match e {
                     EndpointSource::Vad => "vad",
                     EndpointSource::Stt => "stt",
+                    EndpointSource::Model => "model",
                     EndpointSource::Text => "text",
                     EndpointSource::MaxLength => "max_length",
                 }

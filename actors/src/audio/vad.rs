@@ -595,6 +595,31 @@ impl SpeechTracker {
         event
     }
 
+    /// How long the caller has been silent after speech, at stream time `now_ms`; `None`
+    /// unless speech has started and is now pausing.
+    pub fn pause_ms(&self, now_ms: u64) -> Option<u64> {
+        match self.state {
+            TrackState::Trailing { since_ms } => Some(now_ms.saturating_sub(since_ms)),
+            _ => None,
+        }
+    }
+
+    /// Ends speech now, at the start of the pause it is in (an end of turn decided by other
+    /// means than the silence's length); `None` if it is not pausing.
+    pub fn end_pause(&mut self) -> Option<SpeechEvent> {
+        let TrackState::Trailing { since_ms } = self.state else {
+            return None;
+        };
+        self.state = TrackState::Silent { loud_since: None };
+        Some(SpeechEvent::SpeechEnded { at_ms: since_ms })
+    }
+
+    /// Changes the silence that ends speech, from the next frame on (a pause judged not to
+    /// end the turn waits longer).
+    pub fn set_end_silence_ms(&mut self, end_silence_ms: u32) {
+        self.config.end_silence_ms = end_silence_ms;
+    }
+
     /// Returns to silence without emitting anything.
     pub fn reset(&mut self) {
         self.state = TrackState::Silent { loud_since: None };

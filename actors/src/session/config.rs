@@ -38,8 +38,40 @@ pub struct AgentProfile {
     pub turn: TurnPreferences,
 }
 
+/// How the end of a caller's turn is decided.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum TurnDetection {
+    /// Silence for [`TurnTiming::endpoint_silence_ms`] ends the turn.
+    #[default]
+    Silence,
+    /// The end-of-turn model judges each pause (see [`SmartTurn`]).
+    Smart(SmartTurn),
+}
+
+/// Semantic end of turn: when the caller has paused for `pause_ms`, the session's end-of-turn
+/// model judges the turn from how it sounds. At `complete_threshold` or above, the turn ends
+/// at the pause; below it, the caller may stay silent for up to `incomplete_silence_ms` before
+/// the turn ends. Without a verdict in time (no model, a saturated machine) the silence timer,
+/// [`TurnTiming::endpoint_silence_ms`], decides as it does without the model.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SmartTurn {
+    pub pause_ms: u32,
+    pub complete_threshold: f32,
+    pub incomplete_silence_ms: u32,
+}
+
+impl Default for SmartTurn {
+    fn default() -> Self {
+        Self {
+            pause_ms: 200,
+            complete_threshold: 0.5,
+            incomplete_silence_ms: 1_500,
+        }
+    }
+}
+
 /// Turn-taking settings an agent may set for itself; `None` keeps the session's default.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct TurnPreferences {
     /// Silence after speech that ends the caller's turn (see
     /// [`TurnTiming::endpoint_silence_ms`]).
@@ -47,6 +79,8 @@ pub struct TurnPreferences {
     /// Caller speech over the agent that interrupts it (see
     /// [`TurnTiming::barge_in_sustain_ms`]).
     pub barge_in_sustain_ms: Option<u32>,
+    /// How the end of a turn is decided (see [`TurnTiming::detection`]).
+    pub detection: Option<TurnDetection>,
 }
 
 impl Default for AgentProfile {
@@ -150,6 +184,8 @@ pub struct TurnTiming {
     pub vad_model: VadModel,
     /// VAD speech threshold (see [`crate::audio::vad::DEFAULT_THRESHOLD`]).
     pub vad_threshold: f32,
+    /// Silence alone, or the end-of-turn model with the silence as its fallback.
+    pub detection: TurnDetection,
 }
 
 impl TurnTiming {
@@ -162,6 +198,7 @@ impl TurnTiming {
             barge_in_sustain_ms: preferences
                 .barge_in_sustain_ms
                 .unwrap_or(self.barge_in_sustain_ms),
+            detection: preferences.detection.unwrap_or(self.detection),
             ..self
         }
     }
@@ -176,6 +213,7 @@ impl Default for TurnTiming {
             stt_preroll_ms: 300,
             vad_model: VadModel::Neural,
             vad_threshold: crate::audio::vad::DEFAULT_THRESHOLD,
+            detection: TurnDetection::Silence,
         }
     }
 }
@@ -310,6 +348,17 @@ impl SessionConfig {
         if !(100..=10_000).contains(&self.turn.endpoint_silence_ms) {
             return bad("turn.endpoint_silence_ms must be within 100-10000");
         }
+        if let TurnDetection::Smart(smart) = self.turn.detection {
+            if !(60..=2_000).contains(&smart.pause_ms) {
+                return bad("turn.detection.pause_ms must be within 60-2000");
+            }
+            if !(0.0..=1.0).contains(&smart.complete_threshold) {
+                return bad("turn.detection.complete_threshold must be within 0-1");
+            }
+            if !(100..=10_000).contains(&smart.incomplete_silence_ms) {
+                return bad("turn.detection.incomplete_silence_ms must be within 100-10000");
+            }
+        }
         if !(20..=2_000).contains(&self.turn.speech_onset_ms) {
             return bad("turn.speech_onset_ms must be within 20-2000");
         }
@@ -355,7 +404,7 @@ mod tests {
         let agent = AgentProfile {
             turn: TurnPreferences {
                 endpoint_silence_ms: Some(900),
-                barge_in_sustain_ms: None,
+                ..TurnPreferences::default()
             },
             ..AgentProfile::default()
         };
@@ -367,8 +416,8 @@ mod tests {
             "s1",
             AgentProfile {
                 turn: TurnPreferences {
-                    endpoint_silence_ms: None,
                     barge_in_sustain_ms: Some(350),
+                    ..TurnPreferences::default()
                 },
                 ..agent
             },

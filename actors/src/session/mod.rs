@@ -41,6 +41,7 @@ pub mod audio_out;
 pub mod barge_in;
 mod call;
 pub mod config;
+pub mod end_of_turn;
 pub mod error;
 pub mod liveness;
 pub mod llm;
@@ -61,8 +62,8 @@ pub use call::{
     HISTORY_MESSAGES, MAX_UTTERANCE_MS,
 };
 pub use config::{
-    AgentProfile, AudioFormat, EchoGate, Pacing, PlaybackAcks, SessionConfig, StageTimeouts,
-    TurnPreferences, TurnTiming,
+    AgentProfile, AudioFormat, EchoGate, Pacing, PlaybackAcks, SessionConfig, SmartTurn,
+    StageTimeouts, TurnDetection, TurnPreferences, TurnTiming,
 };
 pub use error::{SessionError, TurnError};
 pub use liveness::{live_actors_in_process, LiveCounter};

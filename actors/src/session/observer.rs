@@ -45,6 +45,9 @@ pub enum EndpointSource {
     Vad,
     /// The recognizer's own final transcript, before the VAD decided.
     Stt,
+    /// The end-of-turn model judged the caller's pause the end of their turn (smart turn
+    /// detection), before the silence timer would have.
+    Model,
     /// Typed text or a DTMF digit: no audio to endpoint.
     Text,
     /// The caller spoke without a pause for [`MAX_UTTERANCE_MS`](super::MAX_UTTERANCE_MS):

@@ -9,7 +9,7 @@ use std::time::Duration;
 use switchboard_actors::engine::{
     ChatRequest, EngineError, EngineErrorKind, EngineFuture, EngineStream, FinishReason,
     KnowledgeRetriever, LanguageModel, LlmEvent, SpeechChunk, SpeechRequest, SpeechToText,
-    TextToSpeech, ToolCall, ToolExecutor, TranscribeOptions, Transcript,
+    TextToSpeech, ToolCall, ToolExecutor, TranscribeOptions, Transcript, TurnAudio, TurnEndModel,
 };
 use tokio::sync::mpsc;
 
@@ -290,7 +290,40 @@ impl KnowledgeRetriever for ScriptedKnowledge {
     }
 }
 
-/// The scripted engines of one session (no knowledge unless a test gives some).
+/// An end-of-turn model answering what `judge` says of the audio it is asked about, after
+/// `delay`; it records how much audio it heard each time.
+pub struct ScriptedTurnEnd {
+    pub judge: Box<dyn Fn(&TurnAudio) -> f32 + Send + Sync>,
+    pub delay: Duration,
+    pub heard: Mutex<Vec<usize>>,
+}
+
+impl ScriptedTurnEnd {
+    pub fn new(
+        judge: impl Fn(&TurnAudio) -> f32 + Send + Sync + 'static,
+        delay: Duration,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            judge: Box::new(judge),
+            delay,
+            heard: Mutex::new(Vec::new()),
+        })
+    }
+}
+
+impl TurnEndModel for ScriptedTurnEnd {
+    fn complete_probability(&self, audio: TurnAudio) -> EngineFuture<f32> {
+        self.heard.lock().unwrap().push(audio.len());
+        let (p, delay) = ((self.judge)(&audio), self.delay);
+        Box::pin(async move {
+            pause(delay).await;
+            Ok(p)
+        })
+    }
+}
+
+/// The scripted engines of one session (no knowledge or end-of-turn model unless a test gives
+/// them).
 #[derive(Clone)]
 pub struct Scripted {
     pub stt: Arc<ScriptedStt>,
@@ -298,6 +331,7 @@ pub struct Scripted {
     pub tts: Arc<ScriptedTts>,
     pub tools: Arc<ScriptedTools>,
     pub knowledge: Option<Arc<ScriptedKnowledge>>,
+    pub turn_end: Option<Arc<dyn TurnEndModel>>,
 }
 
 impl Scripted {
@@ -337,6 +371,7 @@ impl Scripted {
                 calls: Mutex::new(Vec::new()),
             }),
             knowledge: None,
+            turn_end: None,
         }
     }
 

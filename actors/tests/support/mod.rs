@@ -53,6 +53,7 @@ impl Scripted {
                 .knowledge
                 .clone()
                 .map(|k| k as Arc<dyn KnowledgeRetriever>),
+            turn_end: self.turn_end.clone(),
         }
     }
 }

@@ -95,29 +95,82 @@ impl MelFrontEnd {
             }
         }
         let mut data = vec![LOG_FLOOR; self.n_mels * frames];
-        if computed > 0 {
-            let framed = Tensor::from_vec(framed, (computed, N_FFT), &Device::Cpu)?;
-            let spectrum = framed.matmul(&self.dft)?;
-            let re = spectrum.narrow(1, 0, N_BINS)?;
-            let im = spectrum.narrow(1, N_BINS, N_BINS)?;
-            let power = (re.sqr()? + im.sqr()?)?;
-            let mel = power.matmul(&self.filters)?.to_vec2::<f32>()?;
-            for (f, row) in mel.iter().enumerate() {
-                for (m, &v) in row.iter().enumerate() {
-                    data[m * frames + f] = v.max(1e-10).log10();
-                }
-            }
-        }
-        let max = data.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        for v in &mut data {
-            *v = (v.max(max - 8.0) + 4.0) / 4.0;
-        }
+        self.log10_mel_into(framed, computed, &mut data, frames)?;
+        clamp_and_scale(&mut data);
         Ok(LogMel {
             data,
             n_mels: self.n_mels,
             frames,
             content_frames: n / HOP_LENGTH,
         })
+    }
+
+    /// The log-mel spectrogram of exactly `audio` (16 kHz mono), as Whisper's feature
+    /// extractor computes it for a fixed-length window (Smart Turn's 8 s): the STFT centred by
+    /// reflect-padding both ends, its last frame dropped, no silence appended. Row-major
+    /// `(n_mels, audio.len() / HOP_LENGTH)`.
+    pub fn log_mel_window(&self, audio: &[f32]) -> candle_core::Result<Vec<f32>> {
+        let n = audio.len();
+        let frames = n / HOP_LENGTH;
+        if n <= N_FFT / 2 {
+            return Err(candle_core::Error::Msg(format!(
+                "{n} samples are too few for a log-mel window"
+            )));
+        }
+        let half = (N_FFT / 2) as isize;
+        let last = (n - 1) as isize;
+        // Reflection without repeating the edge sample, as numpy's `mode="reflect"`.
+        let sample = |i: isize| -> f32 {
+            let i = if i < 0 { -i } else { i };
+            let i = if i > last { 2 * last - i } else { i };
+            audio[i as usize]
+        };
+        let mut framed = vec![0f32; frames * N_FFT];
+        for (f, frame) in framed.chunks_exact_mut(N_FFT).enumerate() {
+            let start = (f * HOP_LENGTH) as isize - half;
+            for (j, v) in frame.iter_mut().enumerate() {
+                *v = sample(start + j as isize);
+            }
+        }
+        let mut data = vec![LOG_FLOOR; self.n_mels * frames];
+        self.log10_mel_into(framed, frames, &mut data, frames)?;
+        clamp_and_scale(&mut data);
+        Ok(data)
+    }
+
+    /// Writes log10 of the mel power of the first `computed` frames of `framed` (`N_FFT`
+    /// samples each) into the row-major `(n_mels, frames)` `data`.
+    fn log10_mel_into(
+        &self,
+        framed: Vec<f32>,
+        computed: usize,
+        data: &mut [f32],
+        frames: usize,
+    ) -> candle_core::Result<()> {
+        if computed == 0 {
+            return Ok(());
+        }
+        let framed = Tensor::from_vec(framed, (computed, N_FFT), &Device::Cpu)?;
+        let spectrum = framed.matmul(&self.dft)?;
+        let re = spectrum.narrow(1, 0, N_BINS)?;
+        let im = spectrum.narrow(1, N_BINS, N_BINS)?;
+        let power = (re.sqr()? + im.sqr()?)?;
+        let mel = power.matmul(&self.filters)?.to_vec2::<f32>()?;
+        for (f, row) in mel.iter().enumerate() {
+            for (m, &v) in row.iter().enumerate() {
+                data[m * frames + f] = v.max(1e-10).log10();
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whisper's dynamic range and scale: values clamped to 8 below their maximum, then
+/// `(x + 4) / 4`.
+fn clamp_and_scale(data: &mut [f32]) {
+    let max = data.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    for v in data {
+        *v = (v.max(max - 8.0) + 4.0) / 4.0;
     }
 }
 

@@ -20,6 +20,7 @@ use crate::engine::SttInput;
 
 use super::super::audio_in::{CallerFrame, FRAME_MS};
 use super::super::barge_in::{AgentAudioLevel, CallerVoice};
+use super::super::end_of_turn::Verdict;
 use super::super::error::TurnError;
 use super::super::messages::{AudioIn, SessionEvent};
 use super::super::observer::{EndReason, EndpointSource, Speaker, TurnRecord, UnrecognisedSpeech};
@@ -71,7 +72,53 @@ impl CallSession {
             Some(SpeechEvent::SpeechEnded { at_ms }) => {
                 self.user_stopped(at_ms, EndpointSource::Vad, ctx)
             }
-            None => self.cut_overlong_turn(frame.start_ms + u64::from(FRAME_MS), ctx),
+            None => {
+                let now_ms = frame.start_ms + u64::from(FRAME_MS);
+                self.cut_overlong_turn(now_ms, ctx);
+                self.judge_pause(now_ms, ctx);
+            }
+        }
+    }
+
+    /// Puts the caller's pause to the end-of-turn model once it is long enough (smart turn
+    /// detection, see [`EndOfTurn`](super::super::end_of_turn::EndOfTurn)); the verdict
+    /// comes back to [`Self::pause_judged`]. Nothing here waits for it.
+    fn judge_pause(&mut self, now_ms: u64, ctx: &mut Context<Self>) {
+        if self.state != TurnState::UserSpeaking
+            || !self.end_of_turn.should_ask(&mut self.tracker, now_ms)
+        {
+            return;
+        }
+        // The model hears the turn up to now, so the capture's last audio goes out first.
+        if let Some(chunk) = self.audio.take_capture(0) {
+            self.feed_audio(chunk);
+        }
+        let Some(question) = self.end_of_turn.ask() else {
+            return;
+        };
+        let pause = question.pause;
+        let verdict = question.model.complete_probability(question.audio);
+        ctx.spawn(
+            verdict
+                .into_actor(self)
+                .map(move |answer, session, ctx| session.pause_judged(pause, answer, ctx)),
+        );
+    }
+
+    /// The end-of-turn model's answer about pause `pause`.
+    fn pause_judged(
+        &mut self,
+        pause: u64,
+        answer: Result<f32, crate::engine::EngineError>,
+        ctx: &mut Context<Self>,
+    ) {
+        if self.ended || self.state != TurnState::UserSpeaking {
+            return;
+        }
+        if let Verdict::EndNow(SpeechEvent::SpeechEnded { at_ms }) =
+            self.end_of_turn.verdict(pause, answer, &mut self.tracker)
+        {
+            self.user_stopped(at_ms, EndpointSource::Model, ctx);
         }
     }
 
@@ -101,6 +148,7 @@ impl CallSession {
     /// Gives the recognizer a chunk of the utterance being captured, keeping it for a restart
     /// while an earlier utterance awaits its transcript.
     fn feed_audio(&mut self, chunk: Arc<[i16]>) {
+        self.end_of_turn.heard(&chunk);
         if let Some(replay) = self.replay.as_mut() {
             replay.push(chunk.clone());
         }
@@ -135,6 +183,7 @@ impl CallSession {
             self.drop_silent_reply();
         }
         self.state = TurnState::UserSpeaking;
+        self.end_of_turn.reset(&mut self.tracker);
         self.utterance_onset_ms = Some(onset_ms);
         self.replay = (!self.pending.is_empty()).then(Vec::new);
         let preroll = u64::from(self.config.turn.stt_preroll_ms);
@@ -147,6 +196,7 @@ impl CallSession {
         if let Some(chunk) = self.audio.stop_capture() {
             self.feed_audio(chunk);
         }
+        self.end_of_turn.reset(&mut self.tracker);
         self.feed_stt(SttInput::EndOfUtterance);
         let replay = self.replay.take().unwrap_or_default();
         let onset_ms = self.utterance_onset_ms.take().unwrap_or(end_ms);

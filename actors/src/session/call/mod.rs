@@ -22,13 +22,14 @@ use tokio::time::Instant;
 use crate::audio::{SpeechTracker, SpeechTrackerConfig};
 use crate::engine::{
     ChatMessage, KnowledgeRetriever, LanguageModel, Role, SpeechToText, TextToSpeech, ToolExecutor,
-    TranscribeOptions, STT_SAMPLE_RATE,
+    TranscribeOptions, TurnEndModel, STT_SAMPLE_RATE,
 };
 
 use super::audio_in::CallerAudio;
 use super::audio_out::OutputEncoder;
 use super::barge_in::BargeIn;
 use super::config::SessionConfig;
+use super::end_of_turn::EndOfTurn;
 use super::error::SessionError;
 use super::liveness::{LiveCounter, LiveGuard};
 use super::messages::{
@@ -58,6 +59,9 @@ pub struct SessionEngines {
     /// The agent's knowledge, looked up for each answer before the model runs; `None` for an
     /// agent without a collection.
     pub knowledge: Option<Arc<dyn KnowledgeRetriever>>,
+    /// Judges the caller's pauses when the session's turn detection is smart; `None` leaves
+    /// turn ends to the silence timer.
+    pub turn_end: Option<Arc<dyn TurnEndModel>>,
 }
 
 /// Where the conversation stands.
@@ -168,6 +172,8 @@ pub struct CallSession {
     started_at: Instant,
     audio: CallerAudio,
     tracker: SpeechTracker,
+    /// Puts the caller's pauses to the end-of-turn model (smart turn detection).
+    end_of_turn: EndOfTurn,
     state: TurnState,
     history: Vec<ChatMessage>,
     stt: Option<Addr<SttStream>>,
@@ -270,6 +276,12 @@ impl CallSession {
             onset_ms: config.turn.speech_onset_ms,
             end_silence_ms: config.turn.endpoint_silence_ms,
         });
+        let end_of_turn = EndOfTurn::new(
+            config.turn.detection,
+            engines.turn_end.clone(),
+            config.turn.endpoint_silence_ms,
+            audio.capture_rate(),
+        );
         let now = Instant::now();
         let session = CallSession {
             history: Vec::new(),
@@ -281,6 +293,7 @@ impl CallSession {
             started_at: now,
             audio,
             tracker,
+            end_of_turn,
             state: TurnState::Listening,
             stt: None,
             barge_in: BargeIn::new(config.turn.barge_in_sustain_ms, config.echo_gate),

@@ -1,0 +1,161 @@
+//! Smart turn detection in a whole call: recorded speech (the shared fixtures at 8 kHz mu-law)
+//! into a `CallSession` whose end-of-turn model is scripted, against the same call with the
+//! silence timer alone. Time is tokio's paused clock.
+
+mod support;
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use support::*;
+use switchboard_actors::session::{
+    AgentProfile, EndpointSource, SessionConfig, SessionOutput, SmartTurn, Speaker, TurnDetection,
+    TurnPreferences,
+};
+
+fn config(detection: TurnDetection) -> SessionConfig {
+    SessionConfig::twilio(
+        "CA-turns",
+        AgentProfile {
+            turn: TurnPreferences {
+                detection: Some(detection),
+                ..TurnPreferences::default()
+            },
+            ..AgentProfile::default()
+        },
+    )
+}
+
+fn smart() -> TurnDetection {
+    TurnDetection::Smart(SmartTurn::default())
+}
+
+fn is_event(name: &'static str) -> impl Fn(&SessionOutput) -> bool {
+    move |o| matches!(o, SessionOutput::Event(e) if e.name() == name)
+}
+
+fn engines(model: Option<Arc<ScriptedTurnEnd>>) -> Scripted {
+    let mut engines = Scripted::new(
+        &["first words", "second words"],
+        vec![
+            LlmTurn::Say("Understood.".into()),
+            LlmTurn::Say("Understood again.".into()),
+        ],
+    );
+    engines.turn_end = model.map(|m| m as _);
+    engines
+}
+
+/// The caller's turns as the session recorded them.
+fn caller_turns(h: &Harness) -> Vec<switchboard_actors::session::TurnRecord> {
+    h.turns()
+        .into_iter()
+        .filter(|t| t.speaker == Speaker::User)
+        .collect()
+}
+
+/// The left speaker, a 900 ms pause, then the right speaker, then silence: said by a caller
+/// who pauses mid-turn. Returns the session's caller turns and the model's questions.
+async fn paused_turn(detection: TurnDetection, model: Option<Arc<ScriptedTurnEnd>>) -> Harness {
+    let (first, second) = caller_utterances_mulaw();
+    let mut h = Harness::start(config(detection), engines(model));
+    h.speak(&mulaw_silence(400), 160).await;
+    h.speak(&first, 160).await;
+    h.speak(&mulaw_silence(900), 160).await;
+    h.speak(&second, 160).await;
+    h.speak(&mulaw_silence(2_000), 160).await;
+    h.wait_for(
+        "an answer",
+        Duration::from_secs(10),
+        is_event("agent.audio.start"),
+    )
+    .await;
+    h
+}
+
+#[actix::test]
+async fn a_pause_the_model_calls_mid_sentence_does_not_cut_the_caller_off() {
+    tokio::time::pause();
+    let (first, _) = caller_utterances_mulaw();
+    // Complete only once the second sentence has been going for a second.
+    let complete_after = first.len() + 900 * 8 + 8_000;
+    let model = ScriptedTurnEnd::new(
+        move |audio| {
+            if audio.len() >= complete_after {
+                0.95
+            } else {
+                0.05
+            }
+        },
+        Duration::from_millis(20),
+    );
+    let h = paused_turn(smart(), Some(model.clone())).await;
+    assert_eq!(
+        h.engines.stt.utterances.load(Ordering::SeqCst),
+        1,
+        "the pause did not end the turn"
+    );
+    let turns = caller_turns(&h);
+    assert_eq!(turns.len(), 1, "{turns:?}");
+    assert_eq!(turns[0].endpoint, Some(EndpointSource::Model));
+    assert!(
+        model.heard.lock().unwrap().len() >= 2,
+        "asked at the pause and at the end"
+    );
+
+    // The 600 ms timer answers inside the same pause.
+    let h = paused_turn(TurnDetection::Silence, None).await;
+    assert_eq!(h.engines.stt.utterances.load(Ordering::SeqCst), 2);
+    assert_eq!(caller_turns(&h)[0].endpoint, Some(EndpointSource::Vad));
+}
+
+/// One finished sentence and silence; the endpoint wait of the caller's turn.
+async fn finished_sentence(detection: TurnDetection, model: Option<Arc<ScriptedTurnEnd>>) -> u64 {
+    let (first, _) = caller_utterances_mulaw();
+    let mut h = Harness::start(config(detection), engines(model));
+    h.speak(&mulaw_silence(400), 160).await;
+    h.speak(&first, 160).await;
+    h.speak(&mulaw_silence(2_000), 160).await;
+    h.wait_for(
+        "an answer",
+        Duration::from_secs(10),
+        is_event("agent.audio.start"),
+    )
+    .await;
+    h.speak(&mulaw_silence(3_000), 160).await;
+    h.wait_for(
+        "turn metrics",
+        Duration::from_secs(10),
+        is_event("turn.metrics"),
+    )
+    .await;
+    let answer = h
+        .turns()
+        .into_iter()
+        .find(|t| t.speaker == Speaker::Agent)
+        .expect("an agent turn");
+    answer.latency.expect("latency").endpoint_ms
+}
+
+#[actix::test]
+async fn a_finished_sentence_is_answered_sooner_than_the_timer_would() {
+    tokio::time::pause();
+    let model = ScriptedTurnEnd::new(|_| 0.97, Duration::from_millis(20));
+    let smart_wait = finished_sentence(smart(), Some(model)).await;
+    let timer_wait = finished_sentence(TurnDetection::Silence, None).await;
+    // The model is asked at 200 ms of silence and answers in 20 ms.
+    assert!((200..350).contains(&smart_wait), "smart: {smart_wait} ms");
+    assert!((580..700).contains(&timer_wait), "silence: {timer_wait} ms");
+}
+
+#[actix::test]
+async fn without_a_verdict_in_time_the_timer_decides() {
+    tokio::time::pause();
+    // A model that takes longer than the silence timer, and one that is not there.
+    let slow = ScriptedTurnEnd::new(|_| 0.97, Duration::from_secs(3));
+    let waited = finished_sentence(smart(), Some(slow)).await;
+    assert!((580..700).contains(&waited), "slow model: {waited} ms");
+    let waited = finished_sentence(smart(), None).await;
+    assert!((580..700).contains(&waited), "no model: {waited} ms");
+}
