@@ -55,14 +55,15 @@ fn caller_turns(h: &Harness) -> Vec<switchboard_actors::session::TurnRecord> {
         .collect()
 }
 
-/// The left speaker, a 900 ms pause, then the right speaker, then silence: said by a caller
-/// who pauses mid-turn. Returns the session's caller turns and the model's questions.
+/// The left speaker, a pause, then the right speaker, then silence: said by a caller who
+/// pauses mid-turn. With the silence at the end of the one recording and the start of the
+/// other, the pause lasts some 1.3 s. Returns the session's caller turns and the model's questions.
 async fn paused_turn(detection: TurnDetection, model: Option<Arc<ScriptedTurnEnd>>) -> Harness {
     let (first, second) = caller_utterances_mulaw();
     let mut h = Harness::start(config(detection), engines(model));
     h.speak(&mulaw_silence(400), 160).await;
     h.speak(&first, 160).await;
-    h.speak(&mulaw_silence(900), 160).await;
+    h.speak(&mulaw_silence(300), 160).await;
     h.speak(&second, 160).await;
     h.speak(&mulaw_silence(2_000), 160).await;
     h.wait_for(
@@ -78,11 +79,12 @@ async fn paused_turn(detection: TurnDetection, model: Option<Arc<ScriptedTurnEnd
 async fn a_pause_the_model_calls_mid_sentence_does_not_cut_the_caller_off() {
     tokio::time::pause();
     let (first, _) = caller_utterances_mulaw();
-    // Complete only once the second sentence has been going for a second.
-    let complete_after = first.len() + 900 * 8 + 8_000;
+    // Complete only once the second sentence has been going for a second (in ms of audio:
+    // the capture is at the recognizer's rate).
+    let complete_after_ms = first.len() / 8 + 300 + 1_000;
     let model = ScriptedTurnEnd::new(
         move |audio| {
-            if audio.len() >= complete_after {
+            if audio.len() * 1_000 / audio.rate as usize >= complete_after_ms {
                 0.95
             } else {
                 0.05
