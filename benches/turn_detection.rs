@@ -175,6 +175,7 @@ fn turn_audio(audio_16k: &[f32]) -> TurnAudio {
     TurnAudio {
         chunks: pcm.chunks(1_600).map(Arc::<[i16]>::from).collect(),
         rate: 16_000,
+        answer_within: std::time::Duration::from_secs(60),
     }
 }
 

@@ -455,6 +455,9 @@ pub trait TextToSpeech: Send + Sync + 'static {
 pub struct TurnAudio {
     pub chunks: Vec<Arc<[i16]>>,
     pub rate: u32,
+    /// How long after the question an answer is still of use (the session's silence timer
+    /// decides after that): a model that cannot start on it in time skips it.
+    pub answer_within: std::time::Duration,
 }
 
 impl TurnAudio {

@@ -5,7 +5,11 @@
 //! [`SmartTurn`] implements the sessions' [`TurnEndModel`]. A session asks when its caller
 //! pauses; the requests of every session that pauses within the same [`BATCH_WINDOW`] run as
 //! one batch (the model's batch dimension is dynamic) on the live lane of the worker pool, so
-//! the audio path never waits for it and a busy node pays one inference for many calls.
+//! the audio path never waits for it. One batch job runs at a time, taking what has gathered
+//! meanwhile, so judging turns never holds more than one worker; a request whose answer would
+//! come after its session's silence timer has decided ([`TurnAudio::answer_within`]) is
+//! skipped rather than computed for nothing. A node short of CPU thus degrades to the timer
+//! instead of falling behind.
 //!
 //! The features follow the reference implementation exactly: 16 kHz audio, the last 8 s kept
 //! (shorter turns padded with silence in front), normalised to zero mean and unit variance,
@@ -18,7 +22,9 @@ use std::time::{Duration, Instant};
 use ort::session::builder::GraphOptimizationLevel;
 use ort::session::Session;
 use ort::value::Tensor;
-use switchboard_actors::engine::{EngineError, EngineFuture, TurnAudio, TurnEndModel};
+use switchboard_actors::engine::{
+    EngineError, EngineErrorKind, EngineFuture, TurnAudio, TurnEndModel,
+};
 use tokio::sync::oneshot;
 
 use super::llm::ModelStatus;
@@ -40,7 +46,7 @@ const N_FRAMES: usize = WINDOW_SAMPLES / HOP_LENGTH;
 /// How long the first request of a batch waits for others before the batch is queued.
 pub const BATCH_WINDOW: Duration = Duration::from_millis(4);
 /// The most requests one inference takes; more wait for the next.
-const MAX_BATCH: usize = 32;
+const MAX_BATCH: usize = 8;
 /// The variance floor of the waveform normalisation (the reference's).
 const NORM_EPS: f32 = 1e-7;
 
@@ -58,8 +64,15 @@ struct Shared {
     loaded: Mutex<Option<Result<Arc<Loaded>, EngineError>>>,
     /// Serialises loading, so two first requests load the model once.
     loading: Mutex<()>,
-    /// Requests waiting for the next batch.
-    waiting: Mutex<Vec<Request>>,
+    waiting: Mutex<Waiting>,
+}
+
+/// Requests waiting for the next batch, and whether a batch job is queued or running (it
+/// takes them all before it ends).
+#[derive(Default)]
+struct Waiting {
+    requests: Vec<Request>,
+    scheduled: bool,
 }
 
 struct Loaded {
@@ -71,6 +84,7 @@ struct Loaded {
 
 struct Request {
     audio: TurnAudio,
+    asked_at: Instant,
     reply: oneshot::Sender<Result<f32, EngineError>>,
 }
 
@@ -84,7 +98,7 @@ impl SmartTurn {
                 library: runtime::library_path(models_dir),
                 loaded: Mutex::new(None),
                 loading: Mutex::new(()),
-                waiting: Mutex::new(Vec::new()),
+                waiting: Mutex::new(Waiting::default()),
             }),
             pool: pool.lane(Lane::Live),
         }
@@ -112,16 +126,19 @@ impl SmartTurn {
         loaded.probabilities(turns)
     }
 
-    /// Queues the batch gathered so far on the worker pool. Requests that arrive after it is
-    /// taken start the next one.
+    /// Queues the batch job on the worker pool.
     fn queue_batch(shared: Arc<Shared>, pool: WorkerPool) {
         let job_shared = Arc::clone(&shared);
-        let job_pool = pool.clone();
-        let queued = pool.submit(move || Shared::run_batch(job_shared, job_pool));
+        let queued = pool.submit(move || Shared::run_batches(job_shared));
         if let Err(e) = queued {
             // The live lane is full: every waiting request gets the error, and its session
             // falls back to its silence timer.
-            for request in shared.take_batch(usize::MAX) {
+            let requests = {
+                let mut waiting = shared.lock_waiting();
+                waiting.scheduled = false;
+                std::mem::take(&mut waiting.requests)
+            };
+            for request in requests {
                 let _ = request.reply.send(Err(e.clone()));
             }
         }
@@ -131,12 +148,16 @@ impl SmartTurn {
 impl TurnEndModel for SmartTurn {
     fn complete_probability(&self, audio: TurnAudio) -> EngineFuture<f32> {
         let (reply, answer) = oneshot::channel();
-        let first = {
+        let schedule = {
             let mut waiting = self.shared.lock_waiting();
-            waiting.push(Request { audio, reply });
-            waiting.len() == 1
+            waiting.requests.push(Request {
+                audio,
+                asked_at: Instant::now(),
+                reply,
+            });
+            !std::mem::replace(&mut waiting.scheduled, true)
         };
-        if first {
+        if schedule {
             let (shared, pool) = (Arc::clone(&self.shared), self.pool.clone());
             tokio::spawn(async move {
                 tokio::time::sleep(BATCH_WINDOW).await;
@@ -156,33 +177,45 @@ impl Shared {
         self.loaded.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn lock_waiting(&self) -> std::sync::MutexGuard<'_, Vec<Request>> {
+    fn lock_waiting(&self) -> std::sync::MutexGuard<'_, Waiting> {
         self.waiting.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn take_batch(&self, most: usize) -> Vec<Request> {
-        let mut waiting = self.lock_waiting();
-        let take = waiting.len().min(most);
-        waiting.drain(..take).collect()
+    /// On a worker: answers the waiting requests, at most [`MAX_BATCH`] per inference, until
+    /// none is left; then the next request schedules a new job.
+    fn run_batches(shared: Arc<Shared>) {
+        loop {
+            let batch: Vec<Request> = {
+                let mut waiting = shared.lock_waiting();
+                if waiting.requests.is_empty() {
+                    waiting.scheduled = false;
+                    return;
+                }
+                let take = waiting.requests.len().min(MAX_BATCH);
+                waiting.requests.drain(..take).collect()
+            };
+            shared.run_batch(batch);
+        }
     }
 
-    /// On a worker: answers up to [`MAX_BATCH`] waiting requests with one inference, and
-    /// queues another batch for any left waiting.
-    fn run_batch(shared: Arc<Shared>, pool: WorkerPool) {
-        let batch = shared.take_batch(MAX_BATCH);
-        if !shared.lock_waiting().is_empty() {
-            SmartTurn::queue_batch(Arc::clone(&shared), pool);
+    /// One inference over `batch`, skipping the requests nobody waits for any more.
+    fn run_batch(&self, batch: Vec<Request>) {
+        let (batch, late): (Vec<Request>, Vec<Request>) = batch
+            .into_iter()
+            .filter(|r| !r.reply.is_closed())
+            .partition(|r| r.asked_at.elapsed() <= r.audio.answer_within);
+        for request in late {
+            let _ = request.reply.send(Err(EngineError::new(
+                EngineErrorKind::Overloaded,
+                "the end-of-turn model could not answer before the silence timer",
+            )));
         }
-        // Requests whose session stopped waiting (the caller spoke again) are not computed.
-        let batch: Vec<Request> = batch.into_iter().filter(|r| !r.reply.is_closed()).collect();
         if batch.is_empty() {
             return;
         }
         let started = Instant::now();
         let turns: Vec<TurnAudio> = batch.iter().map(|r| r.audio.clone()).collect();
-        let result = shared
-            .load()
-            .and_then(|loaded| loaded.probabilities(&turns));
+        let result = self.load().and_then(|loaded| loaded.probabilities(&turns));
         tracing::debug!(
             batch = batch.len(),
             ms = started.elapsed().as_millis() as u64,

@@ -92,7 +92,8 @@ pub struct TurnBody {
     pub latency_ms: Option<i64>,
     pub interrupted: bool,
     pub error: Option<String>,
-    /// Caller turns: how the end of the turn was decided: `vad` (silence), `stt` (the
+    /// Caller turns: how the end of the turn was decided: `vad` (silence), `model` (the
+    /// end-of-turn model judged a pause the end, smart turn detection), `stt` (the
     /// recogniser's own endpoint), `text` (typed) or `max_length` (30 s without a pause).
     pub endpoint: Option<String>,
     /// Agent replies to the caller: where the latency went.

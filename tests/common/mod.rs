@@ -61,6 +61,8 @@ impl Storage {
             // Tests that exercise rate limits set their own; the others make many requests.
             .env("SWITCHBOARD__RATE_LIMIT__REQUESTS", "1000000")
             .env("SWITCHBOARD__SERVER__WORKERS", "2")
+            // Hundreds of test servers start: each loads only the models its test uses.
+            .env("SWITCHBOARD__ENGINES__PRELOAD", "false")
             .env("SWITCHBOARD__DATABASE__POOL_SIZE", "4");
         if let Some(url) = &self.database_url {
             command.env("SWITCHBOARD_DATABASE_URL", url);

@@ -127,13 +127,15 @@ impl EndOfTurn {
 
     /// The question about the current pause.
     pub fn ask(&mut self) -> Option<PauseQuestion> {
-        let (_, model) = self.smart.as_ref()?;
+        let (settings, model) = self.smart.as_ref()?;
         self.pause = Pause::Asked;
+        let useful_ms = self.silence_ms.saturating_sub(settings.pause_ms);
         Some(PauseQuestion {
             pause: self.pause_seq,
             audio: TurnAudio {
                 chunks: self.audio.clone(),
                 rate: self.rate,
+                answer_within: std::time::Duration::from_millis(u64::from(useful_ms)),
             },
             model: Arc::clone(model),
         })

@@ -47,6 +47,7 @@ fn turn_until(audio: &[f32], ms: usize, rate: u32) -> TurnAudio {
             .map(Arc::<[i16]>::from)
             .collect(),
         rate,
+        answer_within: std::time::Duration::from_secs(60),
     }
 }
 
@@ -127,6 +128,7 @@ fn the_window_is_the_turns_last_eight_seconds_with_silence_in_front() {
     let short = TurnAudio {
         chunks: vec![Arc::from(vec![16_384i16; 1_600])],
         rate: 16_000,
+        answer_within: std::time::Duration::from_secs(60),
     };
     let window = window_16k(&short);
     assert_eq!(window.len(), WINDOW_SAMPLES);
@@ -136,6 +138,7 @@ fn the_window_is_the_turns_last_eight_seconds_with_silence_in_front() {
     let long = TurnAudio {
         chunks: (0..100i16).map(|i| Arc::from(vec![i; 1_600])).collect(),
         rate: 16_000,
+        answer_within: std::time::Duration::from_secs(60),
     };
     let window = window_16k(&long);
     assert_eq!(window.len(), WINDOW_SAMPLES);
@@ -177,4 +180,22 @@ fn a_missing_model_is_reported_not_guessed() {
         .judge_now(&[turn_until(&[0.0; 16_000], 1_000, 16_000)])
         .unwrap_err();
     assert!(error.message.contains("scripts/fetch-models"), "{error}");
+}
+
+#[tokio::test]
+async fn a_question_whose_answer_would_come_too_late_is_skipped() {
+    let jfk = fixture("jfk.flac", None);
+    let mut turn = turn_until(&jfk, 4_500, 16_000);
+    turn.answer_within = std::time::Duration::ZERO;
+    let error = model().complete_probability(turn).await.unwrap_err();
+    assert_eq!(
+        error.kind,
+        switchboard_actors::engine::EngineErrorKind::Overloaded
+    );
+    // The next question in time is answered.
+    let p = model()
+        .complete_probability(turn_until(&jfk, 10_600, 16_000))
+        .await
+        .unwrap();
+    assert!(p > 0.9, "{p}");
 }
