@@ -651,6 +651,10 @@ mod tests {
         assert_eq!(config.server.bind.to_string(), "127.0.0.1:8080");
         assert_eq!(config.auth.key_prefix, "sb_live_");
         assert!(config.database_url().ends_with("switchboard.db"));
+        // Turns end on the timer unless an agent asks for smart detection; every model loads
+        // at start.
+        assert_eq!(config.engines.turn_detection, "silence");
+        assert!(config.engines.preload);
     }
 
     #[test]

@@ -104,15 +104,19 @@ async fn say_jfk(server: &Server, key: &str, agent: &str) -> Vec<Value> {
 #[tokio::test]
 async fn a_pause_in_the_middle_of_a_thought_does_not_end_the_callers_turn() {
     let mock = vendor_mock::VendorMock::start();
-    let server = mock.server(&[]).await;
+    // Smart detection as the server's default for agents that do not choose.
+    let server = mock
+        .server(&[("SWITCHBOARD__ENGINES__TURN_DETECTION", "smart")])
+        .await;
     let key = server.key().to_string();
-    for (id, turn_taking) in [
-        ("smart", json!({"turnDetection": "smart"})),
-        ("timer", json!({"turnDetection": "silence"})),
+    // The first agent says nothing of turn taking: it gets the server's default.
+    for (id, metadata) in [
+        ("smart", json!({})),
+        ("timer", json!({"turnTaking": {"turnDetection": "silence"}})),
     ] {
         let agent = json!({"id": id, "name": id, "firstMessage": null,
                            "sttProvider": "openai", "llmProvider": "openai", "ttsProvider": "openai",
-                           "metadata": {"turnTaking": turn_taking}});
+                           "metadata": metadata});
         let (status, body) = call(server.post("/v1/agents", &key, agent)).await;
         assert_eq!(status, 201, "{body}");
     }

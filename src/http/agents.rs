@@ -243,7 +243,7 @@ pub struct AgentFields {
     /// (HTTP tools), `fallbacks` (providers to try in order) and `turnTaking`, the agent's own
     /// turn taking in voice sessions: `{endpointSilenceMs: 100-10000 (600), bargeInMs: 20-2000
     /// (200), turnDetection: "smart" | "silence" (the server's engines.turn_detection,
-    /// "smart" by default), smartPauseMs: 60-2000 (200), completeThreshold: 0-1 (0.5),
+    /// "silence" by default), smartPauseMs: 60-2000 (200), completeThreshold: 0-1 (0.5),
     /// incompleteSilenceMs: 100-10000 (1500)}`. With "smart", the end-of-turn model judges
     /// each pause of `smartPauseMs`: at `completeThreshold` or above the turn ends there,
     /// below it the pause may last `incompleteSilenceMs`; `endpointSilenceMs` decides when

@@ -63,6 +63,10 @@ impl Storage {
             .env("SWITCHBOARD__SERVER__WORKERS", "2")
             // Hundreds of test servers start: each loads only the models its test uses.
             .env("SWITCHBOARD__ENGINES__PRELOAD", "false")
+            // Turns end on the silence timer the tests were written for (synthetic speech
+            // misleads the end-of-turn model), whatever the shipped default becomes;
+            // tests/turn_detection.rs tests smart detection on recorded speech.
+            .env("SWITCHBOARD__ENGINES__TURN_DETECTION", "silence")
             .env("SWITCHBOARD__DATABASE__POOL_SIZE", "4");
         if let Some(url) = &self.database_url {
             command.env("SWITCHBOARD_DATABASE_URL", url);
