@@ -210,22 +210,9 @@ async fn the_socket_needs_a_key_or_a_token_for_that_agent() {
         .expect("a lowercase scheme is accepted");
 }
 
-type Socket =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
 /// Opens the socket with an API key and extra query parameters.
 async fn open(server: &Server, key: &str, agent: &str, query: &str) -> Socket {
-    let url = server
-        .url(&format!("/v1/agents/{agent}/session?{query}"))
-        .replacen("http://", "ws://", 1);
-    let mut request = url.as_str().into_client_request().unwrap();
-    request
-        .headers_mut()
-        .insert("Authorization", format!("Bearer {key}").parse().unwrap());
-    let (socket, _) = tokio_tungstenite::connect_async(request)
-        .await
-        .expect("the direct socket opens");
-    socket
+    open_direct(server, key, agent, query).await
 }
 
 /// Sends the caller's typed turn `text` (the `text` event).

@@ -12,25 +12,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
-
-type Socket =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
-async fn open(server: &Server, key: &str, agent: &str) -> Socket {
-    let url = server
-        .url(&format!("/v1/agents/{agent}/session?sampleRate=16000"))
-        .replacen("http://", "ws://", 1);
-    let mut request = url.as_str().into_client_request().unwrap();
-    request
-        .headers_mut()
-        .insert("Authorization", format!("Bearer {key}").parse().unwrap());
-    let (socket, _) = tokio_tungstenite::connect_async(request)
-        .await
-        .expect("the direct socket opens");
-    socket
-}
 
 fn jfk_16k() -> Vec<i16> {
     let audio = switchboard::media::decode(&fixture("jfk.flac"), Some("flac")).unwrap();
@@ -43,7 +25,7 @@ fn jfk_16k() -> Vec<i16> {
 /// Says JFK's sentence and two seconds of silence at real time into a session of `agent`,
 /// then ends it; answers the session's caller turns as its record shows them.
 async fn say_jfk(server: &Server, key: &str, agent: &str) -> Vec<Value> {
-    let mut socket = open(server, key, agent).await;
+    let mut socket = open_direct(server, key, agent, "sampleRate=16000").await;
     let mut caller = jfk_16k();
     caller.resize(caller.len().div_ceil(320) * 320 + 16_000 * 2, 0);
     let mut frames = caller.chunks_exact(320);

@@ -19,7 +19,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ort::session::builder::GraphOptimizationLevel;
 use ort::session::Session;
 use ort::value::Tensor;
 use switchboard_actors::engine::{
@@ -261,24 +260,13 @@ impl Shared {
 
 impl Loaded {
     fn read(model: &Path, library: &Path) -> Result<Self, EngineError> {
-        let environment = runtime::environment(library)?;
         let failed = |e: String| {
             EngineError::internal(format!(
                 "the end-of-turn model {} cannot be loaded: {e}",
                 model.display()
             ))
         };
-        let mut builder = Session::builder(&environment).map_err(|e| failed(e.to_string()))?;
-        runtime::use_cpu_provider(&mut builder)?;
-        let session = builder
-            .with_optimization_level(GraphOptimizationLevel::All)
-            .map_err(|e| failed(e.to_string()))?
-            .with_intra_threads(1)
-            .map_err(|e| failed(e.to_string()))?
-            .with_inter_threads(1)
-            .map_err(|e| failed(e.to_string()))?
-            .commit_from_file(model)
-            .map_err(|e| failed(e.to_string()))?;
+        let session = runtime::cpu_session(library, model, 1, failed)?;
         let input = session
             .inputs()
             .first()

@@ -549,3 +549,24 @@ pub async fn pong_within(socket: &mut impl ClientSocket, within: Duration) -> Op
     })
     .await
 }
+
+/// A client's end of a real-time WebSocket.
+pub type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// Opens agent `agent`'s direct session socket with API key `key` and the query parameters
+/// `query` (`sampleRate=16000`, ...).
+pub async fn open_direct(server: &Server, key: &str, agent: &str, query: &str) -> Socket {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let url = server
+        .url(&format!("/v1/agents/{agent}/session?{query}"))
+        .replacen("http://", "ws://", 1);
+    let mut request = url.as_str().into_client_request().unwrap();
+    request
+        .headers_mut()
+        .insert("Authorization", format!("Bearer {key}").parse().unwrap());
+    let (socket, _) = tokio_tungstenite::connect_async(request)
+        .await
+        .expect("the direct socket opens");
+    socket
+}

@@ -13,7 +13,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use ort::session::builder::GraphOptimizationLevel;
 use ort::session::Session;
 use ort::value::Tensor;
 use serde::Deserialize;
@@ -213,7 +212,6 @@ impl PiperVoice {
                 model.display()
             )));
         }
-        let environment = runtime::environment(library)?;
         let started = Instant::now();
         let failed = |e: String| {
             EngineError::internal(format!(
@@ -221,17 +219,7 @@ impl PiperVoice {
                 model.display()
             ))
         };
-        let mut builder = Session::builder(&environment).map_err(|e| failed(e.to_string()))?;
-        runtime::use_cpu_provider(&mut builder)?;
-        let session = builder
-            .with_optimization_level(GraphOptimizationLevel::All)
-            .map_err(|e| failed(e.to_string()))?
-            .with_intra_threads(intra_threads.max(1))
-            .map_err(|e| failed(e.to_string()))?
-            .with_inter_threads(1)
-            .map_err(|e| failed(e.to_string()))?
-            .commit_from_file(model)
-            .map_err(|e| failed(e.to_string()))?;
+        let session = runtime::cpu_session(library, model, intra_threads, failed)?;
         let inputs: Vec<String> = session
             .inputs()
             .iter()

@@ -19,7 +19,8 @@ use std::sync::Mutex;
 use std::ffi::{c_int, CStr};
 
 use ort::environment::Environment;
-use ort::session::builder::SessionBuilder;
+use ort::session::builder::{GraphOptimizationLevel, SessionBuilder};
+use ort::session::Session;
 use ort::AsPointer;
 use switchboard_actors::engine::EngineError;
 
@@ -96,6 +97,29 @@ pub fn environment(library: &Path) -> Result<Environment, EngineError> {
         library: handle,
     });
     Ok(environment)
+}
+
+/// Opens the ONNX model `model` with the library at `library`: the CPU provider, every graph
+/// optimisation, `intra_threads` threads per run and one between operators. `failed` turns
+/// ONNX Runtime's message into the caller's error (which names the model).
+pub fn cpu_session(
+    library: &Path,
+    model: &Path,
+    intra_threads: usize,
+    failed: impl Fn(String) -> EngineError,
+) -> Result<Session, EngineError> {
+    let environment = environment(library)?;
+    let mut builder = Session::builder(&environment).map_err(|e| failed(e.to_string()))?;
+    use_cpu_provider(&mut builder)?;
+    builder
+        .with_optimization_level(GraphOptimizationLevel::All)
+        .map_err(|e| failed(e.to_string()))?
+        .with_intra_threads(intra_threads.max(1))
+        .map_err(|e| failed(e.to_string()))?
+        .with_inter_threads(1)
+        .map_err(|e| failed(e.to_string()))?
+        .commit_from_file(model)
+        .map_err(|e| failed(e.to_string()))
 }
 
 /// Registers ONNX Runtime's CPU execution provider (with its memory arena) on a session
