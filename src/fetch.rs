@@ -300,6 +300,41 @@ impl Fetcher {
     }
 }
 
+impl Fetcher {
+    /// Checks `url` as every fetched URL is checked before any request (scheme, no
+    /// credentials, no literal internal address); a name is checked again as it resolves.
+    pub fn check(&self, url: &str) -> Result<Url, FetchError> {
+        let url =
+            Url::parse(url).map_err(|e| FetchError::InvalidUrl(format!("not a valid URL: {e}")))?;
+        check_url(&self.policy, &url)?;
+        Ok(url)
+    }
+
+    /// Posts `body` (JSON) to an integrator's endpoint under the same address guard, with
+    /// `headers`; answers the status. The answer's body is not read (only its status counts),
+    /// and the whole request is cut off after `timeout`.
+    pub async fn post_json(
+        &self,
+        url: &str,
+        body: Vec<u8>,
+        headers: &[(&str, String)],
+        timeout: Duration,
+    ) -> Result<u16, FetchError> {
+        let url = self.check(url)?;
+        let mut request = self
+            .client
+            .post(url)
+            .timeout(timeout)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body);
+        for (name, value) in headers {
+            request = request.header(*name, value);
+        }
+        let response = request.send().await.map_err(describe)?;
+        Ok(response.status().as_u16())
+    }
+}
+
 /// Scheme, credentials and literal-IP checks that need no DNS (names are checked when they
 /// resolve).
 fn check_url(policy: &AddressPolicy, url: &Url) -> Result<(), FetchError> {
