@@ -242,7 +242,7 @@ pub struct AgentFields {
     /// Arbitrary key-value pairs (at most 64 KiB serialized). Three keys are read: `tools`
     /// (HTTP tools), `fallbacks` (providers to try in order) and `turnTaking`
     /// (`{endpointSilenceMs: 100-10000, bargeInMs: 20-2000}`, the agent's own turn timing in
-    /// voice sessions); the last two are checked when the agent is written.
+    /// voice sessions); all three are checked when the agent is written.
     #[serde(default, deserialize_with = "nullable")]
     #[schema(value_type = Option<Object>)]
     pub metadata: Option<Option<Map<String, Value>>>,
@@ -359,6 +359,8 @@ impl AgentFields {
                 crate::vendors::fallback::check_fallbacks(&map)
                     .map_err(|reason| ApiError::invalid("metadata", reason))?;
                 crate::conversation::turn_taking::from_metadata(&Value::Object(map.clone()))
+                    .map_err(|reason| ApiError::invalid("metadata", reason))?;
+                crate::conversation::tools::http_tools(&Value::Object(map.clone()))
                     .map_err(|reason| ApiError::invalid("metadata", reason))?;
                 Some(validate::metadata("metadata", Some(&map))?)
             }
