@@ -18,7 +18,7 @@ use crate::recording::{RecordingStorage, Recordings};
 use crate::registry::provider_keys::ProviderKeys;
 use crate::registry::{
     AgentRegistry, CollectionRegistry, ConversationRegistry, JobRegistry, KeyRegistry,
-    KnowledgeIndex, Metering, SessionRegistry, Supervised, TelephonyRegistry,
+    KnowledgeIndex, Metering, SessionRegistry, Supervised, TelephonyRegistry, WebhookRegistry,
 };
 use crate::store::Db;
 use crate::telephony::rest::TwilioClient;
@@ -61,6 +61,8 @@ pub struct AppParts {
     pub drain: Arc<Drain>,
     /// The developer portal's sign-in codes and sessions.
     pub portal: Portal,
+    /// The developers' webhook endpoints and the deliveries made to them.
+    pub webhooks: Supervised<WebhookRegistry>,
 }
 
 /// What every handler and every live session can reach. Built once from [`AppParts`]; read
@@ -170,8 +172,12 @@ impl AppState {
         &self.parts.portal
     }
 
+    pub fn webhooks(&self) -> &Supervised<WebhookRegistry> {
+        &self.parts.webhooks
+    }
+
     /// Every registry, for `/health` and the metrics.
-    pub fn registries(&self) -> [&dyn crate::supervision::Probe; 9] {
+    pub fn registries(&self) -> [&dyn crate::supervision::Probe; 10] {
         let p = &self.parts;
         [
             &p.keys,
@@ -183,6 +189,7 @@ impl AppState {
             &p.conversations,
             &p.sessions,
             &p.telephony,
+            &p.webhooks,
         ]
     }
 

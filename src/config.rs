@@ -38,6 +38,7 @@ pub struct Config {
     pub engines: EnginesConfig,
     pub fetch: FetchConfig,
     pub jobs: JobsConfig,
+    pub webhooks: WebhooksConfig,
     pub telephony: TelephonyConfig,
     /// Outside vendors by provider id (`[vendors.openai]`, ...); none is needed to run.
     #[serde(default)]
@@ -507,6 +508,26 @@ pub struct ProviderKeysConfig {
     pub master_key: String,
 }
 
+/// Webhooks to integrators (`/v1/webhooks`): how many endpoints, and how deliveries are
+/// retried.
+#[derive(Debug, Clone, Deserialize)]
+pub struct WebhooksConfig {
+    /// Endpoints one developer may register.
+    pub max_endpoints: u32,
+    /// The wait before the first retry; it doubles after each failure.
+    pub retry_base_ms: u64,
+    /// The longest wait between two tries.
+    pub retry_max_ms: u64,
+    /// How long after its event a delivery is retried before it is given up.
+    pub retry_for_seconds: u64,
+    /// One attempt's deadline.
+    pub timeout_ms: u64,
+    /// How often due deliveries are looked for.
+    pub poll_ms: u64,
+    /// Deliveries in flight at once on one node.
+    pub concurrency: usize,
+}
+
 #[derive(Debug, Clone, Deserialize)]
 pub struct JobsConfig {
     /// Asynchronous transcriptions waiting or running before new ones are refused (503).
@@ -605,6 +626,19 @@ impl Config {
         if self.jobs.timeout_seconds == 0 || self.jobs.max_runs < 1 {
             return Err(invalid(
                 "jobs.timeout_seconds and jobs.max_runs must be at least 1",
+            ));
+        }
+        let hooks = &self.webhooks;
+        if hooks.max_endpoints == 0
+            || hooks.retry_base_ms == 0
+            || hooks.retry_max_ms < hooks.retry_base_ms
+            || hooks.timeout_ms == 0
+            || hooks.poll_ms == 0
+            || hooks.concurrency == 0
+        {
+            return Err(invalid(
+                "webhooks.max_endpoints, retry_base_ms, timeout_ms, poll_ms and concurrency must be \
+                 at least 1, and retry_max_ms at least retry_base_ms",
             ));
         }
         if self.registry.search_graph_min_chunks == 0 {

@@ -240,6 +240,17 @@ impl Fetcher {
     }
 }
 
+/// Where and how an HTTP tool is called.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolRequest<'a> {
+    pub method: &'a str,
+    pub url: &'a str,
+    /// Sent as they are (the call's context).
+    pub headers: &'a [(&'a str, String)],
+    /// Signs the request when set.
+    pub secret: Option<&'a str>,
+}
+
 /// What an HTTP tool answered.
 #[derive(Debug)]
 pub struct Answer {
@@ -249,37 +260,49 @@ pub struct Answer {
 
 impl Fetcher {
     /// Calls a developer's HTTP endpoint (a tool) under the same address guard: `GET` with the
-    /// arguments as query parameters, any other method with them as a JSON body. The body of
-    /// the answer is read up to `max_body` bytes; the whole call is cut off after `timeout`.
+    /// arguments as query parameters, any other method with them as a JSON body, with
+    /// `headers`. With a `secret`, the request carries `Switchboard-Signature` (see
+    /// [`crate::webhooks::signature`]) over the body, or over the query string of a `GET`.
+    /// The body of the answer is read up to `max_body` bytes; the whole call is cut off after
+    /// `timeout`.
     pub async fn call_json(
         &self,
-        method: &str,
-        url: &str,
+        tool: &ToolRequest<'_>,
         arguments: &serde_json::Value,
         timeout: Duration,
         max_body: usize,
     ) -> Result<Answer, FetchError> {
-        let url =
-            Url::parse(url).map_err(|e| FetchError::InvalidUrl(format!("not a valid URL: {e}")))?;
-        check_url(&self.policy, &url)?;
-        let method = reqwest::Method::from_bytes(method.to_ascii_uppercase().as_bytes())
-            .map_err(|_| FetchError::InvalidUrl(format!("{method} is not an HTTP method")))?;
-        let mut request = self.client.request(method.clone(), url).timeout(timeout);
-        if method == reqwest::Method::GET {
-            if let Some(map) = arguments.as_object() {
-                let pairs: Vec<(String, String)> = map
-                    .iter()
-                    .map(|(k, v)| {
-                        (
-                            k.clone(),
-                            v.as_str().map_or_else(|| v.to_string(), str::to_string),
-                        )
-                    })
-                    .collect();
-                request = request.query(&pairs);
+        let mut url = self.check(tool.url)?;
+        let method = reqwest::Method::from_bytes(tool.method.to_ascii_uppercase().as_bytes())
+            .map_err(|_| {
+                FetchError::InvalidUrl(format!("{} is not an HTTP method", tool.method))
+            })?;
+        let signed: Vec<u8> = if method == reqwest::Method::GET {
+            if let Some(map) = arguments.as_object().filter(|map| !map.is_empty()) {
+                let mut pairs = url.query_pairs_mut();
+                for (k, v) in map {
+                    pairs.append_pair(k, &v.as_str().map_or_else(|| v.to_string(), str::to_string));
+                }
             }
+            url.query().unwrap_or_default().as_bytes().to_vec()
         } else {
-            request = request.json(arguments);
+            serde_json::to_vec(arguments).expect("a JSON value serializes")
+        };
+        let mut request = self.client.request(method.clone(), url).timeout(timeout);
+        if method != reqwest::Method::GET {
+            request = request
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(signed.clone());
+        }
+        for (name, value) in tool.headers {
+            request = request.header(*name, value);
+        }
+        if let Some(secret) = tool.secret {
+            let now_s = crate::time::now_ms() / 1000;
+            request = request.header(
+                crate::webhooks::SIGNATURE_HEADER,
+                crate::webhooks::signature::header(&signed, secret, now_s),
+            );
         }
         let response = request.send().await.map_err(describe)?;
         let status = response.status().as_u16();
@@ -297,6 +320,41 @@ impl Fetcher {
             status,
             body: String::from_utf8_lossy(&body).into_owned(),
         })
+    }
+}
+
+impl Fetcher {
+    /// Checks `url` as every fetched URL is checked before any request (scheme, no
+    /// credentials, no literal internal address); a name is checked again as it resolves.
+    pub fn check(&self, url: &str) -> Result<Url, FetchError> {
+        let url =
+            Url::parse(url).map_err(|e| FetchError::InvalidUrl(format!("not a valid URL: {e}")))?;
+        check_url(&self.policy, &url)?;
+        Ok(url)
+    }
+
+    /// Posts `body` (JSON) to an integrator's endpoint under the same address guard, with
+    /// `headers`; answers the status. The answer's body is not read (only its status counts),
+    /// and the whole request is cut off after `timeout`.
+    pub async fn post_json(
+        &self,
+        url: &str,
+        body: Vec<u8>,
+        headers: &[(&str, String)],
+        timeout: Duration,
+    ) -> Result<u16, FetchError> {
+        let url = self.check(url)?;
+        let mut request = self
+            .client
+            .post(url)
+            .timeout(timeout)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body);
+        for (name, value) in headers {
+            request = request.header(*name, value);
+        }
+        let response = request.send().await.map_err(describe)?;
+        Ok(response.status().as_u16())
     }
 }
 

@@ -34,3 +34,4 @@ pub mod telephony;
 pub mod time;
 pub mod transports;
 pub mod vendors;
+pub mod webhooks;

@@ -35,7 +35,7 @@ use crate::registry::provider_keys::ProviderKeys;
 use crate::registry::sessions::Settle;
 use crate::registry::{
     AgentRegistry, CollectionRegistry, ConversationRegistry, JobRegistry, KeyRegistry,
-    KnowledgeIndex, Metering, SessionRegistry, Supervised, TelephonyRegistry,
+    KnowledgeIndex, Metering, SessionRegistry, Supervised, TelephonyRegistry, WebhookRegistry,
 };
 use crate::store::{developers, Backend, Db};
 use crate::telephony::rest::{Sender, TwilioClient};
@@ -174,11 +174,14 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     let fetcher = Fetcher::new(&config.fetch).context("cannot build the HTTP client")?;
     let vendors =
         crate::vendors::Vendors::new(&config).context("cannot set up the vendor adapters")?;
-    let provider_keys = ProviderKeys::new(
-        db.clone(),
-        KeySealer::load(&config.provider_keys.master_key, &config.server.data_dir)
-            .context("cannot load the provider keys' master key")?,
-    );
+    let sealer = KeySealer::load(&config.provider_keys.master_key, &config.server.data_dir)
+        .context("cannot load the provider keys' master key")?;
+    let provider_keys = ProviderKeys::new(db.clone(), sealer.clone());
+    let webhooks = Supervised::start("webhooks", {
+        let (db, sealer, fetcher, config) =
+            (db.clone(), sealer, fetcher.clone(), config.webhooks.clone());
+        move || WebhookRegistry::new(db.clone(), sealer.clone(), fetcher.clone(), config.clone())
+    });
     let jobs = Supervised::start("jobs", {
         let (db, engines, fetcher, data_dir, config, metering) = (
             db.clone(),
@@ -229,6 +232,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         traces: traces.clone(),
         drain: drain.clone(),
         portal,
+        webhooks,
     }));
     let max_json = config.server.max_json_bytes;
     let socket_limits = crate::transports::socket::SocketLimits::from_config(&config.server);

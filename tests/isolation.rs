@@ -72,6 +72,7 @@ struct Owned {
     call_sid: String,
     job: String,
     conversation: String,
+    webhook: String,
 }
 
 impl Owned {
@@ -94,6 +95,7 @@ impl Owned {
                 &format!("/collections/{}", self.collection),
             )
             .replace("/keys/{id}", &format!("/keys/{}", self.key_id))
+            .replace("/webhooks/{id}", &format!("/webhooks/{}", self.webhook))
             .replace(
                 "/phone-numbers/{id}",
                 &format!("/phone-numbers/{}", self.number),
@@ -202,6 +204,9 @@ fn attempts() -> Vec<(Method, &'static str, Option<Value>)> {
             Some(json!({"number": "+15550000009"})),
         ),
         (Method::GET, "/v1/transcribe/{jobId}", None),
+        (Method::GET, "/v1/webhooks/{id}", None),
+        (Method::DELETE, "/v1/webhooks/{id}", None),
+        (Method::GET, "/v1/webhooks/{id}/deliveries", None),
     ]
 }
 
@@ -216,6 +221,8 @@ async fn snapshot(server: &Server, key: &str, owned: &Owned) -> Vec<(String, u16
         "/v1/observability/sessions/{sessionId}",
         "/v1/sessions/twilio/tasks/{taskId}",
         "/v1/transcribe/{jobId}",
+        "/v1/webhooks/{id}",
+        "/v1/webhooks",
         "/v1/agents",
         "/v1/agents/{id}/instances",
         "/v1/collections",
@@ -323,7 +330,15 @@ async fn provision_a(server: &Server, twilio: &TwilioMock, key: &str) -> Owned {
     ))
     .await;
     assert_eq!(status, 200, "{chat}");
+    let (status, webhook) = call(server.post(
+        "/v1/webhooks",
+        key,
+        json!({"url": "https://hooks.example.com/a", "events": ["call.ended"]}),
+    ))
+    .await;
+    assert_eq!(status, 201, "{webhook}");
     Owned {
+        webhook: webhook["id"].as_str().unwrap().to_string(),
         session: direct_session(server, key, &agent).await,
         agent,
         instance: instance["id"].as_str().unwrap().to_string(),
@@ -525,9 +540,11 @@ async fn another_developer_gets_404_for_every_verb_on_every_owned_route() {
         "/v1/keys",
         "/v1/phone-numbers",
         "/v1/observability/sessions",
+        "/v1/webhooks",
     ] {
         let ids = all_ids_at(&server, &b, path, 100).await;
         for own in [
+            &owned.webhook,
             &owned.agent,
             &owned.collection,
             &owned.key_id,

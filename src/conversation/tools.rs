@@ -1,8 +1,9 @@
 //! The tools an agent's language model may call: the built-in `search_knowledge` (the agent's
 //! collection) and `end_conversation`, plus the developer's HTTP tools declared in the agent's
-//! `metadata.tools` as `{name, description, parameters, url, method, timeoutMs}`. HTTP tools
-//! go through the same address guard as every fetch (operators allow internal hosts in
-//! `fetch.allow`).
+//! `metadata.tools` as `{name, description, parameters, url, method, timeoutMs, secret}`. HTTP
+//! tools go through the same address guard as every fetch (operators allow internal hosts in
+//! `fetch.allow`), carry the call's context in `Switchboard-*` headers ([`CallContext`]) and,
+//! when the tool has a `secret`, a `Switchboard-Signature` made as the webhooks' is.
 //!
 //! On a phone call the agent also acts on the call ([`CallControl`]): `end_call` (in place of
 //! `end_conversation`), `send_dtmf` and, when the agent lists people to hand over to,
@@ -18,7 +19,7 @@ use switchboard_actors::engine::{EngineError, EngineFuture, ToolCall, ToolExecut
 
 use super::transfer::TransferTarget;
 use crate::engines::embeddings::Embedder;
-use crate::fetch::Fetcher;
+use crate::fetch::{Fetcher, ToolRequest};
 use crate::registry::knowledge::KnowledgeIndex;
 use crate::registry::search::search_collection;
 use switchboard_actors::engine::SessionEnding;
@@ -43,6 +44,8 @@ const DEFAULT_TIMEOUT_MS: u64 = 5_000;
 const MAX_TIMEOUT_MS: u64 = 30_000;
 /// Most bytes of an HTTP tool's answer handed to the model.
 const MAX_RESULT_BYTES: usize = 16 * 1024;
+/// Lengths a tool's signing secret may have.
+const SECRET_CHARS: std::ops::RangeInclusive<usize> = 16..=256;
 
 /// A developer-defined HTTP tool.
 #[derive(Debug, Clone, PartialEq)]
@@ -53,6 +56,38 @@ pub struct HttpTool {
     pub url: String,
     pub method: String,
     pub timeout: Duration,
+    /// Keys the request's `Switchboard-Signature`, when set.
+    pub secret: Option<String>,
+}
+
+/// Who a tool is called for: sent with every HTTP tool call as `Switchboard-Session-Id`,
+/// `Switchboard-Agent-Id`, `Switchboard-Call-Sid`, `Switchboard-From`, `Switchboard-To` and
+/// `Switchboard-Instance-Id`, each when known.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CallContext {
+    pub session_id: Option<String>,
+    pub agent_id: Option<String>,
+    pub call_sid: Option<String>,
+    pub from: Option<String>,
+    pub to: Option<String>,
+    pub instance_id: Option<String>,
+}
+
+impl CallContext {
+    /// The headers that carry it.
+    pub fn headers(&self) -> Vec<(&'static str, String)> {
+        [
+            ("Switchboard-Session-Id", &self.session_id),
+            ("Switchboard-Agent-Id", &self.agent_id),
+            ("Switchboard-Call-Sid", &self.call_sid),
+            ("Switchboard-From", &self.from),
+            ("Switchboard-To", &self.to),
+            ("Switchboard-Instance-Id", &self.instance_id),
+        ]
+        .into_iter()
+        .filter_map(|(name, value)| value.clone().map(|value| (name, value)))
+        .collect()
+    }
 }
 
 /// Reads the HTTP tools of an agent's metadata (`metadata.tools`). Entries without a name or
@@ -86,6 +121,19 @@ pub fn http_tools(metadata: &Value) -> Result<Vec<HttpTool>, String> {
                 ));
             }
             let url = text("url").ok_or(format!("metadata.tools[{i}] needs a url"))?;
+            let secret = match entry.get("secret") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(secret)) if SECRET_CHARS.contains(&secret.chars().count()) => {
+                    Some(secret.clone())
+                }
+                Some(_) => {
+                    return Err(format!(
+                        "metadata.tools[{i}].secret must be a string of {} to {} characters",
+                        SECRET_CHARS.start(),
+                        SECRET_CHARS.end()
+                    ))
+                }
+            };
             let timeout = entry
                 .get("timeoutMs")
                 .and_then(Value::as_u64)
@@ -101,6 +149,7 @@ pub fn http_tools(metadata: &Value) -> Result<Vec<HttpTool>, String> {
                     .unwrap_or_else(|| "POST".into())
                     .to_ascii_uppercase(),
                 timeout: Duration::from_millis(timeout),
+                secret,
                 url,
                 name,
             })
@@ -154,6 +203,7 @@ pub struct AgentTools {
     collection_id: Option<String>,
     http: Arc<Vec<HttpTool>>,
     call: Option<Arc<dyn CallControl>>,
+    context: Arc<CallContext>,
 }
 
 impl AgentTools {
@@ -171,6 +221,15 @@ impl AgentTools {
             collection_id,
             http: Arc::new(http),
             call: None,
+            context: Arc::default(),
+        }
+    }
+
+    /// The same tools, calling HTTP tools for `context`.
+    pub fn for_context(self, context: CallContext) -> Self {
+        Self {
+            context: Arc::new(context),
+            ..self
         }
     }
 
@@ -343,9 +402,15 @@ impl AgentTools {
     async fn call_http(&self, tool: &HttpTool, arguments: &Value) -> Result<String, String> {
         // The client's own bound is a backstop a little later, so running out of time is
         // always seen here first.
+        let headers = self.context.headers();
+        let request = ToolRequest {
+            method: &tool.method,
+            url: &tool.url,
+            headers: &headers,
+            secret: tool.secret.as_deref(),
+        };
         let call = self.fetcher.call_json(
-            &tool.method,
-            &tool.url,
+            &request,
             arguments,
             tool.timeout + Duration::from_secs(1),
             MAX_RESULT_BYTES,

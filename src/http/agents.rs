@@ -247,7 +247,7 @@ pub struct AgentFields {
     /// incompleteSilenceMs: 100-10000 (1500)}`. With "smart", the end-of-turn model judges
     /// each pause of `smartPauseMs`: at `completeThreshold` or above the turn ends there,
     /// below it the pause may last `incompleteSilenceMs`; `endpointSilenceMs` decides when
-    /// the model gives no verdict in time. The last two keys are checked when the agent is
+    /// the model gives no verdict in time. All three are checked when the agent is
     /// written.
     #[serde(default, deserialize_with = "nullable")]
     #[schema(value_type = Option<Object>)]
@@ -365,6 +365,8 @@ impl AgentFields {
                 crate::vendors::fallback::check_fallbacks(&map)
                     .map_err(|reason| ApiError::invalid("metadata", reason))?;
                 crate::conversation::turn_taking::from_metadata(&Value::Object(map.clone()))
+                    .map_err(|reason| ApiError::invalid("metadata", reason))?;
+                crate::conversation::tools::http_tools(&Value::Object(map.clone()))
                     .map_err(|reason| ApiError::invalid("metadata", reason))?;
                 Some(validate::metadata("metadata", Some(&map))?)
             }

@@ -18,7 +18,7 @@ use crate::app::AppState;
 use crate::billing::Usage;
 use crate::conversation::prompt::system_prompt;
 use crate::conversation::retrieval;
-use crate::conversation::tools::{http_tools, AgentTools};
+use crate::conversation::tools::{http_tools, AgentTools, CallContext};
 use crate::conversation::turn::{run_turn, ToolCallRecord, TurnSettings};
 use crate::engines::pool::Lane;
 use crate::error::{ApiError, ErrorBody};
@@ -243,7 +243,14 @@ async fn chat(
         state.fetcher().clone(),
         agent.collection_id.clone(),
         tools,
-    );
+    )
+    // A chat is no call: its tools learn the agent, the instance and the caller's number.
+    .for_context(CallContext {
+        agent_id: Some(agent.id.clone()),
+        instance_id: instance.as_ref().map(|i| i.id.clone()),
+        from: request.caller_phone.clone(),
+        ..CallContext::default()
+    });
     let settings = TurnSettings {
         temperature: agent.temperature as f32,
         max_tokens: agent

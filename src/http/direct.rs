@@ -187,6 +187,8 @@ pub async fn direct_session(
         developer_id,
         agent_id: agent.id,
         issuer_key,
+        // Where its recording is served, for the developer's webhooks.
+        public_base: Some(state.public_base(&req)),
         ..SessionRequest::default()
     };
     let admitted = live::admit(&state, request, Record::New, &wire)

@@ -35,6 +35,7 @@ pub mod twilio_calls;
 pub mod upgrade;
 pub mod upload;
 pub mod validate;
+pub mod webhooks;
 pub mod widget;
 
 use actix_web::error::{PathError, QueryPayloadError};
@@ -91,6 +92,7 @@ pub fn configure(cfg: &mut web::ServiceConfig, max_json_bytes: usize) {
                 .configure(observability::routes)
                 .configure(collections::routes)
                 .configure(knowledge::routes)
+                .configure(webhooks::routes)
                 .configure(synthesize::routes)
                 .configure(transcribe::routes)
                 .configure(openai_audio::routes)

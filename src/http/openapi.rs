@@ -10,7 +10,8 @@ use utoipa::{Modify, OpenApi};
 use super::{
     agent_sync, agents, billing, call_transfer, chat, collections, direct, health, instances, keys,
     knowledge, metrics, observability, openai_audio, openai_transcription, phone_numbers,
-    provider_keys, provision, recordings, sessions, synthesize, transcribe, twilio_calls, widget,
+    provider_keys, provision, recordings, sessions, synthesize, transcribe, twilio_calls, webhooks,
+    widget,
 };
 use crate::error::{ErrorBody, ErrorDetail};
 
@@ -55,7 +56,16 @@ stopping: the real-time sockets `GET /v1/agents/{id}/session` and \
 `GET /v1/sessions/twilio/stream` are refused before their upgrade, with Retry-After; \
 `GET /health` then answers 503 `{\"status\": \"draining\"}`).\n\n\
 Lists take `limit` (1-100, default 20) and `cursor` (the id after which to continue) and \
-answer `{data, nextCursor, hasMore}` in creation order."
+answer `{data, nextCursor, hasMore}` in creation order.\n\n\
+Webhooks (`/v1/webhooks`): each event is a `POST` of JSON `{id, type, createdAt, data}` to \
+every endpoint subscribed to its type, with `Switchboard-Signature: t=<unix seconds>,v1=<hex>`, \
+the HMAC-SHA256 of `<t>.<body>` keyed with the endpoint's secret (Stripe's scheme). Types: \
+`call.started` (a session started), `call.ended` (its transcript, duration, cost in credits, \
+end reason, recording URL and root-cause findings), `transfer.completed` (a transfer's \
+outcome), and `call.analyzed` (accepted as a subscription; sent once post-call analysis \
+exists). A 2xx answer delivers; anything else is retried with doubling waits for a day, so \
+an event may arrive more than once (deduplicate by `id`) and out of order (see `createdAt`). \
+The exact shapes are in docs/api.md."
     ),
     paths(
         health::health,
@@ -112,6 +122,11 @@ answer `{data, nextCursor, hasMore}` in creation order."
         collections::list_collections,
         collections::get_collection,
         collections::delete_collection,
+        webhooks::create_webhook,
+        webhooks::list_webhooks,
+        webhooks::get_webhook,
+        webhooks::delete_webhook,
+        webhooks::list_deliveries,
         knowledge::ingest,
         knowledge::search,
         knowledge::delete_document,

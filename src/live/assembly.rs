@@ -15,7 +15,7 @@ use super::SessionRequest;
 use crate::app::AppState;
 use crate::conversation::prompt::{substitute, system_prompt};
 use crate::conversation::retrieval::CollectionKnowledge;
-use crate::conversation::tools::{http_tools, AgentTools};
+use crate::conversation::tools::{http_tools, AgentTools, CallContext};
 use crate::conversation::transfer::stored_targets;
 use crate::conversation::turn_taking;
 use crate::engines::pool::Lane;
@@ -96,7 +96,15 @@ pub async fn assemble(
         state.fetcher().clone(),
         agent.collection_id.clone(),
         http_tools(&metadata).unwrap_or_default(),
-    );
+    )
+    .for_context(CallContext {
+        session_id: Some(request.session_id.clone()),
+        agent_id: Some(agent.id.clone()),
+        call_sid: request.call_sid.clone(),
+        from: request.from.clone(),
+        to: request.to.clone(),
+        instance_id: request.instance_id.clone(),
+    });
     // A phone call's agent acts on its call: hangs up, hands over, presses keys.
     let call = request
         .call_sid

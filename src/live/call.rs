@@ -233,7 +233,7 @@ impl OnCall<'_> {
     }
 
     async fn settle(&self, detail: serde_json::Value) {
-        settle_transfer(self.state, &self.session.id, detail).await;
+        settle_transfer(self.state, self.session, detail).await;
     }
 
     /// The number of ours on the call (the called number of an inbound call, the caller id of
@@ -325,18 +325,21 @@ async fn back_to_agent_markup(
     }
 }
 
-/// Sets the outcome on the session's transfer event, keeping what it said before.
-async fn settle_transfer(state: &AppState, session_id: &str, detail: serde_json::Value) {
+/// Sets the outcome on the session's transfer event, keeping what it said before, and tells
+/// the developer's webhooks (`transfer.completed`).
+async fn settle_transfer(state: &AppState, session: &SessionRow, detail: serde_json::Value) {
     let settled = state
         .sessions()
         .send(SettleEvent {
-            session_id: session_id.to_string(),
+            session_id: session.id.clone(),
             kind: EVENT_TRANSFER,
             detail: detail.to_string(),
         })
         .await;
-    if !matches!(settled, Ok(Ok(true))) {
-        tracing::warn!(session = %session_id, "a transfer's outcome found no transfer to settle");
+    if matches!(settled, Ok(Ok(true))) {
+        super::events::transfer_completed(state, session, &detail);
+    } else {
+        tracing::warn!(session = %session.id, "a transfer's outcome found no transfer to settle");
     }
 }
 
@@ -378,7 +381,7 @@ pub async fn dial_ended(
     if let Some(seconds) = dial_seconds {
         detail["durationSeconds"] = json!(seconds);
     }
-    settle_transfer(state, session_id, detail.clone()).await;
+    settle_transfer(state, &session, detail.clone()).await;
     if dial_status == "completed" || dial_status == "answered" {
         return Ok(twiml::hang_up());
     }
@@ -406,7 +409,7 @@ pub async fn person_call_status(
         return Ok(());
     }
     detail["outcome"] = json!(outcome);
-    settle_transfer(state, session_id, detail.clone()).await;
+    settle_transfer(state, &session, detail.clone()).await;
     if outcome == "bridged" {
         return Ok(());
     }

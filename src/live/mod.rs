@@ -16,6 +16,8 @@
 //!   transfers, presses keys) and a transfer's outcome.
 //! - [`voicemail`]: an outbound call's answering-machine verdict, and the hang-up or the
 //!   message left after the beep it calls for.
+//! - [`events`]: the developer's webhooks about the session (`call.started`, `call.ended`,
+//!   `transfer.completed`).
 //!
 //! The transports (`crate::transports`) only speak their wire; the HTTP routes authenticate
 //! and hand the session here.
@@ -24,6 +26,7 @@ mod admission;
 mod assembly;
 pub mod call;
 pub mod control;
+pub mod events;
 pub mod phone;
 pub mod start;
 pub mod voicemail;

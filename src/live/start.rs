@@ -22,6 +22,7 @@ use switchboard_actors::session::{CallSession, OutputQueue};
 use super::admission::{abandon_unstarted, release_unstarted, token_issuer_in_force};
 use super::assembly::{assemble, Assembled};
 use super::call::OnCall;
+use super::events::Notifying;
 use super::SessionRequest;
 use crate::app::AppState;
 use crate::cluster::drain::SessionSlot;
@@ -90,7 +91,7 @@ pub async fn admit<W: Wire>(
     token_issuer_in_force(state, &request.developer_id, request.issuer_key.as_deref())
         .await
         .map_err(|reason| refuse(ApiError::Unauthorized(reason)))?;
-    let assembled = assemble(state, &request, W::NAME)
+    let mut assembled = assemble(state, &request, W::NAME)
         .await
         .map_err(|reason| refuse(ApiError::Unavailable(reason)))?;
     let opened = state
@@ -127,6 +128,14 @@ pub async fn admit<W: Wire>(
     let tap = assembled
         .recording(state, &request, wire.tap_format())
         .map(Arc::new);
+    // The developer's webhooks hear of its start and end.
+    assembled.observer = Notifying::wrap(
+        state,
+        &request,
+        W::NAME,
+        tap.is_some(),
+        assembled.observer.clone(),
+    );
     Ok(Admitted {
         state: state.clone(),
         request,

@@ -70,7 +70,12 @@ struct LiveSession {
     /// A slot held for a phone call whose stream has not connected yet ([`HoldSession`]):
     /// it counts against the limit until then, and is free again after.
     held_until: Option<Instant>,
+    /// Credits charged to it so far.
+    credits: f64,
 }
+
+/// How long the cost of an ended session is kept for [`SessionCost`] to read.
+const ENDED_COST_KEPT: Duration = Duration::from_secs(600);
 
 /// Which stages of a real-time session are charged: those on the embedded engines or on the
 /// platform's vendor keys. A stage on the developer's own stored key is not.
@@ -125,6 +130,8 @@ pub struct Metering {
     shared: bool,
     syncing: bool,
     sessions: HashMap<String, LiveSession>,
+    /// What ended sessions cost, and when they ended, until read or [`ENDED_COST_KEPT`].
+    ended_costs: HashMap<String, (f64, Instant)>,
 }
 
 impl Metering {
@@ -151,6 +158,7 @@ impl Metering {
             shared,
             syncing: false,
             sessions: HashMap::new(),
+            ended_costs: HashMap::new(),
         }
     }
 
@@ -746,6 +754,7 @@ impl Metering {
                 developer_id: developer_id.to_string(),
                 metered,
                 held_until,
+                credits: 0.0,
             },
         );
         Ok(())
@@ -764,10 +773,11 @@ impl Handler<ChargeSession> for Metering {
     type Result = ();
 
     fn handle(&mut self, msg: ChargeSession, _: &mut Context<Self>) {
-        let Some(session) = self.sessions.get(&msg.session_id) else {
+        let Some(session) = self.sessions.get_mut(&msg.session_id) else {
             return;
         };
         if session.metered.covers(&msg.usage) {
+            session.credits += msg.usage.credits(&self.pricing);
             let developer = session.developer_id.clone();
             self.add_usage(&developer, msg.usage);
         }
@@ -785,7 +795,33 @@ impl Handler<CloseSession> for Metering {
     type Result = ();
 
     fn handle(&mut self, msg: CloseSession, _: &mut Context<Self>) {
-        self.sessions.remove(&msg.session_id);
+        let now = Instant::now();
+        self.ended_costs
+            .retain(|_, (_, ended)| now.duration_since(*ended) < ENDED_COST_KEPT);
+        if let Some(session) = self.sessions.remove(&msg.session_id) {
+            if session.held_until.is_none() {
+                self.ended_costs
+                    .insert(msg.session_id, (session.credits, now));
+            }
+        }
+    }
+}
+
+/// The credits an ended session was charged (its stages on the developer's own keys are
+/// not charged), read once within ten minutes of its end; 0 when nothing is known of it.
+#[derive(Message)]
+#[rtype(result = "f64")]
+pub struct SessionCost {
+    pub session_id: String,
+}
+
+impl Handler<SessionCost> for Metering {
+    type Result = f64;
+
+    fn handle(&mut self, msg: SessionCost, _: &mut Context<Self>) -> f64 {
+        self.ended_costs
+            .remove(&msg.session_id)
+            .map_or(0.0, |(credits, _)| credits)
     }
 }
 

@@ -20,6 +20,7 @@ pub mod provider_keys;
 pub mod search;
 pub mod sessions;
 pub mod telephony;
+pub mod webhooks;
 
 pub use crate::supervision::Supervised;
 pub use agents::AgentRegistry;
@@ -31,6 +32,7 @@ pub use knowledge::KnowledgeIndex;
 pub use metering::Metering;
 pub use sessions::SessionRegistry;
 pub use telephony::TelephonyRegistry;
+pub use webhooks::WebhookRegistry;
 
 crate::answers_ping!(
     AgentRegistry,
@@ -42,6 +44,7 @@ crate::answers_ping!(
     Metering,
     SessionRegistry,
     TelephonyRegistry,
+    WebhookRegistry,
 );
 
 use crate::error::ApiError;

@@ -57,6 +57,12 @@ pub struct SessionRegistry {
     overdue: bool,
     /// [`Settle`] callers waiting for the writes sent before them.
     settling: Vec<tokio::sync::oneshot::Sender<()>>,
+    /// Writes queued since the start, and of those written (or failed) so far: they go in
+    /// arrival order, so a write is done once `written` reaches its number.
+    queued: u64,
+    written: u64,
+    /// [`Flush`] callers, each with the number of the last write queued before it.
+    flushing: Vec<(u64, tokio::sync::oneshot::Sender<()>)>,
 }
 
 /// How long a turn, tool call or event waits for other writes to share its transaction: the
@@ -86,6 +92,9 @@ impl SessionRegistry {
             ends_waiting: 0,
             overdue: false,
             settling: Vec::new(),
+            queued: 0,
+            written: 0,
+            flushing: Vec::new(),
         }
     }
 
@@ -124,6 +133,7 @@ impl SessionRegistry {
         }
         self.ends_waiting += usize::from(matches!(write, RecordWrite::End { .. }));
         self.pending.push(write);
+        self.queued += 1;
         metrics()
             .session_record_writes_pending
             .set(self.pending.len() as i64);
@@ -179,9 +189,15 @@ impl SessionRegistry {
             .set(self.pending.len() as i64);
         self.writing = true;
         let db = self.db.clone();
+        let count = batch.len() as u64;
         ctx.spawn(
-            actix::fut::wrap_future::<_, Self>(write_batch(db, batch)).map(|(), act, ctx| {
+            actix::fut::wrap_future::<_, Self>(write_batch(db, batch)).map(move |(), act, ctx| {
                 act.writing = false;
+                act.written += count;
+                let written = act.written;
+                for (_, waiter) in act.flushing.extract_if(.., |(upto, _)| *upto <= written) {
+                    let _ = waiter.send(());
+                }
                 act.schedule(ctx);
             }),
         );
@@ -405,6 +421,27 @@ impl Handler<Settle> for SessionRegistry {
         self.schedule(ctx);
         Box::pin(async move {
             let _ = settled.await;
+        })
+    }
+}
+
+/// Answers once every record write sent before it is written (or failed), however many
+/// arrive after it: what reads a session's record right after its end waits on it.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Flush;
+
+impl Handler<Flush> for SessionRegistry {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, _: Flush, _: &mut Context<Self>) -> Self::Result {
+        if self.written >= self.queued {
+            return Box::pin(async {});
+        }
+        let (done, flushed) = tokio::sync::oneshot::channel();
+        self.flushing.push((self.queued, done));
+        Box::pin(async move {
+            let _ = flushed.await;
         })
     }
 }

@@ -19,6 +19,7 @@ pub mod schema;
 pub mod sessions;
 pub mod telephony;
 pub mod usage;
+pub mod webhooks;
 
 use std::sync::Arc;
 use std::time::Duration;

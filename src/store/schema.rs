@@ -402,3 +402,44 @@ diesel::table! {
         revoked_at -> Nullable<BigInt>,
     }
 }
+
+diesel::table! {
+    webhook_endpoints (seq) {
+        seq -> BigInt,
+        id -> Text,
+        developer_id -> Text,
+        url -> Text,
+        events -> Text,
+        secret -> Text,
+        created_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    webhook_deliveries (seq) {
+        seq -> BigInt,
+        id -> Text,
+        endpoint_id -> Text,
+        developer_id -> Text,
+        event_id -> Text,
+        event_type -> Text,
+        payload -> Text,
+        status -> Text,
+        attempts -> Integer,
+        next_attempt_at -> BigInt,
+        created_at -> BigInt,
+        completed_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    webhook_attempts (seq) {
+        seq -> BigInt,
+        delivery_id -> Text,
+        attempt -> Integer,
+        attempted_at -> BigInt,
+        duration_ms -> BigInt,
+        status_code -> Nullable<Integer>,
+        error -> Nullable<Text>,
+    }
+}
