@@ -210,6 +210,8 @@ async fn the_socket_needs_a_key_or_a_token_for_that_agent() {
         .expect("a lowercase scheme is accepted");
 }
 
+type Socket = DirectSocket;
+
 /// Opens the socket with an API key and extra query parameters.
 async fn open(server: &Server, key: &str, agent: &str, query: &str) -> Socket {
     open_direct(server, key, agent, query).await

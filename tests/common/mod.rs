@@ -551,12 +551,12 @@ pub async fn pong_within(socket: &mut impl ClientSocket, within: Duration) -> Op
 }
 
 /// A client's end of a real-time WebSocket.
-pub type Socket =
+pub type DirectSocket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 /// Opens agent `agent`'s direct session socket with API key `key` and the query parameters
 /// `query` (`sampleRate=16000`, ...).
-pub async fn open_direct(server: &Server, key: &str, agent: &str, query: &str) -> Socket {
+pub async fn open_direct(server: &Server, key: &str, agent: &str, query: &str) -> DirectSocket {
     use tokio_tungstenite::tungstenite::client::IntoClientRequest;
     let url = server
         .url(&format!("/v1/agents/{agent}/session?{query}"))
