@@ -134,16 +134,17 @@ fn the_window_is_the_turns_last_eight_seconds_with_silence_in_front() {
     assert_eq!(window.len(), WINDOW_SAMPLES);
     assert!(window[..WINDOW_SAMPLES - 1_600].iter().all(|&v| v == 0.0));
     assert!(window[WINDOW_SAMPLES - 1_600..].iter().all(|&v| v == 0.5));
-    // Ten seconds in 100 ms chunks: the window ends with the turn's last sample.
+    // Ten seconds in 100 ms chunks, each louder than the last: the window ends with the
+    // turn's last sample.
     let long = TurnAudio {
-        chunks: (0..100i16).map(|i| Arc::from(vec![i; 1_600])).collect(),
+        chunks: (0..100i16).map(|i| Arc::from(vec![i * 300; 1_600])).collect(),
         rate: 16_000,
         answer_within: std::time::Duration::from_secs(60),
     };
     let window = window_16k(&long);
     assert_eq!(window.len(), WINDOW_SAMPLES);
-    assert_eq!(window[0], 20.0 / 32_768.0);
-    assert_eq!(window[WINDOW_SAMPLES - 1], 99.0 / 32_768.0);
+    assert_eq!(window[0], 6_000.0 / 32_768.0);
+    assert_eq!(window[WINDOW_SAMPLES - 1], 29_700.0 / 32_768.0);
     let normal = normalised(window);
     let mean = normal.iter().map(|&v| f64::from(v)).sum::<f64>() / normal.len() as f64;
     let var = normal.iter().map(|&v| f64::from(v).powi(2)).sum::<f64>() / normal.len() as f64;
