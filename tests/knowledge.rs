@@ -476,7 +476,8 @@ async fn graph_updates(server: &Server, count: usize) {
 
 #[tokio::test]
 async fn a_collection_searched_through_its_graph_stays_current_through_ingest_and_delete() {
-    // A graph from 8 chunks, so a small collection goes the way a large one does.
+    // A graph from 8 chunks, so a small collection goes the way a large one does. Searches
+    // keep cosine similarity 0.4 and up (the default 0.7 on the old (cos + 1) / 2 scale).
     let server = Server::start_with(
         Storage::fresh().await,
         &[
@@ -500,7 +501,7 @@ async fn a_collection_searched_through_its_graph_stays_current_through_ingest_an
         &server,
         &key,
         &collection,
-        json!({"query": "when do you open on saturday"}),
+        json!({"query": "when do you open on saturday", "threshold": 0.4}),
     )
     .await;
     assert!(top_content(&found).contains("Saturdays"), "{found}");
@@ -510,7 +511,13 @@ async fn a_collection_searched_through_its_graph_stays_current_through_ingest_an
         ("how long does delivery take", "shipping"),
         ("which ocean is the biggest", "Pacific"),
     ] {
-        let (_, found) = search(&server, &key, &collection, json!({"query": question})).await;
+        let (_, found) = search(
+            &server,
+            &key,
+            &collection,
+            json!({"query": question, "threshold": 0.4}),
+        )
+        .await;
         assert!(top_content(&found).contains(answer), "{question}: {found}");
     }
 
@@ -519,7 +526,7 @@ async fn a_collection_searched_through_its_graph_stays_current_through_ingest_an
                 hundred dollars, and they never expire.";
     let (_, added) = ingest(&server, &key, &collection, small(news)).await;
     let added_id = added["documentId"].as_str().unwrap().to_string();
-    let gift = json!({"query": "do gift cards expire", "limit": 3});
+    let gift = json!({"query": "do gift cards expire", "limit": 3, "threshold": 0.4});
     let (_, found) = search(&server, &key, &collection, gift.clone()).await;
     assert_eq!(
         found["results"][0]["documentId"],

@@ -2,7 +2,8 @@
 //! address, email or web address the model says must appear in what it was given (its
 //! instructions, the retrieved knowledge, tool results, or the conversation). A piece of the
 //! reply that states one that does not is dropped, and the caller hears an honest answer
-//! instead ("I don't have that information", with what the agent can do).
+//! instead ("I don't have that information", with what the agent can do), which ends the
+//! reply.
 //!
 //! [`GroundedModel`] wraps any [`LanguageModel`], embedded or vendor, so chat turns and voice
 //! sessions get the same guard without knowing of it. It holds streamed text back to the end
@@ -34,6 +35,9 @@ pub const OFFER_TRANSFER: &str = "I can take a message or transfer you to someon
 /// A comma ends a checked piece once this much text is held: enough to hold a price or a
 /// phone number whole, short enough that the first words reach the voice early.
 pub const CLAUSE_MIN_CHARS: usize = 24;
+/// Text without a clause end is passed on (checked) at its last space once this much is
+/// held, so a model that never punctuates still reaches the voice as it speaks.
+pub const MAX_HELD_CHARS: usize = 200;
 
 /// What a reply may say: the claims found in everything the model was given.
 #[derive(Debug, Default)]
@@ -412,15 +416,16 @@ fn is_currency(word: &str) -> bool {
 }
 
 /// Holds streamed text back to the end of each clause and lets through only what
-/// [`Allowed`] backs; the first unsupported clause becomes the honest answer, later ones are
-/// dropped.
+/// [`Allowed`] backs; the first unsupported clause becomes the honest answer, which ends the
+/// reply (a model that made one thing up is not trusted with the rest of it).
 pub struct ClauseGate {
     allowed: Allowed,
     honest: String,
     held: String,
     scratch: String,
-    /// Something has been passed on (the honest answer then starts with a space).
-    spoke: bool,
+    /// Something has been passed on that did not end in whitespace (the honest answer then
+    /// starts with a space).
+    needs_space: bool,
     /// The honest answer has been given.
     replaced: bool,
 }
@@ -433,13 +438,16 @@ impl ClauseGate {
             honest: format!("{NOT_KNOWN} {offer}"),
             held: String::new(),
             scratch: String::new(),
-            spoke: false,
+            needs_space: false,
             replaced: false,
         }
     }
 
     /// Takes a piece of streamed text; calls `out` with each checked clause it completes.
     pub fn push(&mut self, delta: &str, mut out: impl FnMut(String)) {
+        if self.replaced {
+            return;
+        }
         self.held.push_str(delta);
         while let Some(end) = clause_end(&self.held) {
             let rest = self.held.split_off(end);
@@ -447,12 +455,16 @@ impl ClauseGate {
             if let Some(passed) = self.check(clause) {
                 out(passed);
             }
+            if self.replaced {
+                self.held.clear();
+                return;
+            }
         }
     }
 
     /// The end of the answer: checks and passes on what is still held.
     pub fn finish(&mut self) -> Option<String> {
-        if self.held.trim().is_empty() {
+        if self.replaced || self.held.trim().is_empty() {
             self.held.clear();
             return None;
         }
@@ -468,22 +480,18 @@ impl ClauseGate {
     fn check(&mut self, clause: String) -> Option<String> {
         match self.allowed.unsupported(&clause, &mut self.scratch) {
             None => {
-                self.spoke |= !clause.trim().is_empty();
+                if !clause.is_empty() {
+                    self.needs_space = !clause.ends_with(char::is_whitespace);
+                }
                 Some(clause)
             }
             Some(claim) => {
                 tracing::info!(%claim, "a reply stated something it was not given; replaced");
-                if self.replaced {
-                    return None;
-                }
                 self.replaced = true;
-                let honest = if self.spoke {
-                    format!(" {}", self.honest)
-                } else {
-                    self.honest.clone()
-                };
-                self.spoke = true;
-                Some(honest)
+                // Said as a sentence of its own, whatever comes before or after it.
+                let space = if self.needs_space { " " } else { "" };
+                self.needs_space = false;
+                Some(format!("{space}{} ", self.honest))
             }
         }
     }
@@ -506,6 +514,13 @@ fn clause_end(held: &str) -> Option<usize> {
             Some(next) if next.is_ascii_whitespace() => return Some(i + 2),
             _ => {}
         }
+    }
+    if bytes.len() >= MAX_HELD_CHARS {
+        return bytes
+            .iter()
+            .rposition(|b| *b == b' ')
+            .filter(|&space| space > 0)
+            .map(|space| space + 1);
     }
     None
 }
@@ -555,6 +570,8 @@ impl LanguageModel for GroundedModel {
                         }
                         return;
                     }
+                    // After the honest answer the rest of the text is read (its token
+                    // counts still arrive) and dropped.
                     Some(Ok(LlmEvent::TextDelta(delta))) => {
                         gate.push(&delta, |clause| pieces.push(clause));
                         None
@@ -683,13 +700,12 @@ mod tests {
             ],
         );
         assert!(replaced);
-        // Later unsupported clauses are dropped: the honest answer is given once.
+        // The honest answer ends the reply.
         assert_eq!(
             out,
             [
                 "A cleaning costs $95. ".to_string(),
-                format!(" {NOT_KNOWN} {OFFER_MESSAGE}"),
-                "Bye. ".to_string(),
+                format!("{NOT_KNOWN} {OFFER_MESSAGE} "),
             ]
         );
         // Decimals and a last sentence without a terminator pass through whole.
@@ -698,7 +714,7 @@ mod tests {
         assert_eq!(out, ["It is $9.50 only"]);
         // An answer that opens with an invented price is only the honest answer.
         let (out, _) = gate_output("Prices vary.", &["It costs $40."]);
-        assert_eq!(out, [format!("{NOT_KNOWN} {OFFER_MESSAGE}")]);
+        assert_eq!(out, [format!("{NOT_KNOWN} {OFFER_MESSAGE} ")]);
     }
 
     #[test]
@@ -719,5 +735,9 @@ mod tests {
         );
         let (out, _) = gate_output("", &["Hi, there. ", "Ok"]);
         assert_eq!(out, ["Hi, there. ", "Ok"]);
+        // Text that never ends a clause goes on at its last space once enough is held.
+        let words = "word ".repeat(MAX_HELD_CHARS / 5 + 1);
+        let (out, _) = gate_output("", &[&words, "end"]);
+        assert_eq!(out, [words.clone(), "end".to_string()]);
     }
 }

@@ -17,14 +17,15 @@ pub const DEFAULT_SYSTEM_PROMPT: &str =
 /// Most characters of retrieved knowledge put into one prompt.
 pub const KNOWLEDGE_BUDGET_CHARS: usize = 2_400;
 /// Ends every system prompt: what the model may state as fact. `conversation::grounding`
-/// enforces it on the reply, whatever the model does.
+/// enforces it on the reply, whatever the model does. (The rules hold no number, so they
+/// allow none.)
 pub const GROUNDING_RULE: &str = "Never make up a number, price, date, time, phone number, \
-    address or website: say one only if it is written here or the caller said it. If you do \
+    address or website: say it only if it is written here or the caller said it. If you do \
     not know, say you don't have that information and offer to take a message.";
 /// Follows the retrieved knowledge, closest to the caller's words.
 pub const FACTS_RULE: &str =
-    "Answer the caller from these facts, in one or two short sentences. If they do not \
-     answer the question, say you don't have that information.";
+    "Answer the caller from these facts, briefly. If they do not answer the question, say \
+     you don't have that information.";
 
 /// Replaces `{{name}}` (spaces inside the braces allowed) with the variable's value: strings
 /// as they are, other values as JSON. Unknown names are left as written.

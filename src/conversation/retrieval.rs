@@ -19,9 +19,11 @@ use crate::registry::search::{search_collection, KnowledgeHit};
 /// `prompt::KNOWLEDGE_BUDGET_CHARS`).
 pub const RETRIEVED_CHUNKS: usize = 3;
 /// Least cosine similarity a chunk needs to be retrieved: a floor for clearly unrelated
-/// text only: all-MiniLM-L6-v2 scores unrelated English text around 0-0.1 against a
-/// question.
-pub const RETRIEVAL_FLOOR: f32 = 0.15;
+/// text only. In the evaluation set (`tests/evaluation/`, all-MiniLM-L6-v2, 1,000-character
+/// chunks) the passage answering a question scored 0.10-0.67 and the best passage for a
+/// question the knowledge does not answer 0.11-0.62: a score cannot tell them apart, so the
+/// model gets the best passages and the floor sits below both.
+pub const RETRIEVAL_FLOOR: f32 = 0.05;
 /// Most characters of the user's words used as the query.
 const QUERY_CHARS: usize = 2_000;
 
