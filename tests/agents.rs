@@ -10,7 +10,7 @@ use futures_util::future::join_all;
 use serde_json::{json, Value};
 use switchboard::vendors::catalog::{LLM_PROVIDERS, STT_PROVIDERS, TTS_PROVIDERS};
 
-const FIELDS: [&str; 21] = [
+const FIELDS: [&str; 22] = [
     "id",
     "name",
     "description",
@@ -32,6 +32,7 @@ const FIELDS: [&str; 21] = [
     "status",
     "createdAt",
     "updatedAt",
+    "warnings",
 ];
 
 /// The fields `null` clears on update.
@@ -157,6 +158,7 @@ async fn a_new_agent_gets_the_documented_defaults_and_timestamps() {
     assert_eq!(agent["temperature"], 0.7);
     assert_eq!(agent["metadata"], json!({}));
     assert_eq!(agent["transfer"], json!([]));
+    assert_eq!(agent["warnings"], json!([]));
     assert_eq!(agent["status"], "active");
     for field in NULLABLE {
         assert_eq!(agent[field], Value::Null, "{field}");
@@ -1334,4 +1336,49 @@ async fn an_agent_id_with_a_nul_character_is_not_found_or_rejected_not_a_server_
     assert_not_found(status, &body, "DELETE");
     let (status, body) = list(&server, key, "?cursor=a%00b").await;
     assert_invalid(status, &body, "cursor", "cursor");
+}
+
+#[tokio::test]
+async fn tools_on_the_embedded_model_are_warned_about_at_create_and_update() {
+    let server = Server::start().await;
+    let key = server.key();
+    let tool =
+        json!({"tools": [{"name": "check_availability", "url": "https://example.com/slots"}]});
+    let agent = create_ok(
+        &server,
+        key,
+        json!({"name": "Front desk", "metadata": tool.clone()}),
+    )
+    .await;
+    let warnings = agent["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 1, "{agent}");
+    let warning = warnings[0].as_str().unwrap();
+    assert!(
+        warning.contains("check_availability") && warning.contains("cannot call tools"),
+        "{warning}"
+    );
+    let id = agent["id"].as_str().unwrap();
+
+    // A transfer list is a tool too; the warning names both.
+    let (status, updated) = put(
+        &server,
+        key,
+        id,
+        json!({"transfer": [{"name": "billing", "number": "+14155550100"}]}),
+    )
+    .await;
+    assert_eq!(status, 200, "{updated}");
+    let warning = updated["warnings"][0].as_str().unwrap();
+    assert!(warning.contains("check_availability") && warning.contains("transfer"));
+    let (_, read) = get(&server, key, id).await;
+    assert_eq!(read["warnings"], updated["warnings"]);
+
+    // On a vendor model the tools run: no warning.
+    let vendor = LLM_PROVIDERS
+        .iter()
+        .find(|p| **p != "default")
+        .expect("a vendor language model is listed");
+    let (status, moved) = put(&server, key, id, json!({"llmProvider": vendor})).await;
+    assert_eq!(status, 200, "{moved}");
+    assert_eq!(moved["warnings"], json!([]), "{moved}");
 }

@@ -263,7 +263,7 @@ async fn documents_ingested_and_deleted_on_one_node_change_the_others_search() {
         node_b.post(
             &format!("/v1/collections/{collection_id}/search"),
             &key,
-            json!({"query": query, "threshold": 0.6}),
+            json!({"query": query, "threshold": 0.2}),
         )
     };
     let documents_in = |results: &Value| -> Vec<String> {

@@ -1,9 +1,11 @@
 //! Conversations with an agent over REST (`POST /v1/agents/{id}/chat`), and the parts voice
 //! sessions share with them: the system prompt with instance variables and retrieved
-//! knowledge ([`prompt`], [`retrieval`]), the agent's tools ([`tools`]), the tool-calling
-//! turn loop ([`turn`]), the agent's turn taking in voice sessions ([`turn_taking`]) and the
+//! knowledge ([`prompt`], [`retrieval`]), the guard that keeps unsupported numbers, prices,
+//! dates and addresses out of replies ([`grounding`]), the agent's tools ([`tools`]), the
+//! tool-calling turn loop ([`turn`]), the agent's turn taking in voice sessions ([`turn_taking`]) and the
 //! people it may hand a phone call to ([`transfer`]).
 
+pub mod grounding;
 pub mod prompt;
 pub mod retrieval;
 pub mod tools;

@@ -1,6 +1,11 @@
 //! The system prompt of a conversation turn: the agent's prompt with the instance's
-//! `{{variables}}` filled in, the instance's context, and the knowledge retrieved for the turn
-//! within a character budget.
+//! `{{variables}}` filled in, the instance's context, the grounding rule (no number, price,
+//! date or address the model was not given), and the knowledge retrieved for the turn within
+//! a character budget, with a short instruction to answer from it.
+//!
+//! For a model that is offered no tools, [`without_tool_mentions`] takes the sentences that
+//! name the agent's tools out of its prompt: a model told to "use the check_availability
+//! tool" that cannot call it tells the caller to.
 
 use serde_json::{Map, Value};
 
@@ -11,6 +16,16 @@ pub const DEFAULT_SYSTEM_PROMPT: &str =
     "You are a helpful voice assistant. Answer briefly and clearly.";
 /// Most characters of retrieved knowledge put into one prompt.
 pub const KNOWLEDGE_BUDGET_CHARS: usize = 2_400;
+/// Ends every system prompt: what the model may state as fact. `conversation::grounding`
+/// enforces it on the reply, whatever the model does. (The rules hold no number, so they
+/// allow none.)
+pub const GROUNDING_RULE: &str = "Never make up a number, price, date, time, phone number, \
+    address or website: say it only if it is written here or the caller said it. If you do \
+    not know, say you don't have that information and offer to take a message.";
+/// Follows the retrieved knowledge, closest to the caller's words.
+pub const FACTS_RULE: &str =
+    "Answer the caller from these facts, briefly. If they do not answer the question, say \
+     you don't have that information.";
 
 /// Replaces `{{name}}` (spaces inside the braces allowed) with the variable's value: strings
 /// as they are, other values as JSON. Unknown names are left as written.
@@ -57,6 +72,8 @@ pub fn system_prompt(
         prompt.push_str("\n\nAbout this caller: ");
         prompt.push_str(&substitute(context.trim(), variables));
     }
+    prompt.push_str("\n\n");
+    prompt.push_str(GROUNDING_RULE);
     if let Some(section) = knowledge_section(knowledge) {
         prompt.push_str(&section);
     }
@@ -79,15 +96,69 @@ pub fn knowledge_section(knowledge: &[KnowledgeHit]) -> Option<String> {
     if facts.is_empty() {
         return None;
     }
-    let mut section = String::from(
-        "\n\nUse the following facts from the knowledge base to answer. If they do not cover \
-         the question, say you do not know.",
-    );
+    let mut section = String::from("\n\nFacts:");
     for fact in facts {
         section.push_str("\n- ");
         section.push_str(fact);
     }
+    section.push_str("\n\n");
+    section.push_str(FACTS_RULE);
     Some(section)
+}
+
+/// `prompt` without the sentences that name one of `tools` (a name counts where it stands
+/// as a word of its own, in any case), for a model that cannot call them.
+pub fn without_tool_mentions(prompt: &str, tools: &[&str]) -> String {
+    if tools.is_empty() {
+        return prompt.to_string();
+    }
+    let mut out = String::with_capacity(prompt.len());
+    for sentence in sentences(prompt) {
+        if !tools.iter().any(|tool| names(sentence, tool)) {
+            out.push_str(sentence);
+        }
+    }
+    out
+}
+
+/// `text` cut after each sentence's terminator and the whitespace that follows it; the
+/// pieces put together are `text`.
+fn sentences(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let bytes = rest.as_bytes();
+        let mut end = rest.len();
+        for (i, &b) in bytes.iter().enumerate() {
+            let terminator = b == b'\n'
+                || (matches!(b, b'.' | b'!' | b'?')
+                    && bytes.get(i + 1).is_some_and(u8::is_ascii_whitespace));
+            if terminator {
+                end = i + 1;
+                while end < bytes.len() && bytes[end].is_ascii_whitespace() {
+                    end += 1;
+                }
+                break;
+            }
+        }
+        let (sentence, after) = rest.split_at(end);
+        rest = after;
+        Some(sentence)
+    })
+}
+
+/// Whether `sentence` names `tool` as a word of its own.
+fn names(sentence: &str, tool: &str) -> bool {
+    let lower = sentence.to_ascii_lowercase();
+    let tool = tool.to_ascii_lowercase();
+    let word_byte = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'-';
+    lower.match_indices(&tool).any(|(at, _)| {
+        let before = lower.as_bytes()[..at].last().copied();
+        let after = lower.as_bytes().get(at + tool.len()).copied();
+        !before.is_some_and(word_byte) && !after.is_some_and(word_byte)
+    })
 }
 
 #[cfg(test)]
@@ -132,9 +203,26 @@ mod tests {
         assert!(prompt.contains("About this caller: Gold member"));
         assert!(prompt.contains("- Returns within 30 days."));
         assert!(!prompt.contains(&long), "over-budget knowledge is left out");
+        assert!(prompt.contains(GROUNDING_RULE) && prompt.ends_with(FACTS_RULE));
         assert_eq!(
             system_prompt(None, &Map::new(), None, &[]),
-            DEFAULT_SYSTEM_PROMPT
+            format!("{DEFAULT_SYSTEM_PROMPT}\n\n{GROUNDING_RULE}")
         );
+    }
+
+    #[test]
+    fn sentences_naming_a_tool_are_left_out() {
+        let prompt = "You book visits for Bright Smile. Use the check_availability tool \
+                      before offering a time.\nAlways be kind! Call transfer_call for billing. \
+                      Check availability with care.";
+        assert_eq!(
+            without_tool_mentions(prompt, &["check_availability", "transfer_call"]),
+            "You book visits for Bright Smile. Always be kind! Check availability with care."
+        );
+        assert_eq!(
+            without_tool_mentions("Use check_availability_v2 here.", &["check_availability"]),
+            "Use check_availability_v2 here."
+        );
+        assert_eq!(without_tool_mentions(prompt, &[]), prompt);
     }
 }

@@ -157,6 +157,14 @@ pub fn http_tools(metadata: &Value) -> Result<Vec<HttpTool>, String> {
         .collect()
 }
 
+/// The names of every tool an agent with HTTP tools `http` may be offered: the built-in
+/// ones and its own.
+pub fn tool_names(http: &[HttpTool]) -> Vec<&str> {
+    let mut names: Vec<&str> = BUILT_IN.to_vec();
+    names.extend(http.iter().map(|t| t.name.as_str()));
+    names
+}
+
 /// What one tool call did.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolOutcome {
@@ -381,8 +389,8 @@ impl AgentTools {
             &self.knowledge,
             collection,
             query.chars().take(2000).collect(),
-            4,
-            0.6,
+            super::retrieval::RETRIEVED_CHUNKS,
+            super::retrieval::RETRIEVAL_FLOOR,
         )
         .await
         .map_err(|e| e.to_string())?;

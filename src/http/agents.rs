@@ -12,6 +12,7 @@ use super::methods;
 use super::pagination::{self, PageBody, PageQuery};
 use super::validate::{self, not_null, nullable};
 use crate::app::AppState;
+use crate::conversation::tools::http_tools;
 use crate::conversation::transfer::{self, TransferTarget};
 use crate::error::{ApiError, ErrorBody};
 use crate::registry::agents::{ArchiveAgent, CreateAgent, GetAgent, ListAgents, UpdateAgent};
@@ -64,11 +65,17 @@ pub struct AgentBody {
     pub status: String,
     pub created_at: String,
     pub updated_at: String,
+    /// What in the agent will not work as written, in words (an addition to the spec's
+    /// fields; `[]` when nothing): today, tools (`metadata.tools`, `transfer`) on the embedded
+    /// language model, which cannot call them. The agent is saved all the same.
+    pub warnings: Vec<String>,
 }
 
 impl From<AgentRow> for AgentBody {
     fn from(row: AgentRow) -> AgentBody {
+        let warnings = warnings(&row);
         AgentBody {
+            warnings,
             id: row.id,
             name: row.name,
             description: row.description,
@@ -95,6 +102,32 @@ impl From<AgentRow> for AgentBody {
             updated_at: iso(row.updated_at),
         }
     }
+}
+
+/// What will not work in agent `row` as written: tools on a model that cannot call them.
+fn warnings(row: &AgentRow) -> Vec<String> {
+    if row.llm_provider != DEFAULT_PROVIDER {
+        return Vec::new();
+    }
+    let mut unusable = Vec::new();
+    let metadata = validate::stored_json(&row.metadata);
+    let tools = http_tools(&metadata).unwrap_or_default();
+    if !tools.is_empty() {
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        unusable.push(format!("metadata.tools ({})", names.join(", ")));
+    }
+    if !transfer::stored_targets(&row.transfer).is_empty() {
+        unusable.push("transfer (the transfer_call tool)".to_string());
+    }
+    if unusable.is_empty() {
+        return Vec::new();
+    }
+    vec![format!(
+        "llmProvider `{DEFAULT_PROVIDER}` (the embedded model) cannot call tools, so {} will not \
+         run: the model is not offered them and sentences of the systemPrompt that name them are \
+         left out of its prompt. Choose a vendor llmProvider for an agent that uses tools.",
+        unusable.join(" and ")
+    )]
 }
 
 /// A person an agent may hand a phone call to.

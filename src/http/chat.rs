@@ -16,9 +16,10 @@ use super::methods;
 use super::validate;
 use crate::app::AppState;
 use crate::billing::Usage;
-use crate::conversation::prompt::system_prompt;
+use crate::conversation::grounding::GroundedModel;
+use crate::conversation::prompt::{system_prompt, without_tool_mentions};
 use crate::conversation::retrieval;
-use crate::conversation::tools::{http_tools, AgentTools, CallContext};
+use crate::conversation::tools::{http_tools, tool_names, AgentTools, CallContext};
 use crate::conversation::turn::{run_turn, ToolCallRecord, TurnSettings};
 use crate::engines::pool::Lane;
 use crate::error::{ApiError, ErrorBody};
@@ -227,12 +228,18 @@ async fn chat(
         .as_ref()
         .and_then(|i| validate::stored_json(&i.metadata).as_object().cloned())
         .unwrap_or_default();
-    let system = system_prompt(
+    // The embedded model cannot call tools (retrieval is already in its prompt), so its
+    // prompt does not name them either.
+    let offer_tools = agent.llm_provider != crate::vendors::catalog::DEFAULT_PROVIDER;
+    let mut system = system_prompt(
         agent.system_prompt.as_deref(),
         &variables,
         instance.as_ref().map(|i| i.context.as_str()),
         &knowledge,
     );
+    if !offer_tools {
+        system = without_tool_mentions(&system, &tool_names(&tools));
+    }
     let mut messages = vec![ChatMessage::new(Role::System, system)];
     messages.extend(history.iter().filter_map(to_chat_message));
     messages.push(ChatMessage::new(Role::User, message.clone()));
@@ -257,11 +264,12 @@ async fn chat(
             .max_tokens
             .map_or(DEFAULT_MAX_TOKENS, |t| t.max(1) as u32),
         max_steps: max_steps as u32,
-        // The embedded model cannot call tools (retrieval is already in its prompt).
-        offer_tools: agent.llm_provider != crate::vendors::catalog::DEFAULT_PROVIDER,
+        offer_tools,
     };
     meter::ensure_credits(state.metering(), &developer_id, llm.metered_up_front()).await?;
-    let outcome = run_turn(llm.engine.clone(), &agent_tools, messages, settings).await?;
+    // No number, price, date or address the model was not given reaches the caller.
+    let grounded = std::sync::Arc::new(GroundedModel::new(llm.engine.clone(), false));
+    let outcome = run_turn(grounded, &agent_tools, messages, settings).await?;
     meter::charge(
         state.metering(),
         &developer_id,

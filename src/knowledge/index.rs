@@ -23,8 +23,10 @@
 //! they compute.
 //!
 //! Scores: embeddings are L2-normalised, so the dot product is the cosine similarity `c` in
-//! [-1, 1]; the API reports `score = (c + 1) / 2` in [0, 1]. A `threshold` of 0.7 therefore
-//! keeps chunks with cosine similarity of at least 0.4.
+//! [-1, 1]. The score is that cosine itself, with the negative side (text pointing away from
+//! the query, unrelated for retrieval's purposes) clamped to 0 so it lies in the API's 0-1. A
+//! `threshold` is a minimum cosine similarity: one scale for the API, chat retrieval and the
+//! `search_knowledge` tool.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -46,13 +48,14 @@ pub const REBUILD_TOMBSTONE_FRACTION: f64 = 0.2;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Hit {
     pub chunk: ChunkRef,
-    /// (cosine + 1) / 2.
+    /// Cosine similarity, negatives clamped to 0.
     pub score: f32,
 }
 
-/// Maps cosine similarity into the API's 0-1 score.
+/// The API's 0-1 score of a cosine similarity: the cosine, negatives (and rounding above 1)
+/// clamped.
 pub fn score_of(cosine: f32) -> f32 {
-    ((cosine + 1.0) / 2.0).clamp(0.0, 1.0)
+    cosine.clamp(0.0, 1.0)
 }
 
 #[derive(Debug)]
@@ -588,10 +591,12 @@ mod tests {
             .collect();
         assert_eq!(found, [("a", 0), ("a", 1)]);
         assert!(hits[0].score > hits[1].score && hits[0].score <= 1.0);
-        // The opposite vector scores 0; the orthogonal one 0.5.
+        // The score is the cosine: the orthogonal vector scores 0, and so does the opposite
+        // one (negative cosines are clamped).
         let all = index.search(&unit(&[1.0, 0.0, 0.0]), 10, 0.0);
         assert_eq!(all.len(), 4);
-        assert!((all[2].score - 0.5).abs() < 1e-6 && all[3].score.abs() < 1e-6);
+        assert!((all[1].score - unit(&[0.9, 0.1, 0.0])[0]).abs() < 1e-6);
+        assert!(all[2].score.abs() < 1e-6 && all[3].score.abs() < 1e-6);
     }
 
     #[test]

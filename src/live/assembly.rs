@@ -13,9 +13,10 @@ use switchboard_actors::session::{AgentProfile, SessionEngines, SessionObserver,
 use super::call::{resumed_prompt, PhoneCall};
 use super::SessionRequest;
 use crate::app::AppState;
-use crate::conversation::prompt::{substitute, system_prompt};
+use crate::conversation::grounding::GroundedModel;
+use crate::conversation::prompt::{substitute, system_prompt, without_tool_mentions};
 use crate::conversation::retrieval::CollectionKnowledge;
-use crate::conversation::tools::{http_tools, AgentTools, CallContext};
+use crate::conversation::tools::{http_tools, tool_names, AgentTools, CallContext, CallControl};
 use crate::conversation::transfer::stored_targets;
 use crate::conversation::turn_taking;
 use crate::engines::pool::Lane;
@@ -87,6 +88,19 @@ pub async fn assemble(
         tracing::warn!(agent = %agent.id, "turn taking ignored: {reason}");
         TurnPreferences::default()
     });
+    let http = http_tools(&metadata).unwrap_or_default();
+    // The embedded model cannot call tools; offering them, or naming them in its prompt,
+    // only has it tell the caller to use them.
+    let offer_tools = agent.llm_provider != crate::vendors::catalog::DEFAULT_PROVIDER;
+    let mut prompt = system_prompt(
+        agent.system_prompt.as_deref(),
+        &variables,
+        instance.as_ref().map(|i| i.context.as_str()),
+        &[],
+    );
+    if !offer_tools {
+        prompt = without_tool_mentions(&prompt, &tool_names(&http));
+    }
     if turn.detection.is_none() {
         turn.detection = turn_taking::detection_named(&state.config().engines.turn_detection);
     }
@@ -95,7 +109,7 @@ pub async fn assemble(
         state.knowledge().clone(),
         state.fetcher().clone(),
         agent.collection_id.clone(),
-        http_tools(&metadata).unwrap_or_default(),
+        http,
     )
     .for_context(CallContext {
         session_id: Some(request.session_id.clone()),
@@ -128,12 +142,7 @@ pub async fn assemble(
         None => None,
     };
     let profile = AgentProfile {
-        system_prompt: system_prompt(
-            agent.system_prompt.as_deref(),
-            &variables,
-            instance.as_ref().map(|i| i.context.as_str()),
-            &[],
-        ) + earlier.as_deref().unwrap_or_default(),
+        system_prompt: prompt + earlier.as_deref().unwrap_or_default(),
         first_message: match &request.resumes {
             // Carrying on: no second greeting.
             Some(_) => request.opening.clone().unwrap_or_default(),
@@ -151,11 +160,10 @@ pub async fn assemble(
         max_tokens: agent
             .max_tokens
             .map_or(CALL_MAX_TOKENS, |t| t.max(1) as u32),
-        // The embedded model cannot call tools; offering them only confuses it.
-        tools: if agent.llm_provider == crate::vendors::catalog::DEFAULT_PROVIDER {
-            Vec::new()
-        } else {
+        tools: if offer_tools {
             tools.specs()
+        } else {
+            Vec::new()
         },
         max_steps: 4,
         turn,
@@ -184,6 +192,10 @@ pub async fn assemble(
     // Each stage's engine marks the provider that served it, for the turn records.
     let (stt, stt_slot) = track::<Stt>(stt, &agent.stt_provider);
     let (llm, llm_slot) = track::<Llm>(llm, &agent.llm_provider);
+    // No number, price, date or address the model was not given reaches the caller.
+    let can_transfer = call.as_ref().is_some_and(|c| !c.targets().is_empty()) && offer_tools;
+    let llm: Arc<dyn switchboard_actors::engine::LanguageModel> =
+        Arc::new(GroundedModel::new(llm, can_transfer));
     let (tts, tts_slot) = track::<Tts>(tts, &agent.tts_provider);
     let engines = SessionEngines {
         stt,

@@ -18,7 +18,7 @@ use crate::error::ApiError;
 #[serde(rename_all = "camelCase")]
 pub struct KnowledgeHit {
     pub content: String,
-    /// 0-1: (cosine similarity + 1) / 2.
+    /// 0-1: the cosine similarity of the query and the chunk (negatives clamped to 0).
     pub score: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]

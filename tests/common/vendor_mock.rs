@@ -9,7 +9,11 @@
 //! transcript, polling), ElevenLabs Scribe and Azure short audio. It records every request
 //! (path, query, key headers, JSON or text body) so tests can check what reached it.
 //!
-//! The key a request carries picks the behaviour: `*-bad` answers 401 with the vendor's error
+//! The key a request carries picks the behaviour: `*-extract` has the chat model answer with
+//! the sentence of its system prompt's `Facts:` that shares the most words with the caller's
+//! question (a reader that never invents, so what it measures is whether retrieval put the
+//! answer in the prompt), `*-invent` has it answer with a phone number and a price it was
+//! never given, `*-bad` answers 401 with the vendor's error
 //! body, `*-limited` 429, `*-down` 503, `*-slow` waits 3 s before answering, `*-cut` breaks
 //! the stream off after a few events, `*-long` streams 200 deltas 20 ms apart (and records
 //! when the client hung up); for speech, `*-long` streams 30 s of audio at real-time pace,
@@ -418,6 +422,59 @@ fn answer(messages: &[Value], tools: &Value) -> Answer {
     Answer::Text("Hello from the mock model. How can I help?".into())
 }
 
+/// The sentence of the system prompt's `Facts:` sharing the most words with the last
+/// user message (at least two, or all of a shorter question's), else "I don't have that
+/// information".
+fn extract(messages: &[Value]) -> String {
+    const STOP: [&str; 24] = [
+        "the", "and", "you", "your", "what", "how", "much", "does", "for", "can", "are", "is",
+        "do", "have", "when", "where", "which", "who", "there", "with", "this", "that", "our",
+        "cost",
+    ];
+    let words = |text: &str| -> Vec<String> {
+        text.split(|c: char| !c.is_alphanumeric())
+            .map(|w| w.to_lowercase())
+            .filter(|w| w.len() >= 3 && !STOP.contains(&w.as_str()))
+            .map(|w| w.strip_suffix('s').map(str::to_string).unwrap_or(w))
+            .collect()
+    };
+    let content = |m: &Value| m["content"].as_str().unwrap_or_default().to_string();
+    let system = messages
+        .iter()
+        .find(|m| m["role"] == "system")
+        .map(content)
+        .unwrap_or_default();
+    let question = messages
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .map(content)
+        .unwrap_or_default();
+    let asked = words(&question);
+    // The facts run from `Facts:` to the instruction after them.
+    let facts = system.split("Facts:").nth(1).unwrap_or_default();
+    let facts = facts
+        .split("\n\nAnswer the caller")
+        .next()
+        .unwrap_or_default();
+    let best = facts
+        .split(['\n', '?', '!'])
+        .flat_map(|line| line.split(". "))
+        .map(|sentence| sentence.trim().trim_start_matches("- "))
+        .filter(|sentence| !sentence.is_empty())
+        .map(|sentence| {
+            let have = words(sentence);
+            (asked.iter().filter(|w| have.contains(w)).count(), sentence)
+        })
+        .max_by_key(|(shared, _)| *shared);
+    match best {
+        Some((shared, sentence)) if shared >= asked.len().clamp(1, 2) => {
+            format!("{}.", sentence.trim().trim_end_matches('.'))
+        }
+        _ => "I'm sorry, I don't have that information.".into(),
+    }
+}
+
 /// The phone-call tool a `[call:NAME]` system prompt asks for, when it is offered.
 fn phone_call_tool(messages: &[Value], tools: &Value) -> Option<Answer> {
     let system = messages
@@ -479,7 +536,18 @@ fn openai_chat(body: &Value, key: &str, record: Arc<Record>) -> HttpResponse {
         json!({"role": "assistant", "content": ""}),
         Value::Null,
     )];
-    match answer(&messages, &body["tools"]) {
+    let answer = if key.ends_with("-extract") {
+        Answer::Text(extract(&messages))
+    } else if key.ends_with("-invent") {
+        Answer::Text(
+            "Thanks for asking, happy to help with that. For emergencies call 950-328-7644, \
+             a visit is $35 to $40. Anything else?"
+                .into(),
+        )
+    } else {
+        answer(&messages, &body["tools"])
+    };
+    match answer {
         Answer::Text(text) => {
             for word in text.split_inclusive(' ') {
                 events.push(chunk(json!({"content": word}), Value::Null));

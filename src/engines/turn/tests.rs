@@ -137,7 +137,9 @@ fn the_window_is_the_turns_last_eight_seconds_with_silence_in_front() {
     // Ten seconds in 100 ms chunks, each louder than the last: the window ends with the
     // turn's last sample.
     let long = TurnAudio {
-        chunks: (0..100i16).map(|i| Arc::from(vec![i * 300; 1_600])).collect(),
+        chunks: (0..100i16)
+            .map(|i| Arc::from(vec![i * 300; 1_600]))
+            .collect(),
         rate: 16_000,
         answer_within: std::time::Duration::from_secs(60),
     };
