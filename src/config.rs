@@ -599,8 +599,7 @@ impl Config {
         if !["", "elevenlabs"].contains(&self.sync.provider.trim()) {
             return Err(invalid("sync.provider must be `elevenlabs` or empty"));
         }
-        if crate::conversation::turn_taking::detection_named(&self.engines.turn_detection).is_none()
-        {
+        if !matches!(self.engines.turn_detection.as_str(), "smart" | "silence") {
             return Err(invalid(
                 "engines.turn_detection must be `smart` or `silence`",
             ));

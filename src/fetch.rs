@@ -262,7 +262,7 @@ impl Fetcher {
     /// Calls a developer's HTTP endpoint (a tool) under the same address guard: `GET` with the
     /// arguments as query parameters, any other method with them as a JSON body, with
     /// `headers`. With a `secret`, the request carries `Switchboard-Signature` (see
-    /// [`crate::webhooks::signature`]) over the body, or over the query string of a `GET`.
+    /// [`crate::signature`]) over the body, or over the query string of a `GET`.
     /// The body of the answer is read up to `max_body` bytes; the whole call is cut off after
     /// `timeout`.
     pub async fn call_json(
@@ -300,8 +300,8 @@ impl Fetcher {
         if let Some(secret) = tool.secret {
             let now_s = crate::time::now_ms() / 1000;
             request = request.header(
-                crate::webhooks::SIGNATURE_HEADER,
-                crate::webhooks::signature::header(&signed, secret, now_s),
+                crate::signature::SWITCHBOARD_HEADER,
+                crate::signature::header(&signed, secret, now_s),
             );
         }
         let response = request.send().await.map_err(describe)?;

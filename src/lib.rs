@@ -27,6 +27,7 @@ pub mod providers;
 pub mod recording;
 pub mod registry;
 pub mod server;
+pub mod signature;
 pub mod speech;
 pub mod store;
 pub mod supervision;

@@ -207,6 +207,8 @@ async fn round_trip_wer(server: &Server, voice: &str) -> (f64, String) {
     let form = upload(audio, "speech.wav").text("language", "en");
     let (status, body) = transcribe_form(server, form).await;
     assert_eq!(status, 200, "{voice}: {body}");
+    // The language was given, not detected: no probability to report.
+    assert!(body.get("languageProbability").is_none(), "{body}");
     let text = body["text"].as_str().unwrap().to_string();
     (word_error_rate(SENTENCE, &text), text)
 }
@@ -274,6 +276,11 @@ async fn a_recording_is_transcribed_in_both_modes_with_timestamps() {
         let wer = word_error_rate(JFK, body["text"].as_str().unwrap());
         assert!(wer <= 0.10, "{mode}: WER {wer:.2}: {}", body["text"]);
         assert_eq!(body["language"], "en", "{mode}");
+        if mode == "accurate" {
+            // The multilingual model detected the language, and says how sure it was.
+            let sure = body["languageProbability"].as_f64().unwrap_or(0.0);
+            assert!(sure > 0.5 && sure <= 1.0, "{body}");
+        }
         let duration = body["duration"].as_f64().unwrap();
         assert!((duration - 11.0).abs() < 0.2, "{mode}: duration {duration}");
         let segments = body["segments"].as_array().unwrap();

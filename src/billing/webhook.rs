@@ -10,12 +10,12 @@ use serde_json::Value;
 
 use super::FREE_TIER;
 use crate::config::TierConfig;
+pub use crate::signature::{sign, SignatureError};
 use crate::store::developers::SubscriptionChange;
-pub use crate::webhooks::signature::{sign, SignatureError};
 
 /// Verifies `header` (`t=...,v1=...,v1=...`) over the raw `payload` with `secret`, refusing
 /// timestamps older than `tolerance_s` before `now_s`. Stripe's scheme is the one our own
-/// webhooks are signed with: the check is [`crate::webhooks::signature::verify`].
+/// webhooks are signed with: the check is [`crate::signature::verify`].
 pub fn verify(
     header: &str,
     payload: &[u8],
@@ -23,7 +23,7 @@ pub fn verify(
     tolerance_s: i64,
     now_s: i64,
 ) -> Result<(), SignatureError> {
-    crate::webhooks::signature::verify(header, payload, secret, tolerance_s, now_s)
+    crate::signature::verify(header, payload, secret, tolerance_s, now_s)
 }
 
 /// Who an event concerns.

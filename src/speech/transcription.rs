@@ -132,6 +132,14 @@ pub struct TranscriptionBody {
     pub words: Option<Vec<WordBody>>,
     /// ISO 639-1 code of the language spoken (detected unless given).
     pub language: String,
+    /// How sure the recognizer was of `language` (0-1) when it detected it; absent when the
+    /// language was given or the engine does not say.
+    #[serde(
+        default,
+        rename = "languageProbability",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub language_probability: Option<f64>,
     /// Seconds of audio.
     pub duration: f64,
 }
@@ -188,6 +196,9 @@ impl TranscriptionBody {
                     .collect()
             }),
             language: transcript.language,
+            language_probability: transcript
+                .language_probability
+                .map(|p| (f64::from(p) * 1000.0).round() / 1000.0),
             duration: seconds(transcript.duration),
         }
     }

@@ -1,12 +1,10 @@
 //! Webhooks to integrators: the events a developer can subscribe an endpoint to, the
 //! envelope every delivery posts (`{id, type, createdAt, data}`), how it is signed
-//! ([`signature`], Stripe's scheme) and how one attempt is made and judged ([`attempt`]),
+//! ([`crate::signature`], Stripe's scheme) and how one attempt is made and judged ([`attempt`]),
 //! and when a failed delivery is tried again ([`RetryPolicy`]).
 //!
 //! The endpoints and deliveries are stored (`crate::store::webhooks`) and driven by the
 //! `WebhookRegistry` (`crate::registry::webhooks`); the live session emits the call events.
-
-pub mod signature;
 
 use std::time::{Duration, Instant};
 
@@ -15,10 +13,10 @@ use serde_json::Value;
 
 use crate::config::WebhooksConfig;
 use crate::fetch::{FetchError, Fetcher};
+use crate::signature;
 use crate::time::iso;
 
-/// The header each delivery's signature travels in.
-pub const SIGNATURE_HEADER: &str = "Switchboard-Signature";
+pub use crate::signature::SWITCHBOARD_HEADER as SIGNATURE_HEADER;
 
 /// What an endpoint can be told about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

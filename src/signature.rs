@@ -9,6 +9,9 @@
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
+/// The header our webhooks and signed HTTP tool requests carry.
+pub const SWITCHBOARD_HEADER: &str = "Switchboard-Signature";
+
 /// Why a signature header was refused.
 #[derive(Debug, Clone, Copy, thiserror::Error, PartialEq, Eq)]
 pub enum SignatureError {
