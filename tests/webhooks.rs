@@ -19,7 +19,6 @@ use futures_util::{SinkExt, StreamExt};
 use hmac::{Hmac, Mac};
 use serde_json::{json, Value};
 use sha2::Sha256;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
 
 /// One request the receiver got.
@@ -226,21 +225,10 @@ async fn new_agent(server: &Server, key: &str, id: &str) {
     assert_eq!(status, 201, "{body}");
 }
 
-type Socket =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+type Socket = DirectSocket;
 
 async fn open_session(server: &Server, key: &str, agent: &str) -> Socket {
-    let url = server
-        .url(&format!("/v1/agents/{agent}/session"))
-        .replacen("http://", "ws://", 1);
-    let mut request = url.as_str().into_client_request().unwrap();
-    request
-        .headers_mut()
-        .insert("Authorization", format!("Bearer {key}").parse().unwrap());
-    let (socket, _) = tokio_tungstenite::connect_async(request)
-        .await
-        .expect("the direct socket opens");
-    socket
+    open_direct(server, key, agent, "").await
 }
 
 /// Reads events until one of type `kind`; answers it.

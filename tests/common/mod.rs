@@ -555,12 +555,14 @@ pub type DirectSocket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 /// Opens agent `agent`'s direct session socket with API key `key` and the query parameters
-/// `query` (`sampleRate=16000`, ...).
+/// `query` (`sampleRate=16000`, ...; empty for none).
 pub async fn open_direct(server: &Server, key: &str, agent: &str, query: &str) -> DirectSocket {
     use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-    let url = server
-        .url(&format!("/v1/agents/{agent}/session?{query}"))
-        .replacen("http://", "ws://", 1);
+    let path = match query {
+        "" => format!("/v1/agents/{agent}/session"),
+        query => format!("/v1/agents/{agent}/session?{query}"),
+    };
+    let url = server.url(&path).replacen("http://", "ws://", 1);
     let mut request = url.as_str().into_client_request().unwrap();
     request
         .headers_mut()
