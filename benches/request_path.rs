@@ -71,6 +71,7 @@ fn request_path(c: &mut Criterion) {
                     max_tokens: None,
                     metadata: "{}".into(),
                     transfer: "[]".into(),
+                    analysis: None,
                     status: "active".into(),
                     created_at: 0,
                     updated_at: 0,

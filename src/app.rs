@@ -17,8 +17,9 @@ use crate::portal::Portal;
 use crate::recording::{RecordingStorage, Recordings};
 use crate::registry::provider_keys::ProviderKeys;
 use crate::registry::{
-    AgentRegistry, CollectionRegistry, ConversationRegistry, JobRegistry, KeyRegistry,
-    KnowledgeIndex, Metering, SessionRegistry, Supervised, TelephonyRegistry, WebhookRegistry,
+    AgentRegistry, CampaignRegistry, CollectionRegistry, ConversationRegistry, JobRegistry,
+    KeyRegistry, KnowledgeIndex, Metering, SessionRegistry, Supervised, TelephonyRegistry,
+    WebhookRegistry,
 };
 use crate::store::Db;
 use crate::telephony::rest::TwilioClient;
@@ -63,6 +64,8 @@ pub struct AppParts {
     pub portal: Portal,
     /// The developers' webhook endpoints and the deliveries made to them.
     pub webhooks: Supervised<WebhookRegistry>,
+    /// Outbound campaigns and their contacts.
+    pub campaigns: Supervised<CampaignRegistry>,
 }
 
 /// What every handler and every live session can reach. Built once from [`AppParts`]; read
@@ -174,6 +177,10 @@ impl AppState {
 
     pub fn webhooks(&self) -> &Supervised<WebhookRegistry> {
         &self.parts.webhooks
+    }
+
+    pub fn campaigns(&self) -> &Supervised<CampaignRegistry> {
+        &self.parts.campaigns
     }
 
     /// Every registry, for `/health` and the metrics.

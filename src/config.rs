@@ -39,6 +39,7 @@ pub struct Config {
     pub fetch: FetchConfig,
     pub jobs: JobsConfig,
     pub webhooks: WebhooksConfig,
+    pub campaigns: CampaignsConfig,
     pub telephony: TelephonyConfig,
     /// Outside vendors by provider id (`[vendors.openai]`, ...); none is needed to run.
     #[serde(default)]
@@ -528,6 +529,19 @@ pub struct WebhooksConfig {
     pub concurrency: usize,
 }
 
+/// Outbound campaigns (`/v1/campaigns`): their size, and how their calls are placed.
+#[derive(Debug, Clone, Deserialize)]
+pub struct CampaignsConfig {
+    /// Contacts one campaign may list.
+    pub max_contacts: usize,
+    /// How often due contacts are looked for.
+    pub poll_ms: u64,
+    /// How long a node's hold on a campaign lasts without being renewed.
+    pub lease_seconds: u64,
+    /// How long a call may go without an outcome before its contact is settled `failed`.
+    pub stale_call_minutes: u64,
+}
+
 #[derive(Debug, Clone, Deserialize)]
 pub struct JobsConfig {
     /// Asynchronous transcriptions waiting or running before new ones are refused (503).
@@ -638,6 +652,17 @@ impl Config {
             return Err(invalid(
                 "webhooks.max_endpoints, retry_base_ms, timeout_ms, poll_ms and concurrency must be \
                  at least 1, and retry_max_ms at least retry_base_ms",
+            ));
+        }
+        let campaigns = &self.campaigns;
+        if campaigns.max_contacts == 0
+            || campaigns.poll_ms == 0
+            || campaigns.lease_seconds == 0
+            || campaigns.stale_call_minutes == 0
+        {
+            return Err(invalid(
+                "campaigns.max_contacts, poll_ms, lease_seconds and stale_call_minutes must be at \
+                 least 1",
             ));
         }
         if self.registry.search_graph_min_chunks == 0 {

@@ -34,8 +34,9 @@ use crate::registry::metering::FlushUsage;
 use crate::registry::provider_keys::ProviderKeys;
 use crate::registry::sessions::Settle;
 use crate::registry::{
-    AgentRegistry, CollectionRegistry, ConversationRegistry, JobRegistry, KeyRegistry,
-    KnowledgeIndex, Metering, SessionRegistry, Supervised, TelephonyRegistry, WebhookRegistry,
+    AgentRegistry, CampaignRegistry, CollectionRegistry, ConversationRegistry, JobRegistry,
+    KeyRegistry, KnowledgeIndex, Metering, SessionRegistry, Supervised, TelephonyRegistry,
+    WebhookRegistry,
 };
 use crate::store::{developers, Backend, Db};
 use crate::telephony::rest::{Sender, TwilioClient};
@@ -182,6 +183,11 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
             (db.clone(), sealer, fetcher.clone(), config.webhooks.clone());
         move || WebhookRegistry::new(db.clone(), sealer.clone(), fetcher.clone(), config.clone())
     });
+    let campaigns = Supervised::start("campaigns", {
+        let db = db.clone();
+        move || CampaignRegistry::new(db.clone())
+    });
+    let runner_node = node_id.clone();
     let jobs = Supervised::start("jobs", {
         let (db, engines, fetcher, data_dir, config, metering) = (
             db.clone(),
@@ -233,7 +239,13 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         drain: drain.clone(),
         portal,
         webhooks,
+        campaigns,
     }));
+    // Every node runs the campaigns whose lease it holds.
+    actix::Actor::start(crate::live::campaigns::CampaignRunner::new(
+        state.clone(),
+        runner_node,
+    ));
     let max_json = config.server.max_json_bytes;
     let socket_limits = crate::transports::socket::SocketLimits::from_config(&config.server);
     let body_deadline = http::body_timeout::BodyDeadline::from_config(&config.server);

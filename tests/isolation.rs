@@ -73,6 +73,7 @@ struct Owned {
     job: String,
     conversation: String,
     webhook: String,
+    campaign: String,
 }
 
 impl Owned {
@@ -96,6 +97,7 @@ impl Owned {
             )
             .replace("/keys/{id}", &format!("/keys/{}", self.key_id))
             .replace("/webhooks/{id}", &format!("/webhooks/{}", self.webhook))
+            .replace("/campaigns/{id}", &format!("/campaigns/{}", self.campaign))
             .replace(
                 "/phone-numbers/{id}",
                 &format!("/phone-numbers/{}", self.number),
@@ -207,6 +209,10 @@ fn attempts() -> Vec<(Method, &'static str, Option<Value>)> {
         (Method::GET, "/v1/webhooks/{id}", None),
         (Method::DELETE, "/v1/webhooks/{id}", None),
         (Method::GET, "/v1/webhooks/{id}/deliveries", None),
+        (Method::GET, "/v1/campaigns/{id}", None),
+        (Method::POST, "/v1/campaigns/{id}/pause", Some(json!({}))),
+        (Method::POST, "/v1/campaigns/{id}/resume", Some(json!({}))),
+        (Method::POST, "/v1/campaigns/{id}/cancel", Some(json!({}))),
     ]
 }
 
@@ -223,6 +229,8 @@ async fn snapshot(server: &Server, key: &str, owned: &Owned) -> Vec<(String, u16
         "/v1/transcribe/{jobId}",
         "/v1/webhooks/{id}",
         "/v1/webhooks",
+        "/v1/campaigns/{id}",
+        "/v1/campaigns",
         "/v1/agents",
         "/v1/agents/{id}/instances",
         "/v1/collections",
@@ -337,7 +345,24 @@ async fn provision_a(server: &Server, twilio: &TwilioMock, key: &str) -> Owned {
     ))
     .await;
     assert_eq!(status, 201, "{webhook}");
+    let (status, campaign) = call(server.post(
+        "/v1/campaigns",
+        key,
+        json!({"agentId": agent, "from": "+15550000100", "contacts": [{"to": "+15550000003"}]}),
+    ))
+    .await;
+    assert_eq!(status, 201, "{campaign}");
+    let campaign = campaign["id"].as_str().unwrap().to_string();
+    // Its one call placed, so that nothing of it moves while B tries.
+    for _ in 0..100 {
+        let (_, body) = call(server.get(&format!("/v1/campaigns/{campaign}"), key)).await;
+        if body["contacts"][0]["taskId"].is_string() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     Owned {
+        campaign,
         webhook: webhook["id"].as_str().unwrap().to_string(),
         session: direct_session(server, key, &agent).await,
         agent,
@@ -541,9 +566,11 @@ async fn another_developer_gets_404_for_every_verb_on_every_owned_route() {
         "/v1/phone-numbers",
         "/v1/observability/sessions",
         "/v1/webhooks",
+        "/v1/campaigns",
     ] {
         let ids = all_ids_at(&server, &b, path, 100).await;
         for own in [
+            &owned.campaign,
             &owned.webhook,
             &owned.agent,
             &owned.collection,

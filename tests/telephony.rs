@@ -16,7 +16,7 @@ use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use switchboard::telephony::signature;
 use tokio_tungstenite::tungstenite::Message;
-use twilio_mock::{TwilioMock, ACCOUNT_SID, AUTH_TOKEN, GONE_CALL_SID};
+use twilio_mock::{form, signed, twilio_post, TwilioMock, ACCOUNT_SID, AUTH_TOKEN, GONE_CALL_SID};
 
 async fn server_with_twilio(mock: &TwilioMock) -> Server {
     server_with_twilio_and(mock, &[]).await
@@ -87,39 +87,6 @@ async fn new_agent(server: &Server, key: &str, id: &str) {
     ))
     .await;
     assert_eq!(status, 201, "{body}");
-}
-
-fn form(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-    pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
-
-/// POSTs a form as Twilio does, signed with `token` (or with the given raw signature).
-async fn twilio_post(
-    server: &Server,
-    path: &str,
-    params: &[(String, String)],
-    signature: Option<String>,
-) -> reqwest::Response {
-    let mut request = server
-        .http
-        .post(server.url(path))
-        .header("Content-Type", "application/x-www-form-urlencoded")
-        .body(
-            url::form_urlencoded::Serializer::new(String::new())
-                .extend_pairs(params)
-                .finish(),
-        );
-    if let Some(signature) = signature {
-        request = request.header("X-Twilio-Signature", signature);
-    }
-    request.send().await.unwrap()
-}
-
-fn signed(server: &Server, path: &str, params: &[(String, String)]) -> Option<String> {
-    Some(signature::sign(AUTH_TOKEN, &server.url(path), params))
 }
 
 async fn task(server: &Server, key: &str, id: &str) -> Value {

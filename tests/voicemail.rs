@@ -17,7 +17,9 @@ use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use switchboard::telephony::signature;
 use tokio_tungstenite::tungstenite::Message;
-use twilio_mock::{TwilioMock, TwilioRequest, ACCOUNT_SID, AUTH_TOKEN, BROKEN_CALL_SID};
+use twilio_mock::{
+    form, signed, twilio_post, TwilioMock, TwilioRequest, ACCOUNT_SID, AUTH_TOKEN, BROKEN_CALL_SID,
+};
 
 const CALLEE: &str = "+14155550100";
 const CALLER_ID: &str = "+14155550199";
@@ -76,39 +78,6 @@ async fn task(server: &Server, key: &str, id: &str) -> Value {
     let (status, body) = call(server.get(&format!("/v1/sessions/twilio/tasks/{id}"), key)).await;
     assert_eq!(status, 200, "{body}");
     body
-}
-
-fn form(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-    pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
-
-fn signed(server: &Server, path: &str, params: &[(String, String)]) -> Option<String> {
-    Some(signature::sign(AUTH_TOKEN, &server.url(path), params))
-}
-
-/// POSTs a form as Twilio does, with the given signature header (if any).
-async fn twilio_post(
-    server: &Server,
-    path: &str,
-    params: &[(String, String)],
-    signature: Option<String>,
-) -> reqwest::Response {
-    let mut request = server
-        .http
-        .post(server.url(path))
-        .header("Content-Type", "application/x-www-form-urlencoded")
-        .body(
-            url::form_urlencoded::Serializer::new(String::new())
-                .extend_pairs(params)
-                .finish(),
-        );
-    if let Some(signature) = signature {
-        request = request.header("X-Twilio-Signature", signature);
-    }
-    request.send().await.unwrap()
 }
 
 fn amd_path(task_id: &str) -> String {

@@ -721,3 +721,175 @@ async fn an_http_tool_gets_the_calls_context_signed_with_its_secret() {
         "{answer}"
     );
 }
+
+/// Runs one direct session on `agent`: the greeting, one typed caller turn and its answer,
+/// then the end. Answers the session's id.
+async fn one_typed_turn(server: &Server, key: &str, agent: &str, said: &str) -> String {
+    let mut socket = open_session(server, key, agent).await;
+    let started = read_until(&mut socket, "session.started", Duration::from_secs(10)).await;
+    let session = started["sessionId"].as_str().unwrap().to_string();
+    read_until(&mut socket, "agent.audio.end", Duration::from_secs(20)).await;
+    send(&mut socket, json!({"type": "text", "text": said})).await;
+    read_until(&mut socket, "agent.audio.end", Duration::from_secs(30)).await;
+    send(&mut socket, json!({"type": "end"})).await;
+    read_until(&mut socket, "session.ended", Duration::from_secs(10)).await;
+    session
+}
+
+/// The session's detail once its analysis is no longer `pending`.
+async fn analysed_session(server: &Server, key: &str, session: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (status, detail) =
+            call(server.get(&format!("/v1/observability/sessions/{session}"), key)).await;
+        assert_eq!(status, 200, "{detail}");
+        let state = detail["analysis"]["status"].as_str().unwrap_or_default();
+        if state == "completed" || state == "failed" {
+            return detail;
+        }
+        assert!(Instant::now() < deadline, "no analysis in time: {detail}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_calls_analysis_is_stored_on_the_session_and_sent_signed() {
+    let mock = vendor_mock::VendorMock::start();
+    let receiver = Receiver::start(&[]);
+    let env = quick_retries("300");
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let server = mock.server(&env).await;
+    let key = server.key().to_string();
+    let schema = json!({"type": "object", "required": ["said"],
+        "properties": {"said": {"type": "string", "minLength": 5},
+                       "callerTurns": {"type": "integer", "minimum": 1}}});
+    let (status, agent) = call(server.post(
+        "/v1/agents",
+        &key,
+        json!({"id": "desk", "name": "Order desk", "llmProvider": "openai", "ttsProvider": "elevenlabs",
+               "firstMessage": "Hello from the desk.",
+               "analysis": {"successCriteria": "The caller gives an order number.", "dataSchema": schema}}),
+    ))
+    .await;
+    assert_eq!(status, 201, "{agent}");
+    assert_eq!(
+        agent["analysis"],
+        json!({"summary": true, "successCriteria": "The caller gives an order number.",
+               "dataSchema": schema}),
+        "defaults filled in: {agent}"
+    );
+
+    // What cannot be analysed is refused when written, and changes nothing.
+    for (bad, says) in [
+        (json!({"summry": true}), "analysis.summry is not a field"),
+        (json!({"summary": false}), "asks for nothing"),
+        (
+            json!({"dataSchema": {"type": "object", "properties": {"a": {"type": "strng"}}}}),
+            "not a usable JSON Schema",
+        ),
+        (
+            json!({"dataSchema": {"type": "object",
+                                  "properties": {"a": {"$ref": "http://127.0.0.1:9/s.json"}}}}),
+            "not a usable JSON Schema",
+        ),
+    ] {
+        let (status, answer) =
+            call(server.put("/v1/agents/desk", &key, json!({"analysis": bad}))).await;
+        assert_invalid(status, &answer, "analysis", &bad.to_string());
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(message.contains(says), "{bad}: {answer}");
+    }
+    let (_, unchanged) = call(server.get("/v1/agents/desk", &key)).await;
+    assert_eq!(unchanged["analysis"], agent["analysis"], "{unchanged}");
+
+    let endpoint = subscribe(&server, &key, &receiver.url, &["call.analyzed"]).await;
+    let secret = endpoint["secret"].as_str().unwrap().to_string();
+    let session = one_typed_turn(&server, &key, "desk", "My order number is forty two.").await;
+
+    let analyzed = receiver
+        .wait_for("call.analyzed", 1, Duration::from_secs(30))
+        .await;
+    assert_signed(&analyzed[0], &secret);
+    let event = analyzed[0].json();
+    let data = &event["data"];
+    assert_eq!(data["sessionId"], session, "{event}");
+    assert_eq!(data["agentId"], "desk", "{event}");
+    let analysis = &data["analysis"];
+    assert_eq!(analysis["status"], "completed", "{event}");
+    assert_eq!(
+        analysis["summary"], "The caller said \"My order number is forty two.\".",
+        "the model read the stored transcript: {event}"
+    );
+    assert_eq!(analysis["success"], true, "{event}");
+    assert_eq!(
+        analysis["successReason"], "The caller gave an order number.",
+        "{event}"
+    );
+    assert_eq!(
+        analysis["data"],
+        json!({"said": "My order number is forty two.", "callerTurns": 1}),
+        "{event}"
+    );
+    assert_eq!(analysis["errors"], json!([]), "{event}");
+    assert_eq!(analysis["provider"], "openai", "{event}");
+    assert!(
+        analysis["inputTokens"].as_i64().unwrap() > 0,
+        "the mock's usage counted: {event}"
+    );
+    assert!(is_iso_millis(&analysis["completedAt"]), "{event}");
+
+    // The same analysis is on the session.
+    let detail = analysed_session(&server, &key, &session).await;
+    assert_eq!(&detail["analysis"], analysis, "{detail}");
+    // One request per part, each at temperature 0 with the transcript.
+    let asked: Vec<vendor_mock::Seen> = mock
+        .seen_at("/v1/chat/completions")
+        .into_iter()
+        .filter(|seen| {
+            seen.body["messages"][0]["content"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("You review the transcript"))
+        })
+        .collect();
+    assert_eq!(asked.len(), 3, "summary, success and data");
+    for seen in &asked {
+        assert_eq!(seen.body["temperature"], 0.0, "{:?}", seen.body);
+        let question = seen.body["messages"][1]["content"].as_str().unwrap();
+        assert!(
+            question.contains("Agent: Hello from the desk.\nCaller: My order number is forty two."),
+            "{question}"
+        );
+    }
+
+    // Fields the model cannot give in the schema's form are not stored: the analysis says
+    // why, and with nothing else asked it has failed.
+    let (status, strict) = call(server.post(
+        "/v1/agents",
+        &key,
+        json!({"id": "strict", "name": "Strict desk", "llmProvider": "openai", "ttsProvider": "elevenlabs",
+               "firstMessage": "Hello from the desk.",
+               "analysis": {"summary": false, "dataSchema": {"type": "object", "required": ["items"],
+                   "properties": {"items": {"type": "integer", "minimum": 2}}}}}),
+    ))
+    .await;
+    assert_eq!(status, 201, "{strict}");
+    let session = one_typed_turn(&server, &key, "strict", "I would like two boxes.").await;
+    let detail = analysed_session(&server, &key, &session).await;
+    let analysis = &detail["analysis"];
+    assert_eq!(analysis["status"], "failed", "{detail}");
+    assert!(analysis["data"].is_null(), "{detail}");
+    assert!(analysis["summary"].is_null(), "not asked: {detail}");
+    let errors = analysis["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1, "{detail}");
+    assert!(
+        errors[0]
+            .as_str()
+            .unwrap()
+            .contains("do not match the dataSchema"),
+        "{detail}"
+    );
+    let analyzed = receiver
+        .wait_for("call.analyzed", 2, Duration::from_secs(30))
+        .await;
+    assert_eq!(analyzed[1].json()["data"]["analysis"]["status"], "failed");
+}

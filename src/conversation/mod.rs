@@ -3,8 +3,10 @@
 //! knowledge ([`prompt`], [`retrieval`]), the guard that keeps unsupported numbers, prices,
 //! dates and addresses out of replies ([`grounding`]), the agent's tools ([`tools`]), the
 //! tool-calling turn loop ([`turn`]), the agent's turn taking in voice sessions ([`turn_taking`]) and the
-//! people it may hand a phone call to ([`transfer`]).
+//! people it may hand a phone call to ([`transfer`]), and what its language model makes of a
+//! finished call ([`analysis`]).
 
+pub mod analysis;
 pub mod grounding;
 pub mod prompt;
 pub mod retrieval;

@@ -3,7 +3,9 @@
 use actix_web::{delete, get, post, put, web, HttpResponse};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use utoipa::openapi::schema::{Array, ArrayBuilder, Object, ObjectBuilder, SchemaType, Type};
+use utoipa::openapi::schema::{
+    AdditionalProperties, Array, ArrayBuilder, Object, ObjectBuilder, SchemaType, Type,
+};
 use utoipa::ToSchema;
 
 use super::auth::Developer;
@@ -12,6 +14,7 @@ use super::methods;
 use super::pagination::{self, PageBody, PageQuery};
 use super::validate::{self, not_null, nullable};
 use crate::app::AppState;
+use crate::conversation::analysis;
 use crate::conversation::tools::http_tools;
 use crate::conversation::transfer::{self, TransferTarget};
 use crate::error::{ApiError, ErrorBody};
@@ -61,6 +64,10 @@ pub struct AgentBody {
     /// The people the agent may hand a phone call to with its `transfer_call` tool (at most
     /// 10); `[]` for none.
     pub transfer: Vec<TransferTargetBody>,
+    /// What the agent's language model makes of each finished call: see [`ANALYSIS_DOC`];
+    /// `null` for nothing.
+    #[schema(schema_with = analysis_schema)]
+    pub analysis: Option<Value>,
     /// `active`; archived agents are not served.
     pub status: String,
     pub created_at: String,
@@ -97,6 +104,8 @@ impl From<AgentRow> for AgentBody {
                 .into_iter()
                 .map(TransferTargetBody::from)
                 .collect(),
+            analysis: analysis::stored(row.analysis.as_deref())
+                .and_then(|spec| serde_json::to_value(spec).ok()),
             status: row.status,
             created_at: iso(row.created_at),
             updated_at: iso(row.updated_at),
@@ -175,6 +184,44 @@ fn transfer_mode_schema() -> Object {
         .enum_values(Some(["cold", "warm"]))
         .default(Some(Value::from("cold")))
         .description(Some(MODE_DOC))
+        .build()
+}
+
+const ANALYSIS_DOC: &str = "Post-call analysis: after each of the agent's calls, its language \
+    model reads the transcript and writes what is asked here, stored on the session \
+    (`GET /v1/observability/sessions/{id}`, `analysis`) and sent as the `call.analyzed` webhook. \
+    `{summary, successCriteria, dataSchema}`: `summary` (default true) a few sentences on who \
+    called, what they wanted and how it ended; `successCriteria` (1-2000 characters) what a \
+    successful call achieves, judged yes or no with a reason; `dataSchema` a JSON Schema of an \
+    object (1-50 properties, at most 16 KiB, no references outside it) whose fields are \
+    extracted from the call and checked against it. `null` turns analysis off.";
+
+fn analysis_schema() -> Object {
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Object, Type::Null]))
+        .property(
+            "summary",
+            ObjectBuilder::new()
+                .schema_type(Type::Boolean)
+                .default(Some(Value::Bool(true))),
+        )
+        .property(
+            "successCriteria",
+            ObjectBuilder::new()
+                .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+                .min_length(Some(1))
+                .max_length(Some(analysis::MAX_CRITERIA_CHARS)),
+        )
+        .property(
+            "dataSchema",
+            ObjectBuilder::new()
+                .schema_type(SchemaType::from_iter([Type::Object, Type::Null]))
+                .description(Some(
+                    "A JSON Schema with \"type\": \"object\" and 1-50 properties.",
+                )),
+        )
+        .additional_properties(Some(AdditionalProperties::FreeForm(false)))
+        .description(Some(ANALYSIS_DOC))
         .build()
 }
 
@@ -289,6 +336,10 @@ pub struct AgentFields {
     #[serde(default, deserialize_with = "nullable")]
     #[schema(schema_with = transfer_fields_schema)]
     pub transfer: Option<Option<Value>>,
+    /// Post-call analysis: see [`ANALYSIS_DOC`].
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(schema_with = analysis_schema)]
+    pub analysis: Option<Option<Value>>,
 }
 
 /// The agent fields after validation, ready for storage.
@@ -310,6 +361,7 @@ struct ValidFields {
     max_tokens: Option<Option<i32>>,
     metadata: Option<String>,
     transfer: Option<String>,
+    analysis: Option<Option<String>>,
 }
 
 fn optional_text(
@@ -409,6 +461,17 @@ impl AgentFields {
             Some(value) => Some(transfer_json(&value.unwrap_or(Value::Null))?),
             None => None,
         };
+        let analysis =
+            match self.analysis {
+                Some(value) => {
+                    let spec = analysis::parse(&value.unwrap_or(Value::Null))
+                        .map_err(|reason| ApiError::invalid("analysis", reason))?;
+                    Some(spec.map(|spec| {
+                        serde_json::to_string(&spec).expect("an analysis spec serializes")
+                    }))
+                }
+                None => None,
+            };
         let style_profile = match self.style_profile {
             Some(Some(map)) => Some(Some(validate::metadata("styleProfile", Some(&map))?)),
             Some(None) => Some(None),
@@ -432,6 +495,7 @@ impl AgentFields {
             max_tokens,
             metadata,
             transfer,
+            analysis,
         })
     }
 }
@@ -494,6 +558,7 @@ pub(crate) fn new_agent_row(
         max_tokens: fields.max_tokens.flatten(),
         metadata: fields.metadata.unwrap_or_else(|| "{}".to_string()),
         transfer: fields.transfer.unwrap_or_else(|| "[]".to_string()),
+        analysis: fields.analysis.flatten(),
         status: STATUS_ACTIVE.to_string(),
         created_at: now,
         updated_at: now,
@@ -576,6 +641,7 @@ async fn update_agent(
         max_tokens: fields.max_tokens,
         metadata: fields.metadata,
         transfer: fields.transfer,
+        analysis: fields.analysis,
         updated_at: time::now_ms(),
     };
     let agent = state

@@ -8,6 +8,7 @@ pub mod billing;
 pub mod body;
 pub mod body_timeout;
 pub mod call_transfer;
+pub mod campaigns;
 pub mod chat;
 pub mod collections;
 pub mod direct;
@@ -93,6 +94,7 @@ pub fn configure(cfg: &mut web::ServiceConfig, max_json_bytes: usize) {
                 .configure(collections::routes)
                 .configure(knowledge::routes)
                 .configure(webhooks::routes)
+                .configure(campaigns::routes)
                 .configure(synthesize::routes)
                 .configure(transcribe::routes)
                 .configure(openai_audio::routes)

@@ -14,6 +14,7 @@ use super::methods;
 use super::pagination::{self, PageBody, PageQuery};
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
+use crate::live::post_call::AnalysisBody;
 use crate::observability::analysis::{analyse, Issue};
 use crate::observability::interruptions::{aggregate, InterruptionQuality};
 use crate::registry::sessions::{
@@ -217,6 +218,9 @@ pub struct SessionDetailBody {
     /// verdict).
     pub call_events: Vec<CallEventBody>,
     pub metrics: MetricsBody,
+    /// The post-call analysis its agent asked for (the agent's `analysis`): `pending` while it
+    /// runs after the call; `null` when the agent asks for none.
+    pub analysis: Option<AnalysisBody>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -288,6 +292,7 @@ fn detail(trace: SessionTrace) -> SessionDetailBody {
         turns,
         tool_calls,
         events,
+        analysis,
     } = trace;
     let false_barge_ins: Vec<i32> = events
         .iter()
@@ -316,6 +321,7 @@ fn detail(trace: SessionTrace) -> SessionDetailBody {
         })
         .collect();
     SessionDetailBody {
+        analysis: analysis.as_ref().map(AnalysisBody::from),
         errors,
         unrecognised_speech,
         call_events,

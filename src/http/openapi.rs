@@ -8,10 +8,10 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::{
-    agent_sync, agents, billing, call_transfer, chat, collections, direct, health, instances, keys,
-    knowledge, metrics, observability, openai_audio, openai_transcription, phone_numbers,
-    provider_keys, provision, recordings, sessions, synthesize, transcribe, twilio_calls, webhooks,
-    widget,
+    agent_sync, agents, billing, call_transfer, campaigns, chat, collections, direct, health,
+    instances, keys, knowledge, metrics, observability, openai_audio, openai_transcription,
+    phone_numbers, provider_keys, provision, recordings, sessions, synthesize, transcribe,
+    twilio_calls, webhooks, widget,
 };
 use crate::error::{ErrorBody, ErrorDetail};
 
@@ -62,8 +62,8 @@ every endpoint subscribed to its type, with `Switchboard-Signature: t=<unix seco
 the HMAC-SHA256 of `<t>.<body>` keyed with the endpoint's secret (Stripe's scheme). Types: \
 `call.started` (a session started), `call.ended` (its transcript, duration, cost in credits, \
 end reason, recording URL and root-cause findings), `transfer.completed` (a transfer's \
-outcome), and `call.analyzed` (accepted as a subscription; sent once post-call analysis \
-exists). A 2xx answer delivers; anything else is retried with doubling waits for a day, so \
+outcome), and `call.analyzed` (the post-call analysis an agent's `analysis` asks for: \
+summary, success verdict and extracted fields, sent after `call.ended`). A 2xx answer delivers; anything else is retried with doubling waits for a day, so \
 an event may arrive more than once (deduplicate by `id`) and out of order (see `createdAt`). \
 The exact shapes are in docs/api.md."
     ),
@@ -127,6 +127,12 @@ The exact shapes are in docs/api.md."
         webhooks::get_webhook,
         webhooks::delete_webhook,
         webhooks::list_deliveries,
+        campaigns::create_campaign,
+        campaigns::list_campaigns,
+        campaigns::get_campaign,
+        campaigns::pause_campaign,
+        campaigns::resume_campaign,
+        campaigns::cancel_campaign,
         knowledge::ingest,
         knowledge::search,
         knowledge::delete_document,

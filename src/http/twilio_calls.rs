@@ -15,8 +15,6 @@
 //! URL Twilio requested and its form parameters (see [`crate::telephony::signature`]), else
 //! it is refused with 403 and changes nothing.
 
-use std::time::Duration;
-
 use actix_web::{get, post, web, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -26,23 +24,20 @@ use super::body::{ApiJson, RawWebhook};
 use super::methods;
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
+use crate::live::campaigns;
+use crate::live::outbound::{self, release_ringing, task_status_of, OutboundCall};
 use crate::live::voicemail::{self, MachineDetection, Verdict, VoicemailPlan};
 use crate::live::{
     busy_markup, control, issue_stream, issue_stream_as, resolve_instance, warm_agent_voice,
     StreamFor,
 };
 use crate::registry::agents::GetAgent;
-use crate::registry::metering::{CloseSession, OpenSession, SessionMetering};
 use crate::registry::new_id;
 use crate::registry::telephony::{
-    AdvanceTask, ClaimTaskConnect, CreateTask, EndUnconnectedSession, GetTask, RouteCall,
-    UpdateTask,
+    AdvanceTask, ClaimTaskConnect, EndUnconnectedSession, GetTask, RouteCall, UpdateTask,
 };
-use crate::store::telephony::{
-    CallTaskRow, TaskChanges, TASK_IN_PROGRESS, TASK_QUEUED, TASK_TERMINAL,
-};
+use crate::store::telephony::{CallTaskRow, TaskChanges, TASK_IN_PROGRESS, TASK_TERMINAL};
 use crate::telephony::is_e164;
-use crate::telephony::rest::{NewCall, TwilioClient, TwilioError};
 use crate::telephony::{signature, twiml};
 use crate::time::{self, iso};
 
@@ -233,172 +228,27 @@ async fn place_call(
         Some(id) => resolve_instance(&state, &developer_id, &agent.id, Some(id), &to).await?,
         None => None,
     };
-    let twilio = state.twilio().as_ref().ok_or_else(|| {
-        ApiError::Unavailable(
-            "outbound calls are not configured: set [telephony.twilio] account_sid and auth_token"
-                .into(),
-        )
-    })?;
-    // The caller id must be one of the developer's own numbers, proven when it was routed.
-    let own = state
-        .telephony()
-        .send(RouteCall {
-            number: from.clone(),
-        })
-        .await??
-        .is_some_and(|route| route.developer_id == developer_id);
-    if !own {
-        return Err(ApiError::invalid(
-            "from",
-            "from must be one of your verified numbers (see /v1/phone-numbers)",
-        ));
-    }
-    // Gated like every metered session: 402 without credits, 429 when the tier's concurrent
-    // sessions are all live. The ringing call holds a slot (under the task's id) until it is
-    // answered, ends, or the answer timeout passes.
-    let task_id = new_id("task");
-    state
-        .metering()
-        .send(OpenSession {
-            session_id: task_id.clone(),
-            developer_id: developer_id.clone(),
-            metered: SessionMetering::ALL,
-        })
-        .await??;
-    let hold = Duration::from_secs(state.config().telephony.outbound.answer_timeout_seconds);
-    let metering = state.metering().clone();
-    let held = task_id.clone();
-    actix_web::rt::spawn(async move {
-        tokio::time::sleep(hold).await;
-        metering.do_send(CloseSession { session_id: held });
-    });
-    let placed = place_task(
+    let placed = outbound::place(
         &state,
-        twilio,
-        &developer,
-        &req,
-        request.record,
-        machine_plan,
-        task_id.clone(),
-        agent.id,
-        instance,
-        to,
-        from,
-    )
-    .await;
-    if placed.is_err() {
-        release_ringing(&state, &task_id);
-    }
-    placed
-}
-
-/// Frees the concurrent-session slot a placed call held while it rang.
-fn release_ringing(state: &AppState, task_id: &str) {
-    state.metering().do_send(CloseSession {
-        session_id: task_id.to_string(),
-    });
-}
-
-/// Records the task and asks Twilio to place the call.
-#[allow(clippy::too_many_arguments)]
-async fn place_task(
-    state: &AppState,
-    twilio: &TwilioClient,
-    developer: &Developer,
-    req: &HttpRequest,
-    record: Option<bool>,
-    machine_plan: VoicemailPlan,
-    task_id: String,
-    agent_id: String,
-    instance: Option<String>,
-    to: String,
-    from: String,
-) -> Result<HttpResponse, ApiError> {
-    let developer_id = developer.id().to_string();
-    let now = time::now_ms();
-    let task = state
-        .telephony()
-        .send(CreateTask(CallTaskRow {
-            seq: 0,
-            id: task_id,
+        OutboundCall {
             developer_id,
-            agent_id,
-            instance_id: instance,
-            to_number: to.clone(),
-            from_number: from.clone(),
-            status: TASK_QUEUED.into(),
-            call_sid: None,
-            session_id: None,
-            record: record.unwrap_or(false),
-            last_sequence: -1,
-            duration_seconds: None,
-            error: None,
-            created_at: now,
-            updated_at: now,
             key_id: Some(developer.0.key_id.clone()),
-            machine_detection: machine_plan.mode.as_str().to_string(),
-            voicemail_message: machine_plan.message.clone(),
-            answered_by: None,
-            machine_action: None,
-        }))
-        .await??;
-    let base = format!(
-        "{}/v1/sessions/twilio/task/{}",
-        state.public_base(req),
-        task.id
-    );
-    let placed = twilio
-        .create_call(&NewCall {
+            agent_id: agent.id,
+            instance_id: instance,
             to,
             from,
-            url: format!("{base}/connect"),
-            status_callback: format!("{base}/status"),
-            record: task.record,
-            amd_callback: machine_plan.detects().then(|| format!("{base}/amd")),
-        })
-        .await;
-    match placed {
-        Ok(call) => {
-            let status = task_status_of(&call.status)
-                .unwrap_or(TASK_QUEUED)
-                .to_string();
-            state
-                .telephony()
-                .send(UpdateTask {
-                    id: task.id.clone(),
-                    changes: TaskChanges {
-                        call_sid: Some(Some(call.sid.clone())),
-                        status: Some(status.clone()),
-                        updated_at: time::now_ms(),
-                        ..Default::default()
-                    },
-                })
-                .await??;
-            Ok(HttpResponse::Created().json(OutboundBody {
-                task_id: task.id,
-                call_sid: call.sid,
-                status,
-            }))
-        }
-        Err(e) => {
-            state
-                .telephony()
-                .send(UpdateTask {
-                    id: task.id.clone(),
-                    changes: TaskChanges {
-                        status: Some("failed".into()),
-                        error: Some(Some(e.to_string())),
-                        updated_at: time::now_ms(),
-                        ..Default::default()
-                    },
-                })
-                .await??;
-            Err(match e {
-                TwilioError::Rejected { .. } => ApiError::bad_request(e.to_string()),
-                TwilioError::Failed(_) => ApiError::Upstream(e.to_string()),
-            })
-        }
-    }
+            record: request.record.unwrap_or(false),
+            machine_plan,
+            variables: None,
+            public_base: state.public_base(&req),
+        },
+    )
+    .await?;
+    Ok(HttpResponse::Created().json(OutboundBody {
+        task_id: placed.task_id,
+        call_sid: placed.call_sid,
+        status: placed.status,
+    }))
 }
 
 #[utoipa::path(get, path = "/v1/sessions/twilio/tasks/{taskId}", tag = "sessions",
@@ -419,22 +269,6 @@ async fn get_task(
         })
         .await??;
     Ok(HttpResponse::Ok().json(TaskBody::from(task)))
-}
-
-/// A task state for a Twilio call status (`initiated` and `queued` are both `queued`;
-/// `answered` arrives as `in-progress`).
-fn task_status_of(call_status: &str) -> Option<&'static str> {
-    Some(match call_status {
-        "queued" | "initiated" => TASK_QUEUED,
-        "ringing" => "ringing",
-        "in-progress" | "answered" => TASK_IN_PROGRESS,
-        "completed" => "completed",
-        "busy" => "busy",
-        "no-answer" => "no-answer",
-        "failed" => "failed",
-        "canceled" => "canceled",
-        _ => return None,
-    })
 }
 
 /// A webhook's form parameters, after its signature was checked against the auth token.
@@ -629,6 +463,8 @@ async fn task_connect(
             call_sid: call_sid.clone(),
             // The stream is refused if the key that placed the call was revoked since.
             key_id: task.key_id.clone(),
+            // A call placed with variables (a campaign's) gives them to its agent.
+            task_id: task.variables.is_some().then(|| task.id.clone()),
             ..Default::default()
         },
         session_id,
@@ -669,6 +505,7 @@ async fn task_connect(
 
 async fn end_task(state: &AppState, task_id: &str, reason: &str) {
     release_ringing(state, task_id);
+    campaigns::task_ended(state, task_id, "failed", Some(reason.to_string()));
     let _ = state
         .telephony()
         .send(UpdateTask {
@@ -767,6 +604,7 @@ async fn task_status(
     };
     match updated {
         Some(task) if terminal => {
+            campaigns::task_ended(&state, &task.id, status, task.error.clone());
             if let Some(session_id) = task.session_id {
                 state
                     .telephony()

@@ -28,6 +28,8 @@ use crate::registry::agents::GetAgent;
 use crate::registry::instances::{GetInstance, InstanceLookup};
 use crate::registry::metering::SessionMetering;
 use crate::registry::sessions::{GetSession, SessionLookup};
+use crate::registry::telephony::GetTask;
+use crate::store::agents::AgentRow;
 use crate::store::stored_json;
 use crate::vendors::fallback::ServedBy;
 
@@ -45,6 +47,8 @@ pub struct Assembled {
     pub call: Option<Arc<PhoneCall>>,
     /// The agent's metadata, which says whether its sessions are recorded.
     metadata: Value,
+    /// The agent, when it asks for a post-call analysis of its calls.
+    pub analysed_by: Option<AgentRow>,
 }
 
 /// Builds the agent's profile and engines for `request` from the stored agent and instance;
@@ -77,10 +81,26 @@ pub async fn assemble(
             .ok(),
         None => None,
     };
-    let variables: Map<String, Value> = instance
+    let mut variables: Map<String, Value> = instance
         .as_ref()
         .and_then(|i| stored_json(&i.metadata).as_object().cloned())
         .unwrap_or_default();
+    // An outbound call placed with variables of its own (a campaign contact's) adds them,
+    // over the instance's.
+    if let Some(task_id) = &request.task_id {
+        let task = state
+            .telephony()
+            .send(GetTask {
+                developer_id: Some(request.developer_id.clone()),
+                id: task_id.clone(),
+            })
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())?;
+        if let Some(Value::Object(own)) = task.variables.map(|v| stored_json(&v)) {
+            variables.extend(own);
+        }
+    }
     let metadata = stored_json(&agent.metadata);
     // Checked when the agent was written; an older row with a bad section keeps the
     // defaults rather than failing the call.
@@ -229,6 +249,7 @@ pub async fn assemble(
         metered,
         call,
         metadata,
+        analysed_by: agent.analysis.is_some().then_some(agent),
     })
 }
 

@@ -292,6 +292,7 @@ async fn resume_stream(
             key_id: None,
             resumes: Some(session.id.clone()),
             opening,
+            task_id: None,
         },
         crate::registry::new_id("ses"),
     )

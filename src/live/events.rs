@@ -6,7 +6,8 @@
 //!
 //! A session's events come from its observer: [`Notifying`] wraps the recorder, so the
 //! session's end has been queued for storage before `call.ended` is put together, and it
-//! waits for that write (`Flush`) before reading the record back.
+//! waits for that write (`Flush`) before reading the record back. The same record is what
+//! the agent's post-call analysis reads ([`PostCall`]), after `call.ended` is sent.
 
 use std::sync::Arc;
 
@@ -15,11 +16,12 @@ use switchboard_actors::session::{
     SessionObserver, SessionSummary, ToolOutcome, TurnRecord, UnrecognisedSpeech,
 };
 
+use super::post_call::PostCall;
 use super::SessionRequest;
 use crate::app::AppState;
 use crate::observability::analysis::analyse;
 use crate::registry::metering::{Metering, SessionCost};
-use crate::registry::sessions::{Flush, GetSession, SessionLookup, SessionRegistry};
+use crate::registry::sessions::{Flush, GetSession, SessionLookup, SessionRegistry, SessionTrace};
 use crate::registry::webhooks::{Emit, Subscribed, WebhookRegistry};
 use crate::registry::Supervised;
 use crate::store::sessions::SessionRow;
@@ -48,15 +50,18 @@ pub struct Notifying {
     sessions: Supervised<SessionRegistry>,
     metering: Supervised<Metering>,
     webhooks: Supervised<WebhookRegistry>,
+    post_call: Option<PostCall>,
 }
 
 impl Notifying {
-    /// Wraps `inner`, the session's recorder; `recorded` says whether its audio is recorded.
+    /// Wraps `inner`, the session's recorder; `recorded` says whether its audio is recorded,
+    /// `post_call` the analysis to run once it has ended.
     pub fn wrap(
         state: &AppState,
         request: &SessionRequest,
         transport: &'static str,
         recorded: bool,
+        post_call: Option<PostCall>,
         inner: Arc<dyn SessionObserver>,
     ) -> Arc<dyn SessionObserver> {
         let recording_url = recorded.then(|| {
@@ -91,6 +96,7 @@ impl Notifying {
             sessions: state.sessions().clone(),
             metering: state.metering().clone(),
             webhooks: state.webhooks().clone(),
+            post_call,
         })
     }
 }
@@ -135,17 +141,20 @@ impl SessionObserver for Notifying {
             sessions: self.sessions.clone(),
             metering: self.metering.clone(),
             webhooks: self.webhooks.clone(),
+            post_call: self.post_call.clone(),
         };
         actix_web::rt::spawn(ended.send());
     }
 }
 
-/// What `call.ended` is put together from, once the session is over.
+/// What `call.ended` is put together from, once the session is over, and the analysis
+/// that follows it.
 struct CallEnded {
     caller: Caller,
     sessions: Supervised<SessionRegistry>,
     metering: Supervised<Metering>,
     webhooks: Supervised<WebhookRegistry>,
+    post_call: Option<PostCall>,
 }
 
 impl CallEnded {
@@ -166,7 +175,8 @@ impl CallEnded {
                 kind: EventType::CallEnded,
             })
             .await;
-        if !matches!(subscribed, Ok(Ok(true))) {
+        let subscribed = matches!(subscribed, Ok(Ok(true)));
+        if !subscribed && self.post_call.is_none() {
             return;
         }
         if self.sessions.send(Flush).await.is_err() {
@@ -191,6 +201,17 @@ impl CallEnded {
                 return;
             }
         };
+        if subscribed {
+            self.send_ended(&trace, cost);
+        }
+        if let Some(post_call) = self.post_call {
+            post_call.run(&trace).await;
+        }
+    }
+
+    /// `call.ended`, from the session's stored record.
+    fn send_ended(&self, trace: &SessionTrace, cost: f64) {
+        let c = &self.caller;
         let transcript: Vec<Value> = trace
             .turns
             .iter()
@@ -205,7 +226,7 @@ impl CallEnded {
                 })
             })
             .collect();
-        let issues = analyse(&trace);
+        let issues = analyse(trace);
         let data = ended_data(
             &trace.session,
             c,

@@ -18,6 +18,11 @@
 //!   message left after the beep it calls for.
 //! - [`events`]: the developer's webhooks about the session (`call.started`, `call.ended`,
 //!   `transfer.completed`).
+//! - [`outbound`]: an outbound call placed (for the API and for campaigns), and
+//!   [`campaigns`]: outbound campaigns run, contact by contact, within their calling hours,
+//!   concurrency and retry policy.
+//! - [`post_call`]: the post-call analysis its agent asks for, stored on the session and sent
+//!   as `call.analyzed`.
 //!
 //! The transports (`crate::transports`) only speak their wire; the HTTP routes authenticate
 //! and hand the session here.
@@ -25,9 +30,12 @@
 mod admission;
 mod assembly;
 pub mod call;
+pub mod campaigns;
 pub mod control;
 pub mod events;
+pub mod outbound;
 pub mod phone;
+pub mod post_call;
 pub mod start;
 pub mod voicemail;
 
@@ -59,6 +67,8 @@ pub struct SessionRequest {
     /// instead of its greeting.
     pub resumes: Option<String>,
     pub opening: Option<String>,
+    /// The outbound call task a phone call was placed as: its variables are the agent's.
+    pub task_id: Option<String>,
 }
 
 impl SessionRequest {
@@ -76,6 +86,7 @@ impl SessionRequest {
             public_base: None,
             resumes: claims.prev,
             opening: claims.say,
+            task_id: claims.task,
         }
     }
 }

@@ -84,6 +84,8 @@ pub struct StreamFor {
     /// in place of its greeting (see [`RelayClaims::prev`]).
     pub resumes: Option<String>,
     pub opening: Option<String>,
+    /// The outbound call task the call was placed as (see [`RelayClaims::task`]).
+    pub task_id: Option<String>,
 }
 
 /// A pending phone session and the markup that connects a call to it.
@@ -186,6 +188,7 @@ pub async fn issue_stream_at(
         key: target.key_id,
         prev: target.resumes,
         say: target.opening,
+        task: target.task_id,
         exp: expires,
     });
     let stream_url = twiml::stream_url(base);

@@ -23,6 +23,7 @@ use super::admission::{abandon_unstarted, release_unstarted, token_issuer_in_for
 use super::assembly::{assemble, Assembled};
 use super::call::OnCall;
 use super::events::Notifying;
+use super::post_call::PostCall;
 use super::SessionRequest;
 use crate::app::AppState;
 use crate::cluster::drain::SessionSlot;
@@ -128,12 +129,18 @@ pub async fn admit<W: Wire>(
     let tap = assembled
         .recording(state, &request, wire.tap_format())
         .map(Arc::new);
-    // The developer's webhooks hear of its start and end.
+    // The developer's webhooks hear of its start and end,
+    // and its agent's post-call analysis runs once it has ended.
+    let post_call = assembled
+        .analysed_by
+        .take()
+        .and_then(|agent| PostCall::of(state, &agent));
     assembled.observer = Notifying::wrap(
         state,
         &request,
         W::NAME,
         tap.is_some(),
+        post_call,
         assembled.observer.clone(),
     );
     Ok(Admitted {

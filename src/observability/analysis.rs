@@ -372,6 +372,7 @@ mod tests {
             turns,
             tool_calls: Vec::new(),
             events,
+            analysis: None,
         }
     }
 

@@ -8,6 +8,7 @@
 
 pub mod agents;
 pub mod cache;
+pub mod campaigns;
 pub mod collections;
 pub mod conversations;
 pub mod instances;
@@ -24,6 +25,7 @@ pub mod webhooks;
 
 pub use crate::supervision::Supervised;
 pub use agents::AgentRegistry;
+pub use campaigns::CampaignRegistry;
 pub use collections::CollectionRegistry;
 pub use conversations::ConversationRegistry;
 pub use jobs::JobRegistry;
@@ -36,6 +38,7 @@ pub use webhooks::WebhookRegistry;
 
 crate::answers_ping!(
     AgentRegistry,
+    CampaignRegistry,
     CollectionRegistry,
     ConversationRegistry,
     JobRegistry,

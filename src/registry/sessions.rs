@@ -26,8 +26,8 @@ use super::{cursor_position, Page, PageRequest};
 use crate::error::ApiError;
 use crate::metrics::metrics;
 use crate::store::sessions::{
-    self, EventRow, InterruptionRow, RecordWrite, SessionEnd, SessionRow, SessionScope,
-    ToolCallRow, TurnRow,
+    self, AnalysisResult, AnalysisRow, EventRow, InterruptionRow, RecordWrite, SessionEnd,
+    SessionRow, SessionScope, ToolCallRow, TurnRow,
 };
 use crate::store::Db;
 use crate::time::now_ms;
@@ -453,6 +453,8 @@ pub struct SessionTrace {
     pub turns: Vec<TurnRow>,
     pub tool_calls: Vec<ToolCallRow>,
     pub events: Vec<EventRow>,
+    /// Its post-call analysis, when its agent asked for one.
+    pub analysis: Option<AnalysisRow>,
 }
 
 /// A developer's session with its trace, by session id or Twilio call SID.
@@ -491,13 +493,51 @@ impl Handler<GetSession> for SessionRegistry {
             let turns = sessions::turns_of(&db, &row.id).await?;
             let tool_calls = sessions::tool_calls_of(&db, &row.id).await?;
             let events = sessions::events_of(&db, &row.id).await?;
+            let analysis = sessions::analysis_of(&db, &row.id).await?;
             Ok(SessionTrace {
                 session: row,
                 turns,
                 tool_calls,
                 events,
+                analysis,
             })
         })
+    }
+}
+
+/// Records that a session's post-call analysis started.
+#[derive(Message)]
+#[rtype(result = "Result<(), ApiError>")]
+pub struct StartAnalysis(pub AnalysisRow);
+
+impl Handler<StartAnalysis> for SessionRegistry {
+    type Result = ResponseFuture<Result<(), ApiError>>;
+
+    fn handle(&mut self, msg: StartAnalysis, _: &mut Context<Self>) -> Self::Result {
+        let db = self.db.clone();
+        Box::pin(async move {
+            sessions::insert_analysis(&db, &msg.0).await?;
+            Ok(())
+        })
+    }
+}
+
+/// Stores what a session's post-call analysis came to; answers the stored row.
+#[derive(Message)]
+#[rtype(result = "Result<Option<AnalysisRow>, ApiError>")]
+pub struct FinishAnalysis {
+    pub session_id: String,
+    pub result: AnalysisResult,
+}
+
+impl Handler<FinishAnalysis> for SessionRegistry {
+    type Result = ResponseFuture<Result<Option<AnalysisRow>, ApiError>>;
+
+    fn handle(&mut self, msg: FinishAnalysis, _: &mut Context<Self>) -> Self::Result {
+        let db = self.db.clone();
+        Box::pin(
+            async move { Ok(sessions::finish_analysis(&db, &msg.session_id, &msg.result).await?) },
+        )
     }
 }
 

@@ -37,6 +37,9 @@ pub struct AgentRow {
     /// The people the agent may hand a phone call to, as a JSON array (see
     /// [`crate::conversation::transfer`]); `[]` for none.
     pub transfer: String,
+    /// What the agent asks of each finished call, as a JSON object (see
+    /// [`crate::conversation::analysis`]); `None` for nothing.
+    pub analysis: Option<String>,
     pub status: String,
     pub created_at: i64,
     pub updated_at: i64,
@@ -75,6 +78,7 @@ pub struct AgentChanges {
     pub max_tokens: Option<Option<i32>>,
     pub metadata: Option<String>,
     pub transfer: Option<String>,
+    pub analysis: Option<Option<String>>,
     pub updated_at: i64,
 }
 

@@ -3,6 +3,7 @@
 //! [`db_tx!`]; migrations are embedded per backend and run at start-up.
 
 pub mod agents;
+pub mod campaigns;
 pub mod collections;
 pub mod conversations;
 mod crud;

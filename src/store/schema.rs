@@ -93,6 +93,25 @@ diesel::table! {
         created_at -> BigInt,
         updated_at -> BigInt,
         transfer -> Text,
+        analysis -> Nullable<Text>,
+    }
+}
+
+diesel::table! {
+    session_analyses (session_id) {
+        session_id -> Text,
+        developer_id -> Text,
+        status -> Text,
+        summary -> Nullable<Text>,
+        success -> Nullable<Bool>,
+        success_reason -> Nullable<Text>,
+        data -> Nullable<Text>,
+        errors -> Text,
+        provider -> Nullable<Text>,
+        input_tokens -> BigInt,
+        output_tokens -> BigInt,
+        created_at -> BigInt,
+        completed_at -> Nullable<BigInt>,
     }
 }
 
@@ -155,6 +174,7 @@ diesel::table! {
 diesel::allow_tables_to_appear_in_same_query!(
     provider_keys,
     sessions,
+    session_analyses,
     session_turns,
     session_tool_calls,
     session_events,
@@ -336,6 +356,52 @@ diesel::table! {
         voicemail_message -> Nullable<Text>,
         answered_by -> Nullable<Text>,
         machine_action -> Nullable<Text>,
+        variables -> Nullable<Text>,
+    }
+}
+
+diesel::table! {
+    campaigns (seq) {
+        seq -> BigInt,
+        id -> Text,
+        developer_id -> Text,
+        agent_id -> Text,
+        name -> Nullable<Text>,
+        from_number -> Text,
+        status -> Text,
+        status_reason -> Nullable<Text>,
+        max_concurrent -> Integer,
+        call_window -> Nullable<Text>,
+        max_attempts -> Integer,
+        retry_delay_ms -> BigInt,
+        retry_on -> Text,
+        machine_detection -> Text,
+        voicemail_message -> Nullable<Text>,
+        record -> Bool,
+        key_id -> Nullable<Text>,
+        public_base -> Text,
+        runner_node -> Nullable<Text>,
+        lease_until -> BigInt,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+        completed_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    campaign_contacts (seq) {
+        seq -> BigInt,
+        campaign_id -> Text,
+        contact_index -> Integer,
+        to_number -> Text,
+        variables -> Text,
+        status -> Text,
+        attempts -> Integer,
+        next_attempt_at -> BigInt,
+        task_id -> Nullable<Text>,
+        last_outcome -> Nullable<Text>,
+        error -> Nullable<Text>,
+        updated_at -> BigInt,
     }
 }
 

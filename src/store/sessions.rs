@@ -6,7 +6,8 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
 use super::crud::store_fns;
-use super::schema::{session_events as events, session_tool_calls as tool_calls};
+use super::schema::session_tool_calls as tool_calls;
+use super::schema::{session_analyses as analyses, session_events as events};
 use super::schema::{session_turns as turns, sessions};
 use super::{Db, StoreResult};
 use crate::{db_run, db_tx};
@@ -29,6 +30,52 @@ pub const EVENT_KEYPAD: &str = "keypad";
 /// An outbound call's answering-machine verdict and what was done about it; detail
 /// `{answeredBy, action, detectionMs}`.
 pub const EVENT_MACHINE_DETECTION: &str = "machine_detection";
+
+/// A post-call analysis running.
+pub const ANALYSIS_PENDING: &str = "pending";
+/// A post-call analysis with at least one part answered.
+pub const ANALYSIS_COMPLETED: &str = "completed";
+/// A post-call analysis of which no part could be answered.
+pub const ANALYSIS_FAILED: &str = "failed";
+
+/// The post-call analysis of a session whose agent asks for one.
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
+#[diesel(table_name = analyses)]
+pub struct AnalysisRow {
+    pub session_id: String,
+    pub developer_id: String,
+    /// [`ANALYSIS_PENDING`], [`ANALYSIS_COMPLETED`] or [`ANALYSIS_FAILED`].
+    pub status: String,
+    pub summary: Option<String>,
+    pub success: Option<bool>,
+    pub success_reason: Option<String>,
+    /// The extracted fields, a JSON object.
+    pub data: Option<String>,
+    /// A JSON array of what could not be answered.
+    pub errors: String,
+    /// The language model's provider that answered.
+    pub provider: Option<String>,
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub created_at: i64,
+    pub completed_at: Option<i64>,
+}
+
+/// What a finished analysis sets.
+#[derive(Debug, Clone, AsChangeset)]
+#[diesel(table_name = analyses)]
+pub struct AnalysisResult {
+    pub status: String,
+    pub summary: Option<String>,
+    pub success: Option<bool>,
+    pub success_reason: Option<String>,
+    pub data: Option<String>,
+    pub errors: String,
+    pub provider: Option<String>,
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub completed_at: Option<i64>,
+}
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
 #[diesel(table_name = sessions)]
@@ -255,6 +302,20 @@ store_fns! {
     table = tool_calls, row = ToolCallRow;
 
     all pub fn tool_calls_of(session: &str) where session_id.eq(session);
+}
+
+store_fns! {
+    table = analyses, row = AnalysisRow;
+
+    /// Records that a session's analysis started (`pending`).
+    insert pub fn insert_analysis(row: &AnalysisRow);
+
+    get pub fn analysis_of(session: &str) where session_id.eq(session);
+
+    /// Stores what a session's analysis came to.
+    update pub fn finish_analysis(session: &str, result: &AnalysisResult)
+        set (result)
+        where session_id.eq(session);
 }
 
 store_fns! {

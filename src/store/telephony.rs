@@ -206,6 +206,8 @@ pub struct CallTaskRow {
     pub answered_by: Option<String>,
     /// What was done about the verdict: `none`, `hung_up` or `left_message`.
     pub machine_action: Option<String>,
+    /// The variables the call's agent is given (a campaign contact's), a JSON object.
+    pub variables: Option<String>,
 }
 
 /// What a task's progress changes.

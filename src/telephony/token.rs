@@ -38,6 +38,10 @@ pub struct RelayClaims {
     /// another (`None`: nothing, it listens).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub say: Option<String>,
+    /// The outbound call task the call was placed as, when it was: the variables it was
+    /// placed with are the agent's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
     /// Expiry, Unix epoch milliseconds.
     pub exp: i64,
 }

@@ -25,8 +25,8 @@ pub enum EventType {
     CallStarted,
     /// A session ended: its transcript, duration, cost, end reason, recording and findings.
     CallEnded,
-    /// The post-call analysis of a session is ready. Accepted as a subscription; sent once
-    /// post-call analysis exists.
+    /// The post-call analysis of a session (its agent's `analysis`) is ready: summary,
+    /// success verdict, extracted fields.
     CallAnalyzed,
     /// A transfer of a call to a person settled its outcome.
     TransferCompleted,

@@ -14,6 +14,9 @@
 //! `To` = `+15005550009` (Twilio's magic "cannot receive SMS") answers 400 with code 21614.
 //! `GET .../Messages.json?To=` lists the messages sent, newest first, as Twilio's list
 //! resource does, so a browser test can read the code a developer would receive.
+//!
+//! Also Twilio's side of its webhooks to the server: [`twilio_post`] posts a form the way
+//! Twilio does, with the signature [`signed`] computes.
 
 use std::sync::{Arc, Mutex};
 
@@ -24,6 +27,49 @@ use serde_json::json;
 
 pub const ACCOUNT_SID: &str = "AC0123456789abcdef0123456789abcdef";
 pub const AUTH_TOKEN: &str = "twilio-auth-token-for-tests";
+
+/// Form parameters as Twilio posts them.
+pub fn form(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// Twilio's signature of a webhook to `path` on `server` with `params`.
+pub fn signed(
+    server: &crate::common::Server,
+    path: &str,
+    params: &[(String, String)],
+) -> Option<String> {
+    Some(switchboard::telephony::signature::sign(
+        AUTH_TOKEN,
+        &server.url(path),
+        params,
+    ))
+}
+
+/// POSTs a form as Twilio does, with the given signature header (if any).
+pub async fn twilio_post(
+    server: &crate::common::Server,
+    path: &str,
+    params: &[(String, String)],
+    signature: Option<String>,
+) -> reqwest::Response {
+    let mut request = server
+        .http
+        .post(server.url(path))
+        .header("Content-Type", "application/x-www-form-urlencoded")
+        .body(
+            url::form_urlencoded::Serializer::new(String::new())
+                .extend_pairs(params)
+                .finish(),
+        );
+    if let Some(signature) = signature {
+        request = request.header("X-Twilio-Signature", signature);
+    }
+    request.send().await.unwrap()
+}
 
 /// One REST request the stand-in received.
 #[derive(Debug, Clone)]

@@ -19,6 +19,13 @@
 //! when the client hung up); for speech, `*-long` streams 30 s of audio at real-time pace,
 //! counting the pieces sent and recording the key when the client hangs up; `*-empty`
 //! transcribes every clip as no words. Anything else succeeds.
+//!
+//! Asked to review a finished call (a system prompt that starts "You review the transcript of
+//! a finished phone call"), the chat model answers from the transcript it was given: a summary
+//! quoting the caller's words, "Yes" to a success question when the caller mentioned an order
+//! (else "No"), and a fenced JSON object for an extraction, each schema property filled by its
+//! type (a string with the caller's first line, an integer with the number of caller lines, a
+//! boolean with true).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -396,6 +403,9 @@ enum Answer {
 }
 
 fn answer(messages: &[Value], tools: &Value) -> Answer {
+    if let Some(review) = review_call(messages) {
+        return Answer::Text(review);
+    }
     let offered_tools = tools.as_array().is_some_and(|t| !t.is_empty());
     let last = messages.last().cloned().unwrap_or(Value::Null);
     let tool_result = match (&last["role"], &last["content"]) {
@@ -420,6 +430,52 @@ fn answer(messages: &[Value], tools: &Value) -> Answer {
         return Answer::Tool("order_status", json!({"orderId": "ORD-7"}));
     }
     Answer::Text("Hello from the mock model. How can I help?".into())
+}
+
+/// The answer to a question about a finished call's transcript, when that is what was asked.
+fn review_call(messages: &[Value]) -> Option<String> {
+    let system = messages.iter().find(|m| m["role"] == "system")?["content"].as_str()?;
+    if !system.starts_with("You review the transcript of a finished phone call") {
+        return None;
+    }
+    let asked = messages.iter().rev().find(|m| m["role"] == "user")?["content"].as_str()?;
+    let transcript = asked.strip_prefix("Transcript:\n")?.split("\n\n").next()?;
+    let caller: Vec<&str> = transcript
+        .lines()
+        .filter_map(|line| line.strip_prefix("Caller: "))
+        .collect();
+    if asked.contains("Summarize the call") {
+        return Some(format!(
+            "Summary: The caller said \"{}\".",
+            caller.join(" ")
+        ));
+    }
+    if asked.contains("Did the call succeed?") {
+        let ordered = caller
+            .iter()
+            .any(|line| line.to_lowercase().contains("order"));
+        return Some(if ordered {
+            "Yes. The caller gave an order number.".into()
+        } else {
+            "No. The caller gave no order number.".into()
+        });
+    }
+    let schema = asked.split("JSON Schema:\n").nth(1)?.split("\n\n").next()?;
+    let schema: Value = serde_json::from_str(schema).ok()?;
+    let fields: serde_json::Map<String, Value> = schema["properties"]
+        .as_object()?
+        .iter()
+        .filter_map(|(name, property)| {
+            let value = match property["type"].as_str()? {
+                "string" => json!(caller.first().copied().unwrap_or_default()),
+                "integer" => json!(caller.len()),
+                "boolean" => json!(true),
+                _ => return None,
+            };
+            Some((name.clone(), value))
+        })
+        .collect();
+    Some(format!("```json\n{}\n```", Value::Object(fields)))
 }
 
 /// The sentence of the system prompt's `Facts:` sharing the most words with the last

@@ -1,0 +1,2 @@
+DROP TABLE session_analyses;
+ALTER TABLE agents DROP COLUMN analysis;

@@ -1,0 +1,3 @@
+ALTER TABLE call_tasks DROP COLUMN variables;
+DROP TABLE campaign_contacts;
+DROP TABLE campaigns;
