@@ -7,7 +7,7 @@
 //! each 20 ms frame in dB, compared by correlation while allowing one channel to lag the other
 //! by up to 100 ms. Two channels whose envelopes match at [`SAME_VOICE_MATCH`] or better are
 //! one voice (the stereo JFK recording matches at 0.9999, the two readers of the stereo
-//! diarization recording at 0.22). A channel more than [`SILENT_BELOW_DB`] quieter than the
+//! diarization recording at 0.21). A channel more than [`SILENT_BELOW_DB`] quieter than the
 //! loudest is taken as silent and belongs to no voice.
 
 /// Frames of this many milliseconds make the loudness envelope.
