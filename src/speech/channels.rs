@@ -76,10 +76,7 @@ fn level_db(samples: &[f32]) -> f32 {
 /// The level of each `frame`-sample frame in dB, floored [`ENVELOPE_RANGE_DB`] under the
 /// loudest frame.
 pub fn envelope(samples: &[f32], frame: usize) -> Vec<f32> {
-    let mut levels: Vec<f32> = samples
-        .chunks_exact(frame.max(1))
-        .map(|chunk| level_db(chunk))
-        .collect();
+    let mut levels: Vec<f32> = samples.chunks_exact(frame.max(1)).map(level_db).collect();
     let peak = levels.iter().copied().fold(f32::MIN, f32::max);
     for level in &mut levels {
         *level = level.max(peak - ENVELOPE_RANGE_DB);
