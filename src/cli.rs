@@ -10,7 +10,7 @@ use clap::{Parser, Subcommand};
 
 use crate::config::Config;
 use crate::engines::pool::WorkerPool;
-use crate::engines::whisper::{audio::decode_file, WhisperEngine};
+use crate::engines::whisper::WhisperEngine;
 use crate::registry::keys::create_key;
 use crate::store::{self, keys, Db};
 use crate::time::{iso, iso_opt, now_ms};
@@ -290,13 +290,25 @@ pub async fn developers(config: &Config, command: DevelopersCommand) -> anyhow::
     Ok(())
 }
 
-/// Runs `transcribe`: decodes the file to 16 kHz mono, transcribes it on a one-thread worker
-/// pool and prints the transcript as JSON.
+/// Runs `transcribe`: decodes and transcribes the file as the speech endpoints do (each voice
+/// of a multi-channel recording recognised on its own), on a one-thread worker pool, and
+/// prints the transcript as JSON.
 pub async fn transcribe(config: &Config, args: TranscribeArgs) -> anyhow::Result<()> {
     use switchboard_actors::engine::{SpeechToText, SttMode, TranscribeOptions};
 
-    let audio = decode_file(&args.file)?.mono_16k();
-    let engine = WhisperEngine::new(&config.server.models_dir, WorkerPool::new(1, 1));
+    use crate::speech::transcription::{transcribe_file, TranscriptionRequest};
+
+    let path = args.file.display().to_string();
+    let audio = std::fs::read(&args.file).with_context(|| format!("cannot read {path}"))?;
+    let extension = args
+        .file
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    let engine: Arc<dyn SpeechToText> = Arc::new(WhisperEngine::new(
+        &config.server.models_dir,
+        WorkerPool::new(1, 1),
+    ));
     let options = TranscribeOptions {
         language: args.language,
         mode: match args.mode {
@@ -306,7 +318,13 @@ pub async fn transcribe(config: &Config, args: TranscribeArgs) -> anyhow::Result
         word_timestamps: args.words,
         ..Default::default()
     };
-    let transcript = engine.transcribe(Arc::from(audio), options).await?;
+    let request = TranscriptionRequest {
+        options,
+        diarize: false,
+    };
+    let transcript = transcribe_file(engine, audio, extension, request)
+        .await
+        .with_context(|| format!("cannot transcribe {path}"))?;
     let segments: Vec<serde_json::Value> = transcript
         .segments
         .iter()

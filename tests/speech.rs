@@ -328,6 +328,29 @@ async fn a_recording_is_transcribed_in_both_modes_with_timestamps() {
         .contains("country")));
 }
 
+/// The word error rate of `text` against both channels' sentences, in whichever order it
+/// gives them: low only when each sentence is whole and the two follow each other, since
+/// one sentence inside the other costs its words twice (inserted, and missing where they
+/// belong).
+fn both_sentences_error(text: &str) -> f64 {
+    let left_first = word_error_rate(&format!("{LEFT} {RIGHT}"), text);
+    let right_first = word_error_rate(&format!("{RIGHT} {LEFT}"), text);
+    left_first.min(right_first)
+}
+
+/// The speakers named in a transcription's segments, each once.
+fn speakers(body: &Value) -> Vec<String> {
+    let mut named: Vec<String> = body["segments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["speaker"].as_str().map(str::to_string))
+        .collect();
+    named.sort();
+    named.dedup();
+    named
+}
+
 #[tokio::test]
 async fn a_stereo_call_recording_is_split_by_channel() {
     let server = Server::start().await;
@@ -336,6 +359,7 @@ async fn a_stereo_call_recording_is_split_by_channel() {
         .text("language", "en");
     let (status, body) = transcribe_form(&server, form).await;
     assert_eq!(status, 200, "{body}");
+    assert_eq!(speakers(&body), ["speaker_1", "speaker_2"], "{body}");
     let segments = body["segments"].as_array().unwrap();
     let text_of = |speaker: &str| -> String {
         segments
@@ -350,6 +374,122 @@ async fn a_stereo_call_recording_is_split_by_channel() {
     assert!(
         word_error_rate(RIGHT, &right) <= 0.15,
         "right channel: {right}"
+    );
+    // The text gives each speaker's sentence whole, not the right speaker's words spoken
+    // over the left one's inside it.
+    let text = body["text"].as_str().unwrap();
+    let error = both_sentences_error(text);
+    assert!(error <= 0.15, "WER {error:.2}: {text}");
+}
+
+#[tokio::test]
+async fn a_stereo_file_of_one_voice_is_one_speaker_transcribed_once() {
+    // jfk.flac is stereo with near-identical channels: one speaker, heard once.
+    let server = Server::start().await;
+    let form = upload(fixture("jfk.flac"), "jfk.flac")
+        .text("diarize", "true")
+        .text("language", "en");
+    let (status, body) = transcribe_form(&server, form).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(speakers(&body), ["speaker_1"], "{body}");
+    let text = body["text"].as_str().unwrap();
+    let wer = word_error_rate(JFK, text);
+    assert!(wer <= 0.10, "WER {wer:.2}: {text}");
+    assert_eq!(
+        text.to_lowercase().matches("fellow americans").count(),
+        1,
+        "{text}"
+    );
+    let joined: Vec<&str> = body["segments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["text"].as_str().unwrap())
+        .collect();
+    let wer = word_error_rate(JFK, &joined.join(" "));
+    assert!(wer <= 0.10, "the segments repeat the speech: {joined:?}");
+}
+
+#[tokio::test]
+async fn both_voices_of_a_two_channel_recording_are_transcribed_without_diarization() {
+    let server = Server::start().await;
+    let stereo = fixture("stereo_diarization.wav");
+    let check = |route: &str, body: &Value, text: &str| {
+        let error = both_sentences_error(text);
+        assert!(error <= 0.15, "{route}: WER {error:.2}: {text}");
+        for word in ["complaint", "wizard", "curtain", "horizon", "distant"] {
+            assert!(
+                text.to_lowercase().contains(word),
+                "{route}: {word}: {text}"
+            );
+        }
+        if let Some(segments) = body["segments"].as_array() {
+            assert!(
+                segments.iter().all(|s| s["speaker"].is_null()),
+                "{route}: no speakers without diarize: {body}"
+            );
+        }
+    };
+
+    let form = upload(stereo.clone(), "call.wav").text("language", "en");
+    let (status, body) = transcribe_form(&server, form).await;
+    assert_eq!(status, 200, "{body}");
+    check("/v1/transcribe", &body, body["text"].as_str().unwrap());
+    assert!(
+        (body["duration"].as_f64().unwrap() - 5.0).abs() < 0.1,
+        "{body}"
+    );
+
+    // A job reads the recording the same way.
+    let form = upload(stereo.clone(), "call.wav").text("language", "en");
+    let (status, accepted) = call(
+        server
+            .request(reqwest::Method::POST, "/v1/transcribe/async", server.key())
+            .multipart(form),
+    )
+    .await;
+    assert_eq!(status, 202, "{accepted}");
+    let job = wait_for_job(&server, server.key(), accepted["id"].as_str().unwrap()).await;
+    assert_eq!(job["status"], "completed", "{job}");
+    check(
+        "/v1/transcribe/async",
+        &job["result"],
+        job["result"]["text"].as_str().unwrap(),
+    );
+
+    // And so does the OpenAI-compatible route.
+    let form = upload(stereo, "call.wav")
+        .text("model", "whisper-1")
+        .text("language", "en")
+        .text("response_format", "verbose_json");
+    let (status, body) = call(
+        server
+            .request(
+                reqwest::Method::POST,
+                "/v1/audio/transcriptions",
+                server.key(),
+            )
+            .multipart(form),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    check(
+        "/v1/audio/transcriptions",
+        &Value::Null,
+        body["text"].as_str().unwrap(),
+    );
+    let segments: Vec<&str> = body["segments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["text"].as_str().unwrap())
+        .collect();
+    assert!(
+        segments
+            .iter()
+            .any(|s| s.to_lowercase().contains("horizon"))
+            && segments.iter().any(|s| s.to_lowercase().contains("wizard")),
+        "{segments:?}"
     );
 }
 

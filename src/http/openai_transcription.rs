@@ -28,7 +28,7 @@ use crate::registry::jobs::extension_of;
 use crate::registry::meter;
 use crate::speech::languages::language_name;
 use crate::speech::transcription::{
-    decode_file, transcribe_decoded, transcribe_file, TranscriptionRequest,
+    decode_file, find_voices, transcribe_file, transcribe_voices, TranscriptionRequest,
 };
 use crate::speech::SpeechError;
 use crate::vendors::catalog::DEFAULT_PROVIDER;
@@ -430,8 +430,11 @@ fn event(data: Value) -> Result<web::Bytes, Infallible> {
 
 /// Answers `transcript.text.delta` events as the recogniser decodes each segment, then
 /// `transcript.text.done` with the whole text (or an `error` event, which the SDK raises).
-/// The file is decoded first, so audio that is none still answers its HTTP error; a client
-/// that hangs up drops the recognition, which stops at its next 30 s window.
+/// A recording whose channels carry different voices is recognised voice by voice and its
+/// text, merged utterance by utterance, is known only at the end: it arrives as one delta
+/// just before `transcript.text.done`. The file is decoded first, so audio that is none still
+/// answers its HTTP error; a client that hangs up drops the recognition, which stops at its
+/// next 30 s window.
 async fn stream_transcription(
     state: web::Data<AppState>,
     developer: Developer,
@@ -439,19 +442,26 @@ async fn stream_transcription(
     options: TranscribeOptions,
 ) -> Result<HttpResponse, ApiError> {
     let extension = file.filename.as_deref().and_then(extension_of);
-    let decoded = decode_file(file.bytes, extension, false)
+    let decoded = decode_file(file.bytes, extension)
         .await
         .map_err(openai_param)?;
+    let voices = find_voices(decoded)
+        .await
+        .map_err(|e| openai_param(e.into()))?;
+    let one_voice = voices.count() == 1;
     let (deltas, received) = mpsc::unbounded_channel::<String>();
-    let sink: SegmentSink = Arc::new(move |text: &str| {
-        // The receiver is gone only when the client is: nothing to tell.
-        let _ = deltas.send(text.to_string());
+    let sink: Option<SegmentSink> = one_voice.then(|| {
+        let sink: SegmentSink = Arc::new(move |text: &str| {
+            // The receiver is gone only when the client is: nothing to tell.
+            let _ = deltas.send(text.to_string());
+        });
+        sink
     });
     let engine: Arc<dyn SpeechToText> = Arc::new(
         state
             .engines()
             .batch_whisper()
-            .with_task(Task::Transcribe, Some(sink)),
+            .with_task(Task::Transcribe, sink),
     );
     let request = TranscriptionRequest {
         options,
@@ -459,47 +469,88 @@ async fn stream_transcription(
     };
     let developer_id = developer.id().to_string();
     let recognition: Recognition = Box::pin(async move {
-        let transcript = transcribe_decoded(engine, decoded, request)
+        let transcript = transcribe_voices(engine, voices, request)
             .await
             .map_err(openai_param)?;
         charge_transcription(&state, &developer_id, &transcript);
         Ok::<_, ApiError>(transcript)
     });
-    let events = stream::unfold(Some((received, recognition)), |running| async move {
-        let (mut received, mut recognition) = running?;
-        tokio::select! {
-            // Every segment's delta before the end: the recogniser hands a segment over
-            // before it answers.
-            biased;
-            Some(delta) = received.recv() => {
-                let delta = event(json!({"type": "transcript.text.delta", "delta": delta}));
-                Some((delta, Some((received, recognition))))
+    let events = stream::unfold(
+        Streaming::Running(received, recognition),
+        move |state| async move {
+            match state {
+                Streaming::Running(mut received, mut recognition) => {
+                    tokio::select! {
+                        // Every segment's delta before the end: the recogniser hands a segment
+                        // over before it answers.
+                        biased;
+                        Some(delta) = received.recv() => {
+                            Some((delta_event(&delta), Streaming::Running(received, recognition)))
+                        }
+                        result = &mut recognition => {
+                            let mut last = std::collections::VecDeque::new();
+                            while let Ok(delta) = received.try_recv() {
+                                last.push_back(delta_event(&delta));
+                            }
+                            last.extend(end_events(result, one_voice));
+                            let first = last.pop_front()?;
+                            Some((first, Streaming::Ending(last)))
+                        }
+                    }
+                }
+                Streaming::Ending(mut last) => {
+                    let next = last.pop_front()?;
+                    Some((next, Streaming::Ending(last)))
+                }
             }
-            result = &mut recognition => {
-                let last = match result {
-                    Ok(transcript) => json!({
-                        "type": "transcript.text.done",
-                        "text": transcript.text.trim(),
-                        "usage": usage(&transcript),
-                    }),
-                    Err(error) => json!({
-                        "type": "error",
-                        "error": {
-                            "message": error.to_string(),
-                            "type": "server_error",
-                            "param": null,
-                            "code": error.code(),
-                        },
-                    }),
-                };
-                Some((event(last), None))
-            }
-        }
-    });
+        },
+    );
     Ok(provider_named(HttpResponse::Ok())
         .content_type("text/event-stream")
         .insert_header(("Cache-Control", "no-cache"))
         .streaming(events))
+}
+
+/// Where a streamed transcription is: recognising, or sending its last events.
+enum Streaming {
+    Running(mpsc::UnboundedReceiver<String>, Recognition),
+    Ending(std::collections::VecDeque<Result<web::Bytes, Infallible>>),
+}
+
+fn delta_event(delta: &str) -> Result<web::Bytes, Infallible> {
+    event(json!({"type": "transcript.text.delta", "delta": delta}))
+}
+
+/// The events that end a stream: with several voices the merged text as one delta, then
+/// `transcript.text.done`; or the `error` event.
+fn end_events(
+    result: Result<Transcript, ApiError>,
+    one_voice: bool,
+) -> Vec<Result<web::Bytes, Infallible>> {
+    match result {
+        Ok(transcript) => {
+            let text = transcript.text.trim();
+            let mut events = Vec::new();
+            if !one_voice && !text.is_empty() {
+                events.push(delta_event(text));
+            }
+            events.push(event(json!({
+                "type": "transcript.text.done",
+                "text": text,
+                "usage": usage(&transcript),
+            })));
+            events
+        }
+        Err(error) => vec![event(json!({
+            "type": "error",
+            "error": {
+                "message": error.to_string(),
+                "type": "server_error",
+                "param": null,
+                "code": error.code(),
+            },
+        }))],
+    }
 }
 
 #[cfg(test)]

@@ -58,7 +58,10 @@ pub struct TranscribeRequest {
     /// `accurate` (default: the multilingual model with beam search) or `fast` (greedy; the
     /// English model for English).
     pub mode: Option<String>,
-    /// Label speakers: by channel for multi-channel audio, by voice pitch for mono.
+    /// Label speakers (`speaker_1`, ...): one per channel when the channels carry different
+    /// voices (a call recording), by voice pitch for mono audio and for channels that carry
+    /// the same voice. Channels with different voices are each transcribed (two voices, two
+    /// recognitions) whether or not this is set; without it their segments have no speaker.
     pub diarize: Option<bool>,
     /// `segment` (default) or `word` (adds `words`).
     pub timestamps: Option<String>,

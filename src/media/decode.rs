@@ -44,7 +44,8 @@ pub fn decode_to(
 /// Reads only the headers of a file and refuses what decoding would refuse from them: an
 /// implausible sample rate or channel count, or a declared length over the duration cap.
 /// Anything else (an unknown format, damage further in) is left for decoding to report, so
-/// this can run before a job is accepted without changing what the job reports.
+/// this can run before a job is accepted without changing what the job reports. The cap is
+/// the one of a decode that keeps every channel, as transcription decodes.
 pub fn check_header(bytes: &[u8], extension: Option<&str>) -> Result<(), MediaError> {
     if is_ogg_opus(bytes) {
         // The channel count is checked by the decoder; Opus always decodes at 48 kHz.
@@ -74,7 +75,7 @@ pub fn check_header(bytes: &[u8], extension: Option<&str>) -> Result<(), MediaEr
     if let Some(rate) = params.sample_rate {
         let channels = params.channels.as_ref().map_or(1, |c| c.count());
         check_format(rate, channels)?;
-        PcmSink::new(DecodeTarget::mono(rate)).check_declared(rate, channels, track.num_frames)?;
+        PcmSink::new(DecodeTarget::ORIGINAL).check_declared(rate, channels, track.num_frames)?;
     }
     Ok(())
 }

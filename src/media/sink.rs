@@ -17,7 +17,8 @@ pub const MAX_SAMPLE_RATE: u32 = 384_000;
 pub struct DecodeTarget {
     /// The rate of the result; `None` keeps the file's own rate.
     pub sample_rate: Option<u32>,
-    /// Keep every channel (diarization by channel) instead of mixing them into one.
+    /// Keep every channel (transcription, which tells the voices on them apart) instead of
+    /// mixing them into one.
     pub split_channels: bool,
 }
 

@@ -1,58 +1,62 @@
-//! Who spoke when. Two methods, chosen by the audio:
-//! - Several channels that differ (a call recording with the caller on one channel and the
-//!   agent on the other): each channel is one speaker, `speaker_1` for the first channel.
-//!   The caller transcribes each channel on its own and merges with [`merge_channels`].
-//! - One channel: each transcript segment's voice pitch (median fundamental frequency of its
-//!   voiced frames) is measured and the segments are split into two speakers by 1-D k-means on
-//!   log pitch, but only when the two groups are clearly apart (at least
-//!   [`MIN_SEPARATION_SEMITONES`]); otherwise every segment is `speaker_1`. This separates
-//!   voices of different pitch (often a man and a woman); two similar voices stay one speaker.
+//! Who spoke when, and how the voices of a multi-channel recording become one transcript.
+//! Two methods, chosen by the audio:
+//! - Channels that carry different voices (a call recording with the caller on one channel
+//!   and the agent on the other; `super::channels` decides): each voice is transcribed on its
+//!   own and merged with [`merge_voices`]; with diarization each voice is one speaker,
+//!   `speaker_1` for the first channel's.
+//! - One voice (mono, or channels that carry the same voice): each transcript segment's voice
+//!   pitch (median fundamental frequency of its voiced frames) is measured and the segments
+//!   are split into two speakers by 1-D k-means on log pitch, but only when the two groups
+//!   are clearly apart (at least [`MIN_SEPARATION_SEMITONES`]); otherwise every segment is
+//!   `speaker_1`. This separates voices of different pitch (often a man and a woman); two
+//!   similar voices stay one speaker.
 
 use switchboard_actors::engine::{Transcript, TranscriptSegment};
 
 /// Two pitch groups closer than this are taken as one voice.
 pub const MIN_SEPARATION_SEMITONES: f32 = 4.0;
-/// Channels whose samples differ by less than this (mean absolute difference) are copies.
-const SAME_CHANNEL_TOLERANCE: f32 = 1e-3;
+/// A speaker's own pause this long ends their utterance even without a sentence end.
+pub const MAX_UTTERANCE_PAUSE_SECONDS: f32 = 3.0;
 
 /// The label of the `index`-th speaker (0-based).
 pub fn speaker_label(index: usize) -> String {
     format!("speaker_{}", index + 1)
 }
 
-/// True when the channels carry different signals (not a mono recording saved as stereo).
-pub fn channels_differ(channels: &[Vec<f32>]) -> bool {
-    let Some(first) = channels.first() else {
-        return false;
-    };
-    channels[1..].iter().any(|other| {
-        let n = first.len().min(other.len()).max(1);
-        let diff: f32 = first.iter().zip(other).map(|(a, b)| (a - b).abs()).sum();
-        diff / n as f32 > SAME_CHANNEL_TOLERANCE
-    })
-}
-
-/// Merges per-channel transcripts into one, each segment labelled with its channel's speaker
-/// and all segments and words in time order.
-pub fn merge_channels(per_channel: Vec<Transcript>, duration: f32) -> Transcript {
-    let (language, language_probability) = per_channel
+/// Merges the transcripts of the voices of one recording (in channel order) into one.
+/// Segments and words are in time order, each segment labelled with its voice's speaker when
+/// `label` (diarization), else `None`. The text is built from whole utterances, a voice's
+/// consecutive segments up to a sentence end (or a pause of
+/// [`MAX_UTTERANCE_PAUSE_SECONDS`]), ordered by when each utterance starts, so one speaker's
+/// sentence is never cut by the other's words spoken over it.
+pub fn merge_voices(per_voice: Vec<Transcript>, duration: f32, label: bool) -> Transcript {
+    let (language, language_probability) = per_voice
         .iter()
         .find(|t| !t.text.trim().is_empty())
-        .or(per_channel.first())
+        .or(per_voice.first())
         .map(|t| (t.language.clone(), t.language_probability))
         .unwrap_or_default();
     let mut segments = Vec::new();
     let mut words = Vec::new();
-    for (index, transcript) in per_channel.into_iter().enumerate() {
+    let mut utterances: Vec<(f32, usize, String)> = Vec::new();
+    for (index, transcript) in per_voice.into_iter().enumerate() {
+        for (start, text) in utterances_of(&transcript.segments) {
+            utterances.push((start, index, text));
+        }
         for mut segment in transcript.segments {
-            segment.speaker = Some(speaker_label(index));
+            segment.speaker = label.then(|| speaker_label(index));
             segments.push(segment);
         }
         words.extend(transcript.words);
     }
     segments.sort_by(|a, b| a.start.total_cmp(&b.start));
     words.sort_by(|a, b| a.start.total_cmp(&b.start));
-    let text = join_text(&segments);
+    utterances.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let text = utterances
+        .into_iter()
+        .map(|(_, _, text)| text)
+        .collect::<Vec<_>>()
+        .join(" ");
     Transcript {
         text,
         segments,
@@ -61,6 +65,45 @@ pub fn merge_channels(per_channel: Vec<Transcript>, duration: f32) -> Transcript
         language_probability,
         duration,
     }
+}
+
+/// One voice's segments joined into utterances: (start, text).
+fn utterances_of(segments: &[TranscriptSegment]) -> Vec<(f32, String)> {
+    let mut utterances = Vec::new();
+    let mut current: Option<(f32, f32, String)> = None;
+    for segment in segments {
+        let text = segment.text.trim();
+        if text.is_empty() {
+            continue;
+        }
+        current = Some(match current.take() {
+            Some((start, end, mut joined)) if segment.start - end < MAX_UTTERANCE_PAUSE_SECONDS => {
+                joined.push(' ');
+                joined.push_str(text);
+                (start, segment.end.max(end), joined)
+            }
+            Some((start, _, joined)) => {
+                utterances.push((start, joined));
+                (segment.start, segment.end, text.to_string())
+            }
+            None => (segment.start, segment.end, text.to_string()),
+        });
+        if ends_sentence(text) {
+            if let Some((start, _, joined)) = current.take() {
+                utterances.push((start, joined));
+            }
+        }
+    }
+    if let Some((start, _, joined)) = current {
+        utterances.push((start, joined));
+    }
+    utterances
+}
+
+/// Whether `text` ends a sentence (closing quotes and brackets aside).
+fn ends_sentence(text: &str) -> bool {
+    text.trim_end_matches(['"', '\'', ')', ']', '»', '”', '’'])
+        .ends_with(['.', '?', '!', '…', '。', '？', '！'])
 }
 
 /// Labels the segments of a mono transcript by voice pitch (see the module docs).
@@ -79,15 +122,6 @@ pub fn label_by_pitch(transcript: &mut Transcript, samples: &[f32], sample_rate:
     for (segment, group) in transcript.segments.iter_mut().zip(groups) {
         segment.speaker = Some(speaker_label(group));
     }
-}
-
-fn join_text(segments: &[TranscriptSegment]) -> String {
-    segments
-        .iter()
-        .map(|s| s.text.trim())
-        .filter(|t| !t.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 /// Splits segments into group 0 and 1 by log pitch, or all 0 when not clearly two voices.
@@ -260,10 +294,86 @@ mod tests {
             .all(|s| s.speaker.as_deref() == Some("speaker_1")));
     }
 
+    fn spoken(start: f32, end: f32, text: &str) -> TranscriptSegment {
+        TranscriptSegment {
+            text: text.into(),
+            ..segment(start, end)
+        }
+    }
+
+    fn transcript(segments: Vec<TranscriptSegment>) -> Transcript {
+        Transcript {
+            text: String::new(),
+            segments,
+            words: vec![],
+            language: "en".into(),
+            language_probability: None,
+            duration: 6.0,
+        }
+    }
+
     #[test]
-    fn identical_channels_are_not_two_speakers() {
-        let a = voice(120.0, 8_000, 0.5);
-        assert!(!channels_differ(&[a.clone(), a.clone()]));
-        assert!(channels_differ(&[a, voice(200.0, 8_000, 0.5)]));
+    fn a_sentence_spoken_over_stays_whole_in_the_merged_text() {
+        let left = transcript(vec![
+            spoken(
+                0.0,
+                2.5,
+                "He began a confused complaint against the wizard who",
+            ),
+            spoken(2.5, 5.0, "had vanished behind the curtain on the left."),
+            spoken(5.2, 6.0, "Then he left."),
+        ]);
+        let right = transcript(vec![spoken(
+            1.8,
+            3.4,
+            "The horizon seems extremely distant.",
+        )]);
+        let merged = merge_voices(vec![left, right], 6.0, true);
+        assert_eq!(
+            merged.text,
+            "He began a confused complaint against the wizard who had vanished behind the \
+             curtain on the left. The horizon seems extremely distant. Then he left."
+        );
+        let order: Vec<_> = merged
+            .segments
+            .iter()
+            .map(|s| (s.start, s.speaker.as_deref().unwrap()))
+            .collect();
+        assert_eq!(
+            order,
+            [
+                (0.0, "speaker_1"),
+                (1.8, "speaker_2"),
+                (2.5, "speaker_1"),
+                (5.2, "speaker_1")
+            ]
+        );
+        let unlabelled = merge_voices(
+            vec![
+                transcript(vec![]),
+                transcript(vec![spoken(1.0, 2.0, "Hi.")]),
+            ],
+            6.0,
+            false,
+        );
+        assert_eq!(unlabelled.text, "Hi.");
+        assert!(unlabelled.segments.iter().all(|s| s.speaker.is_none()));
+    }
+
+    #[test]
+    fn a_long_pause_ends_an_utterance_without_a_sentence_end() {
+        let utterances = utterances_of(&[
+            spoken(0.0, 1.0, "so what I mean is"),
+            spoken(1.2, 2.0, "we could"),
+            spoken(6.0, 7.0, "anyway"),
+        ]);
+        assert_eq!(
+            utterances,
+            [
+                (0.0, "so what I mean is we could".into()),
+                (6.0, "anyway".into())
+            ]
+        );
+        assert!(ends_sentence("Really?\"") && !ends_sentence("the wizard, who"));
     }
 }

@@ -2,6 +2,7 @@
 //! (decode, resample, diarize, recognise) and synthesis streamed in a response format. They
 //! work on the engine traits, so embedded engines and vendor adapters serve them alike.
 
+pub mod channels;
 pub mod diarize;
 pub mod languages;
 pub mod synthesis;

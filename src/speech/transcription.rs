@@ -1,5 +1,7 @@
-//! Transcription of a whole audio file: decode any container, downmix or split channels,
-//! resample to 16 kHz, recognise on the engine, and label speakers when asked.
+//! Transcription of a whole audio file: decode any container with every channel kept,
+//! resample to 16 kHz, find the voices among the channels (`super::channels`), recognise each
+//! voice on the engine (once when the channels carry one voice), and label speakers when
+//! asked.
 
 use std::sync::Arc;
 
@@ -8,7 +10,7 @@ use switchboard_actors::engine::{
     EngineError, SpeechToText, TranscribeOptions, Transcript, STT_SAMPLE_RATE,
 };
 
-use super::{diarize, SpeechError};
+use super::{channels, diarize, SpeechError};
 use crate::media::{decode_to, resample, DecodeTarget, DecodedAudio};
 
 /// What the caller asked for beyond the engine's own options.
@@ -18,16 +20,21 @@ pub struct TranscriptionRequest {
     pub diarize: bool,
 }
 
+/// How every transcription decodes: 16 kHz, each channel kept, so the voices can be found.
+pub const TRANSCRIPTION_TARGET: DecodeTarget = DecodeTarget {
+    sample_rate: Some(STT_SAMPLE_RATE),
+    split_channels: true,
+};
+
 /// Decodes `audio` (an uploaded or fetched file; `extension` from its name helps the probe)
-/// straight to the recogniser's rate, one channel, or one per channel when diarizing, and
-/// transcribes it.
+/// and transcribes it.
 pub async fn transcribe_file(
     engine: Arc<dyn SpeechToText>,
     audio: Vec<u8>,
     extension: Option<String>,
     request: TranscriptionRequest,
 ) -> Result<Transcript, SpeechError> {
-    let decoded = decode_file(audio, extension, request.diarize).await?;
+    let decoded = decode_file(audio, extension).await?;
     transcribe_decoded(engine, decoded, request).await
 }
 
@@ -36,59 +43,98 @@ pub async fn transcribe_file(
 pub async fn decode_file(
     audio: Vec<u8>,
     extension: Option<String>,
-    diarize: bool,
 ) -> Result<DecodedAudio, SpeechError> {
-    let target = DecodeTarget {
-        sample_rate: Some(STT_SAMPLE_RATE),
-        split_channels: diarize,
-    };
-    Ok(blocking(move || decode_to(&audio, extension.as_deref(), target)).await??)
+    Ok(blocking(move || decode_to(&audio, extension.as_deref(), TRANSCRIPTION_TARGET)).await??)
 }
 
-/// Transcribes already decoded audio.
+/// A recording ready for the recogniser: one 16 kHz track per voice.
+pub struct Voices {
+    tracks: Vec<Vec<f32>>,
+    duration: f32,
+}
+
+impl Voices {
+    /// How many voices, so how many recognitions: 1 for mono and for channels that carry
+    /// the same voice.
+    pub fn count(&self) -> usize {
+        self.tracks.len()
+    }
+}
+
+/// Finds the voices among decoded channels (off the async workers): channels of one voice
+/// are mixed into one track, channels of different voices are kept apart, silent channels
+/// of a recording with several voices are dropped.
+pub async fn find_voices(decoded: DecodedAudio) -> Result<Voices, EngineError> {
+    blocking(move || {
+        let duration = decoded.duration_seconds();
+        let rate = decoded.sample_rate;
+        let groups = channels::voices(&decoded.channels, rate);
+        let mut channels: Vec<Option<Vec<f32>>> = decoded.channels.into_iter().map(Some).collect();
+        let tracks = groups
+            .into_iter()
+            .map(|group| {
+                let mut kept = group.iter().filter_map(|&i| channels[i].take());
+                let first = kept.next().unwrap_or_default();
+                let mixed = mix(first, kept, group.len());
+                at_rate(mixed, rate, STT_SAMPLE_RATE)
+            })
+            .collect();
+        Voices { tracks, duration }
+    })
+    .await
+}
+
+/// `first` and the `rest` of one voice's channels (`count` in all) averaged, in place.
+fn mix(mut first: Vec<f32>, rest: impl Iterator<Item = Vec<f32>>, count: usize) -> Vec<f32> {
+    if count < 2 {
+        return first;
+    }
+    for channel in rest {
+        for (sum, sample) in first.iter_mut().zip(channel) {
+            *sum += sample;
+        }
+    }
+    let scale = 1.0 / count as f32;
+    for sample in &mut first {
+        *sample *= scale;
+    }
+    first
+}
+
+/// Transcribes already decoded audio: finds its voices and recognises them.
 pub async fn transcribe_decoded(
     engine: Arc<dyn SpeechToText>,
     decoded: DecodedAudio,
     request: TranscriptionRequest,
 ) -> Result<Transcript, SpeechError> {
-    let duration = decoded.duration_seconds();
-    // The channels are compared where they are, not copied: they may be most of the
-    // decoded-audio budget.
-    let (decoded, by_channel) = if request.diarize && decoded.channels.len() > 1 {
-        blocking(move || {
-            let differ = diarize::channels_differ(&decoded.channels);
-            (decoded, differ)
-        })
-        .await?
-    } else {
-        (decoded, false)
-    };
-    if by_channel {
-        let rate = decoded.sample_rate;
-        let recognitions = decoded.channels.into_iter().map(|channel| {
+    let voices = find_voices(decoded).await?;
+    transcribe_voices(engine, voices, request).await
+}
+
+/// Recognises each voice (at the same time: two voices cost two recognitions) and merges
+/// them, or recognises the one voice and, when diarizing, tells its speakers apart by pitch.
+pub async fn transcribe_voices(
+    engine: Arc<dyn SpeechToText>,
+    voices: Voices,
+    request: TranscriptionRequest,
+) -> Result<Transcript, SpeechError> {
+    let Voices {
+        mut tracks,
+        duration,
+    } = voices;
+    if tracks.len() > 1 {
+        // Each track moved into the engine's shared form one after the other, so at most one
+        // is held twice.
+        let tracks: Vec<Arc<[f32]>> = tracks.into_iter().map(Arc::from).collect();
+        let recognitions = tracks.into_iter().map(|track| {
             let engine = engine.clone();
             let options = request.options.clone();
-            async move {
-                let samples = blocking(move || at_rate(channel, rate, STT_SAMPLE_RATE)).await?;
-                engine.transcribe(Arc::from(samples), options).await
-            }
+            async move { engine.transcribe(track, options).await }
         });
-        let per_channel = try_join_all(recognitions).await?;
-        return Ok(diarize::merge_channels(per_channel, duration));
+        let per_voice = try_join_all(recognitions).await?;
+        return Ok(diarize::merge_voices(per_voice, duration, request.diarize));
     }
-
-    let samples: Arc<[f32]> = Arc::from(
-        blocking(move || {
-            let rate = decoded.sample_rate;
-            let mono = if decoded.channels.len() == 1 {
-                decoded.channels.into_iter().next().unwrap_or_default()
-            } else {
-                decoded.mono()
-            };
-            at_rate(mono, rate, STT_SAMPLE_RATE)
-        })
-        .await?,
-    );
+    let samples: Arc<[f32]> = Arc::from(tracks.pop().unwrap_or_default());
     let mut transcript = engine
         .transcribe(samples.clone(), request.options.clone())
         .await?;

@@ -115,6 +115,25 @@ check("permission is hereby granted" in " ".join(words(done.text)), done.text)
 # The English half was sent while the German half was still being decoded.
 first_delta_at = arrivals[0][0]
 check(arrivals[-1][0] - first_delta_at > 0.2, "the first delta came only with the end")
+# A two-channel call recording streamed: each reader's channel is recognised, the merged text
+# gives each sentence whole, and the deltas still add up to it.
+stereo = os.path.join(fixtures, "stereo_diarization.wav")
+with open(stereo, "rb") as f:
+    stream = client.audio.transcriptions.create(
+        model="gpt-4o-transcribe", file=f, stream=True, language="en"
+    )
+    events = list(stream)
+check(events and events[-1].type == "transcript.text.done", f"events {[e.type for e in events]}")
+check(all(e.type == "transcript.text.delta" for e in events[:-1]), f"events {[e.type for e in events]}")
+deltas = "".join(e.delta for e in events[:-1])
+check(deltas == events[-1].text, f"deltas {deltas!r} against done {events[-1].text!r}")
+said = " ".join(words(events[-1].text))
+for phrase in ("complaint against the wizard", "behind the curtain", "horizon seems extremely distant"):
+    check(phrase in said, f"{phrase!r} not in {said!r}")
+check(
+    not said.index("complaint") < said.index("horizon") < said.index("curtain"),
+    f"one sentence inside the other: {said!r}",
+)
 # whisper-1 ignores stream, as OpenAI's does: a plain JSON answer.
 boundary = "switchboard-check"
 with open(jfk, "rb") as f:
