@@ -18,6 +18,7 @@ use switchboard_actors::engine::SpeechRequest;
 use utoipa::ToSchema;
 
 use super::methods;
+use super::openapi::Binary;
 use super::openai_transcription::TRANSCRIPTION_MODELS;
 use crate::app::AppState;
 use crate::billing::Usage;
@@ -128,7 +129,7 @@ pub struct SpeechBody {
 
 /// Speech synthesis as OpenAI's `POST /v1/audio/speech`.
 #[utoipa::path(post, path = "/v1/audio/speech", tag = "openai-compatible", request_body = SpeechBody,
-    responses((status = 200, description = "The audio bytes in the requested format, or an SSE stream of speech.audio.delta events", content(("audio/mpeg"), ("audio/ogg"), ("audio/wav"), ("audio/pcm"), ("text/event-stream"))),
+    responses((status = 200, description = "The audio bytes in the requested format, or an SSE stream of speech.audio.delta events", content((inline(Binary) = "audio/mpeg"), (inline(Binary) = "audio/ogg"), (inline(Binary) = "audio/wav"), (inline(Binary) = "audio/pcm"), (String = "text/event-stream"))),
         (status = 400, description = "OpenAI error body")),
     security(("bearer" = [])))]
 #[post("/audio/speech")]
