@@ -79,7 +79,11 @@ fn tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
             if path.is_dir() {
                 walk(root, &path, files);
             } else {
-                let relative = path.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+                let relative = path
+                    .strip_prefix(root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
                 files.push((relative, std::fs::read(&path).expect("read a client file")));
             }
         }
@@ -112,7 +116,12 @@ async fn the_committed_document_is_the_one_the_server_serves() {
             .as_object()
             .unwrap()
             .keys()
-            .chain(committed["paths"].as_object().into_iter().flat_map(|p| p.keys()))
+            .chain(
+                committed["paths"]
+                    .as_object()
+                    .into_iter()
+                    .flat_map(|p| p.keys()),
+            )
             .filter(|path| served["paths"][path.as_str()] != committed["paths"][path.as_str()])
             .cloned()
             .collect();
@@ -133,15 +142,19 @@ fn the_python_client_is_what_its_generator_makes_of_the_document() {
     let bin = Path::new(&python).parent().unwrap().to_path_buf();
     let work = tempfile::tempdir().expect("temp dir");
     let output = work.path().join("python");
-    let path = std::env::join_paths(
-        std::iter::once(bin.clone()).chain(std::env::split_paths(
-            &std::env::var_os("PATH").unwrap_or_default(),
-        )),
-    )
+    let path = std::env::join_paths(std::iter::once(bin.clone()).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
     .unwrap();
     run(
         Command::new(bin.join("openapi-python-client"))
-            .args(["generate", "--meta", "uv", "--overwrite", "--fail-on-warning"])
+            .args([
+                "generate",
+                "--meta",
+                "uv",
+                "--overwrite",
+                "--fail-on-warning",
+            ])
             .arg("--path")
             .arg(clients_dir().join("openapi.json"))
             .arg("--config")
@@ -199,7 +212,8 @@ fn the_typescript_types_are_what_their_generator_makes_of_the_document() {
 /// What a smoke script printed: one JSON line of what it created and read.
 fn smoke_report(stdout: &str) -> Value {
     let line = stdout.lines().last().unwrap_or_default();
-    serde_json::from_str(line).unwrap_or_else(|_| panic!("the smoke script printed JSON:\n{stdout}"))
+    serde_json::from_str(line)
+        .unwrap_or_else(|_| panic!("the smoke script printed JSON:\n{stdout}"))
 }
 
 /// Checks what a client reported against the server's own answers: the agent it created
@@ -212,20 +226,34 @@ async fn check_round_trip(server: &Server, key: &str, report: &Value, name: &str
         None => "sqlite",
     };
     assert_eq!(report["health"]["database"], database, "{report}");
-    let id = report["created"]["id"].as_str().expect("the created agent's id");
+    let id = report["created"]["id"]
+        .as_str()
+        .expect("the created agent's id");
     let (status, agent) = call(server.get(&format!("/v1/agents/{id}"), key)).await;
     assert_eq!(status, 200, "the agent the client created exists: {agent}");
     assert_eq!(agent["name"], name);
     assert_eq!(agent["systemPrompt"], "Answer in one short sentence.");
     assert_eq!(agent["temperature"], json!(0.25));
     assert_eq!(agent["metadata"], json!({"team": "clients"}));
-    assert_eq!(report["created"], agent, "the client read the created agent as served");
-    assert_eq!(report["fetched"], agent, "the client read the agent back as served");
-    assert_eq!(report["listed"], json!([id]), "the client listed the one agent");
+    assert_eq!(
+        report["created"], agent,
+        "the client read the created agent as served"
+    );
+    assert_eq!(
+        report["fetched"], agent,
+        "the client read the agent back as served"
+    );
+    assert_eq!(
+        report["listed"],
+        json!([id]),
+        "the client listed the one agent"
+    );
     assert_eq!(report["missing"]["status"], 404, "{report}");
     assert_eq!(report["missing"]["code"], "not_found", "{report}");
     assert!(
-        report["missing"]["message"].as_str().is_some_and(|m| !m.is_empty()),
+        report["missing"]["message"]
+            .as_str()
+            .is_some_and(|m| !m.is_empty()),
         "{report}"
     );
 }
@@ -269,7 +297,11 @@ async fn the_typescript_client_compiles_and_creates_reads_and_lists_an_agent() {
     let src = work.path().join("src");
     std::fs::create_dir(&src).unwrap();
     for file in ["index.ts", "schema.ts"] {
-        std::fs::copy(clients_dir().join("typescript/src").join(file), src.join(file)).unwrap();
+        std::fs::copy(
+            clients_dir().join("typescript/src").join(file),
+            src.join(file),
+        )
+        .unwrap();
     }
     std::fs::copy(smoke_dir().join("smoke.ts"), src.join("smoke.ts")).unwrap();
     std::fs::copy(
@@ -296,7 +328,9 @@ async fn the_typescript_client_compiles_and_creates_reads_and_lists_an_agent() {
         let script = work.path().join("dist/smoke.js");
         move || {
             run(
-                Command::new("node").arg(script).args([base.as_str(), key.as_str(), name]),
+                Command::new("node")
+                    .arg(script)
+                    .args([base.as_str(), key.as_str(), name]),
                 "the TypeScript client's smoke script",
             )
         }

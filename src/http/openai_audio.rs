@@ -18,8 +18,8 @@ use switchboard_actors::engine::SpeechRequest;
 use utoipa::ToSchema;
 
 use super::methods;
-use super::openapi::Binary;
 use super::openai_transcription::TRANSCRIPTION_MODELS;
+use super::openapi::Binary;
 use crate::app::AppState;
 use crate::billing::Usage;
 use crate::error::ApiError;

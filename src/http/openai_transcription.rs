@@ -14,9 +14,9 @@ use std::sync::Arc;
 use actix_web::{post, web, HttpRequest, HttpResponse, HttpResponseBuilder};
 use futures_util::stream;
 use serde_json::{json, Value};
-use utoipa::ToSchema;
 use switchboard_actors::engine::{SpeechToText, SttMode, TranscribeOptions, Transcript};
 use tokio::sync::mpsc;
+use utoipa::ToSchema;
 
 use super::auth::{Developer, PROVIDER_USED};
 use super::methods;

@@ -7,9 +7,9 @@ use switchboard_actors::engine::SpeechRequest;
 use utoipa::ToSchema;
 
 use super::auth::Developer;
-use super::openapi::Binary;
 use super::body::ApiJson;
 use super::methods;
+use super::openapi::Binary;
 use super::validate;
 use crate::app::AppState;
 use crate::billing::Usage;
