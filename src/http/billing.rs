@@ -324,7 +324,7 @@ async fn portal(
 
 /// The answer to a processed webhook delivery.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct WebhookBody {
+pub struct WebhookReceiptBody {
     pub received: bool,
     /// `false` when this event id was processed before (nothing changed).
     pub applied: bool,
@@ -334,10 +334,10 @@ pub struct WebhookBody {
 /// `t.payload`, 300 s tolerance), not an API key. Moves the developer's tier on
 /// `checkout.session.completed`, `customer.subscription.created/updated/deleted`,
 /// `invoice.paid` and `invoice.payment_failed`; each event id is applied once.
-#[utoipa::path(post, path = "/v1/billing/webhook", tag = "billing",
+#[utoipa::path(post, path = "/v1/billing/webhook", tag = "billing", operation_id = "billing_webhook",
     request_body(content = Object, description = "A Stripe event"),
     params(("Stripe-Signature" = String, Header, description = "t=<unix seconds>,v1=<hex HMAC-SHA256>")),
-    responses((status = 200, body = WebhookBody),
+    responses((status = 200, body = WebhookReceiptBody),
         (status = 400, description = "Forged, stale or missing signature, or not an event", body = ErrorBody),
         (status = 503, description = "billing_not_configured", body = ErrorBody)))]
 pub async fn webhook(
@@ -376,7 +376,7 @@ pub async fn webhook(
             change: meaning.change,
         })
         .await??;
-    Ok(HttpResponse::Ok().json(WebhookBody {
+    Ok(HttpResponse::Ok().json(WebhookReceiptBody {
         received: true,
         applied: outcome != EventOutcome::Replayed,
     }))

@@ -19,6 +19,7 @@ use utoipa::ToSchema;
 
 use super::methods;
 use super::openai_transcription::TRANSCRIPTION_MODELS;
+use super::openapi::Binary;
 use crate::app::AppState;
 use crate::billing::Usage;
 use crate::error::ApiError;
@@ -128,7 +129,7 @@ pub struct SpeechBody {
 
 /// Speech synthesis as OpenAI's `POST /v1/audio/speech`.
 #[utoipa::path(post, path = "/v1/audio/speech", tag = "openai-compatible", request_body = SpeechBody,
-    responses((status = 200, description = "The audio bytes in the requested format, or an SSE stream of speech.audio.delta events", content(("audio/mpeg"), ("audio/ogg"), ("audio/wav"), ("audio/pcm"), ("text/event-stream"))),
+    responses((status = 200, description = "The audio bytes in the requested format, or an SSE stream of speech.audio.delta events", content((inline(Binary) = "audio/mpeg"), (inline(Binary) = "audio/ogg"), (inline(Binary) = "audio/wav"), (inline(Binary) = "audio/pcm"), (String = "text/event-stream"))),
         (status = 400, description = "OpenAI error body")),
     security(("bearer" = [])))]
 #[post("/audio/speech")]

@@ -16,6 +16,7 @@ use futures_util::stream;
 use serde_json::{json, Value};
 use switchboard_actors::engine::{SpeechToText, SttMode, TranscribeOptions, Transcript};
 use tokio::sync::mpsc;
+use utoipa::ToSchema;
 
 use super::auth::{Developer, PROVIDER_USED};
 use super::methods;
@@ -58,6 +59,50 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 /// `whisper-1` (and our `default`) ignore it, as OpenAI's `whisper-1` does.
 fn streams(model: &str) -> bool {
     model.starts_with("gpt-")
+}
+
+/// The form of `POST /v1/audio/transcriptions`, as the document shows it (OpenAI's fields).
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct TranscriptionForm {
+    /// The audio file, at most 25 MB.
+    #[schema(value_type = String, format = Binary)]
+    file: Vec<u8>,
+    /// `whisper-1`, `gpt-4o-transcribe`, `gpt-4o-mini-transcribe`,
+    /// `gpt-4o-mini-transcribe-2025-12-15`, `gpt-4o-transcribe-diarize`, `gpt-transcribe` or
+    /// `default`; the `mini` ones run the fast mode.
+    model: String,
+    /// The spoken language (ISO 639-1); detected when absent.
+    language: Option<String>,
+    /// Text that the audio continues (names, spelling).
+    prompt: Option<String>,
+    /// `json` (default), `text`, `srt`, `verbose_json` or `vtt`.
+    response_format: Option<String>,
+    /// 0 to 1, default 0.
+    temperature: Option<f64>,
+    /// `word` and/or `segment`; needs `verbose_json`.
+    #[schema(rename = "timestamp_granularities[]")]
+    timestamp_granularities: Option<Vec<String>>,
+    /// `true` streams with the gpt-4o-transcribe family (a text/event-stream) and is ignored
+    /// for `whisper-1`.
+    stream: Option<bool>,
+}
+
+/// The form of `POST /v1/audio/translations`, as the document shows it (OpenAI's fields).
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct TranslationForm {
+    /// The audio file, at most 25 MB.
+    #[schema(value_type = String, format = Binary)]
+    file: Vec<u8>,
+    /// `whisper-1` or `default`.
+    model: String,
+    /// Text, in English, that the audio continues.
+    prompt: Option<String>,
+    /// `json` (default), `text`, `srt`, `verbose_json` or `vtt`.
+    response_format: Option<String>,
+    /// 0 to 1, default 0.
+    temperature: Option<f64>,
 }
 
 /// What both routes read from their form.
@@ -161,7 +206,7 @@ fn openai_param(error: SpeechError) -> ApiError {
 /// `timestamp_granularities[]` word and/or segment with verbose_json; `stream=true` with a
 /// `gpt-4o-transcribe` family model answers server-sent events.
 #[utoipa::path(post, path = "/v1/audio/transcriptions", tag = "openai-compatible",
-    request_body(content_type = "multipart/form-data", description = "file, model, language, prompt, response_format, temperature, timestamp_granularities[], stream (true streams with the gpt-4o-transcribe family and is ignored for whisper-1)"),
+    request_body(content = TranscriptionForm, content_type = "multipart/form-data"),
     responses((status = 200, description = "JSON, verbose JSON, text, SRT or WebVTT; with stream=true and a gpt-4o-transcribe family model a text/event-stream of transcript.text.delta events ({type, delta}) as the text is decoded, then transcript.text.done ({type, text, usage})",
             content(("application/json"), ("text/plain"), ("text/vtt"), ("text/event-stream"))),
         (status = 400, description = "OpenAI error body"), (status = 413, description = "Over 25 MB")),
@@ -242,7 +287,7 @@ async fn transcriptions(
 /// most 25 MB, `model` whisper-1). `response_format` json (default), text, srt, verbose_json
 /// or vtt.
 #[utoipa::path(post, path = "/v1/audio/translations", tag = "openai-compatible",
-    request_body(content_type = "multipart/form-data", description = "file, model (whisper-1), prompt (in English), response_format, temperature"),
+    request_body(content = TranslationForm, content_type = "multipart/form-data"),
     responses((status = 200, description = "The English text: {text} (json), verbose JSON ({task: translate, language: english, duration, text, segments}), text, SRT or WebVTT",
             content(("application/json"), ("text/plain"), ("text/vtt"))),
         (status = 400, description = "OpenAI error body"), (status = 413, description = "Over 25 MB")),

@@ -5,7 +5,7 @@ use std::sync::OnceLock;
 
 use actix_web::{get, HttpResponse};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
-use utoipa::{Modify, OpenApi};
+use utoipa::{Modify, OpenApi, ToSchema};
 
 use super::{
     agent_sync, agents, billing, call_transfer, campaigns, chat, collections, direct, health,
@@ -156,9 +156,16 @@ The exact shapes are in docs/api.md."
         widget::asset,
     ),
     components(schemas(ErrorBody, ErrorDetail)),
-    modifiers(&BearerAuth, &CommonResponses),
+    modifiers(&BearerAuth, &CommonResponses, &PageItemsByReference),
 )]
 pub struct ApiDoc;
+
+/// The bytes of a file as the document shows them (`type: string, format: binary`): audio
+/// answers and uploaded files.
+#[derive(ToSchema)]
+#[schema(value_type = String, format = Binary)]
+#[allow(dead_code)]
+pub struct Binary(Vec<u8>);
 
 /// Routes under `/v1` proven by something other than an API key (see `http::configure`).
 const NOT_KEYED: &[&str] = &[
@@ -238,6 +245,36 @@ impl Modify for CommonResponses {
                             .responses
                             .insert(status.to_string(), error(description));
                     }
+                }
+            }
+        }
+    }
+}
+
+/// Each page schema (`PageBody_AgentBody`, ...) refers to its item's schema instead of
+/// holding a copy of it (utoipa writes a generic's type argument inline), so that client
+/// generators make one type of an agent, listed or not.
+struct PageItemsByReference;
+
+impl Modify for PageItemsByReference {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::schema::{ArrayItems, Schema};
+        use utoipa::openapi::{Ref, RefOr};
+        let Some(components) = openapi.components.as_mut() else {
+            return;
+        };
+        let names: Vec<String> = components.schemas.keys().cloned().collect();
+        for (name, schema) in components.schemas.iter_mut() {
+            let Some(item) = name.strip_prefix("PageBody_") else {
+                continue;
+            };
+            if !names.iter().any(|n| n == item) {
+                continue;
+            }
+            if let RefOr::T(Schema::Object(page)) = schema {
+                if let Some(RefOr::T(Schema::Array(data))) = page.properties.get_mut("data") {
+                    data.items =
+                        ArrayItems::RefOrSchema(Box::new(RefOr::Ref(Ref::from_schema_name(item))));
                 }
             }
         }

@@ -9,6 +9,7 @@ use actix_web::{get, web, HttpRequest, HttpResponse};
 
 use super::auth::Developer;
 use super::methods;
+use super::openapi::Binary;
 use crate::app::AppState;
 use crate::error::{current_request_id, ApiError, ErrorBody, ErrorDetail};
 use crate::registry::telephony::GetRecording;
@@ -76,8 +77,8 @@ fn parse_range(header: Option<&str>, size: u64) -> RangeRequest {
     params(("callId" = String, Path, description = "Twilio call SID, or the session id of a direct session"),
         ("Range" = Option<String>, Header, description = "One byte range: `bytes=a-b`, `bytes=a-` or `bytes=-n`")),
     responses(
-        (status = 200, description = "The whole recording: two-channel 16-bit PCM WAV, caller left, agent right", content_type = "audio/wav"),
-        (status = 206, description = "The requested byte range, with Content-Range", content_type = "audio/wav"),
+        (status = 200, description = "The whole recording: two-channel 16-bit PCM WAV, caller left, agent right", body = inline(Binary), content_type = "audio/wav"),
+        (status = 206, description = "The requested byte range, with Content-Range", body = inline(Binary), content_type = "audio/wav"),
         (status = 401, body = ErrorBody), (status = 404, body = ErrorBody, description = "No recording of this call for you"),
         (status = 409, body = ErrorBody, description = "The call is still being recorded"),
         (status = 416, body = ErrorBody, description = "The range lies past the end; Content-Range: bytes */size")),

@@ -9,6 +9,7 @@ use utoipa::ToSchema;
 use super::auth::Developer;
 use super::body::ApiJson;
 use super::methods;
+use super::openapi::Binary;
 use super::validate;
 use crate::app::AppState;
 use crate::billing::Usage;
@@ -64,7 +65,7 @@ pub fn output_format(param: &str, name: &str) -> Result<OutputFormat, ApiError> 
 /// Synthesizes speech. The body is the audio itself, streamed as it is produced.
 #[utoipa::path(post, path = "/v1/synthesize", tag = "speech", request_body = SynthesizeRequest,
     responses(
-        (status = 200, description = "The audio, streamed in the requested format; X-Provider-Used names the engine", content(("audio/wav"), ("audio/mpeg"), ("audio/ogg"))),
+        (status = 200, description = "The audio, streamed in the requested format; X-Provider-Used names the engine", content((inline(Binary) = "audio/wav"), (inline(Binary) = "audio/mpeg"), (inline(Binary) = "audio/ogg"))),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 402, description = "insufficient_credits", body = ErrorBody),
         (status = 503, description = "engine_unavailable (a model is not installed) or unavailable (inference queue full)", body = ErrorBody)),
@@ -168,7 +169,7 @@ pub struct SpeakRequest {
 #[utoipa::path(post, path = "/v1/agents/{id}/speak", tag = "agents", request_body = SpeakRequest,
     params(("id" = String, Path, description = "Agent id")),
     responses(
-        (status = 200, description = "The audio, streamed in the requested format", content(("audio/wav"), ("audio/mpeg"), ("audio/ogg"))),
+        (status = 200, description = "The audio, streamed in the requested format", content((inline(Binary) = "audio/wav"), (inline(Binary) = "audio/mpeg"), (inline(Binary) = "audio/ogg"))),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
         (status = 503, body = ErrorBody)),
     security(("bearer" = [])))]

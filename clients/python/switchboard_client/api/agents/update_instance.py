@@ -1,0 +1,227 @@
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.error_body import ErrorBody
+from ...models.instance_body import InstanceBody
+from ...models.instance_fields import InstanceFields
+from ...types import Response
+
+
+def _get_kwargs(
+    id: str,
+    instance_id: str,
+    *,
+    body: InstanceFields,
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+
+    _kwargs: dict[str, Any] = {
+        "method": "put",
+        "url": "/v1/agents/{id}/instances/{instance_id}".format(
+            id=quote(str(id), safe=""),
+            instance_id=quote(str(instance_id), safe=""),
+        ),
+    }
+
+    _kwargs["json"] = body.to_dict()
+
+    headers["Content-Type"] = "application/json"
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> ErrorBody | InstanceBody | None:
+    if response.status_code == 200:
+        response_200 = InstanceBody.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 400:
+        response_400 = ErrorBody.from_dict(response.json())
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = ErrorBody.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 404:
+        response_404 = ErrorBody.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 408:
+        response_408 = ErrorBody.from_dict(response.json())
+
+        return response_408
+
+    if response.status_code == 409:
+        response_409 = ErrorBody.from_dict(response.json())
+
+        return response_409
+
+    if response.status_code == 413:
+        response_413 = ErrorBody.from_dict(response.json())
+
+        return response_413
+
+    if response.status_code == 415:
+        response_415 = ErrorBody.from_dict(response.json())
+
+        return response_415
+
+    if response.status_code == 429:
+        response_429 = ErrorBody.from_dict(response.json())
+
+        return response_429
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[ErrorBody | InstanceBody]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    id: str,
+    instance_id: str,
+    *,
+    client: AuthenticatedClient,
+    body: InstanceFields,
+) -> Response[ErrorBody | InstanceBody]:
+    """
+    Args:
+        id (str):
+        instance_id (str):
+        body (InstanceFields): Instance fields; on update, absent fields stay and `null` clears.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ErrorBody | InstanceBody]
+    """
+
+    kwargs = _get_kwargs(
+        id=id,
+        instance_id=instance_id,
+        body=body,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    id: str,
+    instance_id: str,
+    *,
+    client: AuthenticatedClient,
+    body: InstanceFields,
+) -> ErrorBody | InstanceBody | None:
+    """
+    Args:
+        id (str):
+        instance_id (str):
+        body (InstanceFields): Instance fields; on update, absent fields stay and `null` clears.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ErrorBody | InstanceBody
+    """
+
+    return sync_detailed(
+        id=id,
+        instance_id=instance_id,
+        client=client,
+        body=body,
+    ).parsed
+
+
+async def asyncio_detailed(
+    id: str,
+    instance_id: str,
+    *,
+    client: AuthenticatedClient,
+    body: InstanceFields,
+) -> Response[ErrorBody | InstanceBody]:
+    """
+    Args:
+        id (str):
+        instance_id (str):
+        body (InstanceFields): Instance fields; on update, absent fields stay and `null` clears.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ErrorBody | InstanceBody]
+    """
+
+    kwargs = _get_kwargs(
+        id=id,
+        instance_id=instance_id,
+        body=body,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    id: str,
+    instance_id: str,
+    *,
+    client: AuthenticatedClient,
+    body: InstanceFields,
+) -> ErrorBody | InstanceBody | None:
+    """
+    Args:
+        id (str):
+        instance_id (str):
+        body (InstanceFields): Instance fields; on update, absent fields stay and `null` clears.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ErrorBody | InstanceBody
+    """
+
+    return (
+        await asyncio_detailed(
+            id=id,
+            instance_id=instance_id,
+            client=client,
+            body=body,
+        )
+    ).parsed

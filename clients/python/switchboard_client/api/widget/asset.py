@@ -1,0 +1,168 @@
+from http import HTTPStatus
+from typing import Any, cast
+from urllib.parse import quote
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.error_body import ErrorBody
+from ...types import Response
+
+
+def _get_kwargs(
+    file: str,
+) -> dict[str, Any]:
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/widget/{file}".format(
+            file=quote(str(file), safe=""),
+        ),
+    }
+
+    return _kwargs
+
+
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Any | ErrorBody | None:
+    if response.status_code == 200:
+        response_200 = cast(Any, None)
+        return response_200
+
+    if response.status_code == 304:
+        response_304 = cast(Any, None)
+        return response_304
+
+    if response.status_code == 404:
+        response_404 = ErrorBody.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 405:
+        response_405 = ErrorBody.from_dict(response.json())
+
+        return response_405
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Any | ErrorBody]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    file: str,
+    *,
+    client: AuthenticatedClient | Client,
+) -> Response[Any | ErrorBody]:
+    """A file of the widget: `widget.js` (the element and the one-tag embed), `session.js`,
+    the audio worklets, `widget.css`. Revalidate with `If-None-Match`.
+
+    Args:
+        file (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Any | ErrorBody]
+    """
+
+    kwargs = _get_kwargs(
+        file=file,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    file: str,
+    *,
+    client: AuthenticatedClient | Client,
+) -> Any | ErrorBody | None:
+    """A file of the widget: `widget.js` (the element and the one-tag embed), `session.js`,
+    the audio worklets, `widget.css`. Revalidate with `If-None-Match`.
+
+    Args:
+        file (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Any | ErrorBody
+    """
+
+    return sync_detailed(
+        file=file,
+        client=client,
+    ).parsed
+
+
+async def asyncio_detailed(
+    file: str,
+    *,
+    client: AuthenticatedClient | Client,
+) -> Response[Any | ErrorBody]:
+    """A file of the widget: `widget.js` (the element and the one-tag embed), `session.js`,
+    the audio worklets, `widget.css`. Revalidate with `If-None-Match`.
+
+    Args:
+        file (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Any | ErrorBody]
+    """
+
+    kwargs = _get_kwargs(
+        file=file,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    file: str,
+    *,
+    client: AuthenticatedClient | Client,
+) -> Any | ErrorBody | None:
+    """A file of the widget: `widget.js` (the element and the one-tag embed), `session.js`,
+    the audio worklets, `widget.css`. Revalidate with `If-None-Match`.
+
+    Args:
+        file (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Any | ErrorBody
+    """
+
+    return (
+        await asyncio_detailed(
+            file=file,
+            client=client,
+        )
+    ).parsed
