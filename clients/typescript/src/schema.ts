@@ -394,6 +394,98 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/campaigns": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The caller's campaigns in creation order, with their contacts' counts. */
+        get: operations["list_campaigns"];
+        put?: never;
+        /**
+         * Creates a campaign; its first calls start within `campaigns.poll_ms` (inside its calling
+         *     hours).
+         */
+        post: operations["create_campaign"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/campaigns/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A campaign with every contact's state. */
+        get: operations["get_campaign"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/campaigns/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancels an active or paused campaign: contacts still waiting are `canceled` and no new
+         *     call is placed; calls in progress go on to their end.
+         */
+        post: operations["cancel_campaign"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/campaigns/{id}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Pauses an active campaign: no new calls until it is resumed; calls in progress go on. */
+        post: operations["pause_campaign"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/campaigns/{id}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Resumes a paused campaign (also one paused by itself when credits ran out). */
+        post: operations["resume_campaign"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/collections": {
         parameters: {
             query?: never;
@@ -1255,6 +1347,14 @@ export interface components {
              *     10); `[]` for none.
              */
             transfer: components["schemas"]["TransferTarget"][];
+            /** @description Post-call analysis: after each of the agent's calls, its language model reads the transcript and writes what is asked here, stored on the session (`GET /v1/observability/sessions/{id}`, `analysis`) and sent as the `call.analyzed` webhook. `{summary, successCriteria, dataSchema}`: `summary` (default true) a few sentences on who called, what they wanted and how it ended; `successCriteria` (1-2000 characters) what a successful call achieves, judged yes or no with a reason; `dataSchema` a JSON Schema of an object (1-50 properties, at most 16 KiB, no references outside it) whose fields are extracted from the call and checked against it. `null` turns analysis off. */
+            analysis?: {
+                /** @default true */
+                summary: boolean;
+                successCriteria?: string | null;
+                /** @description A JSON Schema with "type": "object" and 1-50 properties. */
+                dataSchema?: Record<string, unknown> | null;
+            } | null;
             /** @description `active`; archived agents are not served. */
             status: string;
             createdAt: string;
@@ -1338,6 +1438,14 @@ export interface components {
                  */
                 mode: "cold" | "warm";
             }[] | null;
+            /** @description Post-call analysis: after each of the agent's calls, its language model reads the transcript and writes what is asked here, stored on the session (`GET /v1/observability/sessions/{id}`, `analysis`) and sent as the `call.analyzed` webhook. `{summary, successCriteria, dataSchema}`: `summary` (default true) a few sentences on who called, what they wanted and how it ended; `successCriteria` (1-2000 characters) what a successful call achieves, judged yes or no with a reason; `dataSchema` a JSON Schema of an object (1-50 properties, at most 16 KiB, no references outside it) whose fields are extracted from the call and checked against it. `null` turns analysis off. */
+            analysis?: {
+                /** @default true */
+                summary: boolean;
+                successCriteria?: string | null;
+                /** @description A JSON Schema with "type": "object" and 1-50 properties. */
+                dataSchema?: Record<string, unknown> | null;
+            } | null;
         };
         /** @description One attempt to deliver an event. */
         AttemptBody: {
@@ -1369,6 +1477,41 @@ export interface components {
             rag: number;
         };
         /**
+         * @description A session's post-call analysis as the API (`GET /v1/observability/sessions/{id}`) and
+         *     `call.analyzed` show it.
+         */
+        CallAnalysis: {
+            /** @description `pending` (running), `completed` (at least one part answered) or `failed`. */
+            status: string;
+            /**
+             * @description A few sentences on who called, what they wanted and how it ended; `null` when not
+             *     asked for or not answered.
+             */
+            summary?: string | null;
+            /**
+             * @description Whether the call met the agent's `successCriteria`; `null` when not asked or not
+             *     answered.
+             */
+            success?: boolean | null;
+            /** @description Why, in one sentence. */
+            successReason?: string | null;
+            /**
+             * @description The fields extracted, valid against the agent's `dataSchema`; `null` when not asked or
+             *     not answered.
+             */
+            data?: Record<string, unknown> | null;
+            /** @description What could not be answered, in words (`data: the extracted fields do not match…`). */
+            errors: string[];
+            /** @description The language model's provider that answered. */
+            provider?: string | null;
+            /** Format: int64 */
+            inputTokens: number;
+            /** Format: int64 */
+            outputTokens: number;
+            createdAt: string;
+            completedAt?: string | null;
+        };
+        /**
          * @description Whether the call is taken.
          * @enum {string}
          */
@@ -1386,6 +1529,59 @@ export interface components {
              *     others.
              */
             detail?: Record<string, unknown> | null;
+        };
+        CampaignBody: {
+            id: string;
+            name?: string | null;
+            agentId: string;
+            from: string;
+            /**
+             * @description `active` (placing calls), `paused`, `completed` (every contact reached an end) or
+             *     `canceled`.
+             */
+            status: string;
+            /** @description Why the campaign paused by itself (`insufficient_credits: …`); null otherwise. */
+            statusReason?: string | null;
+            /** Format: int32 */
+            maxConcurrent: number;
+            window?: Record<string, unknown> | null;
+            retry: components["schemas"]["RetryBody"];
+            machineDetection: string;
+            record: boolean;
+            counts: components["schemas"]["ContactCountsBody"];
+            /** @description Every contact with its state (on the campaign's own routes; not in lists). */
+            contacts?: components["schemas"]["ContactBody"][] | null;
+            createdAt: string;
+            updatedAt: string;
+            completedAt?: string | null;
+        };
+        CampaignRequest: {
+            /** @description The agent that talks on every call. */
+            agentId?: string | null;
+            /** @description The caller id, E.164: one of your verified numbers in `/v1/phone-numbers`. */
+            from?: string | null;
+            /** @description Up to 100 characters. */
+            name?: string | null;
+            /** @description Who to call, in order: 1 to `campaigns.max_contacts` (1000), each number once. */
+            contacts?: components["schemas"]["ContactRequest"][] | null;
+            /**
+             * Format: int64
+             * @description Calls in progress at once, 1-50 (default 1). The tier's concurrent sessions bound them
+             *     too: a call with no free line waits and is tried again without counting an attempt.
+             */
+            maxConcurrent?: number | null;
+            /**
+             * @description Calling hours: `{start: "HH:MM", end: "HH:MM", timezone: "America/New_York" (default
+             *     UTC), days: ["mon", …] (default every day)}`. Calls start only inside them; an `end`
+             *     before `start` runs past midnight. Default: any time.
+             */
+            window?: Record<string, unknown> | null;
+            retry?: null | components["schemas"]["RetryRequest"];
+            machineDetection?: null | components["schemas"]["MachineDetection"];
+            /** @description As on `POST /v1/sessions/twilio/outbound`. */
+            voicemailMessage?: string | null;
+            /** @description Also have Twilio record the calls on its side (default false). */
+            record?: boolean | null;
         };
         ChatRequestBody: {
             /** @description 1-10,000 characters. */
@@ -1436,6 +1632,65 @@ export interface components {
             description?: string | null;
             metadata: Record<string, unknown>;
             createdAt: string;
+        };
+        ContactBody: {
+            /**
+             * Format: int32
+             * @description Its place in the request's `contacts`, from 0.
+             */
+            index: number;
+            to: string;
+            variables: Record<string, unknown>;
+            /**
+             * @description `pending` (waiting for its next call), `calling`, or how it ended: `completed` (the
+             *     call was answered), `no-answer`, `busy`, `failed`, `canceled`.
+             */
+            status: string;
+            /**
+             * Format: int32
+             * @description Calls placed to it so far.
+             */
+            attempts: number;
+            /** @description When its next call may start, while `pending`. */
+            nextAttemptAt?: string | null;
+            /**
+             * @description The outbound call task of its latest call (`GET /v1/sessions/twilio/tasks/{taskId}`:
+             *     call SID, session, answering-machine verdict).
+             */
+            taskId?: string | null;
+            /**
+             * @description How its latest attempt ended: a task status, `no-free-line` or `no-credits` (not
+             *     placed, tried again).
+             */
+            lastOutcome?: string | null;
+            error?: string | null;
+            updatedAt: string;
+        };
+        /** @description How many contacts are in each state. */
+        ContactCountsBody: {
+            /** Format: int64 */
+            pending: number;
+            /** Format: int64 */
+            calling: number;
+            /** Format: int64 */
+            completed: number;
+            /** Format: int64 */
+            noAnswer: number;
+            /** Format: int64 */
+            busy: number;
+            /** Format: int64 */
+            failed: number;
+            /** Format: int64 */
+            canceled: number;
+        };
+        ContactRequest: {
+            /** @description E.164; premium-rate and other costly destinations are refused (`telephony.outbound`). */
+            to?: string | null;
+            /**
+             * @description The agent's variables on this call (`{{name}}` in its prompt and greeting), over the
+             *     instance's: strings, numbers or booleans, at most 4 KiB serialized.
+             */
+            variables?: Record<string, unknown> | null;
         };
         CreateCollectionRequest: {
             /** @description 1-100 characters, required. */
@@ -1847,6 +2102,12 @@ export interface components {
             hasMore: boolean;
         };
         /** @description A page of items as the API answers it. */
+        PageBody_CampaignBody: {
+            data: components["schemas"]["CampaignBody"][];
+            nextCursor?: string | null;
+            hasMore: boolean;
+        };
+        /** @description A page of items as the API answers it. */
         PageBody_CollectionBody: {
             data: components["schemas"]["CollectionBody"][];
             nextCursor?: string | null;
@@ -1973,6 +2234,31 @@ export interface components {
             ttsProvider?: string | null;
             llmProvider?: string | null;
         };
+        RetryBody: {
+            /** Format: int32 */
+            maxAttempts: number;
+            /** Format: int64 */
+            delaySeconds: number;
+            on: string[];
+        };
+        /** @description When a call nobody took is tried again. */
+        RetryRequest: {
+            /**
+             * Format: int64
+             * @description Calls placed to one contact at most, 1-10 (default 2).
+             */
+            maxAttempts?: number | null;
+            /**
+             * Format: int64
+             * @description The wait before the next call, 1-86400 seconds (default 300).
+             */
+            delaySeconds?: number | null;
+            /**
+             * @description The outcomes tried again, of `no-answer`, `busy`, `failed` (default `["no-answer",
+             *     "busy"]`).
+             */
+            on?: string[] | null;
+        };
         RootCauseBody: {
             sessionId: string;
             /** @description The telephony provider's call id, for phone sessions. */
@@ -2037,6 +2323,7 @@ export interface components {
              */
             callEvents: components["schemas"]["CallEventBody"][];
             metrics: components["schemas"]["MetricsBody"];
+            analysis?: null | components["schemas"]["CallAnalysis"];
         };
         SessionSummaryBody: {
             id: string;
@@ -2239,7 +2526,12 @@ export interface components {
              *     English model for English).
              */
             mode?: string | null;
-            /** @description Label speakers: by channel for multi-channel audio, by voice pitch for mono. */
+            /**
+             * @description Label speakers (`speaker_1`, ...): one per channel when the channels carry different
+             *     voices (a call recording), by voice pitch for mono audio and for channels that carry
+             *     the same voice. Channels with different voices are each transcribed (two voices, two
+             *     recognitions) whether or not this is set; without it their segments have no speaker.
+             */
             diarize?: boolean | null;
             /** @description `segment` (default) or `word` (adds `words`). */
             timestamps?: string | null;
@@ -4199,6 +4491,358 @@ export interface operations {
             };
             /** @description billing_not_configured */
             503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list_campaigns: {
+        parameters: {
+            query?: {
+                /** @description Items per page, 1-100 (default 20). */
+                limit?: number;
+                /** @description The id of the last item of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PageBody_CampaignBody"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description This API key's rate limit (with Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    create_campaign: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CampaignRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CampaignBody"];
+                };
+            };
+            /** @description Invalid request, naming the field (`contacts[3].to`); `from` not one of your verified numbers */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such agent */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body did not arrive in time (too slow, or stopped) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description This API key's rate limit (with Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description [telephony.twilio] is not configured */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_campaign: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CampaignBody"];
+                };
+            };
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description This API key's rate limit (with Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    cancel_campaign: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CampaignBody"];
+                };
+            };
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The campaign has already completed or been canceled */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description This API key's rate limit (with Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    pause_campaign: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CampaignBody"];
+                };
+            };
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The campaign is not active */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description This API key's rate limit (with Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    resume_campaign: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CampaignBody"];
+                };
+            };
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The campaign is not paused */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description This API key's rate limit (with Retry-After) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -2,9 +2,13 @@
 
 from .accepted_job_body import AcceptedJobBody
 from .agent_body import AgentBody
+from .agent_body_analysis_type_0 import AgentBodyAnalysisType0
+from .agent_body_analysis_type_0_data_schema_type_0 import AgentBodyAnalysisType0DataSchemaType0
 from .agent_body_metadata import AgentBodyMetadata
 from .agent_body_style_profile_type_0 import AgentBodyStyleProfileType0
 from .agent_fields import AgentFields
+from .agent_fields_analysis_type_0 import AgentFieldsAnalysisType0
+from .agent_fields_analysis_type_0_data_schema_type_0 import AgentFieldsAnalysisType0DataSchemaType0
 from .agent_fields_metadata_type_0 import AgentFieldsMetadataType0
 from .agent_fields_style_profile_type_0 import AgentFieldsStyleProfileType0
 from .agent_fields_transfer_type_0_item import AgentFieldsTransferType0Item
@@ -12,15 +16,26 @@ from .agent_fields_transfer_type_0_item_mode import AgentFieldsTransferType0Item
 from .attempt_body import AttemptBody
 from .billing_webhook_body import BillingWebhookBody
 from .breakdown_body import BreakdownBody
+from .call_analysis import CallAnalysis
+from .call_analysis_data_type_0 import CallAnalysisDataType0
 from .call_answer import CallAnswer
 from .call_event_body import CallEventBody
 from .call_event_body_detail_type_0 import CallEventBodyDetailType0
+from .campaign_body import CampaignBody
+from .campaign_body_window_type_0 import CampaignBodyWindowType0
+from .campaign_request import CampaignRequest
+from .campaign_request_window_type_0 import CampaignRequestWindowType0
 from .chat_request_body import ChatRequestBody
 from .chat_response_body import ChatResponseBody
 from .checkout_body import CheckoutBody
 from .checkout_request import CheckoutRequest
 from .collection_body import CollectionBody
 from .collection_body_metadata import CollectionBodyMetadata
+from .contact_body import ContactBody
+from .contact_body_variables import ContactBodyVariables
+from .contact_counts_body import ContactCountsBody
+from .contact_request import ContactRequest
+from .contact_request_variables_type_0 import ContactRequestVariablesType0
 from .create_collection_request import CreateCollectionRequest
 from .create_collection_request_metadata_type_0 import CreateCollectionRequestMetadataType0
 from .create_key_request import CreateKeyRequest
@@ -59,6 +74,7 @@ from .outbound_body import OutboundBody
 from .outbound_request import OutboundRequest
 from .overage_body import OverageBody
 from .page_body_agent_body import PageBodyAgentBody
+from .page_body_campaign_body import PageBodyCampaignBody
 from .page_body_collection_body import PageBodyCollectionBody
 from .page_body_delivery_body import PageBodyDeliveryBody
 from .page_body_instance_body import PageBodyInstanceBody
@@ -76,6 +92,8 @@ from .providers_body import ProvidersBody
 from .provision_body import ProvisionBody
 from .provision_collection import ProvisionCollection
 from .provision_request import ProvisionRequest
+from .retry_body import RetryBody
+from .retry_request import RetryRequest
 from .root_cause_body import RootCauseBody
 from .search_body import SearchBody
 from .search_request import SearchRequest
@@ -117,9 +135,13 @@ from .word_body import WordBody
 __all__ = (
     "AcceptedJobBody",
     "AgentBody",
+    "AgentBodyAnalysisType0",
+    "AgentBodyAnalysisType0DataSchemaType0",
     "AgentBodyMetadata",
     "AgentBodyStyleProfileType0",
     "AgentFields",
+    "AgentFieldsAnalysisType0",
+    "AgentFieldsAnalysisType0DataSchemaType0",
     "AgentFieldsMetadataType0",
     "AgentFieldsStyleProfileType0",
     "AgentFieldsTransferType0Item",
@@ -127,15 +149,26 @@ __all__ = (
     "AttemptBody",
     "BillingWebhookBody",
     "BreakdownBody",
+    "CallAnalysis",
+    "CallAnalysisDataType0",
     "CallAnswer",
     "CallEventBody",
     "CallEventBodyDetailType0",
+    "CampaignBody",
+    "CampaignBodyWindowType0",
+    "CampaignRequest",
+    "CampaignRequestWindowType0",
     "ChatRequestBody",
     "ChatResponseBody",
     "CheckoutBody",
     "CheckoutRequest",
     "CollectionBody",
     "CollectionBodyMetadata",
+    "ContactBody",
+    "ContactBodyVariables",
+    "ContactCountsBody",
+    "ContactRequest",
+    "ContactRequestVariablesType0",
     "CreateCollectionRequest",
     "CreateCollectionRequestMetadataType0",
     "CreatedWebhookBody",
@@ -174,6 +207,7 @@ __all__ = (
     "OutboundRequest",
     "OverageBody",
     "PageBodyAgentBody",
+    "PageBodyCampaignBody",
     "PageBodyCollectionBody",
     "PageBodyDeliveryBody",
     "PageBodyInstanceBody",
@@ -191,6 +225,8 @@ __all__ = (
     "ProvisionBody",
     "ProvisionCollection",
     "ProvisionRequest",
+    "RetryBody",
+    "RetryRequest",
     "RootCauseBody",
     "SearchBody",
     "SearchRequest",

@@ -9,6 +9,7 @@ from attrs import field as _attrs_field
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
+    from ..models.agent_body_analysis_type_0 import AgentBodyAnalysisType0
     from ..models.agent_body_metadata import AgentBodyMetadata
     from ..models.agent_body_style_profile_type_0 import AgentBodyStyleProfileType0
     from ..models.transfer_target import TransferTarget
@@ -48,6 +49,13 @@ class AgentBody:
         collection_id (None | str | Unset):
         style_profile (AgentBodyStyleProfileType0 | None | Unset):
         max_tokens (int | None | Unset):
+        analysis (AgentBodyAnalysisType0 | None | Unset): Post-call analysis: after each of the agent's calls, its
+            language model reads the transcript and writes what is asked here, stored on the session (`GET
+            /v1/observability/sessions/{id}`, `analysis`) and sent as the `call.analyzed` webhook. `{summary,
+            successCriteria, dataSchema}`: `summary` (default true) a few sentences on who called, what they wanted and how
+            it ended; `successCriteria` (1-2000 characters) what a successful call achieves, judged yes or no with a reason;
+            `dataSchema` a JSON Schema of an object (1-50 properties, at most 16 KiB, no references outside it) whose fields
+            are extracted from the call and checked against it. `null` turns analysis off.
     """
 
     id: str
@@ -72,9 +80,11 @@ class AgentBody:
     collection_id: None | str | Unset = UNSET
     style_profile: AgentBodyStyleProfileType0 | None | Unset = UNSET
     max_tokens: int | None | Unset = UNSET
+    analysis: AgentBodyAnalysisType0 | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.agent_body_analysis_type_0 import AgentBodyAnalysisType0  # noqa: PLC0415
         from ..models.agent_body_style_profile_type_0 import AgentBodyStyleProfileType0  # noqa: PLC0415
 
         id = self.id
@@ -158,6 +168,14 @@ class AgentBody:
         else:
             max_tokens = self.max_tokens
 
+        analysis: dict[str, Any] | None | Unset
+        if isinstance(self.analysis, Unset):
+            analysis = UNSET
+        elif isinstance(self.analysis, AgentBodyAnalysisType0):
+            analysis = self.analysis.to_dict()
+        else:
+            analysis = self.analysis
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -194,11 +212,14 @@ class AgentBody:
             field_dict["styleProfile"] = style_profile
         if max_tokens is not UNSET:
             field_dict["maxTokens"] = max_tokens
+        if analysis is not UNSET:
+            field_dict["analysis"] = analysis
 
         return field_dict
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.agent_body_analysis_type_0 import AgentBodyAnalysisType0  # noqa: PLC0415
         from ..models.agent_body_metadata import AgentBodyMetadata  # noqa: PLC0415
         from ..models.agent_body_style_profile_type_0 import AgentBodyStyleProfileType0  # noqa: PLC0415
         from ..models.transfer_target import TransferTarget  # noqa: PLC0415
@@ -317,6 +338,23 @@ class AgentBody:
 
         max_tokens = _parse_max_tokens(d.pop("maxTokens", UNSET))
 
+        def _parse_analysis(data: object) -> AgentBodyAnalysisType0 | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                analysis_type_0 = AgentBodyAnalysisType0.from_dict(data)
+
+                return analysis_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(AgentBodyAnalysisType0 | None | Unset, data)
+
+        analysis = _parse_analysis(d.pop("analysis", UNSET))
+
         agent_body = cls(
             id=id,
             name=name,
@@ -340,6 +378,7 @@ class AgentBody:
             collection_id=collection_id,
             style_profile=style_profile,
             max_tokens=max_tokens,
+            analysis=analysis,
         )
 
         agent_body.additional_properties = d

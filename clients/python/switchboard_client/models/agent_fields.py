@@ -8,6 +8,7 @@ from attrs import define as _attrs_define
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
+    from ..models.agent_fields_analysis_type_0 import AgentFieldsAnalysisType0
     from ..models.agent_fields_metadata_type_0 import AgentFieldsMetadataType0
     from ..models.agent_fields_style_profile_type_0 import AgentFieldsStyleProfileType0
     from ..models.agent_fields_transfer_type_0_item import AgentFieldsTransferType0Item
@@ -57,6 +58,13 @@ class AgentFields:
                 the agent (case aside); `number` is E.164; `description` (optional, up to 500 characters) tells the agent when
                 to hand over; `mode` `cold` (the default) redirects the call, `warm` holds the caller while the person is told
                 what the call is about, then joins them. A list replaces the agent's whole list; `null` clears it to `[]`.
+            analysis (AgentFieldsAnalysisType0 | None | Unset): Post-call analysis: after each of the agent's calls, its
+                language model reads the transcript and writes what is asked here, stored on the session (`GET
+                /v1/observability/sessions/{id}`, `analysis`) and sent as the `call.analyzed` webhook. `{summary,
+                successCriteria, dataSchema}`: `summary` (default true) a few sentences on who called, what they wanted and how
+                it ended; `successCriteria` (1-2000 characters) what a successful call achieves, judged yes or no with a reason;
+                `dataSchema` a JSON Schema of an object (1-50 properties, at most 16 KiB, no references outside it) whose fields
+                are extracted from the call and checked against it. `null` turns analysis off.
     """
 
     id: None | str | Unset = UNSET
@@ -77,8 +85,10 @@ class AgentFields:
     max_tokens: int | None | Unset = UNSET
     metadata: AgentFieldsMetadataType0 | None | Unset = UNSET
     transfer: list[AgentFieldsTransferType0Item] | None | Unset = UNSET
+    analysis: AgentFieldsAnalysisType0 | None | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.agent_fields_analysis_type_0 import AgentFieldsAnalysisType0  # noqa: PLC0415
         from ..models.agent_fields_metadata_type_0 import AgentFieldsMetadataType0  # noqa: PLC0415
         from ..models.agent_fields_style_profile_type_0 import AgentFieldsStyleProfileType0  # noqa: PLC0415
 
@@ -200,6 +210,14 @@ class AgentFields:
         else:
             transfer = self.transfer
 
+        analysis: dict[str, Any] | None | Unset
+        if isinstance(self.analysis, Unset):
+            analysis = UNSET
+        elif isinstance(self.analysis, AgentFieldsAnalysisType0):
+            analysis = self.analysis.to_dict()
+        else:
+            analysis = self.analysis
+
         field_dict: dict[str, Any] = {}
 
         field_dict.update({})
@@ -239,11 +257,14 @@ class AgentFields:
             field_dict["metadata"] = metadata
         if transfer is not UNSET:
             field_dict["transfer"] = transfer
+        if analysis is not UNSET:
+            field_dict["analysis"] = analysis
 
         return field_dict
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.agent_fields_analysis_type_0 import AgentFieldsAnalysisType0  # noqa: PLC0415
         from ..models.agent_fields_metadata_type_0 import AgentFieldsMetadataType0  # noqa: PLC0415
         from ..models.agent_fields_style_profile_type_0 import AgentFieldsStyleProfileType0  # noqa: PLC0415
         from ..models.agent_fields_transfer_type_0_item import AgentFieldsTransferType0Item  # noqa: PLC0415
@@ -441,6 +462,23 @@ class AgentFields:
 
         transfer = _parse_transfer(d.pop("transfer", UNSET))
 
+        def _parse_analysis(data: object) -> AgentFieldsAnalysisType0 | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                analysis_type_0 = AgentFieldsAnalysisType0.from_dict(data)
+
+                return analysis_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(AgentFieldsAnalysisType0 | None | Unset, data)
+
+        analysis = _parse_analysis(d.pop("analysis", UNSET))
+
         agent_fields = cls(
             id=id,
             name=name,
@@ -460,6 +498,7 @@ class AgentFields:
             max_tokens=max_tokens,
             metadata=metadata,
             transfer=transfer,
+            analysis=analysis,
         )
 
         return agent_fields

@@ -9,6 +9,7 @@ from attrs import field as _attrs_field
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
+    from ..models.call_analysis import CallAnalysis
     from ..models.call_event_body import CallEventBody
     from ..models.error_entry import ErrorEntry
     from ..models.metrics_body import MetricsBody
@@ -44,6 +45,7 @@ class SessionDetailBody:
             on in a new session), `shutdown`, or the error that ended the session.
         started_at (None | str | Unset):
         ended_at (None | str | Unset):
+        analysis (CallAnalysis | None | Unset):
     """
 
     id: str
@@ -61,9 +63,12 @@ class SessionDetailBody:
     end_reason: None | str | Unset = UNSET
     started_at: None | str | Unset = UNSET
     ended_at: None | str | Unset = UNSET
+    analysis: CallAnalysis | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.call_analysis import CallAnalysis  # noqa: PLC0415
+
         id = self.id
 
         agent_id = self.agent_id
@@ -130,6 +135,14 @@ class SessionDetailBody:
         else:
             ended_at = self.ended_at
 
+        analysis: dict[str, Any] | None | Unset
+        if isinstance(self.analysis, Unset):
+            analysis = UNSET
+        elif isinstance(self.analysis, CallAnalysis):
+            analysis = self.analysis.to_dict()
+        else:
+            analysis = self.analysis
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -157,11 +170,14 @@ class SessionDetailBody:
             field_dict["startedAt"] = started_at
         if ended_at is not UNSET:
             field_dict["endedAt"] = ended_at
+        if analysis is not UNSET:
+            field_dict["analysis"] = analysis
 
         return field_dict
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.call_analysis import CallAnalysis  # noqa: PLC0415
         from ..models.call_event_body import CallEventBody  # noqa: PLC0415
         from ..models.error_entry import ErrorEntry  # noqa: PLC0415
         from ..models.metrics_body import MetricsBody  # noqa: PLC0415
@@ -261,6 +277,23 @@ class SessionDetailBody:
 
         ended_at = _parse_ended_at(d.pop("endedAt", UNSET))
 
+        def _parse_analysis(data: object) -> CallAnalysis | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                analysis_type_1 = CallAnalysis.from_dict(data)
+
+                return analysis_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(CallAnalysis | None | Unset, data)
+
+        analysis = _parse_analysis(d.pop("analysis", UNSET))
+
         session_detail_body = cls(
             id=id,
             agent_id=agent_id,
@@ -277,6 +310,7 @@ class SessionDetailBody:
             end_reason=end_reason,
             started_at=started_at,
             ended_at=ended_at,
+            analysis=analysis,
         )
 
         session_detail_body.additional_properties = d

@@ -22,7 +22,11 @@ class TranscribeRequest:
             language (None | str | Unset): ISO 639-1 code; empty or absent detects the language.
             mode (None | str | Unset): `accurate` (default: the multilingual model with beam search) or `fast` (greedy; the
                 English model for English).
-            diarize (bool | None | Unset): Label speakers: by channel for multi-channel audio, by voice pitch for mono.
+            diarize (bool | None | Unset): Label speakers (`speaker_1`, ...): one per channel when the channels carry
+                different
+                voices (a call recording), by voice pitch for mono audio and for channels that carry
+                the same voice. Channels with different voices are each transcribed (two voices, two
+                recognitions) whether or not this is set; without it their segments have no speaker.
             timestamps (None | str | Unset): `segment` (default) or `word` (adds `words`).
     """
 
