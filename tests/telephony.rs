@@ -16,7 +16,7 @@ use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use switchboard::telephony::signature;
 use tokio_tungstenite::tungstenite::Message;
-use twilio_mock::{form, signed, twilio_post, TwilioMock, ACCOUNT_SID, AUTH_TOKEN, GONE_CALL_SID};
+use twilio_mock::{form, signed, twilio_post, TwilioMock, ACCOUNT_SID, GONE_CALL_SID};
 
 async fn server_with_twilio(mock: &TwilioMock) -> Server {
     server_with_twilio_and(mock, &[]).await

@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 use switchboard::telephony::signature;
 use tokio_tungstenite::tungstenite::Message;
 use twilio_mock::{
-    form, signed, twilio_post, TwilioMock, TwilioRequest, ACCOUNT_SID, AUTH_TOKEN, BROKEN_CALL_SID,
+    form, signed, twilio_post, TwilioMock, TwilioRequest, ACCOUNT_SID, BROKEN_CALL_SID,
 };
 
 const CALLEE: &str = "+14155550100";

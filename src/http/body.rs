@@ -4,6 +4,7 @@
 //! object (not an array, which serde would read by position), and name the failing field in
 //! the error's `param`. `RawWebhook` is a webhook's raw body (Twilio's form, Stripe's event),
 //! read up to [`WEBHOOK_BODY_LIMIT`] with the same JSON errors (413, never a bare text one).
+//! [`Binary`] is how the OpenAPI document shows a file's bytes (audio answers, uploads).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -13,6 +14,8 @@ use actix_web::http::header::CONTENT_TYPE;
 use actix_web::{web, FromRequest, HttpRequest};
 use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
+
+use utoipa::ToSchema;
 
 use crate::error::ApiError;
 
@@ -180,3 +183,10 @@ pub(crate) fn parse_object<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiEr
         .map_err(|err| ApiError::bad_request(format!("malformed JSON body: {err}")))?;
     Ok(value)
 }
+
+/// The bytes of a file as the document shows them (`type: string, format: binary`): audio
+/// answers and uploaded files.
+#[derive(ToSchema)]
+#[schema(value_type = String, format = Binary)]
+#[allow(dead_code)]
+pub struct Binary(Vec<u8>);

@@ -17,9 +17,9 @@ use serde_json::{json, Value};
 use switchboard_actors::engine::SpeechRequest;
 use utoipa::ToSchema;
 
+use super::body::Binary;
 use super::methods;
 use super::openai_transcription::TRANSCRIPTION_MODELS;
-use super::openapi::Binary;
 use crate::app::AppState;
 use crate::billing::Usage;
 use crate::error::ApiError;

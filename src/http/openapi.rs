@@ -5,7 +5,7 @@ use std::sync::OnceLock;
 
 use actix_web::{get, HttpResponse};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
-use utoipa::{Modify, OpenApi, ToSchema};
+use utoipa::{Modify, OpenApi};
 
 use super::{
     agent_sync, agents, billing, call_transfer, campaigns, chat, collections, direct, health,
@@ -159,13 +159,6 @@ The exact shapes are in docs/api.md."
     modifiers(&BearerAuth, &CommonResponses, &PageItemsByReference),
 )]
 pub struct ApiDoc;
-
-/// The bytes of a file as the document shows them (`type: string, format: binary`): audio
-/// answers and uploaded files.
-#[derive(ToSchema)]
-#[schema(value_type = String, format = Binary)]
-#[allow(dead_code)]
-pub struct Binary(Vec<u8>);
 
 /// Routes under `/v1` proven by something other than an API key (see `http::configure`).
 const NOT_KEYED: &[&str] = &[

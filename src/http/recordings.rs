@@ -8,8 +8,8 @@ use actix_web::http::header::{self, HeaderValue};
 use actix_web::{get, web, HttpRequest, HttpResponse};
 
 use super::auth::Developer;
+use super::body::Binary;
 use super::methods;
-use super::openapi::Binary;
 use crate::app::AppState;
 use crate::error::{current_request_id, ApiError, ErrorBody, ErrorDetail};
 use crate::registry::telephony::GetRecording;

@@ -8,8 +8,8 @@ use utoipa::ToSchema;
 
 use super::auth::Developer;
 use super::body::ApiJson;
+use super::body::Binary;
 use super::methods;
-use super::openapi::Binary;
 use super::validate;
 use crate::app::AppState;
 use crate::billing::Usage;

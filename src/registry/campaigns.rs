@@ -285,8 +285,8 @@ fn after_outcome(
     } else {
         contact.attempts - 1
     };
-    let again = !outcome.counts
-        || (attempts < campaign.max_attempts && retried.iter().any(|s| *s == outcome.status));
+    let again =
+        !outcome.counts || (attempts < campaign.max_attempts && retried.contains(&outcome.status));
     let (status, next) = if again && campaign.status != CAMPAIGN_CANCELED {
         let wait = if outcome.counts {
             campaign.retry_delay_ms
