@@ -489,7 +489,8 @@ mod tests {
                                   "properties": {"a": {"$ref": "https://example.com/s.json"}}}}),
             "not a usable JSON Schema",
         );
-        let big: Map<String, Value> = (0..400)
+        // 600 properties of 30 bytes each: past the size limit before their number counts.
+        let big: Map<String, Value> = (0..600)
             .map(|i| (format!("field_{i:03}"), json!({"type": "string"})))
             .collect();
         refused(
