@@ -10,7 +10,7 @@ use futures_util::future::join_all;
 use serde_json::{json, Value};
 use switchboard::vendors::catalog::{LLM_PROVIDERS, STT_PROVIDERS, TTS_PROVIDERS};
 
-const FIELDS: [&str; 22] = [
+const FIELDS: [&str; 23] = [
     "id",
     "name",
     "description",
@@ -33,10 +33,12 @@ const FIELDS: [&str; 22] = [
     "createdAt",
     "updatedAt",
     "warnings",
+    "analysis",
 ];
 
 /// The fields `null` clears on update.
-const NULLABLE: [&str; 8] = [
+const NULLABLE: [&str; 9] = [
+    "analysis",
     "description",
     "systemPrompt",
     "firstMessage",
@@ -123,7 +125,9 @@ fn full_agent(id: &str) -> Value {
         "transfer": [
             {"name": "Refunds", "number": "+14155550100", "description": "Refund requests",
              "mode": "warm"}
-        ]
+        ],
+        "analysis": {"summary": true, "successCriteria": "The caller's question was answered.",
+                     "dataSchema": {"type": "object", "properties": {"topic": {"type": "string"}}}}
     })
 }
 
