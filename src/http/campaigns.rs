@@ -12,19 +12,19 @@ use super::auth::Developer;
 use super::body::ApiJson;
 use super::methods;
 use super::pagination::{self, PageBody, PageQuery};
+use super::validate;
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
 use crate::live::campaigns::CallWindow;
+use crate::live::outbound;
 use crate::live::voicemail::{MachineDetection, VoicemailPlan};
 use crate::registry::agents::GetAgent;
 use crate::registry::campaigns::{
     CampaignAction, CampaignView, ChangeCampaign, CreateCampaign, GetCampaign, ListCampaigns,
 };
 use crate::registry::new_id;
-use crate::registry::telephony::RouteCall;
 use crate::store::campaigns::{CampaignRow, ContactRow, CAMPAIGN_ACTIVE, CONTACT_PENDING};
 use crate::store::stored_json;
-use crate::telephony::is_e164;
 use crate::time::{self, iso, iso_opt};
 
 /// Most calls one campaign places at once.
@@ -240,17 +240,6 @@ impl From<CampaignView> for CampaignBody {
     }
 }
 
-fn e164(param: &str, value: Option<&str>) -> Result<String, ApiError> {
-    let value = value.ok_or_else(|| ApiError::invalid(param, format!("{param} is required")))?;
-    if !is_e164(value) {
-        return Err(ApiError::invalid(
-            param,
-            format!("{param} must be in E.164 form, e.g. +14155550123"),
-        ));
-    }
-    Ok(value.to_string())
-}
-
 /// The retry policy asked for, with its defaults: (attempts, delay ms, outcomes).
 fn retry_policy(retry: Option<RetryRequest>) -> Result<(i32, i64, Vec<String>), ApiError> {
     let retry = retry.unwrap_or(RetryRequest {
@@ -316,7 +305,7 @@ fn contact_rows(
     let mut rows = Vec::with_capacity(contacts.len());
     for (i, contact) in contacts.into_iter().enumerate() {
         let param = format!("contacts[{i}].to");
-        let to = e164(&param, contact.to.as_deref())?;
+        let to = validate::e164(&param, contact.to.as_deref())?;
         if let Some(prefix) = state.config().telephony.outbound.refusal(&to) {
             return Err(ApiError::invalid(
                 &param,
@@ -391,9 +380,9 @@ async fn create_campaign(
     let agent_id = request
         .agent_id
         .ok_or_else(|| ApiError::invalid("agentId", "agentId is required"))?;
-    let from = e164("from", request.from.as_deref())?;
+    let from = validate::e164("from", request.from.as_deref())?;
     if let Some(name) = &request.name {
-        super::validate::length("name", name, 1, 100)?;
+        validate::length("name", name, 1, 100)?;
     }
     let max_concurrent = request.max_concurrent.unwrap_or(1);
     if !(1..=MAX_CONCURRENT).contains(&max_concurrent) {
@@ -423,26 +412,7 @@ async fn create_campaign(
             agent_id,
         })
         .await??;
-    if state.twilio().is_none() {
-        return Err(ApiError::Unavailable(
-            "campaigns place calls through Twilio: set [telephony.twilio] account_sid and \
-             auth_token"
-                .into(),
-        ));
-    }
-    let own = state
-        .telephony()
-        .send(RouteCall {
-            number: from.clone(),
-        })
-        .await??
-        .is_some_and(|route| route.developer_id == developer_id);
-    if !own {
-        return Err(ApiError::invalid(
-            "from",
-            "from must be one of your verified numbers (see /v1/phone-numbers)",
-        ));
-    }
+    outbound::can_call_from(&state, &developer_id, &from).await?;
     let campaign = CampaignRow {
         seq: 0,
         id,

@@ -22,6 +22,7 @@ use utoipa::ToSchema;
 use super::auth::Developer;
 use super::body::{ApiJson, RawWebhook};
 use super::methods;
+use super::validate;
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
 use crate::live::campaigns;
@@ -37,7 +38,6 @@ use crate::registry::telephony::{
     AdvanceTask, ClaimTaskConnect, EndUnconnectedSession, GetTask, RouteCall, UpdateTask,
 };
 use crate::store::telephony::{CallTaskRow, TaskChanges, TASK_IN_PROGRESS, TASK_TERMINAL};
-use crate::telephony::is_e164;
 use crate::telephony::{signature, twiml};
 use crate::time::{self, iso};
 
@@ -169,17 +169,6 @@ impl From<CallTaskRow> for TaskBody {
     }
 }
 
-fn e164(param: &str, value: Option<String>) -> Result<String, ApiError> {
-    let value = value.ok_or_else(|| ApiError::invalid(param, format!("{param} is required")))?;
-    if !is_e164(&value) {
-        return Err(ApiError::invalid(
-            param,
-            format!("{param} must be in E.164 form, e.g. +14155550123"),
-        ));
-    }
-    Ok(value)
-}
-
 /// Places a call through Twilio's REST API. When it is answered, Twilio fetches the task's
 /// connect URL, which connects the call to the agent like an inbound session.
 #[utoipa::path(post, path = "/v1/sessions/twilio/outbound", tag = "sessions", request_body = OutboundRequest,
@@ -201,8 +190,8 @@ async fn place_call(
     let agent_id = request
         .agent_id
         .ok_or_else(|| ApiError::invalid("agentId", "agentId is required"))?;
-    let to = e164("to", request.to)?;
-    let from = e164("from", request.from)?;
+    let to = validate::e164("to", request.to.as_deref())?;
+    let from = validate::e164("from", request.from.as_deref())?;
     let machine_plan = VoicemailPlan::from_request(
         request.machine_detection,
         request.voicemail_message.as_deref(),

@@ -69,6 +69,18 @@ pub fn integer_in(param: &str, value: i64, min: i64, max: i64) -> Result<(), Api
     Ok(())
 }
 
+/// A required phone number in E.164 form (`+14155550123`), as given.
+pub fn e164(param: &str, value: Option<&str>) -> Result<String, ApiError> {
+    let value = value.ok_or_else(|| ApiError::invalid(param, format!("{param} is required")))?;
+    if !crate::telephony::is_e164(value) {
+        return Err(ApiError::invalid(
+            param,
+            format!("{param} must be in E.164 form, e.g. +14155550123"),
+        ));
+    }
+    Ok(value.to_string())
+}
+
 pub fn one_of(param: &str, value: &str, allowed: &[&str]) -> Result<(), ApiError> {
     if !allowed.contains(&value) {
         return Err(ApiError::invalid(

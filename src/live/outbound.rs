@@ -48,26 +48,7 @@ pub struct Placed {
 /// Places `call` (see the module doc). A call Twilio refuses is a 400 (`Rejected`) or 502,
 /// and its task ends `failed` with the reason.
 pub async fn place(state: &AppState, call: OutboundCall) -> Result<Placed, ApiError> {
-    if state.twilio().is_none() {
-        return Err(ApiError::Unavailable(
-            "outbound calls are not configured: set [telephony.twilio] account_sid and auth_token"
-                .into(),
-        ));
-    }
-    // The caller id must be one of the developer's own numbers, proven when it was routed.
-    let own = state
-        .telephony()
-        .send(RouteCall {
-            number: call.from.clone(),
-        })
-        .await??
-        .is_some_and(|route| route.developer_id == call.developer_id);
-    if !own {
-        return Err(ApiError::invalid(
-            "from",
-            "from must be one of your verified numbers (see /v1/phone-numbers)",
-        ));
-    }
+    can_call_from(state, &call.developer_id, &call.from).await?;
     // Gated like every metered session: 402 without credits, 429 when the tier's concurrent
     // sessions are all live. The ringing call holds a slot (under the task's id) until it is
     // answered, ends, or the answer timeout passes.
@@ -92,6 +73,35 @@ pub async fn place(state: &AppState, call: OutboundCall) -> Result<Placed, ApiEr
         release_ringing(state, &task_id);
     }
     placed
+}
+
+/// Whether `developer_id` can place calls from `from`: Twilio is configured (503 otherwise)
+/// and the number is one of the developer's own, proven when it was routed (400 on `from`).
+pub async fn can_call_from(
+    state: &AppState,
+    developer_id: &str,
+    from: &str,
+) -> Result<(), ApiError> {
+    if state.twilio().is_none() {
+        return Err(ApiError::Unavailable(
+            "outbound calls are not configured: set [telephony.twilio] account_sid and auth_token"
+                .into(),
+        ));
+    }
+    let own = state
+        .telephony()
+        .send(RouteCall {
+            number: from.to_string(),
+        })
+        .await??
+        .is_some_and(|route| route.developer_id == developer_id);
+    if !own {
+        return Err(ApiError::invalid(
+            "from",
+            "from must be one of your verified numbers (see /v1/phone-numbers)",
+        ));
+    }
+    Ok(())
 }
 
 /// Frees the concurrent-session slot a placed call held while it rang.
