@@ -15,9 +15,11 @@ use switchboard::billing::period::SystemClock;
 use switchboard::billing::Usage;
 use switchboard::registry::meter;
 use switchboard::registry::metering::{Admit, CurrentUsage};
+use switchboard::registry::tool_secrets::ToolSecrets;
 use switchboard::registry::{AgentRegistry, KeyRegistry, Metering, Supervised};
 use switchboard::store::agents::AgentRow;
 use switchboard::store::Db;
+use switchboard::vendors::sealing::KeySealer;
 
 fn request_path(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -30,7 +32,8 @@ fn request_path(c: &mut Criterion) {
             .await
             .expect("key");
         let keys = KeyRegistry::new(db.clone(), config.auth.clone()).start();
-        let agents = AgentRegistry::new(db.clone(), &config.registry).start();
+        let secrets = ToolSecrets::new(KeySealer::new(&[1u8; 32]));
+        let agents = AgentRegistry::new(db.clone(), &config.registry, secrets).start();
         let mut rate = config.rate_limit.clone();
         // The bench measures the admission path, not refusals.
         rate.requests = u32::MAX;

@@ -16,6 +16,7 @@ use crate::observability::otlp::TraceExport;
 use crate::portal::Portal;
 use crate::recording::{RecordingStorage, Recordings};
 use crate::registry::provider_keys::ProviderKeys;
+use crate::registry::tool_secrets::ToolSecrets;
 use crate::registry::{
     AgentRegistry, CampaignRegistry, CollectionRegistry, ConversationRegistry, JobRegistry,
     KeyRegistry, KnowledgeIndex, Metering, SessionRegistry, Supervised, TelephonyRegistry,
@@ -45,6 +46,8 @@ pub struct AppParts {
     pub vendors: Vendors,
     /// The developers' stored vendor keys.
     pub provider_keys: ProviderKeys,
+    /// Opens the sealed secrets and headers of agents' HTTP tools.
+    pub tool_secrets: ToolSecrets,
     /// The payment processor's client; `None` when billing is not configured.
     pub stripe: Option<StripeClient>,
     /// Phone numbers, outbound call tasks, recordings and agent syncs.
@@ -137,6 +140,10 @@ impl AppState {
 
     pub fn provider_keys(&self) -> &ProviderKeys {
         &self.parts.provider_keys
+    }
+
+    pub fn tool_secrets(&self) -> &ToolSecrets {
+        &self.parts.tool_secrets
     }
 
     pub fn stripe(&self) -> &Option<StripeClient> {

@@ -245,8 +245,8 @@ impl Fetcher {
 pub struct ToolRequest<'a> {
     pub method: &'a str,
     pub url: &'a str,
-    /// Sent as they are (the call's context).
-    pub headers: &'a [(&'a str, String)],
+    /// Sent as they are (the developer's own, then the call's context).
+    pub headers: &'a [(String, String)],
     /// Signs the request when set.
     pub secret: Option<&'a str>,
 }
@@ -295,7 +295,7 @@ impl Fetcher {
                 .body(signed.clone());
         }
         for (name, value) in tool.headers {
-            request = request.header(*name, value);
+            request = request.header(name.as_str(), value);
         }
         if let Some(secret) = tool.secret {
             let now_s = crate::time::now_ms() / 1000;

@@ -33,6 +33,7 @@ use crate::registry::keys::{create_key, FlushLastUsed};
 use crate::registry::metering::FlushUsage;
 use crate::registry::provider_keys::ProviderKeys;
 use crate::registry::sessions::Settle;
+use crate::registry::tool_secrets::ToolSecrets;
 use crate::registry::{
     AgentRegistry, CampaignRegistry, CollectionRegistry, ConversationRegistry, JobRegistry,
     KeyRegistry, KnowledgeIndex, Metering, SessionRegistry, Supervised, TelephonyRegistry,
@@ -69,9 +70,13 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         let (db, auth, feed) = (db.clone(), config.auth.clone(), feed_state.clone());
         move || KeyRegistry::new(db.clone(), auth.clone()).following(feed.clone())
     });
+    let sealer = KeySealer::load(&config.provider_keys.master_key, &config.server.data_dir)
+        .context("cannot load the provider keys' master key")?;
+    let tool_secrets = ToolSecrets::new(sealer.clone());
     let agents = Supervised::start("agents", {
         let (db, registry, feed) = (db.clone(), config.registry.clone(), feed_state.clone());
-        move || AgentRegistry::new(db.clone(), &registry).following(feed.clone())
+        let secrets = tool_secrets.clone();
+        move || AgentRegistry::new(db.clone(), &registry, secrets.clone()).following(feed.clone())
     });
     let collections = Supervised::start("collections", {
         let (db, registry, feed) = (db.clone(), config.registry.clone(), feed_state.clone());
@@ -175,8 +180,6 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     let fetcher = Fetcher::new(&config.fetch).context("cannot build the HTTP client")?;
     let vendors =
         crate::vendors::Vendors::new(&config).context("cannot set up the vendor adapters")?;
-    let sealer = KeySealer::load(&config.provider_keys.master_key, &config.server.data_dir)
-        .context("cannot load the provider keys' master key")?;
     let provider_keys = ProviderKeys::new(db.clone(), sealer.clone());
     let webhooks = Supervised::start("webhooks", {
         let (db, sealer, fetcher, config) =
@@ -229,6 +232,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         fetcher,
         vendors,
         provider_keys,
+        tool_secrets,
         stripe: StripeClient::from_config(&config.billing.stripe),
         telephony,
         recordings,

@@ -29,10 +29,27 @@ const CONTACTS: [&str; 4] = [
 /// The server with Twilio on the stand-in, campaigns looked at every 100 ms, a `dialer`
 /// agent whose greeting names the contact, and the caller id proven.
 async fn dialer(mock: &TwilioMock) -> (Server, String) {
+    dialer_on(mock, Storage::fresh().await, &[]).await
+}
+
+/// The environment of a dialing node: Twilio on the stand-in, campaigns looked at every
+/// 100 ms, and `extra`.
+fn dialer_env(mock: &TwilioMock, extra: &[(&str, &str)]) -> Vec<(String, String)> {
     let mut env = mock.sms_env("+15005550006");
     env.push(("SWITCHBOARD__CAMPAIGNS__POLL_MS".into(), "100".into()));
+    env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    env
+}
+
+/// [`dialer`] on `storage`, with `extra` in the environment.
+async fn dialer_on(
+    mock: &TwilioMock,
+    storage: Storage,
+    extra: &[(&str, &str)],
+) -> (Server, String) {
+    let env = dialer_env(mock, extra);
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let server = Server::start_with(Storage::fresh().await, &env).await;
+    let server = Server::start_with(storage, &env).await;
     let key = server.key().to_string();
     let (status, body) = call(server.post(
         "/v1/agents",
@@ -494,4 +511,104 @@ async fn a_bad_campaign_is_refused_naming_the_field_and_nothing_is_called() {
     );
     assert!(placed(&mock).is_empty(), "no call outside the window");
     assert_eq!(list["data"][0]["counts"]["pending"], 1, "{list}");
+}
+
+/// Two nodes on one PostgreSQL database race for one campaign: one runs it at a time, so no
+/// contact is called twice and never more than `maxConcurrent` at once; when the node running
+/// it dies, the other takes it over once the lease lapses and calls the rest, nobody twice.
+/// Skipped without `SWITCHBOARD_TEST_POSTGRES_URL` (one SQLite server has no second node).
+#[tokio::test]
+async fn two_nodes_share_a_campaign_without_calling_anyone_twice_and_take_it_over() {
+    let storage = Storage::fresh().await;
+    let Some(url) = storage.database_url.clone() else {
+        eprintln!("skipped: needs SWITCHBOARD_TEST_POSTGRES_URL (scripts/test sets it)");
+        return;
+    };
+    let mock = TwilioMock::start();
+    let lease = [("SWITCHBOARD__CAMPAIGNS__LEASE_SECONDS", "1")];
+    let (node_a, key) = dialer_on(&mock, storage, &lease).await;
+    let env = dialer_env(&mock, &lease);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let node_b = Server::start_with(
+        Storage {
+            data_dir: tempfile::tempdir().unwrap(),
+            database_url: Some(url.clone()),
+        },
+        &env,
+    )
+    .await;
+    let six: Vec<String> = (1..=6).map(|n| format!("+1415555021{n}")).collect();
+    let contacts: Vec<Value> = six.iter().map(|to| json!({"to": to})).collect();
+    let (status, created) = call(node_b.post(
+        "/v1/campaigns",
+        &key,
+        json!({"agentId": "dialer", "from": CALLER_ID, "contacts": contacts, "maxConcurrent": 2,
+               "retry": {"maxAttempts": 1}}),
+    ))
+    .await;
+    assert_eq!(status, 201, "{created}");
+    let id = created["id"].as_str().unwrap().to_string();
+
+    // Both nodes look every 100 ms; only the one holding the lease calls.
+    wait_for_calls(&mock, 2).await;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(placed(&mock).len(), 2, "two at once across both nodes");
+    for to in &six[..2] {
+        end_call(&node_a, &key, &id, to, "completed").await;
+    }
+    wait_for_calls(&mock, 4).await;
+
+    // The node running it dies without a word; the other one finishes it.
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let row = client
+        .query_one("SELECT runner_node FROM campaigns WHERE id = $1", &[&id])
+        .await
+        .unwrap();
+    let runner: String = row.get(0);
+    let node_of = |server: &Server| {
+        std::fs::read_to_string(server.storage.data_dir.path().join("node-id")).unwrap()
+    };
+    let (dead, survivor) = if node_of(&node_a).trim() == runner {
+        (node_a, node_b)
+    } else {
+        assert_eq!(node_of(&node_b).trim(), runner, "one of the two runs it");
+        (node_b, node_a)
+    };
+    let _ = std::process::Command::new("kill")
+        .args(["-KILL", &dead.pid().to_string()])
+        .status();
+    drop(dead);
+    for to in &six[2..4] {
+        end_call(&survivor, &key, &id, to, "completed").await;
+    }
+    wait_for_calls(&mock, 6).await;
+    for to in &six[4..] {
+        end_call(&survivor, &key, &id, to, "completed").await;
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let body = loop {
+        let body = campaign(&survivor, &key, &id).await;
+        if body["status"] == "completed" {
+            break body;
+        }
+        assert!(Instant::now() < deadline, "not completed: {body}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let called: Vec<String> = placed(&mock)
+        .iter()
+        .map(|c| c.param("To").unwrap().to_string())
+        .collect();
+    assert_eq!(called, six, "each contact once, in order");
+    assert!(
+        body["contacts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["status"] == "completed" && c["attempts"] == 1),
+        "{body}"
+    );
 }

@@ -660,11 +660,47 @@ async fn an_http_tool_gets_the_calls_context_signed_with_its_secret() {
                "metadata": {"tools": [{"name": "order_status", "description": "Look up an order",
                    "url": format!("{}/tools/order_status", mock.url), "timeoutMs": 2000,
                    "secret": tool_secret,
+                   "headers": {"Authorization": "Bearer order-api-key-5678", "X-Shop": "north"},
                    "parameters": {"type": "object", "properties": {"orderId": {"type": "string"}},
                                   "required": ["orderId"]}}]}}),
     ))
     .await;
     assert_eq!(status, 201, "{body}");
+    // The secret and the header values are never shown again, only their last characters.
+    let tool = &body["metadata"]["tools"][0];
+    assert_eq!(tool["secret"], json!({"hint": "desk"}), "{tool}");
+    assert_eq!(
+        tool["headers"]["Authorization"],
+        json!({"hint": "5678"}),
+        "{tool}"
+    );
+    assert_eq!(tool["headers"]["X-Shop"], json!({"hint": "h"}), "{tool}");
+    let (_, read) = call(server.get("/v1/agents/desk", &key)).await;
+    assert_eq!(read["metadata"], body["metadata"], "{read}");
+    for plain in [tool_secret, "order-api-key-5678"] {
+        assert!(!read.to_string().contains(plain), "{read}");
+        if server.storage.database_url.is_none() {
+            let file = server.storage.resolved_url();
+            for path in [file.clone(), format!("{file}-wal")] {
+                let stored = std::fs::read(&path).unwrap_or_default();
+                assert!(
+                    !stored.windows(plain.len()).any(|w| w == plain.as_bytes()),
+                    "{plain} is in {path}"
+                );
+            }
+        }
+    }
+    // Sent back as read, with another description: the stored values stay.
+    let mut metadata = read["metadata"].clone();
+    metadata["tools"][0]["description"] = json!("Look up an order by its id");
+    let (status, answer) =
+        call(server.put("/v1/agents/desk", &key, json!({"metadata": metadata}))).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(
+        answer["metadata"]["tools"][0]["headers"]["Authorization"],
+        json!({"hint": "5678"})
+    );
+
     let mut socket = open_session(&server, &key, "desk").await;
     let started = read_until(&mut socket, "session.started", Duration::from_secs(10)).await;
     let session = started["sessionId"].as_str().unwrap().to_string();
@@ -685,6 +721,11 @@ async fn an_http_tool_gets_the_calls_context_signed_with_its_secret() {
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.clone())
     };
+    assert_eq!(
+        header("authorization").as_deref(),
+        Some("Bearer order-api-key-5678")
+    );
+    assert_eq!(header("x-shop").as_deref(), Some("north"));
     assert_eq!(
         header("switchboard-session-id").as_deref(),
         Some(session.as_str())
@@ -719,6 +760,43 @@ async fn an_http_tool_gets_the_calls_context_signed_with_its_secret() {
             .unwrap()
             .contains("metadata.tools[0].secret"),
         "{answer}"
+    );
+    // Headers the server owns, a bad value, or a hint with nothing stored behind it are
+    // refused naming the header, and change nothing.
+    for (headers, named) in [
+        (
+            json!({"Switchboard-Agent-Id": "other"}),
+            "Switchboard-Agent-Id",
+        ),
+        (json!({"Host": "elsewhere.example"}), "Host"),
+        (json!({"X-Line": "a\r\nInjected: yes"}), "X-Line"),
+        (json!({"X-New": {"hint": "abcd"}}), "X-New"),
+        (json!({"Bad Name": "x"}), "Bad Name"),
+    ] {
+        let (status, answer) = call(server.put(
+            "/v1/agents/desk",
+            &key,
+            json!({"metadata": {"tools": [{"name": "order_status", "url": "https://example.com/t",
+                                           "headers": headers}]}}),
+        ))
+        .await;
+        assert_eq!(status, 400, "{answer}");
+        assert_eq!(answer["error"]["param"], "metadata", "{answer}");
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("metadata.tools[0].headers") && message.contains(named),
+            "{answer}"
+        );
+    }
+    let (_, after) = call(server.get("/v1/agents/desk", &key)).await;
+    assert_eq!(
+        after["metadata"]["tools"][0]["headers"]["Authorization"],
+        json!({"hint": "5678"}),
+        "{after}"
+    );
+    assert_eq!(
+        after["metadata"]["tools"][0]["description"],
+        "Look up an order by its id"
     );
 }
 

@@ -1,9 +1,11 @@
 //! The tools an agent's language model may call: the built-in `search_knowledge` (the agent's
 //! collection) and `end_conversation`, plus the developer's HTTP tools declared in the agent's
-//! `metadata.tools` as `{name, description, parameters, url, method, timeoutMs, secret}`. HTTP
-//! tools go through the same address guard as every fetch (operators allow internal hosts in
-//! `fetch.allow`), carry the call's context in `Switchboard-*` headers ([`CallContext`]) and,
-//! when the tool has a `secret`, a `Switchboard-Signature` made as the webhooks' is.
+//! `metadata.tools` as `{name, description, parameters, url, method, timeoutMs, secret,
+//! headers}`. HTTP tools go through the same address guard as every fetch (operators allow
+//! internal hosts in `fetch.allow`), carry the developer's own `headers` and the call's context
+//! in `Switchboard-*` headers ([`CallContext`]) and, when the tool has a `secret`, a
+//! `Switchboard-Signature` made as the webhooks' is. Secrets and header values are stored
+//! sealed ([`crate::registry::tool_secrets`]) and opened for the call.
 //!
 //! On a phone call the agent also acts on the call ([`CallControl`]): `end_call` (in place of
 //! `end_conversation`), `send_dtmf` and, when the agent lists people to hand over to,
@@ -22,6 +24,7 @@ use crate::engines::embeddings::Embedder;
 use crate::fetch::{Fetcher, ToolRequest};
 use crate::registry::knowledge::KnowledgeIndex;
 use crate::registry::search::search_collection;
+use crate::registry::tool_secrets::{SecretValue, ToolSecrets};
 use switchboard_actors::engine::SessionEnding;
 
 pub const SEARCH_KNOWLEDGE: &str = "search_knowledge";
@@ -46,6 +49,24 @@ const MAX_TIMEOUT_MS: u64 = 30_000;
 const MAX_RESULT_BYTES: usize = 16 * 1024;
 /// Lengths a tool's signing secret may have.
 const SECRET_CHARS: std::ops::RangeInclusive<usize> = 16..=256;
+/// Most headers of its own one tool sends, and the longest value of one.
+const MAX_HEADERS: usize = 20;
+const MAX_HEADER_VALUE_BYTES: usize = 4096;
+/// Headers a tool cannot set: the ones the request's framing and the connection own, and the
+/// `Switchboard-` ones this server sends.
+const RESERVED_HEADERS: [&str; 11] = [
+    "host",
+    "content-length",
+    "content-type",
+    "transfer-encoding",
+    "connection",
+    "keep-alive",
+    "te",
+    "trailer",
+    "upgrade",
+    "proxy-authorization",
+    "proxy-connection",
+];
 
 /// A developer-defined HTTP tool.
 #[derive(Debug, Clone, PartialEq)]
@@ -56,8 +77,10 @@ pub struct HttpTool {
     pub url: String,
     pub method: String,
     pub timeout: Duration,
-    /// Keys the request's `Switchboard-Signature`, when set.
-    pub secret: Option<String>,
+    /// Keys the request's `Switchboard-Signature`, when set (sealed as stored).
+    pub secret: Option<SecretValue>,
+    /// The developer's own headers, sent with every call (values sealed as stored).
+    pub headers: Vec<(String, SecretValue)>,
 }
 
 /// Who a tool is called for: sent with every HTTP tool call as `Switchboard-Session-Id`,
@@ -123,17 +146,25 @@ pub fn http_tools(metadata: &Value) -> Result<Vec<HttpTool>, String> {
             let url = text("url").ok_or(format!("metadata.tools[{i}] needs a url"))?;
             let secret = match entry.get("secret") {
                 None | Some(Value::Null) => None,
-                Some(Value::String(secret)) if SECRET_CHARS.contains(&secret.chars().count()) => {
-                    Some(secret.clone())
-                }
-                Some(_) => {
-                    return Err(format!(
-                        "metadata.tools[{i}].secret must be a string of {} to {} characters",
-                        SECRET_CHARS.start(),
-                        SECRET_CHARS.end()
-                    ))
-                }
+                Some(value) => Some(
+                    SecretValue::read(value)
+                        .filter(|secret| match secret {
+                            SecretValue::Plain(text) => {
+                                SECRET_CHARS.contains(&text.chars().count())
+                            }
+                            _ => true,
+                        })
+                        .ok_or_else(|| {
+                            format!(
+                                "metadata.tools[{i}].secret must be a string of {} to {} \
+                                 characters (or the {{\"hint\"}} read back, to keep the stored one)",
+                                SECRET_CHARS.start(),
+                                SECRET_CHARS.end()
+                            )
+                        })?,
+                ),
             };
+            let headers = tool_headers(i, entry.get("headers"))?;
             let timeout = entry
                 .get("timeoutMs")
                 .and_then(Value::as_u64)
@@ -150,9 +181,70 @@ pub fn http_tools(metadata: &Value) -> Result<Vec<HttpTool>, String> {
                     .to_ascii_uppercase(),
                 timeout: Duration::from_millis(timeout),
                 secret,
+                headers,
                 url,
                 name,
             })
+        })
+        .collect()
+}
+
+/// Reads a tool's own `headers`: an object of at most [`MAX_HEADERS`] names, none reserved
+/// or `Switchboard-…`, each with a value of at most [`MAX_HEADER_VALUE_BYTES`] visible
+/// characters (or the `{"hint"}` read back, to keep the stored one).
+fn tool_headers(i: usize, headers: Option<&Value>) -> Result<Vec<(String, SecretValue)>, String> {
+    let headers = match headers {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Object(map)) => map,
+        Some(_) => {
+            return Err(format!(
+                "metadata.tools[{i}].headers must be an object of header names and values"
+            ))
+        }
+    };
+    if headers.len() > MAX_HEADERS {
+        return Err(format!(
+            "metadata.tools[{i}].headers has {} headers; at most {MAX_HEADERS}",
+            headers.len()
+        ));
+    }
+    let mut seen: Vec<String> = Vec::new();
+    headers
+        .iter()
+        .map(|(name, value)| {
+            let lower = name.to_ascii_lowercase();
+            if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
+                return Err(format!(
+                    "metadata.tools[{i}].headers: '{name}' is not a header name"
+                ));
+            }
+            if RESERVED_HEADERS.contains(&lower.as_str()) || lower.starts_with("switchboard-") {
+                return Err(format!(
+                    "metadata.tools[{i}].headers.{name} is set by the server, not by a tool"
+                ));
+            }
+            if seen.contains(&lower) {
+                return Err(format!(
+                    "metadata.tools[{i}].headers names {name} twice (names ignore case)"
+                ));
+            }
+            seen.push(lower);
+            let value = SecretValue::read(value)
+                .filter(|value| match value {
+                    SecretValue::Plain(text) => {
+                        text.len() <= MAX_HEADER_VALUE_BYTES
+                            && reqwest::header::HeaderValue::from_str(text).is_ok()
+                    }
+                    _ => true,
+                })
+                .ok_or_else(|| {
+                    format!(
+                        "metadata.tools[{i}].headers.{name} must be a string of at most \
+                         {MAX_HEADER_VALUE_BYTES} visible characters, without line breaks \
+                         (or the {{\"hint\"}} read back, to keep the stored one)"
+                    )
+                })?;
+            Ok((name.clone(), value))
         })
         .collect()
 }
@@ -210,8 +302,18 @@ pub struct AgentTools {
     fetcher: Fetcher,
     collection_id: Option<String>,
     http: Arc<Vec<HttpTool>>,
+    /// Opens the HTTP tools' sealed secrets and headers, for the agent's owner.
+    secrets: Arc<(ToolSecrets, String)>,
     call: Option<Arc<dyn CallControl>>,
     context: Arc<CallContext>,
+}
+
+/// What an agent's tools are made of: its HTTP tools, and what opens their sealed values for
+/// the agent's owner.
+pub struct HttpTools {
+    pub tools: Vec<HttpTool>,
+    pub secrets: ToolSecrets,
+    pub developer_id: String,
 }
 
 impl AgentTools {
@@ -220,14 +322,15 @@ impl AgentTools {
         knowledge: Supervised<KnowledgeIndex>,
         fetcher: Fetcher,
         collection_id: Option<String>,
-        http: Vec<HttpTool>,
+        http: HttpTools,
     ) -> Self {
         Self {
             embedder,
             knowledge,
             fetcher,
             collection_id,
-            http: Arc::new(http),
+            http: Arc::new(http.tools),
+            secrets: Arc::new((http.secrets, http.developer_id)),
             call: None,
             context: Arc::default(),
         }
@@ -410,12 +513,35 @@ impl AgentTools {
     async fn call_http(&self, tool: &HttpTool, arguments: &Value) -> Result<String, String> {
         // The client's own bound is a backstop a little later, so running out of time is
         // always seen here first.
-        let headers = self.context.headers();
+        let (secrets, developer) = &*self.secrets;
+        let unusable =
+            |what: &str, why: String| format!("{} cannot be called: its {what}: {why}", tool.name);
+        let secret = match &tool.secret {
+            Some(value) => Some(
+                secrets
+                    .open(developer, value)
+                    .map_err(|why| unusable("secret", why))?,
+            ),
+            None => None,
+        };
+        let mut headers = Vec::with_capacity(tool.headers.len() + 6);
+        for (name, value) in &tool.headers {
+            let value = secrets
+                .open(developer, value)
+                .map_err(|why| unusable(&format!("header {name}"), why))?;
+            headers.push((name.clone(), value));
+        }
+        headers.extend(
+            self.context
+                .headers()
+                .into_iter()
+                .map(|(name, value)| (name.to_string(), value)),
+        );
         let request = ToolRequest {
             method: &tool.method,
             url: &tool.url,
             headers: &headers,
-            secret: tool.secret.as_deref(),
+            secret: secret.as_deref(),
         };
         let call = self.fetcher.call_json(
             &request,

@@ -20,6 +20,7 @@ use crate::conversation::transfer::{self, TransferTarget};
 use crate::error::{ApiError, ErrorBody};
 use crate::registry::agents::{ArchiveAgent, CreateAgent, GetAgent, ListAgents, UpdateAgent};
 use crate::registry::new_id;
+use crate::registry::tool_secrets;
 use crate::store::agents::{AgentChanges, AgentRow, DETECTED_LANGUAGE, STATUS_ACTIVE};
 use crate::time::{self, iso};
 use crate::vendors::catalog::{DEFAULT_PROVIDER, LLM_PROVIDERS, STT_PROVIDERS, TTS_PROVIDERS};
@@ -99,7 +100,7 @@ impl From<AgentRow> for AgentBody {
             language: row.language,
             temperature: row.temperature,
             max_tokens: row.max_tokens,
-            metadata: validate::stored_json(&row.metadata),
+            metadata: tool_secrets::shown(&validate::stored_json(&row.metadata)),
             transfer: transfer::stored_targets(&row.transfer)
                 .into_iter()
                 .map(TransferTargetBody::from)

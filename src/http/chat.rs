@@ -19,7 +19,7 @@ use crate::billing::Usage;
 use crate::conversation::grounding::GroundedModel;
 use crate::conversation::prompt::{system_prompt, without_tool_mentions};
 use crate::conversation::retrieval;
-use crate::conversation::tools::{http_tools, tool_names, AgentTools, CallContext};
+use crate::conversation::tools::{http_tools, tool_names, AgentTools, CallContext, HttpTools};
 use crate::conversation::turn::{run_turn, ToolCallRecord, TurnSettings};
 use crate::engines::pool::Lane;
 use crate::error::{ApiError, ErrorBody};
@@ -249,7 +249,11 @@ async fn chat(
         state.knowledge().clone(),
         state.fetcher().clone(),
         agent.collection_id.clone(),
-        tools,
+        HttpTools {
+            tools,
+            secrets: state.tool_secrets().clone(),
+            developer_id: developer_id.clone(),
+        },
     )
     // A chat is no call: its tools learn the agent, the instance and the caller's number.
     .for_context(CallContext {

@@ -16,7 +16,9 @@ use crate::app::AppState;
 use crate::conversation::grounding::GroundedModel;
 use crate::conversation::prompt::{substitute, system_prompt, without_tool_mentions};
 use crate::conversation::retrieval::CollectionKnowledge;
-use crate::conversation::tools::{http_tools, tool_names, AgentTools, CallContext, CallControl};
+use crate::conversation::tools::{
+    http_tools, tool_names, AgentTools, CallContext, CallControl, HttpTools,
+};
 use crate::conversation::transfer::stored_targets;
 use crate::conversation::turn_taking;
 use crate::engines::pool::Lane;
@@ -129,7 +131,11 @@ pub async fn assemble(
         state.knowledge().clone(),
         state.fetcher().clone(),
         agent.collection_id.clone(),
-        http,
+        HttpTools {
+            tools: http,
+            secrets: state.tool_secrets().clone(),
+            developer_id: agent.developer_id.clone(),
+        },
     )
     .for_context(CallContext {
         session_id: Some(request.session_id.clone()),

@@ -5,6 +5,7 @@
 use actix::prelude::*;
 
 use super::cache::RegistryCache;
+use super::tool_secrets::ToolSecrets;
 use super::{cursor_position, Page, PageRequest};
 use crate::cluster::{Change, Changed, FeedState};
 use crate::config::RegistryConfig;
@@ -21,13 +22,16 @@ type AgentKey = (String, String);
 pub struct AgentRegistry {
     db: Db,
     cache: RegistryCache<AgentKey, AgentRow>,
+    /// Seals the tools' secrets and headers on every write.
+    secrets: ToolSecrets,
 }
 
 impl AgentRegistry {
-    pub fn new(db: Db, config: &RegistryConfig) -> AgentRegistry {
+    pub fn new(db: Db, config: &RegistryConfig, secrets: ToolSecrets) -> AgentRegistry {
         AgentRegistry {
             cache: RegistryCache::new(config.cache_capacity, config.cache_ttl(db.backend())),
             db,
+            secrets,
         }
     }
 
@@ -108,6 +112,22 @@ fn check_language(agent: &AgentRow) -> Result<(), String> {
     ))
 }
 
+/// `agent` as stored: its tools' secrets and headers sealed.
+fn seal_metadata(
+    secrets: &ToolSecrets,
+    mut agent: AgentRow,
+    previous: Option<&str>,
+) -> Result<AgentRow, ApiError> {
+    agent.metadata = secrets
+        .seal_metadata(&agent.developer_id, &agent.metadata, previous)
+        .map_err(refused_metadata)?;
+    Ok(agent)
+}
+
+fn refused_metadata(message: String) -> ApiError {
+    ApiError::invalid("metadata", message)
+}
+
 fn refused_language(message: String) -> ApiError {
     ApiError::invalid("language", message)
 }
@@ -127,9 +147,10 @@ impl Handler<CreateAgent> for AgentRegistry {
 
     fn handle(&mut self, msg: CreateAgent, _: &mut Context<Self>) -> Self::Result {
         let db = self.db.clone();
+        let sealed = seal_metadata(&self.secrets, msg.agent, None);
         Box::pin(
             async move {
-                let agent = msg.agent;
+                let agent = sealed?;
                 check_language(&agent).map_err(refused_language)?;
                 check_collection(&db, &agent.developer_id, agent.collection_id.as_deref()).await?;
                 agents::insert(&db, &agent).await.map_err(|err| match err {
@@ -220,13 +241,25 @@ pub struct UpdateAgent {
 impl Handler<UpdateAgent> for AgentRegistry {
     type Result = ResponseActFuture<Self, Result<AgentRow, ApiError>>;
 
-    fn handle(&mut self, msg: UpdateAgent, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, mut msg: UpdateAgent, _: &mut Context<Self>) -> Self::Result {
         let db = self.db.clone();
+        let secrets = self.secrets.clone();
         let key = (msg.developer_id.clone(), msg.agent_id.clone());
         // Invalidate before writing: a read that races the write cannot cache the old row.
         self.cache.invalidate(&key);
         Box::pin(
             async move {
+                if let Some(metadata) = msg.changes.metadata.take() {
+                    // A hint sent back keeps what the agent stores now.
+                    let stored = agents::get(&db, &msg.developer_id, &msg.agent_id)
+                        .await?
+                        .ok_or_else(|| agent_not_found(&msg.agent_id))?;
+                    msg.changes.metadata = Some(
+                        secrets
+                            .seal_metadata(&msg.developer_id, &metadata, Some(&stored.metadata))
+                            .map_err(refused_metadata)?,
+                    );
+                }
                 let collection = msg
                     .changes
                     .collection_id
@@ -334,14 +367,16 @@ impl Handler<ProvisionAgent> for AgentRegistry {
     fn handle(&mut self, msg: ProvisionAgent, _: &mut Context<Self>) -> Self::Result {
         let db = self.db.clone();
         let key = (msg.agent.developer_id.clone(), msg.agent.id.clone());
+        let sealed = seal_metadata(&self.secrets, msg.agent.clone(), None);
         Box::pin(
             async move {
-                crate::store::provision::create(&db, &msg.collection, &msg.agent, &msg.content)
+                let agent = sealed?;
+                crate::store::provision::create(&db, &msg.collection, &agent, &msg.content)
                     .await
                     .map_err(|err| match err {
                         StoreError::Conflict(_) => ApiError::Conflict(format!(
                             "an agent with id '{}' already exists",
-                            msg.agent.id
+                            agent.id
                         )),
                         other => other.into(),
                     })

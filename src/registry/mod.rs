@@ -21,6 +21,7 @@ pub mod provider_keys;
 pub mod search;
 pub mod sessions;
 pub mod telephony;
+pub mod tool_secrets;
 pub mod webhooks;
 
 pub use crate::supervision::Supervised;

@@ -7,7 +7,7 @@ use crate::store::provider_keys;
 pub use crate::store::provider_keys::ProviderKeyRow;
 use crate::store::Db;
 use crate::time::now_ms;
-use crate::vendors::sealing::KeySealer;
+use crate::vendors::sealing::{hint, KeySealer};
 
 /// A developer's key for one vendor, as a call finds it.
 #[derive(Debug)]
@@ -45,7 +45,7 @@ impl ProviderKeys {
             developer_id: developer.to_string(),
             provider: provider.to_string(),
             sealed_key: self.sealer.seal(developer, provider, api_key),
-            key_hint: key_hint(api_key),
+            key_hint: hint(api_key),
             created_at: now_ms(),
             last_verified_at: None,
         };
@@ -79,27 +79,5 @@ impl ProviderKeys {
     /// Deletes `developer`'s key for `provider`; false when none was stored.
     pub async fn delete(&self, developer: &str, provider: &str) -> Result<bool, ApiError> {
         Ok(provider_keys::delete(&self.db, developer, provider).await?)
-    }
-}
-
-/// The end of a key that lists show to tell keys apart: its last four characters, but never
-/// more than a third of it, so a short key is not given away.
-fn key_hint(key: &str) -> String {
-    let chars: Vec<char> = key.chars().collect();
-    let shown = (chars.len() / 3).min(4);
-    chars[chars.len() - shown..].iter().collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::key_hint;
-
-    #[test]
-    fn the_hint_never_gives_away_a_short_key() {
-        assert_eq!(key_hint("sk-proj-abcdefghijklmnop1234"), "1234");
-        assert_eq!(key_hint("abcdefgh"), "gh");
-        assert_eq!(key_hint("abc"), "c");
-        assert_eq!(key_hint("ab"), "");
-        assert_eq!(key_hint("ключ-ключ-ключ-ёж"), "ч-ёж");
     }
 }

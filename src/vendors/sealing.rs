@@ -99,6 +99,14 @@ impl KeySealer {
     }
 }
 
+/// The end of a secret that reads show to tell secrets apart: its last four characters, but
+/// never more than a third of it, so a short secret is not given away.
+pub fn hint(secret: &str) -> String {
+    let chars: Vec<char> = secret.chars().collect();
+    let shown = (chars.len() / 3).min(4);
+    chars[chars.len() - shown..].iter().collect()
+}
+
 fn associated_data(developer: &str, provider: &str) -> Vec<u8> {
     format!("{developer}\u{0}{provider}").into_bytes()
 }
@@ -133,6 +141,15 @@ pub fn write_private(path: &Path, contents: &[u8]) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_hint_never_gives_away_a_short_secret() {
+        assert_eq!(hint("sk-proj-abcdefghijklmnop1234"), "1234");
+        assert_eq!(hint("abcdefgh"), "gh");
+        assert_eq!(hint("abc"), "c");
+        assert_eq!(hint("ab"), "");
+        assert_eq!(hint("ключ-ключ-ключ-ёж"), "ч-ёж");
+    }
 
     #[test]
     fn sealed_keys_open_only_for_their_row() {
