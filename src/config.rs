@@ -278,8 +278,11 @@ pub struct EnginesConfig {
     pub queue: usize,
     /// Load every model at start instead of on first use.
     pub preload: bool,
-    /// Threads one inference job may use (the pool runs `workers` jobs side by side).
+    /// Threads one inference job may use (the pool runs `workers` jobs side by side): the
+    /// models on candle, and the neural voices on ONNX Runtime.
     pub threads_per_job: usize,
+    /// The level neural voices speak at: each sentence's speech RMS, in dBFS (-40 to -3).
+    pub voice_level_dbfs: f32,
     /// How voice sessions decide that a caller's turn is over, for agents that do not say:
     /// `smart` (the end-of-turn model, the silence timer as its fallback) or `silence`.
     pub turn_detection: String,
@@ -612,6 +615,11 @@ impl Config {
         }
         if !["", "elevenlabs"].contains(&self.sync.provider.trim()) {
             return Err(invalid("sync.provider must be `elevenlabs` or empty"));
+        }
+        if !(-40.0..=-3.0).contains(&self.engines.voice_level_dbfs) {
+            return Err(invalid(
+                "engines.voice_level_dbfs must be between -40 and -3",
+            ));
         }
         if !matches!(self.engines.turn_detection.as_str(), "smart" | "silence") {
             return Err(invalid(

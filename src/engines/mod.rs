@@ -20,7 +20,7 @@ use crate::config::Config;
 use embeddings::{Embedder, MiniLmEmbedder};
 use llm::LocalLlm;
 use pool::Lane;
-use tts::TtsEngine;
+use tts::{TtsEngine, TtsOptions};
 use turn::SmartTurn;
 use whisper::WhisperEngine;
 
@@ -61,7 +61,15 @@ impl Engines {
         );
         let models = &config.server.models_dir;
         let whisper = WhisperEngine::new(models, pool.clone());
-        let voices = TtsEngine::new(models, pool.clone());
+        let voices = TtsEngine::with_options(
+            models,
+            pool.clone(),
+            TtsOptions {
+                intra_threads: config.engines.threads_per_job.max(1),
+                loudness_dbfs: Some(config.engines.voice_level_dbfs),
+                ..TtsOptions::default()
+            },
+        );
         let local_llm = LocalLlm::from_models_dir(models, pool.clone());
         let minilm = MiniLmEmbedder::from_models_dir(models, pool.clone());
         let turn = SmartTurn::new(models, pool.clone());

@@ -21,6 +21,7 @@ use super::catalog::{
     DEFAULT_NEURAL_VOICE, DEFAULT_VOICE, ESPEAK_PREFIX,
 };
 use super::espeak::{self, Espeak};
+use super::loudness;
 use super::phonemes::PhonemeType;
 use super::piper::{PiperVoice, SPEED_RANGE};
 use super::pitch::{shift_pitch, PITCH_RANGE};
@@ -39,7 +40,16 @@ pub struct TtsOptions {
     /// delivery and timing). Off, the same text always renders to the same audio: for
     /// reproducible benchmarks and measurements.
     pub sampling_noise: bool,
+    /// The level each sentence of a neural voice is brought to, as the RMS of its speech in
+    /// dBFS ([`super::loudness`]); `None` leaves the model's own level.
+    pub loudness_dbfs: Option<f32>,
 }
+
+/// The level sentences of neural voices are brought to by default: the RMS of their speech,
+/// in dBFS (piper-tts, scaling each sentence's peak to full scale, lands near it).
+pub const DEFAULT_LOUDNESS_DBFS: f32 = -20.0;
+/// The silence between two clauses of a sentence rendered apart, in seconds at speed 1.0.
+const COMMA_PAUSE_SECONDS: f32 = 0.12;
 
 impl Default for TtsOptions {
     fn default() -> Self {
@@ -47,6 +57,7 @@ impl Default for TtsOptions {
             intra_threads: 1,
             sentence_pause: 0.2,
             sampling_noise: true,
+            loudness_dbfs: Some(DEFAULT_LOUDNESS_DBFS),
         }
     }
 }
@@ -634,14 +645,31 @@ impl Inner {
             },
             Plan::Espeak(_) => None,
         };
+        let mut after_clause = false;
         for (index, segment) in segments.into_iter().enumerate() {
             if tx.is_closed() {
                 return;
             }
+            let follows_clause = std::mem::replace(&mut after_clause, !segment.ends_sentence);
             let result = match (&plan, &neural) {
                 (_, Some(voice)) => voice.synthesize(&segment.text, speed).map(|audio| {
                     let rate = voice.sample_rate();
                     let mut audio = shift_pitch(audio, rate, pitch);
+                    if let Some(target) = self.options.loudness_dbfs {
+                        loudness::normalize(&mut audio, rate, target);
+                    }
+                    // Clauses of one sentence join with a comma's pause, not the model's
+                    // silence on both sides of the cut.
+                    let comma = (COMMA_PAUSE_SECONDS / speed * rate as f32) as usize;
+                    let lead = if follows_clause { 0 } else { usize::MAX };
+                    let trail = if segment.ends_sentence {
+                        usize::MAX
+                    } else {
+                        comma
+                    };
+                    if follows_clause || !segment.ends_sentence {
+                        loudness::trim_silence(&mut audio, lead, trail);
+                    }
                     if segment.ends_sentence && index != last && !audio.is_empty() {
                         let pause = (self.options.sentence_pause / speed * rate as f32) as usize;
                         audio.resize(audio.len() + pause, 0.0);
@@ -802,6 +830,35 @@ mod tests {
         let seconds = audio.len() as f32 / rate as f32;
         assert!((2.0..5.0).contains(&seconds), "{seconds} s");
         assert!(rms(&audio) > 0.02, "rms {}", rms(&audio));
+    }
+
+    #[test]
+    fn every_sentence_speaks_at_the_set_level_without_clipping() {
+        // A statement, a short exclamation and a long question come out of the model at
+        // different levels; each is brought to the same one.
+        let text = "The clinic opens at nine. Wow! Could you tell me whether the pharmacy on the corner is still open this evening?";
+        let (_, chunks) = engine()
+            .synthesize_blocking(request("default", text))
+            .unwrap();
+        assert_eq!(chunks.len(), 3);
+        for chunk in &chunks {
+            let level = loudness::speech_level_dbfs(&chunk.samples, chunk.sample_rate).unwrap();
+            let peak = chunk.samples.iter().fold(0.0f32, |m, s| m.max(s.abs()));
+            let peak_dbfs = 20.0 * peak.log10();
+            assert!(
+                peak_dbfs <= loudness::PEAK_CEILING_DBFS + 0.01,
+                "{}: peak {peak_dbfs}",
+                chunk.text
+            );
+            // At the level, unless the peak ceiling held it under.
+            assert!(
+                (level - DEFAULT_LOUDNESS_DBFS).abs() < 0.5
+                    || (level < DEFAULT_LOUDNESS_DBFS
+                        && peak_dbfs > loudness::PEAK_CEILING_DBFS - 0.1),
+                "{}: {level} dBFS, peak {peak_dbfs} dBFS",
+                chunk.text
+            );
+        }
     }
 
     #[test]

@@ -14,6 +14,7 @@
 pub mod catalog;
 pub mod engine;
 pub mod espeak;
+pub mod loudness;
 pub mod phonemes;
 pub mod piper;
 pub mod pitch;
