@@ -47,7 +47,7 @@ pub struct TtsOptions {
 
 /// The level sentences of neural voices are brought to by default: the RMS of their speech,
 /// in dBFS (piper-tts, scaling each sentence's peak to full scale, lands near it).
-pub const DEFAULT_LOUDNESS_DBFS: f32 = -20.0;
+pub const DEFAULT_LOUDNESS_DBFS: f32 = -18.0;
 /// The silence between two clauses of a sentence rendered apart, in seconds at speed 1.0.
 const COMMA_PAUSE_SECONDS: f32 = 0.12;
 
