@@ -349,17 +349,54 @@ async fn a_contacts_variables_reach_the_agent_on_its_call() {
         }
     }
     assert!(frames > 0, "the agent greeted the callee");
-    drop(live);
-    report(&server, task_id, call_sid, "completed").await;
 
+    // The callee asks for a person, who does not answer: the call comes back to the agent in
+    // a new session, which goes on as the same task (and so with the contact's variables).
     let (_, task) = call(server.get(&format!("/v1/sessions/twilio/tasks/{task_id}"), &key)).await;
-    let session = ended_session(&server, &key, task["sessionId"].as_str().unwrap()).await;
+    let session_id = task["sessionId"].as_str().unwrap().to_string();
+    let (status, body) = call(server.post(
+        &format!("/v1/sessions/twilio/{call_sid}/transfer"),
+        &key,
+        json!({"number": "+14155550123"}),
+    ))
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let stop = json!({"event": "stop", "sequenceNumber": "99", "streamSid": media_stream::STREAM_SID,
+                      "stop": {"accountSid": ACCOUNT_SID, "callSid": call_sid}});
+    live.send(Message::text(stop.to_string())).await.unwrap();
+    let session = ended_session(&server, &key, &session_id).await;
     assert!(
         session["turns"][0]["text"]
             .as_str()
             .is_some_and(|t| t.starts_with("Hello Ada Lovelace")),
         "the greeting named the contact: {session}"
     );
+    let action = format!("/v1/sessions/twilio/transfers/{session_id}/dialed");
+    let dialed = form(&[
+        ("AccountSid", ACCOUNT_SID),
+        ("CallSid", call_sid),
+        ("DialCallStatus", "no-answer"),
+        ("DialCallDuration", "0"),
+    ]);
+    let response = twilio_post(&server, &action, &dialed, signed(&server, &action, &dialed)).await;
+    assert_eq!(response.status(), 200);
+    let markup = response.text().await.unwrap();
+    let token = markup
+        .split("name=\"token\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("no relay token in {markup}"));
+    use base64::Engine as _;
+    let claims: Value = serde_json::from_slice(
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(token.split('.').next().unwrap())
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(claims["prev"], session_id.as_str(), "{claims}");
+    assert_eq!(claims["task"], task_id, "{claims}");
+    drop(live);
+    report(&server, task_id, call_sid, "completed").await;
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let body = campaign(&server, &key, &id).await;

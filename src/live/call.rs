@@ -28,7 +28,7 @@ use crate::conversation::tools::{CallAction, CallControl};
 use crate::conversation::transfer::{TransferMode, TransferTarget};
 use crate::error::ApiError;
 use crate::registry::sessions::{GetSession, RecordEvent, SessionLookup, SettleEvent};
-use crate::registry::telephony::RouteCall;
+use crate::registry::telephony::{RouteCall, TaskOfCall};
 use crate::store::sessions::{
     EventRow, SessionRow, EVENT_AGENT_HUNG_UP, EVENT_KEYPAD, EVENT_TRANSFER,
 };
@@ -272,13 +272,26 @@ fn conference_room(session_id: &str) -> String {
 }
 
 /// A new pending session of the same agent on `session`'s call that carries on its
-/// conversation, opening with `opening` (nothing when `None`: it listens).
+/// conversation, opening with `opening` (nothing when `None`: it listens). A call placed as an
+/// outbound task (a campaign's) keeps its task, so the agent keeps the contact's variables.
 async fn resume_stream(
     state: &AppState,
     base: &str,
     session: &SessionRow,
     opening: Option<String>,
 ) -> Result<IssuedStream, ApiError> {
+    let task_id = match &session.call_sid {
+        Some(call_sid) => {
+            state
+                .telephony()
+                .send(TaskOfCall {
+                    developer_id: session.developer_id.clone(),
+                    call_sid: call_sid.clone(),
+                })
+                .await??
+        }
+        None => None,
+    };
     issue_stream_at(
         state,
         base,
@@ -292,7 +305,7 @@ async fn resume_stream(
             key_id: None,
             resumes: Some(session.id.clone()),
             opening,
-            task_id: None,
+            task_id,
         },
         crate::registry::new_id("ses"),
     )

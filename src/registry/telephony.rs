@@ -415,6 +415,25 @@ impl Handler<GetTask> for TelephonyRegistry {
     }
 }
 
+/// The outbound task a developer's call was placed as; `None` for a call that came in.
+#[derive(Message)]
+#[rtype(result = "Result<Option<String>, ApiError>")]
+pub struct TaskOfCall {
+    pub developer_id: String,
+    pub call_sid: String,
+}
+
+impl Handler<TaskOfCall> for TelephonyRegistry {
+    type Result = ResponseFuture<Result<Option<String>, ApiError>>;
+
+    fn handle(&mut self, msg: TaskOfCall, _: &mut Context<Self>) -> Self::Result {
+        let db = self.db.clone();
+        Box::pin(async move {
+            Ok(telephony::task_of_call(&db, &msg.developer_id, &msg.call_sid).await?)
+        })
+    }
+}
+
 /// Changes a task that has not ended; `None` if it has.
 #[derive(Message)]
 #[rtype(result = "Result<Option<CallTaskRow>, ApiError>")]

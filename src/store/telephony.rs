@@ -288,6 +288,19 @@ pub async fn get_task(
     })
 }
 
+/// The id of the outbound task `developer`'s call `call_sid` was placed as, if it was one.
+pub async fn task_of_call(db: &Db, developer: &str, call_sid: &str) -> StoreResult<Option<String>> {
+    db_run!(db, |conn| {
+        Ok(call_tasks::table
+            .filter(call_tasks::developer_id.eq(developer))
+            .filter(call_tasks::call_sid.eq(call_sid))
+            .select(call_tasks::id)
+            .first::<String>(conn)
+            .await
+            .optional()?)
+    })
+}
+
 pub const RECORDING_ACTIVE: &str = "recording";
 pub const RECORDING_COMPLETED: &str = "completed";
 pub const RECORDING_FAILED: &str = "failed";
