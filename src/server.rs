@@ -477,6 +477,9 @@ async fn end_abandoned_work(
     let abandoned = crate::store::telephony::fail_abandoned_recordings(db, node, now)
         .await
         .context("cannot end the recordings a previous run left unfinished")?;
+    let analyses = crate::store::sessions::fail_abandoned_analyses(db, node, now)
+        .await
+        .context("cannot end the post-call analyses a previous run left pending")?;
     let recordings = abandoned.len();
     for location in abandoned {
         // The partial file of a recording that is not kept goes with it.
@@ -484,10 +487,10 @@ async fn end_abandoned_work(
             tracing::warn!("could not remove the partial recording {location}: {e}");
         }
     }
-    if sessions + recordings > 0 {
+    if sessions + recordings + analyses > 0 {
         tracing::warn!(
-            "the previous run stopped without ending its work: {sessions} sessions and \
-             {recordings} recordings are now failed"
+            "the previous run stopped without ending its work: {sessions} sessions, \
+             {recordings} recordings and {analyses} post-call analyses are now failed"
         );
     }
     Ok(())

@@ -550,6 +550,31 @@ pub async fn fail_abandoned(db: &Db, node: &str, at: i64) -> StoreResult<usize> 
     })
 }
 
+/// What a post-call analysis cut off by a stop of its node says in `errors`.
+pub const ANALYSIS_ABANDONED: &str = "the server stopped before the analysis finished";
+
+/// Fails the post-call analyses still pending for sessions of `node`, which a previous run
+/// left unfinished (it ran them in memory after the calls ended); answers how many.
+pub async fn fail_abandoned_analyses(db: &Db, node: &str, at: i64) -> StoreResult<usize> {
+    db_run!(db, |conn| {
+        let of_node = sessions::table
+            .filter(sessions::node_id.eq(node))
+            .select(sessions::id);
+        Ok(diesel::update(
+            analyses::table
+                .filter(analyses::status.eq(ANALYSIS_PENDING))
+                .filter(analyses::session_id.eq_any(of_node)),
+        )
+        .set((
+            analyses::status.eq(ANALYSIS_FAILED),
+            analyses::errors.eq(serde_json::json!([ANALYSIS_ABANDONED]).to_string()),
+            analyses::completed_at.eq(Some(at)),
+        ))
+        .execute(conn)
+        .await?)
+    })
+}
+
 /// Whether a session with this id was ever recorded (by any developer, on any node).
 pub async fn exists(db: &Db, id: &str) -> StoreResult<bool> {
     db_run!(db, |conn| {
