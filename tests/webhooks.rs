@@ -971,3 +971,57 @@ async fn a_calls_analysis_is_stored_on_the_session_and_sent_signed() {
         .await;
     assert_eq!(analyzed[1].json()["data"]["analysis"]["status"], "failed");
 }
+
+/// A node that dies while a call's analysis runs fails that analysis when it starts again,
+/// saying why, instead of leaving it pending for good.
+#[tokio::test]
+async fn an_analysis_cut_off_by_a_crash_is_failed_with_the_reason_after_the_restart() {
+    let mock = vendor_mock::VendorMock::start();
+    // Every model request waits 3 s at the vendor: the analysis is still running when the
+    // node dies.
+    let slow = [
+        (
+            "SWITCHBOARD__VENDORS__OPENAI__API_KEY",
+            "platform-openai-slow",
+        ),
+        ("SWITCHBOARD__VENDORS__OPENAI__TIMEOUT_MS", "15000"),
+    ];
+    let server = mock.server(&slow).await;
+    let key = server.key().to_string();
+    let (status, agent) = call(server.post(
+        "/v1/agents",
+        &key,
+        json!({"id": "desk", "name": "Order desk", "llmProvider": "openai", "ttsProvider": "elevenlabs",
+               "firstMessage": "Hello from the desk.", "analysis": {"summary": true}}),
+    ))
+    .await;
+    assert_eq!(status, 201, "{agent}");
+    let session = one_typed_turn(&server, &key, "desk", "My order number is forty two.").await;
+    let path = format!("/v1/observability/sessions/{session}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (_, detail) = call(server.get(&path, &key)).await;
+        if detail["analysis"]["status"] == "pending" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no analysis started: {detail}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    let storage = server.into_storage();
+    let mut env = mock.env();
+    env.retain(|(name, _)| !slow.iter().any(|(other, _)| other == name));
+    env.extend(slow.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let server = Server::start_with(storage, &env).await;
+    let (status, detail) = call(server.get(&path, &key)).await;
+    assert_eq!(status, 200, "{detail}");
+    let analysis = &detail["analysis"];
+    assert_eq!(analysis["status"], "failed", "{detail}");
+    assert_eq!(
+        analysis["errors"],
+        json!(["the server stopped before the analysis finished"]),
+        "{detail}"
+    );
+    assert!(analysis["completedAt"].is_string(), "{detail}");
+}
