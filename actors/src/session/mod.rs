@@ -50,6 +50,7 @@ pub mod observer;
 pub mod playback;
 pub mod sentences;
 mod stream;
+pub mod stream_clock;
 pub mod stt;
 pub mod tools;
 pub mod tts;

@@ -79,11 +79,14 @@ pub struct TurnLatency {
 /// Measurements of one barge-in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BargeInRecord {
-    /// Caller speech onset to the interruption decision (includes the sustain time).
+    /// Caller speech onset, in wall time from when that audio was due (see
+    /// [`StreamClock`](super::stream_clock::StreamClock)), to the interruption decision:
+    /// the sustain time plus whatever kept the session from hearing it sooner.
     pub detection_ms: u64,
     /// Decision to `Clear` sent.
     pub stop_ms: u64,
-    /// Agent words estimated to have played while the caller was already speaking.
+    /// Agent words estimated to have played from when the caller's speech was due to the
+    /// clear.
     pub bleed_through: String,
     /// `true` when the client asked for the interruption ([`Interrupt`](super::Interrupt))
     /// rather than the VAD detecting it.

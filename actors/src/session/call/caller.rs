@@ -309,11 +309,16 @@ impl Handler<AudioIn> for CallSession {
         if self.ended {
             return;
         }
-        self.last_audio_at = Instant::now();
+        let now = Instant::now();
+        self.last_audio_at = now;
         self.audio.push(&msg.0);
         loop {
             match self.audio.next_frame() {
-                Ok(Some(frame)) => self.on_frame(frame, ctx),
+                Ok(Some(frame)) => {
+                    self.stream_clock
+                        .observe(frame.start_ms + u64::from(FRAME_MS), now);
+                    self.on_frame(frame, ctx)
+                }
                 Ok(None) => break,
                 Err(error) => {
                     self.bad_frames += 1;

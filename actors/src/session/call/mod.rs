@@ -39,6 +39,7 @@ use super::messages::{
 use super::observer::{
     EndReason, EndpointSource, SessionObserver, SessionStatus, SessionSummary, TurnRecord,
 };
+use super::stream_clock::StreamClock;
 use super::stt::{SttLinks, SttStream};
 use super::tools::ToolRunner;
 use super::tts::PlaybackGate;
@@ -199,6 +200,8 @@ pub struct CallSession {
     barge_in_turn: Option<u32>,
     answer_timing: Option<AnswerTiming>,
     last_audio_at: Instant,
+    /// When each moment of the caller's audio was due (see [`StreamClock`]).
+    stream_clock: StreamClock,
     bad_frames: u64,
     transport_gone: bool,
     /// The session reads the caller's side of the socket itself ([`Self::start_reading`]) and
@@ -310,6 +313,7 @@ impl CallSession {
             barge_in_turn: None,
             answer_timing: None,
             last_audio_at: now,
+            stream_clock: StreamClock::default(),
             bad_frames: 0,
             transport_gone: false,
             reading: false,

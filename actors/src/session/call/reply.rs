@@ -335,15 +335,22 @@ impl CallSession {
         let played = reply.ledger.words_played_at(cleared_at);
         let record = match detected {
             Some(d) => {
-                let onset_at = d
-                    .decided_at
-                    .checked_sub(Duration::from_millis(
-                        d.decided_ms.saturating_sub(d.onset_ms),
-                    ))
-                    .unwrap_or(d.decided_at);
+                // Timed from when the caller's speech was due, not from when the session got
+                // to it: a session running late (a busy machine) shows in the detection time
+                // and in the words the caller heard over themselves.
+                let sustain = d.decided_ms.saturating_sub(d.onset_ms);
+                let onset_at = self
+                    .stream_clock
+                    .due_at(d.onset_ms)
+                    .filter(|due| *due <= d.decided_at)
+                    .unwrap_or_else(|| {
+                        d.decided_at
+                            .checked_sub(Duration::from_millis(sustain))
+                            .unwrap_or(d.decided_at)
+                    });
                 let before = reply.ledger.words_played_at(onset_at);
                 BargeInRecord {
-                    detection_ms: d.decided_ms.saturating_sub(d.onset_ms),
+                    detection_ms: ms_between(onset_at, d.decided_at).max(sustain),
                     stop_ms: ms_between(d.decided_at, cleared_at),
                     bleed_through: reply.ledger.words_between(before, played),
                     requested: false,
