@@ -62,6 +62,42 @@ impl Heard {
 /// played ([`Playback`]); answers what was heard. Cueing on what the caller hears, as a
 /// person would, keeps a slow session start from moving the caller's words.
 async fn converse(socket: &mut Socket, caller: &[u8], cue: Duration, listen: Duration) -> Heard {
+    converse_held(socket, caller, cue, listen, None).await
+}
+
+/// The server process stopped (`SIGSTOP`) for `length` from the moment the caller starts to
+/// speak, as a saturated machine would hold it back; continued (`SIGCONT`) after, or when
+/// dropped.
+struct Hold {
+    pid: u32,
+    length: Duration,
+    since: Option<Instant>,
+}
+
+impl Hold {
+    fn signal(&self, signal: &str) {
+        let _ = std::process::Command::new("kill")
+            .args([signal, &self.pid.to_string()])
+            .status();
+    }
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        if self.since.take().is_some() {
+            self.signal("-CONT");
+        }
+    }
+}
+
+/// [`converse`], holding the server back as `hold` says.
+async fn converse_held(
+    socket: &mut Socket,
+    caller: &[u8],
+    cue: Duration,
+    listen: Duration,
+    mut hold: Option<Hold>,
+) -> Heard {
     let mut heard = Heard {
         media: 0,
         clears: 0,
@@ -79,6 +115,18 @@ async fn converse(socket: &mut Socket, caller: &[u8], cue: Duration, listen: Dur
         if speaking_since.is_none() && first_audio.is_some_and(|at| at.elapsed() >= cue) {
             speaking_since = Some(Instant::now());
             heard.note(format!("caller speaks ({} frames heard)", heard.media));
+            if let Some(hold) = hold.as_mut() {
+                hold.signal("-STOP");
+                hold.since = Some(Instant::now());
+                heard.note("the server is held".into());
+            }
+        }
+        if let Some(hold) = hold.as_mut() {
+            if hold.since.is_some_and(|at| at.elapsed() >= hold.length) {
+                hold.since = None;
+                hold.signal("-CONT");
+                heard.note("the server goes on".into());
+            }
         }
         match speaking_since {
             Some(since) if since.elapsed() >= listen => break,
@@ -515,6 +563,53 @@ async fn interruptions_are_measured_and_false_ones_found() {
     ))
     .await;
     assert_eq!(status, 400, "{error}");
+}
+
+/// A session held back (the server stopped for a second as the caller starts to talk over
+/// the agent, as a saturated machine holds it) reports the interruption as the caller lived
+/// it: the detection time counts from when the speech was due, far above the 200 ms sustain
+/// that stream time alone would give.
+#[tokio::test]
+async fn an_interruption_on_a_held_back_server_is_timed_as_the_caller_lived_it() {
+    let mock = vendor_mock::VendorMock::start();
+    let server = server_with(&mock, &[]).await;
+    let key = server.key().to_string();
+    new_agent(
+        &server,
+        &key,
+        json!({"id": "phone", "name": "Phone", "firstMessage": LONG_GREETING,
+               "sttProvider": "groq", "llmProvider": "openai", "ttsProvider": "elevenlabs"}),
+    )
+    .await;
+    let placed = place_call(&server, &key, "phone").await;
+    let mut socket = open_stream(
+        &placed.stream_url,
+        &placed.token,
+        "CA00000000000000000000000000000913",
+    )
+    .await;
+    // The caller's speech begins 360 ms into their audio: within the hold.
+    let hold = Hold {
+        pid: server.pid(),
+        length: Duration::from_millis(1_000),
+        since: None,
+    };
+    let heard = converse_held(
+        &mut socket,
+        &caller_speech(),
+        Duration::from_millis(1_200),
+        Duration::from_millis(6_000),
+        Some(hold),
+    )
+    .await;
+    let detail = hang_up(&server, &key, socket, &placed.session_id).await;
+    let interruption = &detail["turns"][0]["interruption"];
+    let detection = interruption["detectionLatencyMs"].as_i64().unwrap_or(0);
+    assert!(
+        heard.clears >= 1 && detection >= 500,
+        "detection {detection} ms: {interruption}; the call:\n{}\nits record: {detail}",
+        heard.timeline.join("\n")
+    );
 }
 
 /// Now as an ISO 8601 time.
