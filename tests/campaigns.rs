@@ -107,6 +107,19 @@ async fn campaign(server: &Server, key: &str, id: &str) -> Value {
     body
 }
 
+/// The campaign once it is completed (within 10 s).
+async fn completed(server: &Server, key: &str, id: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let body = campaign(server, key, id).await;
+        if body["status"] == "completed" {
+            return body;
+        }
+        assert!(Instant::now() < deadline, "not completed: {body}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// The contact called at `to`, once its call's task is known.
 async fn contact_called(server: &Server, key: &str, id: &str, to: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -231,15 +244,7 @@ async fn a_campaign_calls_within_its_concurrency_retries_and_reports_each_contac
     end_call(&server, &key, &id, CONTACTS[1], "no-answer").await;
 
     // Every contact has its end: the campaign is completed, and stays so.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let body = loop {
-        let body = campaign(&server, &key, &id).await;
-        if body["status"] == "completed" {
-            break body;
-        }
-        assert!(Instant::now() < deadline, "not completed: {body}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let body = completed(&server, &key, &id).await;
     assert!(body["completedAt"].is_string(), "{body}");
     assert_eq!(
         body["counts"],
@@ -397,16 +402,8 @@ async fn a_contacts_variables_reach_the_agent_on_its_call() {
     assert_eq!(claims["task"], task_id, "{claims}");
     drop(live);
     report(&server, task_id, call_sid, "completed").await;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let body = campaign(&server, &key, &id).await;
-        if body["status"] == "completed" {
-            assert_eq!(body["contacts"][0]["status"], "completed", "{body}");
-            break;
-        }
-        assert!(Instant::now() < deadline, "not completed: {body}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let body = completed(&server, &key, &id).await;
+    assert_eq!(body["contacts"][0]["status"], "completed", "{body}");
 }
 
 #[tokio::test]
@@ -625,15 +622,7 @@ async fn two_nodes_share_a_campaign_without_calling_anyone_twice_and_take_it_ove
     for to in &six[4..] {
         end_call(&survivor, &key, &id, to, "completed").await;
     }
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let body = loop {
-        let body = campaign(&survivor, &key, &id).await;
-        if body["status"] == "completed" {
-            break body;
-        }
-        assert!(Instant::now() < deadline, "not completed: {body}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let body = completed(&survivor, &key, &id).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let called: Vec<String> = placed(&mock)
         .iter()

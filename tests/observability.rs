@@ -386,6 +386,17 @@ const LONG_GREETING: &str = "Hello and welcome to the bakery. We are open every 
     We bake fresh bread each morning. We also make cakes to order. \
     Ask me about prices or opening hours. I am here to help you.";
 
+/// The agent `phone`, on the stand-in vendors, with the long greeting.
+async fn phone_agent(server: &Server, key: &str) {
+    new_agent(
+        server,
+        key,
+        json!({"id": "phone", "name": "Phone", "firstMessage": LONG_GREETING,
+               "sttProvider": "groq", "llmProvider": "openai", "ttsProvider": "elevenlabs"}),
+    )
+    .await;
+}
+
 /// Calls agent `phone` and talks over its greeting 1.2 s into it; answers the session's
 /// detail.
 async fn call_and_interrupt(server: &Server, key: &str, call_sid: &str) -> (String, Value) {
@@ -420,13 +431,7 @@ async fn interruptions_are_measured_and_false_ones_found() {
     )
     .await;
     let key = server.key().to_string();
-    new_agent(
-        &server,
-        &key,
-        json!({"id": "phone", "name": "Phone", "firstMessage": LONG_GREETING,
-               "sttProvider": "groq", "llmProvider": "openai", "ttsProvider": "elevenlabs"}),
-    )
-    .await;
+    phone_agent(&server, &key).await;
     let before = time_now();
 
     // A real barge-in: the interrupting speech is recognised and answered.
@@ -574,13 +579,7 @@ async fn an_interruption_on_a_held_back_server_is_timed_as_the_caller_lived_it()
     let mock = vendor_mock::VendorMock::start();
     let server = server_with(&mock, &[]).await;
     let key = server.key().to_string();
-    new_agent(
-        &server,
-        &key,
-        json!({"id": "phone", "name": "Phone", "firstMessage": LONG_GREETING,
-               "sttProvider": "groq", "llmProvider": "openai", "ttsProvider": "elevenlabs"}),
-    )
-    .await;
+    phone_agent(&server, &key).await;
     let placed = place_call(&server, &key, "phone").await;
     let mut socket = open_stream(
         &placed.stream_url,
