@@ -12,7 +12,10 @@ T = TypeVar("T", bound="AgentFieldsMetadataType0")
 @_attrs_define
 class AgentFieldsMetadataType0:
     """Arbitrary key-value pairs (at most 64 KiB serialized). Three keys are read: `tools`
-    (HTTP tools), `fallbacks` (providers to try in order) and `turnTaking`, the agent's own
+    (HTTP tools: `[{name, description, parameters, url, method, timeoutMs, secret,
+    headers}]`; `secret` and the `headers` values are stored sealed and read back as
+    `{"hint": "<last characters>"}`, which sent back keeps the stored value), `fallbacks` (providers to try in order)
+    and `turnTaking`, the agent's own
     turn taking in voice sessions: `{endpointSilenceMs: 100-10000 (600), bargeInMs: 20-2000
     (200), turnDetection: "smart" | "silence" (the server's engines.turn_detection,
     "silence" by default), smartPauseMs: 60-2000 (200), completeThreshold: 0-1 (0.5),
