@@ -108,13 +108,18 @@ mod tests {
 
     #[test]
     fn silence_is_cut_to_what_is_kept_at_either_end() {
-        let mut samples = tone(0.3, 0.5);
+        // A square wave (every sample loud) between two 250 ms silences.
         let quarter = RATE as usize / 4;
-        let speech = samples.len() - 2 * quarter;
+        let speech = RATE as usize / 2;
+        let mut samples: Vec<f32> = std::iter::repeat_n(0.0, quarter)
+            .chain((0..speech).map(|i| if i % 2 == 0 { 0.3 } else { -0.3 }))
+            .chain(std::iter::repeat_n(0.0, quarter))
+            .collect();
         trim_silence(&mut samples, 100, 300);
         assert_eq!(samples.len(), speech + 100 + 300);
         assert!(samples[..100].iter().all(|s| *s == 0.0));
-        assert!(samples[100] != 0.0 || samples[101] != 0.0);
+        assert_eq!(samples[100], 0.3);
+        assert_eq!(samples[100 + speech - 1], -0.3);
         // Less silence than asked to keep stays as it is.
         let before = samples.clone();
         trim_silence(&mut samples, 1000, 1000);
