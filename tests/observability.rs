@@ -604,6 +604,7 @@ async fn an_interruption_on_a_held_back_server_is_timed_as_the_caller_lived_it()
     let detail = hang_up(&server, &key, socket, &placed.session_id).await;
     let interruption = &detail["turns"][0]["interruption"];
     let detection = interruption["detectionLatencyMs"].as_i64().unwrap_or(0);
+    eprintln!("held back 1 s: {interruption}");
     assert!(
         heard.clears >= 1 && detection >= 500,
         "detection {detection} ms: {interruption}; the call:\n{}\nits record: {detail}",
