@@ -470,6 +470,35 @@ async fn a_caller_talks_to_an_agent_through_the_widget_in_a_real_browser() {
         "{socket}"
     );
 
+    // Per-stage milliseconds show only on an element with the `diagnostics` attribute (the
+    // demo page has it).
+    let diagnostics = &result["diagnostics"];
+    assert_eq!(diagnostics["off"]["rowLatency"], "", "{result}");
+    assert_eq!(diagnostics["off"]["summaryHidden"], true, "{result}");
+    assert_eq!(diagnostics["on"]["rowLatency"], "812 ms", "{result}");
+    assert_eq!(diagnostics["on"]["summaryHidden"], false, "{result}");
+    assert!(
+        diagnostics["on"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("model 400 ms"),
+        "{result}"
+    );
+    // The launcher: a small button that opens the panel, and minimise folds it back.
+    let launcher = &result["launcher"];
+    for (state, launcher_shown, panel_shown) in
+        [("closed", true, false), ("open", false, true), ("folded", true, false)]
+    {
+        assert_eq!(launcher[state]["launcher"], launcher_shown, "{state}: {result}");
+        assert_eq!(launcher[state]["panel"], panel_shown, "{state}: {result}");
+        assert_eq!(launcher[state]["minimised"], !panel_shown, "{state}: {result}");
+    }
+    assert!(launcher["closed"]["launcherWidth"].as_u64().unwrap() <= 64);
+    assert_eq!(launcher["open"]["expanded"], "true");
+    // Nothing the page asked for was missing (a favicon included).
+    assert_eq!(result["notFound"], json!([]), "{result}");
+    assert_eq!(result["faviconRequests"], 0, "{result}");
+
     // The server saw the same conversation, and the key is in none of its logs.
     let (status, page) =
         call(server.get("/v1/observability/sessions?agentId=widget-demo", &key)).await;
