@@ -31,6 +31,24 @@ const STATE_LABELS = {
 /** Events the element re-dispatches from its session, as `switchboard:<name>`. */
 const FORWARDED = ['state', 'transcript', 'metrics', 'clear', 'error', 'ended', 'event'];
 
+/** A microphone drawn in SVG (no icon font or emoji glyph is assumed on the visitor's system). */
+function microphoneIcon() {
+  const ns = 'http://www.w3.org/2000/svg';
+  const svg = document.createElementNS(ns, 'svg');
+  svg.setAttribute('viewBox', '0 0 24 24');
+  svg.setAttribute('width', '24');
+  svg.setAttribute('height', '24');
+  svg.setAttribute('aria-hidden', 'true');
+  const path = document.createElementNS(ns, 'path');
+  path.setAttribute('fill', 'currentColor');
+  path.setAttribute(
+    'd',
+    'M12 14a3 3 0 0 0 3-3V5a3 3 0 0 0-6 0v6a3 3 0 0 0 3 3zm5-3a5 5 0 0 1-10 0H5a7 7 0 0 0 6 6.92V21h2v-3.08A7 7 0 0 0 19 11z',
+  );
+  svg.append(path);
+  return svg;
+}
+
 export class SwitchboardVoice extends HTMLElement {
   static get observedAttributes() {
     return ['label', 'diagnostics', 'launcher'];
@@ -62,7 +80,7 @@ export class SwitchboardVoice extends HTMLElement {
     this.launcherButton.setAttribute('part', 'launcher');
     this.launcherButton.setAttribute('aria-label', `Open ${this.getAttribute('label') || 'Voice assistant'}`);
     this.launcherButton.setAttribute('aria-expanded', 'false');
-    this.launcherButton.textContent = '\u{1F399}\u{FE0E}';
+    this.launcherButton.append(microphoneIcon());
     this.launcherButton.addEventListener('click', () => {
       this.minimised = false;
       this.panelEl.querySelector('button.call')?.focus();
