@@ -1500,12 +1500,8 @@ async fn a_developer_links_their_account_then_creates_edits_and_talks_to_an_agen
     let revoked_id = revoked["id"].as_str().unwrap();
     let (status, _) = call(server.delete(&format!("/v1/keys/{revoked_id}"), &key)).await;
     assert_eq!(status, 204);
-    let (status, collection) = call(server.post(
-        "/v1/collections",
-        &key,
-        json!({"name": "Front desk facts"}),
-    ))
-    .await;
+    let (status, collection) =
+        call(server.post("/v1/collections", &key, json!({"name": "Front desk facts"}))).await;
     assert_eq!(status, 201, "{collection}");
     let collection_id = collection["id"].as_str().unwrap().to_string();
 
@@ -1523,7 +1519,10 @@ async fn a_developer_links_their_account_then_creates_edits_and_talks_to_an_agen
         .env("SWITCHBOARD_TEST_TWILIO_SID", twilio_mock::ACCOUNT_SID)
         .env("SWITCHBOARD_TEST_TWILIO_TOKEN", twilio_mock::AUTH_TOKEN)
         .env("SWITCHBOARD_TEST_LINK_KEY", &key)
-        .env("SWITCHBOARD_TEST_REVOKED_KEY", revoked["key"].as_str().unwrap())
+        .env(
+            "SWITCHBOARD_TEST_REVOKED_KEY",
+            revoked["key"].as_str().unwrap(),
+        )
         .env("SWITCHBOARD_TEST_COLLECTION", &collection_id)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -1567,7 +1566,10 @@ async fn a_developer_links_their_account_then_creates_edits_and_talks_to_an_agen
         result["whoAfter"].as_str().unwrap().ends_with("dev_local"),
         "{result}"
     );
-    assert_eq!(result["linkFormAfter"], 0, "an account with keys is not offered linking");
+    assert_eq!(
+        result["linkFormAfter"], 0,
+        "an account with keys is not offered linking"
+    );
     assert_eq!(result["keyInRequests"], false);
 
     // The editor offered the account's collections and the catalog's providers and voices.
@@ -1613,13 +1615,13 @@ async fn a_developer_links_their_account_then_creates_edits_and_talks_to_an_agen
             .contains("front desk test line"),
         "{result}"
     );
-    let (status, sessions) = call(server.get(
-        "/v1/observability/sessions?agentId=front-desk",
-        &key,
-    ))
-    .await;
+    let (status, sessions) =
+        call(server.get("/v1/observability/sessions?agentId=front-desk", &key)).await;
     assert_eq!(status, 200);
-    assert!(!sessions["data"].as_array().unwrap().is_empty(), "{sessions}");
+    assert!(
+        !sessions["data"].as_array().unwrap().is_empty(),
+        "{sessions}"
+    );
 
     // No page asked for anything that is not there (a favicon included).
     assert_eq!(result["notFound"], json!([]), "{result}");

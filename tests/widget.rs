@@ -486,12 +486,20 @@ async fn a_caller_talks_to_an_agent_through_the_widget_in_a_real_browser() {
     );
     // The launcher: a small button that opens the panel, and minimise folds it back.
     let launcher = &result["launcher"];
-    for (state, launcher_shown, panel_shown) in
-        [("closed", true, false), ("open", false, true), ("folded", true, false)]
-    {
-        assert_eq!(launcher[state]["launcher"], launcher_shown, "{state}: {result}");
+    for (state, launcher_shown, panel_shown) in [
+        ("closed", true, false),
+        ("open", false, true),
+        ("folded", true, false),
+    ] {
+        assert_eq!(
+            launcher[state]["launcher"], launcher_shown,
+            "{state}: {result}"
+        );
         assert_eq!(launcher[state]["panel"], panel_shown, "{state}: {result}");
-        assert_eq!(launcher[state]["minimised"], !panel_shown, "{state}: {result}");
+        assert_eq!(
+            launcher[state]["minimised"], !panel_shown,
+            "{state}: {result}"
+        );
     }
     assert!(launcher["closed"]["launcherWidth"].as_u64().unwrap() <= 64);
     assert_eq!(launcher["open"]["expanded"], "true");
