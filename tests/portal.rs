@@ -1595,16 +1595,24 @@ async fn a_developer_links_their_account_then_creates_edits_and_talks_to_an_agen
     );
     assert_eq!(result["temperatureInvalid"], "true");
 
-    // The agent as the API sees it: created and edited through the page, metadata intact.
-    let (status, agent) = call(server.get("/v1/agents/front-desk", &key)).await;
-    assert_eq!(status, 200, "{agent}");
-    assert_eq!(agent["name"], "Front desk");
-    assert_eq!(agent["temperature"], 0.3);
-    assert_eq!(agent["maxTokens"], 40);
-    assert_eq!(agent["description"], "Answers the front desk line.");
-    assert_eq!(agent["collectionId"], json!(collection_id));
-    assert_eq!(agent["metadata"]["note"], "kept", "{agent}");
-    assert_eq!(agent["metadata"]["turnTaking"]["endpointSilenceMs"], 700);
+    // The edit saved (the editor shows the stored agent the save answered), metadata intact.
+    let saved = &result["afterSave"];
+    assert_eq!(
+        saved["description"], "Answers the front desk line.",
+        "{result}"
+    );
+    assert_eq!(saved["temperature"], "0.3", "{result}");
+    assert_eq!(saved["maxTokens"], "40", "{result}");
+    assert_eq!(saved["collection"], json!(collection_id), "{result}");
+    assert_eq!(
+        saved["metadata"],
+        json!({"note": "kept", "turnTaking": {"endpointSilenceMs": 700}}),
+        "{result}"
+    );
+    // Archived through the page: gone from the list and from /v1.
+    assert_eq!(result["listedAfterArchive"], 0, "{result}");
+    let (status, body) = call(server.get("/v1/agents/front-desk", &key)).await;
+    assert_not_found(status, &body, "the archived agent");
 
     // "Talk to it" connected the widget to that agent, which greeted the caller.
     assert_eq!(result["widgetAgent"], "front-desk");

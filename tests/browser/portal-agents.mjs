@@ -4,7 +4,7 @@
 // links with a live key and lands on that account; then creates an agent on the editor page
 // (choosing a knowledge collection), edits it, sees the API's validation error next to the
 // field, saves a good edit, and presses "Talk to it": the voice widget connects to that agent
-// and its greeting arrives. Every page is watched for 404s (a favicon request among them).
+// and its greeting arrives; then archives it. Every page is watched for 404s (a favicon request among them).
 // Run by tests/portal.rs:
 //
 //   node tests/browser/portal-agents.mjs <server base URL> <phone> <screenshot dir>
@@ -195,7 +195,14 @@ async function main() {
   await page.click('#save-agent');
   await page.waitForFunction(() => document.getElementById('status').textContent.startsWith('Saved'));
   await ready();
-  const savedDescription = await page.inputValue('#agent-description');
+  // The editor shows the agent as the save answered it (the stored agent).
+  const afterSave = {
+    description: await page.inputValue('#agent-description'),
+    temperature: await page.inputValue('#agent-temperature'),
+    maxTokens: await page.inputValue('#agent-maxTokens'),
+    collection: await page.inputValue('#agent-collectionId'),
+    metadata: JSON.parse(await page.inputValue('#agent-metadata')),
+  };
 
   // Talk to it: the widget opens on the page and connects to this agent.
   await page.click('#talk');
@@ -216,6 +223,14 @@ async function main() {
     timeout: 10_000,
   });
 
+  // Archive: the button asks once more, then the list no longer has the agent.
+  const archive = page.locator('button.danger', { hasText: 'Archive' });
+  await archive.click();
+  await page.waitForFunction(() => [...document.querySelectorAll('button.danger')].some((b) => b.textContent === 'Really archive?'));
+  await Promise.all([page.waitForURL(`${base}/portal/agents`), page.locator('button.danger').click()]);
+  await ready();
+  const listedAfterArchive = await page.locator('tr[data-agent-id="front-desk"]').count();
+
   return {
     whoBefore,
     emptyPageText,
@@ -229,7 +244,8 @@ async function main() {
     created,
     temperatureError,
     temperatureInvalid,
-    savedDescription,
+    afterSave,
+    listedAfterArchive,
     greeting,
     widgetAgent,
     socketOrigin,
