@@ -2,8 +2,10 @@
 //! SMS through the Twilio stand-in (or written to the log), burnt and expired codes, rate
 //! limits per number and per address, the session cookie and its CSRF token, sign-out and
 //! expiry on the server, API keys and portal sessions kept apart, developers kept apart, the
-//! operator's `developers link-phone`, and the whole thing in headless Chromium: sign in,
-//! create a key, open a real session's timeline.
+//! operator's `developers link-phone` and a developer's own linking with an API key (its
+//! refusals and its rate limit), and the whole thing in headless Chromium: sign in, create a
+//! key, open a real session's timeline; link an empty account, create, edit, talk to and
+//! archive an agent in the editor.
 //!
 //! The browser test needs `node`, Debian's `chromium` (`scripts/system-deps --test`) and
 //! playwright-core (`scripts/browser-deps`). It fails when one is missing, unless

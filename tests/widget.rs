@@ -1,7 +1,8 @@
 //! The browser voice widget: its files as the engine serves them, its audio code under Node's
 //! test runner, and a whole conversation in headless Chromium — the demo page, a pasted key,
 //! the fake microphone speaking a real recording, the caller's words on screen and the
-//! agent's reply played.
+//! agent's reply played; latencies only with the `diagnostics` attribute, the `launcher`
+//! state, and no request answered 404 (a favicon included).
 //!
 //! The browser test needs `node`, Debian's `chromium` (`scripts/system-deps --test`) and
 //! playwright-core (`scripts/browser-deps`); `scripts/test` installs all three. It fails when
