@@ -2,99 +2,13 @@
 // /portal/api with the session cookie (sent by the browser) and, when it changes something,
 // the session's CSRF token. Text from the server is always set as text, never as markup.
 
-const API = '/portal/api';
-const SVG = 'http://www.w3.org/2000/svg';
-const view = document.getElementById('view');
-const statusLine = document.getElementById('status');
-let csrf = '';
+import {
+  API, all, api, confirmButton, credits, h, ms, s, say, setCsrf, show, table, when,
+} from './ui.js';
+import { agentEditorView, agentsView } from './agents.js';
+import { linkPanel } from './account.js';
+
 let session = null;
-
-/** An element with attributes (`on…` are listeners) and children (strings become text). */
-function h(tag, attrs = {}, ...children) {
-  const el = document.createElement(tag);
-  setAll(el, attrs, children);
-  return el;
-}
-
-/** An SVG element, as `h`. */
-function s(tag, attrs = {}, ...children) {
-  const el = document.createElementNS(SVG, tag);
-  setAll(el, attrs, children);
-  return el;
-}
-
-function setAll(el, attrs, children) {
-  for (const [name, value] of Object.entries(attrs)) {
-    if (value === undefined || value === null || value === false) continue;
-    if (name.startsWith('on')) el.addEventListener(name.slice(2), value);
-    else el.setAttribute(name, value === true ? '' : String(value));
-  }
-  for (const child of children.flat()) {
-    if (child === null || child === undefined || child === false) continue;
-    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
-  }
-}
-
-class ApiError extends Error {
-  constructor(status, body) {
-    super(body?.error?.message ?? `the server answered ${status}`);
-    this.status = status;
-    this.code = body?.error?.code;
-  }
-}
-
-/** Calls the portal's JSON; a lost session leads back to sign-in. */
-async function api(path, { method = 'GET', body } = {}) {
-  const headers = {};
-  if (body !== undefined) headers['Content-Type'] = 'application/json';
-  if (method !== 'GET') headers['X-CSRF-Token'] = csrf;
-  const response = await fetch(API + path, {
-    method,
-    headers,
-    credentials: 'same-origin',
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  if (response.status === 401) {
-    window.location.assign('/portal/sign-in');
-    throw new ApiError(401, null);
-  }
-  const text = await response.text();
-  const data = text ? JSON.parse(text) : null;
-  if (!response.ok) throw new ApiError(response.status, data);
-  return data;
-}
-
-/** Every item of a paginated list. */
-async function all(path) {
-  const items = [];
-  let cursor = null;
-  const join = path.includes('?') ? '&' : '?';
-  do {
-    const page = await api(`${path}${join}limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
-    items.push(...page.data);
-    cursor = page.hasMore ? page.nextCursor : null;
-  } while (cursor);
-  return items;
-}
-
-const when = (iso) => (iso ? new Date(iso).toLocaleString() : '—');
-const credits = (n) => Number(n ?? 0).toLocaleString(undefined, { maximumFractionDigits: 2 });
-const ms = (n) => `${Math.round(n)} ms`;
-
-function say(message) {
-  statusLine.textContent = message;
-}
-
-function show(title, ...content) {
-  document.title = `${title} · Switchboard developer portal`;
-  view.replaceChildren(h('h1', {}, title), ...content);
-}
-
-function table(columns, rows, attrs = {}) {
-  return h('table', attrs,
-    h('thead', {}, h('tr', {}, columns.map((c) => h('th', { scope: 'col' }, c)))),
-    h('tbody', {}, rows));
-}
 
 // ---- API keys ----
 
@@ -117,7 +31,7 @@ async function keysView() {
 
   async function refresh() {
     const keys = await all('/keys');
-    list.replaceChildren(keys.length === 0 ? h('p', {}, 'No live keys.') : table(
+    list.replaceChildren(keys.length === 0 ? h('div', {}, h('p', {}, 'No live keys.'), linkPanel(session)) : table(
       ['Name', 'Prefix', 'Created', 'Expires', 'Last used', ''],
       keys.map((key) => h('tr', { 'data-key-id': key.id },
         h('td', {}, key.name),
@@ -173,22 +87,6 @@ async function keysView() {
   show('API keys', h('p', {}, 'Keys authenticate your calls to /v1. Revoked and rotated keys stop working at once.'),
     form, panel, list);
   await refresh();
-}
-
-/** A button that asks once more before it acts (no blocking dialogs). */
-function confirmButton(label, confirmLabel, action) {
-  const button = h('button', { type: 'button', class: 'danger' }, label);
-  let armed = false;
-  button.addEventListener('click', () => {
-    if (!armed) {
-      armed = true;
-      button.textContent = confirmLabel;
-      setTimeout(() => { armed = false; button.textContent = label; }, 4000);
-      return;
-    }
-    action();
-  });
-  return button;
 }
 
 // ---- Usage and billing ----
@@ -266,28 +164,6 @@ async function usageView() {
       breakdownChart(usage.breakdown),
       h('p', {}, `${usage.requestCount.toLocaleString()} API requests this period.`)),
     billing);
-}
-
-// ---- Agents and collections ----
-
-async function agentsView() {
-  const [agents, collections] = await Promise.all([all('/agents'), all('/collections')]);
-  show('Agents & collections',
-    h('h2', {}, 'Agents'),
-    agents.length === 0 ? h('p', {}, 'No agents yet: create them through POST /v1/agents.') : table(
-      ['Id', 'Name', 'Voice', 'Language model', 'Collection', 'Updated', ''],
-      agents.map((a) => h('tr', { 'data-agent-id': a.id },
-        h('td', {}, h('code', {}, a.id)), h('td', {}, a.name), h('td', {}, `${a.ttsProvider} / ${a.voiceId}`),
-        h('td', {}, `${a.llmProvider}${a.llmModel ? ` / ${a.llmModel}` : ''}`), h('td', {}, a.collectionId ?? '—'),
-        h('td', {}, when(a.updatedAt)),
-        h('td', {}, h('a', { href: `/portal/sessions?agentId=${encodeURIComponent(a.id)}` }, 'Sessions')))),
-      { id: 'agents-table' }),
-    h('h2', {}, 'Collections'),
-    collections.length === 0 ? h('p', {}, 'No knowledge collections.') : table(
-      ['Id', 'Name', 'Description', 'Created'],
-      collections.map((c) => h('tr', { 'data-collection-id': c.id },
-        h('td', {}, h('code', {}, c.id)), h('td', {}, c.name), h('td', {}, c.description ?? ''), h('td', {}, when(c.createdAt)))),
-      { id: 'collections-table' }));
 }
 
 // ---- Sessions ----
@@ -404,7 +280,7 @@ async function main() {
   } catch {
     return;
   }
-  csrf = session.csrfToken;
+  setCsrf(session.csrfToken);
   document.getElementById('who').textContent = `${session.phone} · ${session.developerId}`;
   document.getElementById('sign-out').addEventListener('click', async () => {
     try {
@@ -415,14 +291,16 @@ async function main() {
   });
   const path = window.location.pathname.replace(/\/+$/, '');
   const sessionMatch = path.match(/^\/portal\/sessions\/(.+)$/);
+  const agentMatch = path.match(/^\/portal\/agents\/(.+)$/);
   const name = sessionMatch ? 'sessions' : (path.split('/')[2] || 'keys');
   for (const link of document.querySelectorAll('nav a')) {
     if (link.dataset.view === name) link.setAttribute('aria-current', 'page');
   }
   try {
     if (sessionMatch) await sessionView(decodeURIComponent(sessionMatch[1]));
+    else if (agentMatch) await agentEditorView(agentMatch[1] === 'new' ? null : decodeURIComponent(agentMatch[1]));
     else if (name === 'usage') await usageView();
-    else if (name === 'agents') await agentsView();
+    else if (name === 'agents') await agentsView(session);
     else if (name === 'sessions') await sessionsView();
     else await keysView();
     view.dataset.ready = 'true';

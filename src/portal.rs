@@ -22,6 +22,10 @@ use crate::telephony::is_e164;
 use crate::telephony::rest::{Sender, TwilioClient, TwilioError};
 use crate::time::now_ms;
 
+mod link;
+
+pub use link::Linked;
+
 type HmacSha256 = Hmac<Sha256>;
 
 /// Twilio error codes that mean the destination number cannot receive the code.
@@ -45,6 +49,7 @@ pub struct Portal {
     config: PortalConfig,
     secret: Vec<u8>,
     delivery: Delivery,
+    link_failures: link::LinkFailures,
 }
 
 /// A code went out.
@@ -133,6 +138,7 @@ impl Portal {
             config,
             secret: secret.as_bytes().to_vec(),
             delivery,
+            link_failures: link::LinkFailures::default(),
         }
     }
 

@@ -2,8 +2,10 @@
 //! SMS through the Twilio stand-in (or written to the log), burnt and expired codes, rate
 //! limits per number and per address, the session cookie and its CSRF token, sign-out and
 //! expiry on the server, API keys and portal sessions kept apart, developers kept apart, the
-//! operator's `developers link-phone`, and the whole thing in headless Chromium: sign in,
-//! create a key, open a real session's timeline.
+//! operator's `developers link-phone` and a developer's own linking with an API key (its
+//! refusals and its rate limit), and the whole thing in headless Chromium: sign in, create a
+//! key, open a real session's timeline; link an empty account, create, edit, talk to and
+//! archive an agent in the editor.
 //!
 //! The browser test needs `node`, Debian's `chromium` (`scripts/system-deps --test`) and
 //! playwright-core (`scripts/browser-deps`). It fails when one is missing, unless
@@ -975,6 +977,172 @@ async fn operators_link_a_phone_to_an_existing_developer() {
     assert!(stderr.contains(&other.developer), "{stderr}");
 }
 
+/// Links the signed-in browser's number with `key`; answers (status, body, the new session
+/// cookie's `name=value` when the session was re-issued).
+async fn link(browser: &Browser<'_>, key: &str) -> (u16, Value, Option<String>) {
+    let response = browser
+        .post("/portal/api/account/link", json!({ "apiKey": key }))
+        .send()
+        .await
+        .unwrap();
+    let cookie = set_cookie_of(&response, "sb_portal").and_then(|c| cookie_pair(&c));
+    let (status, body) = json_of(response).await;
+    (status, body, cookie)
+}
+
+#[tokio::test]
+async fn a_developer_links_their_phone_to_the_account_of_an_api_key() {
+    let server = Server::start().await;
+    let key = server.key().to_string();
+    let (status, revoked) = call(server.post("/v1/keys", &key, json!({"name": "old"}))).await;
+    assert_eq!(status, 201, "{revoked}");
+    let revoked_id = revoked["id"].as_str().unwrap();
+    let (status, _) = call(
+        server
+            .http
+            .delete(server.url(&format!("/v1/keys/{revoked_id}")))
+            .bearer_auth(&key),
+    )
+    .await;
+    assert_eq!(status, 204);
+
+    // A number no developer knew signs in to a new, empty developer.
+    let browser = sign_in(&server, PHONE_A).await;
+    assert_ne!(browser.developer, "dev_local");
+
+    // Like every state-changing portal request: the CSRF token and the same origin.
+    let body = json!({ "apiKey": key });
+    let (status, refused) = call(
+        browser
+            .request(Method::POST, "/portal/api/account/link")
+            .json(&body),
+    )
+    .await;
+    assert_eq!(status, 403, "{refused}");
+    let (status, refused) = call(
+        browser
+            .request(Method::POST, "/portal/api/account/link")
+            .header("X-CSRF-Token", &browser.csrf)
+            .header("Origin", "https://evil.example")
+            .json(&body),
+    )
+    .await;
+    assert_eq!(status, 403, "{refused}");
+    assert_eq!(refused["error"]["code"], "forbidden");
+
+    // Unknown, revoked and missing keys are refused naming the field.
+    for (presented, says) in [
+        ("sb_live_not_a_key", "invalid API key"),
+        ("something else", "invalid API key"),
+        (revoked["key"].as_str().unwrap(), "revoked"),
+        ("  ", "required"),
+    ] {
+        let (status, refused, cookie) = link(&browser, presented).await;
+        assert_eq!(status, 400, "{presented}: {refused}");
+        assert_eq!(refused["error"]["code"], "validation_error", "{refused}");
+        assert_eq!(refused["error"]["param"], "apiKey", "{refused}");
+        let message = refused["error"]["message"].as_str().unwrap();
+        assert!(message.contains(says), "{presented}: {message}");
+        assert!(cookie.is_none());
+    }
+    let (status, refused) =
+        call(browser.post("/portal/api/account/link", json!({"key": key}))).await;
+    assert_eq!(status, 400, "{refused}");
+
+    // A live key moves the number: the session is re-issued for the key's developer and the
+    // old cookie ends.
+    let (status, linked, cookie) = link(&browser, &key).await;
+    assert_eq!(status, 200, "{linked}");
+    assert_eq!(linked["developerId"], "dev_local");
+    assert_eq!(linked["linked"], true);
+    let cookie = cookie.expect("a new session cookie");
+    assert_ne!(cookie, browser.cookie);
+    let (status, _) = json_of(browser.get("/portal/api/session").send().await.unwrap()).await;
+    assert_eq!(status, 401, "the empty developer's session ended");
+    let relinked = Browser {
+        server: &server,
+        cookie,
+        csrf: linked["csrfToken"].as_str().unwrap().to_string(),
+        developer: "dev_local".into(),
+    };
+    let (status, me) = json_of(relinked.get("/portal/api/session").send().await.unwrap()).await;
+    assert_eq!(status, 200, "{me}");
+    assert_eq!(me["developerId"], "dev_local");
+    assert_eq!(me["phone"], PHONE_A);
+    assert_eq!(me["csrfToken"], linked["csrfToken"]);
+    let (status, keys) = json_of(relinked.get("/portal/api/keys").send().await.unwrap()).await;
+    assert_eq!(status, 200);
+    assert_eq!(keys["data"].as_array().unwrap().len(), 1, "{keys}");
+    // Linking again changes nothing.
+    let (status, again, cookie) = link(&relinked, &key).await;
+    assert_eq!((status, &again["linked"]), (200, &json!(false)), "{again}");
+    assert!(cookie.is_none());
+    // The next sign-in lands on the key's developer.
+    assert_eq!(sign_in(&server, PHONE_A).await.developer, "dev_local");
+
+    // A developer that a number already signs in to cannot be taken with a key alone.
+    let stranger = sign_in(&server, PHONE_B).await;
+    let (status, refused, cookie) = link(&stranger, &key).await;
+    assert_eq!(status, 409, "{refused}");
+    assert_eq!(refused["error"]["code"], "conflict");
+    assert!(cookie.is_none());
+    assert_eq!(
+        sign_in(&server, PHONE_B).await.developer,
+        stranger.developer
+    );
+    assert_eq!(sign_in(&server, PHONE_A).await.developer, "dev_local");
+}
+
+#[tokio::test]
+async fn an_account_with_keys_of_its_own_is_not_left_behind_by_linking() {
+    let server = Server::start().await;
+    let (status, other) = json_of(
+        server
+            .post("/v1/keys", server.key(), json!({"name": "ci"}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 201, "{other}");
+    let browser = sign_in(&server, PHONE_B).await;
+    let (status, own) = call(browser.post("/portal/api/keys", json!({"name": "mine"}))).await;
+    assert_eq!(status, 201, "{own}");
+    let (status, refused, cookie) = link(&browser, other["key"].as_str().unwrap()).await;
+    assert_eq!(status, 409, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("API keys"),
+        "{refused}"
+    );
+    assert!(cookie.is_none());
+    let (status, me) = json_of(browser.get("/portal/api/session").send().await.unwrap()).await;
+    assert_eq!(
+        (status, &me["developerId"]),
+        (200, &json!(browser.developer))
+    );
+}
+
+#[tokio::test]
+async fn guessing_keys_to_link_is_rate_limited() {
+    let server = Server::start().await;
+    let browser = sign_in(&server, PHONE_A).await;
+    // portal.code_max_attempts (5) refused keys in the window, then 429 even for a good one.
+    for n in 0..5 {
+        let (status, refused, _) = link(&browser, &format!("sb_live_guess{n}")).await;
+        assert_eq!(status, 400, "{refused}");
+    }
+    let (status, limited, _) = link(&browser, server.key()).await;
+    assert_eq!(status, 429, "{limited}");
+    assert_eq!(limited["error"]["code"], "rate_limited");
+    // Another number from the same address is held back too.
+    let other = sign_in(&server, PHONE_B).await;
+    let (status, _, _) = link(&other, server.key()).await;
+    assert_eq!(status, 429);
+}
+
 type Socket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
@@ -1307,4 +1475,165 @@ async fn a_developer_signs_in_creates_a_key_and_reads_a_timeline_in_a_real_brows
         let kept = PathBuf::from(dir).join("portal-timeline.png");
         std::fs::write(&kept, &png).expect("keep the screenshot");
     }
+}
+
+#[tokio::test]
+async fn a_developer_links_their_account_then_creates_edits_and_talks_to_an_agent_in_a_real_browser(
+) {
+    if std::env::var_os("SWITCHBOARD_TEST_NO_BROWSER").is_some() {
+        eprintln!("skipping the portal browser test: SWITCHBOARD_TEST_NO_BROWSER is set");
+        return;
+    }
+    let node = node().expect("node is not installed: run scripts/system-deps --test");
+    let chromium = std::env::var("SWITCHBOARD_TEST_CHROMIUM")
+        .unwrap_or_else(|_| "/usr/bin/chromium".to_string());
+    assert!(
+        Path::new(&chromium).exists(),
+        "Chromium is not installed at {chromium}: run scripts/system-deps --test"
+    );
+    let modules =
+        node_modules().expect("playwright-core is not installed: run scripts/browser-deps");
+
+    let twilio = TwilioMock::start();
+    let server = server_with(&twilio.sms_env(SMS_FROM)).await;
+    let key = server.key().to_string();
+    let (status, revoked) = call(server.post("/v1/keys", &key, json!({"name": "old"}))).await;
+    assert_eq!(status, 201, "{revoked}");
+    let revoked_id = revoked["id"].as_str().unwrap();
+    let (status, _) = call(server.delete(&format!("/v1/keys/{revoked_id}"), &key)).await;
+    assert_eq!(status, 204);
+    let (status, collection) =
+        call(server.post("/v1/collections", &key, json!({"name": "Front desk facts"}))).await;
+    assert_eq!(status, 201, "{collection}");
+    let collection_id = collection["id"].as_str().unwrap().to_string();
+
+    let shots = std::env::var_os("SWITCHBOARD_TEST_ARTIFACTS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| std::env::temp_dir().join("switchboard-portal-shots"));
+    let run = tokio::process::Command::new(node)
+        .arg(browser_dir().join("portal-agents.mjs"))
+        .arg(&server.base)
+        .arg(PHONE_B)
+        .arg(&shots)
+        .env("SWITCHBOARD_TEST_NODE_MODULES", &modules)
+        .env("SWITCHBOARD_TEST_CHROMIUM", &chromium)
+        .env("SWITCHBOARD_TEST_TWILIO_URL", &twilio.url)
+        .env("SWITCHBOARD_TEST_TWILIO_SID", twilio_mock::ACCOUNT_SID)
+        .env("SWITCHBOARD_TEST_TWILIO_TOKEN", twilio_mock::AUTH_TOKEN)
+        .env("SWITCHBOARD_TEST_LINK_KEY", &key)
+        .env(
+            "SWITCHBOARD_TEST_REVOKED_KEY",
+            revoked["key"].as_str().unwrap(),
+        )
+        .env("SWITCHBOARD_TEST_COLLECTION", &collection_id)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(150), run)
+        .await
+        .expect("the browser run finished within 150 s")
+        .expect("run node");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the browser run failed ({:?}):\n{stdout}\n{stderr}\nserver log:\n{}",
+        output.status,
+        server.log()
+    );
+    let result: Value = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("RESULT "))
+        .and_then(|l| serde_json::from_str(l).ok())
+        .unwrap_or_else(|| panic!("no RESULT line in:\n{stdout}\n{stderr}"));
+    eprintln!("browser run: {result}");
+
+    // The empty account said it can be linked; a revoked key was refused at the field; the
+    // live key linked the number, and the page is now the key's account.
+    assert!(!result["whoBefore"].as_str().unwrap().contains("dev_local"));
+    assert!(
+        result["emptyPageText"]
+            .as_str()
+            .unwrap()
+            .contains("Already have an API key?"),
+        "{result}"
+    );
+    assert!(
+        result["revokedError"].as_str().unwrap().contains("revoked"),
+        "{result}"
+    );
+    assert_eq!(result["revokedInvalid"], "true");
+    assert!(
+        result["whoAfter"].as_str().unwrap().ends_with("dev_local"),
+        "{result}"
+    );
+    assert_eq!(
+        result["linkFormAfter"], 0,
+        "an account with keys is not offered linking"
+    );
+    assert_eq!(result["keyInRequests"], false);
+
+    // The editor offered the account's collections and the catalog's providers and voices.
+    let options = result["collectionOptions"].as_array().unwrap();
+    assert!(options.contains(&json!(collection_id)), "{result}");
+    assert!(
+        result["ttsProviders"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("default")),
+        "{result}"
+    );
+    assert!(result["voiceCount"].as_u64().unwrap() > 1, "{result}");
+    assert_eq!(result["created"]["id"], "front-desk", "{result}");
+    assert_eq!(result["created"]["collection"], json!(collection_id));
+    // The API's validation error stood next to the field.
+    assert!(
+        result["temperatureError"]
+            .as_str()
+            .unwrap()
+            .contains("temperature"),
+        "{result}"
+    );
+    assert_eq!(result["temperatureInvalid"], "true");
+
+    // The edit saved (the editor shows the stored agent the save answered), metadata intact.
+    let saved = &result["afterSave"];
+    assert_eq!(
+        saved["description"], "Answers the front desk line.",
+        "{result}"
+    );
+    assert_eq!(saved["temperature"], "0.3", "{result}");
+    assert_eq!(saved["maxTokens"], "40", "{result}");
+    assert_eq!(saved["collection"], json!(collection_id), "{result}");
+    assert_eq!(
+        saved["metadata"],
+        json!({"note": "kept", "turnTaking": {"endpointSilenceMs": 700}}),
+        "{result}"
+    );
+    // Archived through the page: gone from the list and from /v1.
+    assert_eq!(result["listedAfterArchive"], 0, "{result}");
+    let (status, body) = call(server.get("/v1/agents/front-desk", &key)).await;
+    assert_not_found(status, &body, "the archived agent");
+
+    // "Talk to it" connected the widget to that agent, which greeted the caller.
+    assert_eq!(result["widgetAgent"], "front-desk");
+    assert!(
+        result["greeting"]
+            .as_str()
+            .unwrap()
+            .contains("front desk test line"),
+        "{result}"
+    );
+    let (status, sessions) =
+        call(server.get("/v1/observability/sessions?agentId=front-desk", &key)).await;
+    assert_eq!(status, 200);
+    assert!(
+        !sessions["data"].as_array().unwrap().is_empty(),
+        "{sessions}"
+    );
+
+    // No page asked for anything that is not there (a favicon included).
+    assert_eq!(result["notFound"], json!([]), "{result}");
+    assert_eq!(result["faviconRequests"], 0, "{result}");
 }

@@ -1,7 +1,8 @@
 //! The browser voice widget: its files as the engine serves them, its audio code under Node's
 //! test runner, and a whole conversation in headless Chromium — the demo page, a pasted key,
 //! the fake microphone speaking a real recording, the caller's words on screen and the
-//! agent's reply played.
+//! agent's reply played; latencies only with the `diagnostics` attribute, the `launcher`
+//! state, and no request answered 404 (a favicon included).
 //!
 //! The browser test needs `node`, Debian's `chromium` (`scripts/system-deps --test`) and
 //! playwright-core (`scripts/browser-deps`); `scripts/test` installs all three. It fails when
@@ -469,6 +470,43 @@ async fn a_caller_talks_to_an_agent_through_the_widget_in_a_real_browser() {
         socket.contains("/v1/agents/widget-demo/session?token=") && socket.contains("acks=marks"),
         "{socket}"
     );
+
+    // Per-stage milliseconds show only on an element with the `diagnostics` attribute (the
+    // demo page has it).
+    let diagnostics = &result["diagnostics"];
+    assert_eq!(diagnostics["off"]["rowLatency"], "", "{result}");
+    assert_eq!(diagnostics["off"]["summaryHidden"], true, "{result}");
+    assert_eq!(diagnostics["on"]["rowLatency"], "812 ms", "{result}");
+    assert_eq!(diagnostics["on"]["summaryHidden"], false, "{result}");
+    assert!(
+        diagnostics["on"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("model 400 ms"),
+        "{result}"
+    );
+    // The launcher: a small button that opens the panel, and minimise folds it back.
+    let launcher = &result["launcher"];
+    for (state, launcher_shown, panel_shown) in [
+        ("closed", true, false),
+        ("open", false, true),
+        ("folded", true, false),
+    ] {
+        assert_eq!(
+            launcher[state]["launcher"], launcher_shown,
+            "{state}: {result}"
+        );
+        assert_eq!(launcher[state]["panel"], panel_shown, "{state}: {result}");
+        assert_eq!(
+            launcher[state]["minimised"], !panel_shown,
+            "{state}: {result}"
+        );
+    }
+    assert!(launcher["closed"]["launcherWidth"].as_u64().unwrap() <= 64);
+    assert_eq!(launcher["open"]["expanded"], "true");
+    // Nothing the page asked for was missing (a favicon included).
+    assert_eq!(result["notFound"], json!([]), "{result}");
+    assert_eq!(result["faviconRequests"], 0, "{result}");
 
     // The server saw the same conversation, and the key is in none of its logs.
     let (status, page) =

@@ -7,6 +7,12 @@
 // the element that data-target selects). Pages can also write <switchboard-voice> themselves
 // after importing this module. Everything on screen is built with textContent: transcripts
 // never become markup.
+//
+// Attributes beyond the session's options (docs/realtime.md lists them all):
+//   diagnostics  show each answer's latency and its per-stage milliseconds (engineering
+//                detail for developers; end customers see none of it without this)
+//   launcher     start minimised as a small round button that opens the panel; the panel's
+//                minimise button folds it back (a live conversation goes on meanwhile)
 
 import { VoiceSession, VoiceError } from './session.js';
 
@@ -25,9 +31,27 @@ const STATE_LABELS = {
 /** Events the element re-dispatches from its session, as `switchboard:<name>`. */
 const FORWARDED = ['state', 'transcript', 'metrics', 'clear', 'error', 'ended', 'event'];
 
+/** A microphone drawn in SVG (no icon font or emoji glyph is assumed on the visitor's system). */
+function microphoneIcon() {
+  const ns = 'http://www.w3.org/2000/svg';
+  const svg = document.createElementNS(ns, 'svg');
+  svg.setAttribute('viewBox', '0 0 24 24');
+  svg.setAttribute('width', '24');
+  svg.setAttribute('height', '24');
+  svg.setAttribute('aria-hidden', 'true');
+  const path = document.createElementNS(ns, 'path');
+  path.setAttribute('fill', 'currentColor');
+  path.setAttribute(
+    'd',
+    'M12 14a3 3 0 0 0 3-3V5a3 3 0 0 0-6 0v6a3 3 0 0 0 3 3zm5-3a5 5 0 0 1-10 0H5a7 7 0 0 0 6 6.92V21h2v-3.08A7 7 0 0 0 19 11z',
+  );
+  svg.append(path);
+  return svg;
+}
+
 export class SwitchboardVoice extends HTMLElement {
   static get observedAttributes() {
-    return ['label'];
+    return ['label', 'diagnostics', 'launcher'];
   }
 
   constructor() {
@@ -42,7 +66,42 @@ export class SwitchboardVoice extends HTMLElement {
     const style = document.createElement('link');
     style.rel = 'stylesheet';
     style.href = new URL('widget.css', import.meta.url).href;
-    root.append(style, this.build());
+    // The panel and the launcher both exist; the `launcher` attribute (handled in
+    // attributeChangedCallback, also for the attributes a parsed element starts with) folds
+    // the panel away.
+    root.append(style, this.build(), this.buildLauncher());
+  }
+
+  /** The launcher: a small button standing for the closed panel. */
+  buildLauncher() {
+    this.launcherButton = document.createElement('button');
+    this.launcherButton.type = 'button';
+    this.launcherButton.className = 'launcher';
+    this.launcherButton.setAttribute('part', 'launcher');
+    this.launcherButton.setAttribute('aria-label', `Open ${this.getAttribute('label') || 'Voice assistant'}`);
+    this.launcherButton.setAttribute('aria-expanded', 'false');
+    this.launcherButton.append(microphoneIcon());
+    this.launcherButton.addEventListener('click', () => {
+      this.minimised = false;
+      this.panelEl.querySelector('button.call')?.focus();
+    });
+    return this.launcherButton;
+  }
+
+  /** Whether only the launcher shows (the `minimised` attribute reflects it). */
+  get minimised() {
+    return this.hasAttribute('minimised');
+  }
+
+  set minimised(value) {
+    const folded = Boolean(value) && this.hasAttribute('launcher');
+    this.toggleAttribute('minimised', folded);
+    this.launcherButton.setAttribute('aria-expanded', String(!folded));
+  }
+
+  /** Whether the engineering diagnostics show (the `diagnostics` attribute). */
+  get diagnostics() {
+    return this.hasAttribute('diagnostics');
   }
 
   build() {
@@ -54,11 +113,19 @@ export class SwitchboardVoice extends HTMLElement {
     };
     const panel = el('section', 'panel');
     panel.setAttribute('part', 'panel');
+    this.panelEl = panel;
     const header = el('header');
     this.titleEl = el('span', 'title', this.getAttribute('label') || 'Voice assistant');
     this.statusEl = el('span', 'status', STATE_LABELS.idle);
     this.statusEl.setAttribute('role', 'status');
-    header.append(this.titleEl, this.statusEl);
+    this.minimiseButton = el('button', 'minimise', '\u2212');
+    this.minimiseButton.type = 'button';
+    this.minimiseButton.setAttribute('aria-label', 'Minimise');
+    this.minimiseButton.addEventListener('click', () => {
+      this.minimised = true;
+      this.launcherButton.focus();
+    });
+    header.append(this.titleEl, this.statusEl, this.minimiseButton);
 
     this.logEl = el('ol', 'log');
     this.logEl.setAttribute('aria-live', 'polite');
@@ -113,7 +180,12 @@ export class SwitchboardVoice extends HTMLElement {
   }
 
   attributeChangedCallback(name, _old, value) {
-    if (name === 'label' && this.titleEl) this.titleEl.textContent = value || 'Voice assistant';
+    if (name === 'label' && this.titleEl) {
+      this.titleEl.textContent = value || 'Voice assistant';
+      this.launcherButton?.setAttribute('aria-label', `Open ${value || 'Voice assistant'}`);
+    }
+    if (name === 'diagnostics' && this.latencyEl && !this.diagnostics) this.latencyEl.hidden = true;
+    if (name === 'launcher' && this.launcherButton) this.minimised = value !== null;
   }
 
   disconnectedCallback() {
@@ -243,12 +315,12 @@ export class SwitchboardVoice extends HTMLElement {
     const shown = entry.interrupted && typeof entry.heard === 'string' ? `${entry.heard} …`.trim() : entry.text;
     row.querySelector('.text').textContent = shown;
     row.querySelector('.turn-latency').textContent =
-      typeof entry.latencyMs === 'number' ? `${entry.latencyMs} ms` : '';
+      this.diagnostics && typeof entry.latencyMs === 'number' ? `${entry.latencyMs} ms` : '';
     this.logEl.scrollTop = this.logEl.scrollHeight;
   }
 
   showLatency(metrics) {
-    if (metrics.speaker !== 'agent' || typeof metrics.latencyMs !== 'number') return;
+    if (!this.diagnostics || metrics.speaker !== 'agent' || typeof metrics.latencyMs !== 'number') return;
     const parts = [
       ['endpoint', metrics.endpointMs],
       ['speech recognition', metrics.sttMs],
@@ -293,6 +365,11 @@ function mountFromScriptTags() {
       ['sampleRate', 'sample-rate'],
     ]) {
       if (script.dataset[data]) element.setAttribute(attribute, script.dataset[data]);
+    }
+    // Boolean attributes: data-diagnostics and data-launcher (present, or "true").
+    for (const flag of ['diagnostics', 'launcher']) {
+      const value = script.dataset[flag];
+      if (value !== undefined && value !== 'false') element.setAttribute(flag, '');
     }
     const target = script.dataset.target ? document.querySelector(script.dataset.target) : null;
     if (target) {

@@ -72,7 +72,10 @@ async fn session_token(
         from: None,
         to: None,
         inst: None,
-        key: Some(developer.0.key_id.clone()),
+        // A token minted in the portal has no API key behind it to revoke it with; it is the
+        // signed-in developer's, for its ten minutes.
+        key: (developer.0.key_id != super::portal::PORTAL_KEY_ID)
+            .then(|| developer.0.key_id.clone()),
         exp: expires,
         ..Default::default()
     });

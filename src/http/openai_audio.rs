@@ -62,6 +62,13 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     );
 }
 
+/// Only the model and provider catalog (`/audio/models`): what the portal's agent editor
+/// offers.
+pub fn catalog_routes(cfg: &mut web::ServiceConfig) {
+    cfg.service(models);
+    methods::other_methods(cfg, &["/audio/models"]);
+}
+
 /// True for the paths whose errors take OpenAI's shape.
 pub fn is_openai_path(path: &str) -> bool {
     path.starts_with("/v1/audio/") || path == "/v1/models" || path.starts_with("/v1/models/")

@@ -5,7 +5,8 @@
 //! The portal never looks at `Authorization`: an API key grants nothing here, and the portal's
 //! cookie grants nothing on `/v1` (whose middleware reads only the bearer key; the cookie's
 //! path is `/portal` besides). The JSON routes for keys, usage and billing, agents,
-//! collections, sessions and recordings are the `/v1` handlers themselves, mounted under
+//! collections, sessions, recordings, browser session tokens and the audio model catalog are
+//! the `/v1` handlers themselves, mounted under
 //! `/portal/api` behind [`require_session`], which hands them the signed-in developer: the
 //! same validation, the same answers, and key changes take effect on every node exactly as
 //! through `/v1`. Every state-changing request carries the session's CSRF token in
@@ -26,8 +27,8 @@ use super::body::ApiJson;
 use super::methods;
 use crate::app::AppState;
 use crate::error::ApiError;
-use crate::portal::{normalise_phone, rate_limit_address, ActiveSession};
-use crate::registry::keys::{hash_key, Principal};
+use crate::portal::{normalise_phone, rate_limit_address, ActiveSession, Linked};
+use crate::registry::keys::{hash_key, CheckKey, KeyCheck, Principal};
 use crate::time::iso;
 
 /// The session cookie's name.
@@ -39,6 +40,8 @@ pub const DEVICE_COOKIE: &str = "sb_portal_device";
 const DEVICE_COOKIE_DAYS: i64 = 400;
 /// The header state-changing portal requests carry the session's CSRF token in.
 pub const CSRF_HEADER: &str = "x-csrf-token";
+/// The `key_id` of the principal a portal session hands the `/v1` handlers: no API key.
+pub const PORTAL_KEY_ID: &str = "portal";
 
 /// The portal's pages, scripts and styles, embedded at compile time.
 #[derive(RustEmbed)]
@@ -51,12 +54,14 @@ connect-src 'self'; img-src 'self' data:; media-src 'self'; base-uri 'none'; \
 form-action 'self'; frame-ancestors 'none'";
 
 /// Pages of the signed-in app (one HTML shell; the script renders the view by path).
-const APP_PAGES: [&str; 7] = [
+const APP_PAGES: [&str; 9] = [
     "/portal",
     "/portal/",
     "/portal/keys",
     "/portal/usage",
     "/portal/agents",
+    "/portal/agents/new",
+    "/portal/agents/{id}",
     "/portal/sessions",
     "/portal/sessions/{id}",
 ];
@@ -103,9 +108,16 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                     .route(web::post().to(sign_out))
                     .default_service(web::to(methods::method_not_allowed)),
             )
+            .service(
+                web::resource("/account/link")
+                    .route(web::post().to(link_account))
+                    .default_service(web::to(methods::method_not_allowed)),
+            )
             .configure(super::keys::routes)
             .configure(super::billing::routes)
             .configure(super::agents::routes)
+            .configure(super::direct::routes)
+            .configure(super::openai_audio::catalog_routes)
             .configure(super::collections::routes)
             .configure(super::observability::routes)
             .configure(super::recordings::routes)
@@ -199,7 +211,7 @@ pub async fn require_session(
     }
     req.extensions_mut().insert(Principal {
         developer_id: session.developer_id.clone(),
-        key_id: "portal".into(),
+        key_id: PORTAL_KEY_ID.into(),
     });
     req.extensions_mut().insert(session);
     let mut response = next.call(req).await?.map_into_boxed_body();
@@ -386,6 +398,80 @@ async fn sign_out(state: web::Data<AppState>, req: HttpRequest) -> Result<HttpRe
     Ok(HttpResponse::NoContent().cookie(gone).finish())
 }
 
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LinkRequest {
+    /// A live API key of the developer the signed-in number should sign in to.
+    pub api_key: String,
+}
+
+/// `POST /portal/api/account/link {"apiKey"}`: the signed-in number signs in, from now on, to
+/// the developer of the API key presented (the rules are `crate::portal::link`'s). On a move
+/// the session is re-issued for that developer: a new cookie and `csrfToken`.
+async fn link_account(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    body: ApiJson<LinkRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let session = req
+        .extensions()
+        .get::<ActiveSession>()
+        .cloned()
+        .ok_or_else(|| ApiError::Unauthorized("sign in to the portal first".into()))?;
+    let raw = body.0.api_key.trim().to_string();
+    if raw.is_empty() {
+        return Err(ApiError::invalid(
+            "apiKey",
+            "apiKey is required: one of the account's API keys",
+        ));
+    }
+    let ip = client_ip(&state, &req);
+    state.portal().link_allowed(&session.phone, &ip)?;
+    let check = if raw.len() > 200 || !raw.starts_with(&state.config().auth.key_prefix) {
+        KeyCheck::Unknown
+    } else {
+        state
+            .keys()
+            .send(CheckKey {
+                hash: hash_key(&raw),
+            })
+            .await??
+    };
+    let refusal = match check {
+        KeyCheck::Valid(principal) => Ok(principal.developer_id),
+        KeyCheck::Unknown => Err("invalid API key"),
+        KeyCheck::Revoked => Err("this API key has been revoked"),
+        KeyCheck::Expired => Err("this API key has expired"),
+    };
+    let developer_id = match refusal {
+        Ok(developer_id) => developer_id,
+        Err(message) => {
+            state.portal().link_refused(&session.phone, &ip);
+            return Err(ApiError::invalid("apiKey", message));
+        }
+    };
+    match state.portal().link(&session, &developer_id).await? {
+        Linked::Already => Ok(HttpResponse::Ok().json(json!({
+            "developerId": developer_id,
+            "linked": false,
+            "csrfToken": state.portal().csrf_token(&session.id_hash),
+            "expiresAt": iso(session.expires_at),
+        }))),
+        Linked::Moved(signed_in) => {
+            let id_hash = hash_key(&signed_in.session_id);
+            let max_age = (signed_in.expires_at - crate::time::now_ms()) / 1000;
+            Ok(HttpResponse::Ok()
+                .cookie(session_cookie(&state, signed_in.session_id, max_age))
+                .json(json!({
+                    "developerId": signed_in.developer_id,
+                    "linked": true,
+                    "csrfToken": state.portal().csrf_token(&id_hash),
+                    "expiresAt": iso(signed_in.expires_at),
+                })))
+        }
+    }
+}
+
 /// The signed-in app's pages; without a live session, 303 to the sign-in page.
 async fn app_page(state: web::Data<AppState>, req: HttpRequest) -> Result<HttpResponse, ApiError> {
     if session_of(&state, &req).await?.is_none() {
@@ -455,6 +541,10 @@ mod tests {
             "app.js",
             "sign-in.js",
             "portal.css",
+            "ui.js",
+            "agents.js",
+            "account.js",
+            "favicon.svg",
         ] {
             assert!(Assets::get(name).is_some(), "{name} is embedded");
         }

@@ -6,7 +6,10 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 
 use super::crud::store_fns;
-use super::schema::{developer_phones, developers, portal_codes, portal_sessions};
+use super::schema::{
+    agents, api_keys, collections, developer_phones, developers, phone_numbers, portal_codes,
+    portal_sessions, provider_keys,
+};
 use super::{Db, StoreResult};
 use crate::{db_run, db_tx};
 
@@ -367,5 +370,124 @@ pub async fn link_phone(db: &Db, developer_id: &str, phone: &str, now: i64) -> S
                 Ok(Link::Linked)
             }
         }
+    })
+}
+
+/// How moving a signed-in number to the developer an API key proves went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PhoneMove {
+    /// The number now signs in to the key's developer: the sessions it had on its old
+    /// developer ended and the new session was stored.
+    Moved,
+    /// The number already signs in to the key's developer.
+    AlreadyLinked,
+    /// The key's developer signs in with another number already.
+    TargetHasPhone,
+    /// The number's developer holds API keys, agents, collections, numbers or provider keys.
+    SourceNotEmpty,
+    /// The number no longer signs in to the developer the session named.
+    SourceChanged,
+}
+
+/// What [`move_phone`] moves where.
+pub struct MovePhone<'a> {
+    pub phone: &'a str,
+    /// The developer the session signed in to (created empty by its first sign-in).
+    pub from: &'a str,
+    /// The developer whose API key the signed-in developer presented.
+    pub to: &'a str,
+    /// The session opened for `to` when the number moves.
+    pub session: &'a NewSession,
+    pub now: i64,
+}
+
+/// Moves `phone` from the empty developer its sign-in created to the developer `to`, when
+/// no number signs in to `to` yet; ends the number's live sessions on `from` and stores the
+/// new one. All in one transaction, so two browsers linking at once cannot both move it.
+pub async fn move_phone(db: &Db, request: &MovePhone<'_>) -> StoreResult<PhoneMove> {
+    let MovePhone {
+        phone,
+        from,
+        to,
+        session,
+        now,
+    } = *request;
+    db_tx!(db, |conn| {
+        let owner: Option<String> = developer_phones::table
+            .filter(developer_phones::phone.eq(phone))
+            .select(developer_phones::developer_id)
+            .first(conn)
+            .await
+            .optional()?;
+        match owner.as_deref() {
+            Some(owner) if owner == to => return Ok(PhoneMove::AlreadyLinked),
+            Some(owner) if owner == from => {}
+            _ => return Ok(PhoneMove::SourceChanged),
+        }
+        let target_has_phone = diesel::select(diesel::dsl::exists(
+            developer_phones::table.filter(developer_phones::developer_id.eq(to)),
+        ))
+        .get_result::<bool>(conn)
+        .await?;
+        if target_has_phone {
+            return Ok(PhoneMove::TargetHasPhone);
+        }
+        let holdings = [
+            diesel::select(diesel::dsl::exists(
+                api_keys::table
+                    .filter(api_keys::developer_id.eq(from))
+                    .filter(api_keys::revoked_at.is_null()),
+            ))
+            .get_result::<bool>(conn)
+            .await?,
+            diesel::select(diesel::dsl::exists(
+                agents::table.filter(agents::developer_id.eq(from)),
+            ))
+            .get_result::<bool>(conn)
+            .await?,
+            diesel::select(diesel::dsl::exists(
+                collections::table.filter(collections::developer_id.eq(from)),
+            ))
+            .get_result::<bool>(conn)
+            .await?,
+            diesel::select(diesel::dsl::exists(
+                phone_numbers::table.filter(phone_numbers::developer_id.eq(from)),
+            ))
+            .get_result::<bool>(conn)
+            .await?,
+            diesel::select(diesel::dsl::exists(
+                provider_keys::table.filter(provider_keys::developer_id.eq(from)),
+            ))
+            .get_result::<bool>(conn)
+            .await?,
+        ];
+        if holdings.iter().any(|held| *held) {
+            return Ok(PhoneMove::SourceNotEmpty);
+        }
+        diesel::update(developer_phones::table.filter(developer_phones::phone.eq(phone)))
+            .set(developer_phones::developer_id.eq(to))
+            .execute(conn)
+            .await?;
+        diesel::update(
+            portal_sessions::table
+                .filter(portal_sessions::phone.eq(phone))
+                .filter(portal_sessions::developer_id.eq(from))
+                .filter(portal_sessions::revoked_at.is_null()),
+        )
+        .set(portal_sessions::revoked_at.eq(now))
+        .execute(conn)
+        .await?;
+        diesel::insert_into(portal_sessions::table)
+            .values((
+                portal_sessions::id_hash.eq(&session.id_hash),
+                portal_sessions::developer_id.eq(to),
+                portal_sessions::phone.eq(phone),
+                portal_sessions::created_at.eq(now),
+                portal_sessions::last_seen_at.eq(now),
+                portal_sessions::expires_at.eq(session.expires_at),
+            ))
+            .execute(conn)
+            .await?;
+        Ok(PhoneMove::Moved)
     })
 }

@@ -49,6 +49,7 @@ const profile = mkdtempSync(join(tmpdir(), 'switchboard-chromium-'));
 let context;
 const consoleLines = [];
 const requestUrls = [];
+const notFound = [];
 
 async function cleanup() {
   try {
@@ -119,6 +120,9 @@ async function main() {
   page.on('pageerror', (error) => consoleLines.push(`pageerror: ${error.message}`));
   page.on('request', (request) => requestUrls.push(request.url()));
   page.on('websocket', (socket) => requestUrls.push(socket.url()));
+  page.on('response', (response) => {
+    if (response.status() === 404) notFound.push(response.url());
+  });
 
   const response = await page.goto(demoUrl, { waitUntil: 'load' });
   if (!response || response.status() !== 200) throw new Error(`the demo page answered ${response?.status()}`);
@@ -249,6 +253,58 @@ async function main() {
     timeout: 10_000,
   });
 
+  // Diagnostics are the `diagnostics` attribute's: an element without it shows no latency.
+  const diagnostics = await page.evaluate(() => {
+    const plain = document.createElement('switchboard-voice');
+    plain.id = 'plain';
+    document.querySelector('main').append(plain);
+    const turn = { id: 1, speaker: 'agent', text: 'Hello.', final: true, latencyMs: 812 };
+    const metrics = { speaker: 'agent', latencyMs: 812, sttMs: 120, llmMs: 400, ttsMs: 200 };
+    const shown = () => ({
+      rowLatency: plain.shadowRoot.querySelector('.turn-latency').textContent,
+      summaryHidden: plain.shadowRoot.querySelector('.latency').hidden,
+      summary: plain.shadowRoot.querySelector('.latency').textContent,
+    });
+    plain.showEntry(turn);
+    plain.showLatency(metrics);
+    const off = shown();
+    plain.setAttribute('diagnostics', '');
+    plain.showEntry(turn);
+    plain.showLatency(metrics);
+    const on = shown();
+    plain.remove();
+    return { off, on };
+  });
+
+  // The launcher: a small button until it is pressed, then the panel; minimise folds it back.
+  await page.evaluate(() => {
+    const launched = document.createElement('switchboard-voice');
+    launched.id = 'launched';
+    launched.setAttribute('label', 'Help');
+    launched.setAttribute('floating', '');
+    launched.setAttribute('launcher', '');
+    document.body.append(launched);
+  });
+  const shownParts = () => page.evaluate(() => {
+    const root = document.getElementById('launched').shadowRoot;
+    const visible = (el) => getComputedStyle(el).display !== 'none' && el.getBoundingClientRect().width > 0;
+    const launcher = root.querySelector('button.launcher');
+    return {
+      launcher: visible(launcher),
+      launcherWidth: Math.round(launcher.getBoundingClientRect().width),
+      panel: visible(root.querySelector('.panel')),
+      expanded: launcher.getAttribute('aria-expanded'),
+      minimised: document.getElementById('launched').hasAttribute('minimised'),
+    };
+  });
+  const launcherClosed = await shownParts();
+  if (artifacts) await page.screenshot({ path: join(artifacts, 'widget-launcher.png') });
+  await page.locator('#launched button.launcher').click();
+  const launcherOpen = await shownParts();
+  if (artifacts) await page.screenshot({ path: join(artifacts, 'widget-launcher-open.png') });
+  await page.locator('#launched button.minimise').click();
+  const launcherFolded = await shownParts();
+
   // The key never left the page except in the Authorization header.
   const leaks = [...requestUrls, snapshot.href, ...consoleLines].filter((text) => text.includes(key));
   if (leaks.length > 0) throw new Error(`the API key appeared in: ${leaks.join(' | ')}`);
@@ -271,6 +327,10 @@ async function main() {
         clears: snapshot.clears,
         droppedAtClear: cutClear.droppedSamples,
         transcript: snapshot.transcript.map((e) => `${e.speaker}${e.interrupted ? ' (cut)' : ''}: ${e.text}`),
+        diagnostics,
+        launcher: { closed: launcherClosed, open: launcherOpen, folded: launcherFolded },
+        notFound,
+        faviconRequests: requestUrls.filter((u) => new URL(u).pathname === '/favicon.ico').length,
         socketUrls: requestUrls.filter((u) => u.startsWith('ws')).map((u) => u.replace(/token=[^&]+/, 'token=…')),
       }),
   );
