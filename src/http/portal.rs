@@ -364,16 +364,20 @@ async fn verify(
         })))
 }
 
+/// The portal session [`require_session`] found for this request.
+fn signed_in(req: &HttpRequest) -> Result<ActiveSession, ApiError> {
+    req.extensions()
+        .get::<ActiveSession>()
+        .cloned()
+        .ok_or_else(|| ApiError::Unauthorized("sign in to the portal first".into()))
+}
+
 /// `GET /portal/api/session`: who is signed in, the CSRF token, and what the server offers.
 async fn session_info(
     state: web::Data<AppState>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let session = req
-        .extensions()
-        .get::<ActiveSession>()
-        .cloned()
-        .ok_or_else(|| ApiError::Unauthorized("sign in to the portal first".into()))?;
+    let session = signed_in(&req)?;
     Ok(HttpResponse::Ok().json(json!({
         "developerId": session.developer_id,
         "phone": session.phone,
@@ -387,11 +391,7 @@ async fn session_info(
 
 /// `POST /portal/api/sign-out`: revokes the session on the server and clears the cookie.
 async fn sign_out(state: web::Data<AppState>, req: HttpRequest) -> Result<HttpResponse, ApiError> {
-    let session = req
-        .extensions()
-        .get::<ActiveSession>()
-        .cloned()
-        .ok_or_else(|| ApiError::Unauthorized("sign in to the portal first".into()))?;
+    let session = signed_in(&req)?;
     state.portal().sign_out(&session.id_hash).await?;
     let mut gone = session_cookie(&state, String::new(), 0);
     gone.make_removal();
@@ -413,11 +413,7 @@ async fn link_account(
     req: HttpRequest,
     body: ApiJson<LinkRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let session = req
-        .extensions()
-        .get::<ActiveSession>()
-        .cloned()
-        .ok_or_else(|| ApiError::Unauthorized("sign in to the portal first".into()))?;
+    let session = signed_in(&req)?;
     let raw = body.0.api_key.trim().to_string();
     if raw.is_empty() {
         return Err(ApiError::invalid(
