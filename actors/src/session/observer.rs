@@ -79,9 +79,9 @@ pub struct TurnLatency {
 /// Measurements of one barge-in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BargeInRecord {
-    /// Caller speech onset, in wall time from when that audio was due (see
-    /// [`StreamClock`](super::stream_clock::StreamClock)), to the interruption decision:
-    /// the sustain time plus whatever kept the session from hearing it sooner.
+    /// Caller speech onset to the interruption decision, as the caller lived it: the sustain
+    /// time plus how late the session heard the deciding frame (see
+    /// [`StreamClock`](super::stream_clock::StreamClock)).
     pub detection_ms: u64,
     /// Decision to `Clear` sent.
     pub stop_ms: u64,

@@ -335,19 +335,15 @@ impl CallSession {
         let played = reply.ledger.words_played_at(cleared_at);
         let record = match detected {
             Some(d) => {
-                // Timed from when the caller's speech was due, not from when the session got
-                // to it: a session running late (a busy machine) shows in the detection time
-                // and in the words the caller heard over themselves.
+                // Timed as the caller lived it: the frame that decided was heard late by
+                // however far the session had fallen behind (a busy machine, a backlog in the
+                // socket), and the speech began a sustain before that frame was due.
                 let sustain = d.decided_ms.saturating_sub(d.onset_ms);
-                let onset_at = self
-                    .stream_clock
-                    .due_at(d.onset_ms)
-                    .filter(|due| *due <= d.decided_at)
-                    .unwrap_or_else(|| {
-                        d.decided_at
-                            .checked_sub(Duration::from_millis(sustain))
-                            .unwrap_or(d.decided_at)
-                    });
+                let late = self.stream_clock.lateness(d.decided_ms, d.decided_at);
+                let onset_at = d
+                    .decided_at
+                    .checked_sub(late + Duration::from_millis(sustain))
+                    .unwrap_or(d.decided_at);
                 let before = reply.ledger.words_played_at(onset_at);
                 BargeInRecord {
                     detection_ms: ms_between(onset_at, d.decided_at).max(sustain),
