@@ -269,13 +269,19 @@ async fn caller_speech_over_the_agent_clears_and_truncates_history() {
 }
 
 /// A transport that read several caller frames at once forwards them in one message: the
-/// interruption is decided as for frames one by one, at the same point of the speech.
+/// interruption is decided as for frames one by one, at the same point of the speech, and the
+/// frames of a message that waited for its last one were heard that much later (at most a
+/// message's length, 140 ms).
 #[actix::test]
 async fn caller_speech_over_the_agent_in_multi_frame_messages_clears_the_same() {
     tokio::time::pause();
     let one_by_one = interrupt_with_caller_frames_in_messages_of(1).await;
     let together = interrupt_with_caller_frames_in_messages_of(7).await;
-    assert_eq!(together.detection_ms, one_by_one.detection_ms);
+    assert!(
+        together.detection_ms >= one_by_one.detection_ms
+            && together.detection_ms < one_by_one.detection_ms + 140,
+        "{together:?} against {one_by_one:?}"
+    );
 }
 
 /// Interrupts a long answer with caller speech sent `frames` frames a message; answers what
