@@ -149,22 +149,22 @@ impl ToolSecrets {
         value: &Value,
         kept: Option<&Value>,
     ) -> Result<Value, String> {
-        let value = SecretValue::read(value).ok_or("must be a string")?;
-        let value = match value {
-            SecretValue::Keep => kept
-                .and_then(SecretValue::read)
-                .filter(|v| *v != SecretValue::Keep)
-                .ok_or("there is no stored value to keep: send the value itself")?,
-            other => other,
+        let value = match SecretValue::read(value).ok_or("must be a string")? {
+            SecretValue::Keep => kept.and_then(SecretValue::read),
+            written => Some(written),
         };
-        Ok(match value {
-            SecretValue::Plain(text) => json!({
+        match value {
+            Some(SecretValue::Plain(text)) => Ok(json!({
                 "sealed": self.sealer.seal(developer, PURPOSE, &text),
                 "hint": hint(&text),
-            }),
-            SecretValue::Sealed { sealed, hint } => json!({"sealed": sealed, "hint": hint}),
-            SecretValue::Keep => unreachable!("a keep was resolved above"),
-        })
+            })),
+            Some(SecretValue::Sealed { sealed, hint }) => {
+                Ok(json!({"sealed": sealed, "hint": hint}))
+            }
+            Some(SecretValue::Keep) | None => {
+                Err("there is no stored value to keep: send the value itself".into())
+            }
+        }
     }
 }
 

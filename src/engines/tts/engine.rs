@@ -661,15 +661,11 @@ impl Inner {
                     // Clauses of one sentence join with a comma's pause, not the model's
                     // silence on both sides of the cut.
                     let comma = (COMMA_PAUSE_SECONDS / speed * rate as f32) as usize;
-                    let lead = if follows_clause { 0 } else { usize::MAX };
-                    let trail = if segment.ends_sentence {
-                        usize::MAX
-                    } else {
-                        comma
-                    };
-                    if follows_clause || !segment.ends_sentence {
-                        loudness::trim_silence(&mut audio, lead, trail);
-                    }
+                    loudness::trim_silence(
+                        &mut audio,
+                        follows_clause.then_some(0),
+                        (!segment.ends_sentence).then_some(comma),
+                    );
                     if segment.ends_sentence && index != last && !audio.is_empty() {
                         let pause = (self.options.sentence_pause / speed * rate as f32) as usize;
                         audio.resize(audio.len() + pause, 0.0);

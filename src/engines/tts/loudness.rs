@@ -62,18 +62,22 @@ pub fn normalize(samples: &mut [f32], sample_rate: u32, target_dbfs: f32) {
 const TRIM_BELOW_DB: f32 = 40.0;
 
 /// Cuts the silence at the start of `samples` to at most `keep_lead` samples and at the end
-/// to at most `keep_trail`, silence being anything [`TRIM_BELOW_DB`] under the peak.
-pub fn trim_silence(samples: &mut Vec<f32>, keep_lead: usize, keep_trail: usize) {
+/// to at most `keep_trail` (`None`: that end is left as it is), silence being anything
+/// [`TRIM_BELOW_DB`] under the peak.
+pub fn trim_silence(samples: &mut Vec<f32>, keep_lead: Option<usize>, keep_trail: Option<usize>) {
     let peak = samples.iter().fold(0.0f32, |m, s| m.max(s.abs()));
     if peak <= f32::EPSILON {
         return;
     }
     let floor = peak / gain_of(TRIM_BELOW_DB);
-    let first = samples.iter().position(|s| s.abs() > floor).unwrap_or(0);
-    let last = samples.iter().rposition(|s| s.abs() > floor).unwrap_or(0);
-    let end = (last + 1).saturating_add(keep_trail).min(samples.len());
-    samples.truncate(end);
-    samples.drain(..first.saturating_sub(keep_lead));
+    if let Some(keep) = keep_trail {
+        let last = samples.iter().rposition(|s| s.abs() > floor).unwrap_or(0);
+        samples.truncate((last + 1 + keep).min(samples.len()));
+    }
+    if let Some(keep) = keep_lead {
+        let first = samples.iter().position(|s| s.abs() > floor).unwrap_or(0);
+        samples.drain(..first.saturating_sub(keep));
+    }
 }
 
 #[cfg(test)]
@@ -115,14 +119,14 @@ mod tests {
             .chain((0..speech).map(|i| if i % 2 == 0 { 0.3 } else { -0.3 }))
             .chain(std::iter::repeat_n(0.0, quarter))
             .collect();
-        trim_silence(&mut samples, 100, 300);
+        trim_silence(&mut samples, Some(100), Some(300));
         assert_eq!(samples.len(), speech + 100 + 300);
         assert!(samples[..100].iter().all(|s| *s == 0.0));
         assert_eq!(samples[100], 0.3);
         assert_eq!(samples[100 + speech - 1], -0.3);
         // Less silence than asked to keep stays as it is.
         let before = samples.clone();
-        trim_silence(&mut samples, 1000, 1000);
+        trim_silence(&mut samples, Some(1000), Some(1000));
         assert_eq!(samples, before);
     }
 
