@@ -112,9 +112,10 @@ mod tests {
 
     #[test]
     fn silence_is_cut_to_what_is_kept_at_either_end() {
-        // A square wave (every sample loud) between two 250 ms silences.
+        // A square wave (every sample loud, half a second) between two 250 ms silences.
         let quarter = RATE as usize / 4;
-        let speech = RATE as usize / 2;
+        // An even count, so the wave ends on its negative half.
+        let speech = 11_000;
         let mut samples: Vec<f32> = std::iter::repeat_n(0.0, quarter)
             .chain((0..speech).map(|i| if i % 2 == 0 { 0.3 } else { -0.3 }))
             .chain(std::iter::repeat_n(0.0, quarter))
