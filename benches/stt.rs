@@ -2,7 +2,7 @@
 //! on a 3.5 s utterance and on the 11 s JFK clip, and accurate mode (base, beam 5, language
 //! detected) on the JFK clip; then the same 3.5 s utterance as a live caller turn (the encoder
 //! reads the turn and 10 s, not a padded 30 s window), in both modes, against the full window
-//! in accurate mode. Each iteration is one whole transcription, mel to text.
+//! in accurate mode, and greedy on the multilingual model. Each iteration is one whole transcription, mel to text.
 
 use std::path::Path;
 
@@ -36,13 +36,19 @@ fn stt(c: &mut Criterion) {
         ..options.clone()
     };
     let (live_fast, live_accurate) = (live(&fast), live(&accurate));
-    let cases: [(&str, &[f32], &TranscribeOptions); 6] = [
+    // Greedy on the multilingual model, the language detected: fast mode without a language.
+    let live_greedy = live(&TranscribeOptions {
+        language: None,
+        ..fast.clone()
+    });
+    let cases: [(&str, &[f32], &TranscribeOptions); 7] = [
         ("fast_3.5s", &short, &fast),
         ("fast_jfk_11s", &jfk, &fast),
         ("accurate_jfk_11s", &jfk, &accurate),
         ("live_turn_fast_3.5s", &short, &live_fast),
         ("accurate_3.5s", &short, &accurate),
         ("live_turn_accurate_3.5s", &short, &live_accurate),
+        ("live_turn_base_greedy_3.5s", &short, &live_greedy),
     ];
     let mut group = c.benchmark_group("stt");
     group.sample_size(10);

@@ -286,6 +286,9 @@ pub struct EnginesConfig {
     /// How voice sessions decide that a caller's turn is over, for agents that do not say:
     /// `smart` (the end-of-turn model, the silence timer as its fallback) or `silence`.
     pub turn_detection: String,
+    /// A caller's pause this long (ms) starts the embedded recognizer on the turn so far,
+    /// before the turn is over; 0 waits for its end.
+    pub early_recognition_ms: u32,
 }
 
 impl EnginesConfig {
@@ -624,6 +627,11 @@ impl Config {
         if !matches!(self.engines.turn_detection.as_str(), "smart" | "silence") {
             return Err(invalid(
                 "engines.turn_detection must be `smart` or `silence`",
+            ));
+        }
+        if self.engines.early_recognition_ms > 10_000 {
+            return Err(invalid(
+                "engines.early_recognition_ms must be at most 10000 (0 turns it off)",
             ));
         }
         if self.auth.key_prefix.is_empty() {

@@ -174,6 +174,14 @@ pub enum SttInput {
     /// the recognizer asked for the caller's own), as the caller's audio was decoded: a live
     /// recognizer streams them as they are, bit for bit.
     Audio(Arc<[i16]>),
+    /// The caller has been silent for a moment: the utterance may be over. A batch recognizer
+    /// that [starts early](SpeechToText::starts_early) begins on the audio so far, so that the
+    /// end of the turn only collects the result. Audio sent after it, until [`Resumed`]
+    /// (`SttInput::Resumed`), is the pause's silence. Live recognizers ignore it.
+    Paused,
+    /// The caller spoke again after [`Paused`](SttInput::Paused): what was started early is
+    /// not the utterance.
+    Resumed,
     /// The caller stopped speaking (VAD endpoint): finish the utterance now.
     EndOfUtterance,
 }
@@ -193,6 +201,14 @@ pub trait SpeechToText: Send + Sync + 'static {
     fn live_rate(&self, caller_rate: u32) -> u32 {
         let _ = caller_rate;
         STT_SAMPLE_RATE
+    }
+
+    /// Whether [`utterance_stream`] should start on an utterance when the caller pauses
+    /// ([`SttInput::Paused`]) rather than wait for its end. Worth it where a recognition costs
+    /// only our own CPU (the embedded Whisper): a pause the caller goes on after throws one
+    /// away. A vendor that bills per request keeps the default, false.
+    fn starts_early(&self) -> bool {
+        false
     }
 
     /// Starts a streaming recognition. The default buffers each utterance and transcribes it
@@ -229,6 +245,12 @@ fn conversation_language(hint: &mut Option<String>, transcript: &Transcript) {
 /// at its final length, when the utterance ends. Nothing is allocated between utterances, so
 /// an idle call holds no buffer.
 ///
+/// When the engine [starts early](SpeechToText::starts_early), a [`SttInput::Paused`] starts
+/// the recognition of the utterance so far beside the stream; the end of the utterance takes
+/// its result if the caller did not speak again in between ([`SttInput::Resumed`] drops it),
+/// and recognises the whole utterance as usual if it failed. The end of a turn then waits
+/// only for what the recognition has left after the pause.
+///
 /// Unless `options` force a language, each utterance after the first is recognised with the
 /// conversation's language as a hint: the last one detected with at least
 /// [`CONVERSATION_LANGUAGE_PROBABILITY`].
@@ -238,18 +260,40 @@ pub fn utterance_stream<E: SpeechToText + ?Sized>(
 ) -> (mpsc::Sender<SttInput>, EngineStream<SttEvent>) {
     let (input_tx, mut input_rx) = mpsc::channel::<SttInput>(256);
     let (event_tx, event_rx) = mpsc::channel(16);
+    let starts_early = engine.starts_early();
     tokio::spawn(async move {
         let mut utterance: Vec<i16> = Vec::new();
+        // The recognition started when the caller paused, while it can still be the turn's.
+        let mut early: Option<EarlyRecognition> = None;
         while let Some(input) = input_rx.recv().await {
             match input {
                 SttInput::Audio(samples) => utterance.extend_from_slice(&samples),
+                SttInput::Paused => {
+                    if starts_early && early.is_none() && !utterance.is_empty() {
+                        early = utterance_clip(utterance.clone(), &options)
+                            .ok()
+                            .map(|clip| {
+                                EarlyRecognition::start(engine.transcribe(clip, options.clone()))
+                            });
+                    }
+                }
+                SttInput::Resumed => early = None,
                 SttInput::EndOfUtterance => {
+                    let started = early.take();
                     if utterance.is_empty() {
                         continue;
                     }
-                    let result = match utterance_clip(std::mem::take(&mut utterance), &options) {
-                        Ok(clip) => engine.transcribe(clip, options.clone()).await,
-                        Err(err) => Err(err),
+                    let samples = std::mem::take(&mut utterance);
+                    let early_result = match started {
+                        Some(started) => started.result().await,
+                        None => None,
+                    };
+                    let result = match early_result {
+                        Some(transcript) => Ok(transcript),
+                        None => match utterance_clip(samples, &options) {
+                            Ok(clip) => engine.transcribe(clip, options.clone()).await,
+                            Err(err) => Err(err),
+                        },
                     };
                     if let (Ok(transcript), None) = (&result, &options.language) {
                         conversation_language(&mut options.language_hint, transcript);
@@ -263,6 +307,31 @@ pub fn utterance_stream<E: SpeechToText + ?Sized>(
         }
     });
     (input_tx, event_rx)
+}
+
+/// A recognition started on an utterance before its end, running beside the stream; dropping
+/// it abandons the recognition (the embedded Whisper then skips a job still queued).
+struct EarlyRecognition(tokio::task::JoinHandle<Result<Transcript, EngineError>>);
+
+impl EarlyRecognition {
+    fn start(recognition: EngineFuture<Transcript>) -> Self {
+        Self(tokio::spawn(recognition))
+    }
+
+    /// The transcript, or `None` when the recognition failed (the whole utterance is then
+    /// recognised again, as if nothing had started early).
+    async fn result(mut self) -> Option<Transcript> {
+        match (&mut self.0).await {
+            Ok(Ok(transcript)) => Some(transcript),
+            Ok(Err(_)) | Err(_) => None,
+        }
+    }
+}
+
+impl Drop for EarlyRecognition {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// One buffered utterance as the `f32` clip at [`STT_SAMPLE_RATE`] that `transcribe` reads,
@@ -725,5 +794,155 @@ mod tests {
         input.send(SttInput::EndOfUtterance).await.unwrap();
         let error = events.recv().await.unwrap().unwrap_err();
         assert_eq!(error.kind, EngineErrorKind::InvalidInput, "{error:?}");
+    }
+
+    /// Answers each clip with its length in samples; starts early when `early`, fails its
+    /// first recognition when `fail_first`, and keeps the length of every clip it was given.
+    struct Counting {
+        early: bool,
+        fail_first: std::sync::atomic::AtomicBool,
+        clips: std::sync::Mutex<Vec<usize>>,
+    }
+
+    impl Counting {
+        fn new(early: bool, fail_first: bool) -> Arc<Self> {
+            Arc::new(Self {
+                early,
+                fail_first: std::sync::atomic::AtomicBool::new(fail_first),
+                clips: std::sync::Mutex::new(Vec::new()),
+            })
+        }
+
+        fn clips(&self) -> Vec<usize> {
+            self.clips.lock().unwrap().clone()
+        }
+    }
+
+    impl SpeechToText for Counting {
+        fn provider(&self) -> &str {
+            "counting"
+        }
+
+        fn starts_early(&self) -> bool {
+            self.early
+        }
+
+        fn transcribe(&self, audio: Arc<[f32]>, _: TranscribeOptions) -> EngineFuture<Transcript> {
+            self.clips.lock().unwrap().push(audio.len());
+            let fail = self
+                .fail_first
+                .swap(false, std::sync::atomic::Ordering::SeqCst);
+            Box::pin(async move {
+                if fail {
+                    return Err(EngineError::unavailable("busy"));
+                }
+                Ok(Transcript {
+                    text: audio.len().to_string(),
+                    segments: Vec::new(),
+                    words: Vec::new(),
+                    language: "en".into(),
+                    language_probability: None,
+                    duration: audio.len() as f32 / STT_SAMPLE_RATE as f32,
+                })
+            })
+        }
+    }
+
+    async fn send_all(input: &mpsc::Sender<SttInput>, inputs: Vec<SttInput>) {
+        for item in inputs {
+            input.send(item).await.unwrap();
+        }
+    }
+
+    fn audio(samples: usize) -> SttInput {
+        SttInput::Audio(vec![100i16; samples].into())
+    }
+
+    #[tokio::test]
+    async fn a_pause_starts_the_recognition_and_the_end_of_the_turn_takes_its_result() {
+        let engine = Counting::new(true, false);
+        let (input, mut events) = utterance_stream(engine.clone(), TranscribeOptions::default());
+        // Three samples of speech, the pause, two of the pause's silence, the end.
+        send_all(
+            &input,
+            vec![
+                audio(3),
+                SttInput::Paused,
+                audio(2),
+                SttInput::EndOfUtterance,
+            ],
+        )
+        .await;
+        assert_eq!(text(events.recv().await), "3");
+        assert_eq!(engine.clips(), [3], "recognised once, from the pause");
+        // The next utterance starts afresh; a pause before any audio starts nothing.
+        send_all(
+            &input,
+            vec![SttInput::Paused, audio(4), SttInput::EndOfUtterance],
+        )
+        .await;
+        assert_eq!(text(events.recv().await), "4");
+        assert_eq!(engine.clips(), [3, 4]);
+    }
+
+    #[tokio::test]
+    async fn speech_after_the_pause_is_recognised_with_the_whole_utterance() {
+        let engine = Counting::new(true, false);
+        let (input, mut events) = utterance_stream(engine.clone(), TranscribeOptions::default());
+        send_all(
+            &input,
+            vec![
+                audio(3),
+                SttInput::Paused,
+                SttInput::Resumed,
+                audio(2),
+                SttInput::Paused,
+                audio(1),
+                SttInput::EndOfUtterance,
+            ],
+        )
+        .await;
+        assert_eq!(text(events.recv().await), "5");
+        assert_eq!(
+            engine.clips(),
+            [3, 5],
+            "the first early start is dropped, the second is the turn's"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_failed_early_recognition_is_done_again_on_the_whole_utterance() {
+        let engine = Counting::new(true, true);
+        let (input, mut events) = utterance_stream(engine.clone(), TranscribeOptions::default());
+        send_all(
+            &input,
+            vec![
+                audio(3),
+                SttInput::Paused,
+                audio(2),
+                SttInput::EndOfUtterance,
+            ],
+        )
+        .await;
+        assert_eq!(text(events.recv().await), "5");
+        assert_eq!(engine.clips(), [3, 5]);
+    }
+
+    #[tokio::test]
+    async fn a_recognizer_that_does_not_start_early_waits_for_the_end_of_the_turn() {
+        let engine = Counting::new(false, false);
+        let (input, mut events) = utterance_stream(engine.clone(), TranscribeOptions::default());
+        send_all(
+            &input,
+            vec![
+                audio(3),
+                SttInput::Paused,
+                audio(2),
+                SttInput::EndOfUtterance,
+            ],
+        )
+        .await;
+        assert_eq!(text(events.recv().await), "5");
+        assert_eq!(engine.clips(), [5]);
     }
 }

@@ -161,3 +161,116 @@ async fn without_a_verdict_in_time_the_timer_decides() {
     let waited = finished_sentence(smart(), None).await;
     assert!((580..700).contains(&waited), "no model: {waited} ms");
 }
+
+/// Engines whose recognizer takes 500 ms and starts on a caller's pause, and a session that
+/// tells it of pauses from `early_ms` (0: never).
+fn early_start(early_ms: u32) -> (SessionConfig, Scripted) {
+    let config = SessionConfig::twilio(
+        "CA-early",
+        AgentProfile {
+            turn: TurnPreferences {
+                detection: Some(TurnDetection::Silence),
+                early_recognition_ms: Some(early_ms),
+                ..TurnPreferences::default()
+            },
+            ..AgentProfile::default()
+        },
+    );
+    let mut engines = engines(None);
+    let stt = Arc::get_mut(&mut engines.stt).expect("fresh");
+    stt.delay = Duration::from_millis(500);
+    stt.starts_early = true;
+    // Every recognition, thrown away or not, hears the same words.
+    *stt.script.lock().unwrap() = std::iter::repeat_n("the words".to_string(), 20).collect();
+    (config, engines)
+}
+
+/// The caller's turn `speech` (8 kHz mu-law) and silence after it, answered: the session.
+async fn answered_turn(config: SessionConfig, engines: Scripted, speech: &[u8]) -> Harness {
+    let mut h = Harness::start(config, engines);
+    h.speak(&mulaw_silence(400), 160).await;
+    h.speak(speech, 160).await;
+    h.speak(&mulaw_silence(2_000), 160).await;
+    h.wait_for(
+        "an answer",
+        Duration::from_secs(10),
+        is_event("agent.audio.start"),
+    )
+    .await;
+    h.speak(&mulaw_silence(3_000), 160).await;
+    h.wait_for(
+        "turn metrics",
+        Duration::from_secs(10),
+        is_event("turn.metrics"),
+    )
+    .await;
+    h
+}
+
+fn recognition_wait_ms(h: &Harness) -> u64 {
+    let answer = h
+        .turns()
+        .into_iter()
+        .find(|t| t.speaker == Speaker::Agent)
+        .expect("an agent turn");
+    answer.latency.expect("latency").stt_ms
+}
+
+#[actix::test]
+async fn a_recognition_started_at_the_pause_is_ready_sooner_after_the_end_of_the_turn() {
+    tokio::time::pause();
+    // "The horizon seems extremely distant.": no pause inside it.
+    let (_, sentence) = caller_utterances_mulaw();
+    let (config, engines) = early_start(200);
+    let h = answered_turn(config, engines, &sentence).await;
+    let early_wait = recognition_wait_ms(&h);
+    assert_eq!(h.engines.stt.utterances.load(Ordering::SeqCst), 1);
+    assert_eq!(caller_turns(&h)[0].text, "the words");
+
+    let (config, engines) = early_start(0);
+    let h = answered_turn(config, engines, &sentence).await;
+    let late_wait = recognition_wait_ms(&h);
+    assert_eq!(h.engines.stt.utterances.load(Ordering::SeqCst), 1);
+    // Started 200 ms into the 600 ms pause, the 500 ms recognition has some 100 ms left
+    // when the turn ends; started at the end, all of it.
+    assert!(early_wait < 200, "started early: {early_wait} ms");
+    assert!(late_wait >= 480, "started at the end: {late_wait} ms");
+}
+
+/// `speech` (16 kHz) without the quiet before its first and after its last 20 ms of sound.
+fn trimmed(speech: &[i16]) -> Vec<i16> {
+    let loud = |w: &[i16]| w.iter().any(|s| s.unsigned_abs() > 1_000);
+    let windows: Vec<&[i16]> = speech.chunks(320).collect();
+    let first = windows.iter().position(|w| loud(w)).expect("speech");
+    let last = windows.iter().rposition(|w| loud(w)).expect("speech");
+    windows[first..=last].concat()
+}
+
+#[actix::test]
+async fn speech_after_a_short_pause_is_recognised_with_the_whole_turn() {
+    tokio::time::pause();
+    let (left, right) = two_speakers_16k();
+    let (left, right) = (trimmed(&left), trimmed(&right));
+    // Two sentences with 400 ms between them: longer than the pause that starts the
+    // recognition, shorter than the one that ends the turn.
+    let mut speech = left.clone();
+    speech.extend(std::iter::repeat_n(0i16, 16 * 400));
+    speech.extend_from_slice(&right);
+    let (config, engines) = early_start(200);
+    let h = answered_turn(config, engines, &to_mulaw_8k(&speech)).await;
+    assert_eq!(caller_turns(&h).len(), 1, "{:?}", caller_turns(&h));
+    let clips = h.engines.stt.clips.lock().unwrap().clone();
+    let whole = left.len() + right.len();
+    assert!(
+        clips.len() >= 2,
+        "started at the pause and again: {clips:?}"
+    );
+    assert!(
+        clips[0] < whole,
+        "the first start had only the first sentence: {clips:?}, whole {whole}"
+    );
+    assert!(
+        *clips.last().unwrap() >= whole,
+        "the transcript is of the whole turn: {clips:?}, whole {whole}"
+    );
+}

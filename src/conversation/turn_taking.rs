@@ -92,6 +92,8 @@ pub fn from_metadata(metadata: &Value) -> Result<TurnPreferences, String> {
         endpoint_silence_ms: millis(fields, ENDPOINT_SILENCE_MS)?,
         barge_in_sustain_ms: millis(fields, BARGE_IN_MS)?,
         detection,
+        // A server setting, filled in when a call starts.
+        early_recognition_ms: None,
     })
 }
 
@@ -149,6 +151,7 @@ mod tests {
                 endpoint_silence_ms: Some(100),
                 barge_in_sustain_ms: Some(2000),
                 detection: None,
+                early_recognition_ms: None,
             }
         );
     }

@@ -126,6 +126,7 @@ pub async fn assemble(
     if turn.detection.is_none() {
         turn.detection = turn_taking::detection_named(&state.config().engines.turn_detection);
     }
+    turn.early_recognition_ms = Some(state.config().engines.early_recognition_ms);
     let mut tools = AgentTools::new(
         state.engines().live.embedder.clone(),
         state.knowledge().clone(),

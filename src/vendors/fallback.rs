@@ -252,6 +252,11 @@ impl SpeechToText for FallbackStt {
         })
     }
 
+    /// As the first engine: a paused caller's turn goes to it first.
+    fn starts_early(&self) -> bool {
+        !self.primary_streams_live && self.engines[0].starts_early()
+    }
+
     /// A live primary's own rate: the chain streams through it (and a stream it cannot open
     /// falls back to the batch path, which brings the audio up to 16 kHz).
     fn live_rate(&self, caller_rate: u32) -> u32 {

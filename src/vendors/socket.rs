@@ -214,6 +214,8 @@ async fn live<P: LiveProtocol>(
                         }
                     }
                 }
+                // A live recognizer hears the pause itself.
+                Some(SttInput::Paused | SttInput::Resumed) => {}
                 Some(SttInput::EndOfUtterance) => {
                     for message in protocol.end_utterance() {
                         sink.send(message).await.map_err(|_| broke_off())?;

@@ -81,6 +81,9 @@ pub struct TurnPreferences {
     pub barge_in_sustain_ms: Option<u32>,
     /// How the end of a turn is decided (see [`TurnTiming::detection`]).
     pub detection: Option<TurnDetection>,
+    /// When a batch recognizer starts on a paused turn (see
+    /// [`TurnTiming::early_recognition_ms`]); set from the server's configuration.
+    pub early_recognition_ms: Option<u32>,
 }
 
 impl Default for AgentProfile {
@@ -186,6 +189,10 @@ pub struct TurnTiming {
     pub vad_threshold: f32,
     /// Silence alone, or the end-of-turn model with the silence as its fallback.
     pub detection: TurnDetection,
+    /// A caller's pause this long starts the recognition of the turn so far, for a recognizer
+    /// that [starts early](crate::engine::SpeechToText::starts_early), so that the end of the
+    /// turn only waits for what is left of it; 0 never starts early.
+    pub early_recognition_ms: u32,
 }
 
 impl TurnTiming {
@@ -199,6 +206,9 @@ impl TurnTiming {
                 .barge_in_sustain_ms
                 .unwrap_or(self.barge_in_sustain_ms),
             detection: preferences.detection.unwrap_or(self.detection),
+            early_recognition_ms: preferences
+                .early_recognition_ms
+                .unwrap_or(self.early_recognition_ms),
             ..self
         }
     }
@@ -214,6 +224,7 @@ impl Default for TurnTiming {
             vad_model: VadModel::Neural,
             vad_threshold: crate::audio::vad::DEFAULT_THRESHOLD,
             detection: TurnDetection::Silence,
+            early_recognition_ms: 200,
         }
     }
 }

@@ -42,6 +42,10 @@ pub struct ScriptedStt {
     pub failing: AtomicUsize,
     pub utterances: AtomicUsize,
     pub samples: AtomicUsize,
+    /// The length in samples of every clip it was given, in order.
+    pub clips: Mutex<Vec<usize>>,
+    /// Whether it asks to start on a caller's pause ([`SpeechToText::starts_early`]).
+    pub starts_early: bool,
 }
 
 impl SpeechToText for ScriptedStt {
@@ -49,9 +53,14 @@ impl SpeechToText for ScriptedStt {
         "scripted"
     }
 
+    fn starts_early(&self) -> bool {
+        self.starts_early
+    }
+
     fn transcribe(&self, audio: Arc<[f32]>, _: TranscribeOptions) -> EngineFuture<Transcript> {
         self.utterances.fetch_add(1, Ordering::SeqCst);
         self.samples.fetch_add(audio.len(), Ordering::SeqCst);
+        self.clips.lock().expect("not poisoned").push(audio.len());
         let fail = self
             .failing
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
@@ -345,6 +354,8 @@ impl Scripted {
                 failing: AtomicUsize::new(0),
                 utterances: AtomicUsize::new(0),
                 samples: AtomicUsize::new(0),
+                clips: Mutex::default(),
+                starts_early: false,
             }),
             llm: Arc::new(ScriptedLlm {
                 script: Mutex::new(answers.into()),

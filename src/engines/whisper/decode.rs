@@ -28,6 +28,8 @@ pub struct DecodeRequest<'a> {
     pub max_new_tokens: usize,
     /// Tokens never sampled.
     pub suppress: &'a [u32],
+    /// Set when nobody waits for the result any more: decoding stops at the next token.
+    pub abandoned: &'a std::sync::atomic::AtomicBool,
 }
 
 /// The best hypothesis of a window.
@@ -84,6 +86,9 @@ pub fn decode_window(
     }];
     let mut finished: Vec<Hypothesis> = Vec::new();
     for step in 0..max_new {
+        if request.abandoned.load(std::sync::atomic::Ordering::Relaxed) {
+            break;
+        }
         let mut candidates: Vec<(f32, usize, u32, f32)> = Vec::new();
         for (index, (hyp, row)) in live.iter().zip(step_logits.iter_mut()).enumerate() {
             apply_rules(vocab, request.suppress, &hyp.tokens, row);

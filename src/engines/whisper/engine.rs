@@ -77,6 +77,9 @@ pub type SegmentSink = Arc<dyn Fn(&str) + Send + Sync>;
 struct Job {
     task: Task,
     on_segment: Option<SegmentSink>,
+    /// Set when nobody waits for the result any more (a client gone, an early start the
+    /// caller spoke on after): decoding stops at its next token.
+    abandoned: Arc<AtomicBool>,
 }
 
 /// Whether a model is ready, for `/health`.
@@ -206,7 +209,11 @@ impl WhisperEngine {
     pub fn with_task(&self, task: Task, on_segment: Option<SegmentSink>) -> WhisperTask {
         WhisperTask {
             engine: self.clone(),
-            job: Job { task, on_segment },
+            job: Job {
+                task,
+                on_segment,
+                abandoned: Arc::default(),
+            },
         }
     }
 
@@ -220,12 +227,24 @@ impl WhisperEngine {
         let pool = self.pool.clone();
         let make_way = self.pool.clone();
         // Set when the caller stops waiting (a client gone, a job past its time bound):
-        // the recognition then ends at its next window instead of running to the end.
+        // the recognition then ends at its next token instead of running to the end.
         let abandoned = Arc::new(AtomicBool::new(false));
         let watched = abandoned.clone();
+        let job = Job {
+            abandoned: abandoned.clone(),
+            ..job
+        };
         Box::pin(async move {
             let _abandon_on_drop = SetOnDrop(abandoned);
             pool.run(move || {
+                if watched.load(Ordering::Relaxed) {
+                    // Abandoned while it waited for a worker (an early start the caller
+                    // spoke on after): nothing to compute.
+                    return Err(EngineError::new(
+                        EngineErrorKind::Timeout,
+                        "the recognition was abandoned before it started",
+                    ));
+                }
                 inner.transcribe(&audio, &options, &job, &mut || {
                     // A file's windows make way for a caller's turn (see `run_waiting_live`).
                     make_way.run_waiting_live();
@@ -240,6 +259,12 @@ impl WhisperEngine {
 impl SpeechToText for WhisperEngine {
     fn provider(&self) -> &str {
         "default"
+    }
+
+    /// A caller's pause starts the recognition: it costs only this node's CPU, and a
+    /// recognition abandoned while queued costs nothing.
+    fn starts_early(&self) -> bool {
+        true
     }
 
     fn transcribe(
@@ -582,6 +607,7 @@ fn run(
             temperature: options.temperature.max(0.0),
             max_new_tokens: max_new_tokens(window_frames, options, n_ctx),
             suppress: &m.suppress,
+            abandoned: &job.abandoned,
         };
         let mut decoded = decode_window(&m.model, vocab, &cross, &request).map_err(inference)?;
         if is_repetitive(&decoded.tokens) {
@@ -594,12 +620,19 @@ fn run(
                     temperature,
                     max_new_tokens: max_new_tokens(window_frames, options, n_ctx),
                     suppress: &m.suppress,
+                    abandoned: &job.abandoned,
                 };
                 decoded = decode_window(&m.model, vocab, &cross, &request).map_err(inference)?;
                 if !is_repetitive(&decoded.tokens) {
                     break;
                 }
             }
+        }
+        if job.abandoned.load(Ordering::Relaxed) {
+            return Err(EngineError::new(
+                EngineErrorKind::Timeout,
+                "the recognition was abandoned: nobody waits for its result any more",
+            ));
         }
         tracing::debug!(
             seek,

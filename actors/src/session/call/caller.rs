@@ -75,8 +75,34 @@ impl CallSession {
             None => {
                 let now_ms = frame.start_ms + u64::from(FRAME_MS);
                 self.cut_overlong_turn(now_ms, ctx);
+                self.recognize_early(now_ms);
                 self.judge_pause(now_ms, ctx);
             }
+        }
+    }
+
+    /// Tells the recognizer when the caller's pause reaches
+    /// [`early_recognition_ms`](super::super::config::TurnTiming::early_recognition_ms) (it
+    /// may start on the turn so far) and when the caller speaks again after that.
+    fn recognize_early(&mut self, now_ms: u64) {
+        if self.state != TurnState::UserSpeaking {
+            return;
+        }
+        let after_ms = u64::from(self.config.turn.early_recognition_ms);
+        match self.tracker.pause_ms(now_ms) {
+            Some(pause) if after_ms > 0 && pause >= after_ms && !self.recognizing_early => {
+                // The recognition starts on everything heard up to now.
+                if let Some(chunk) = self.audio.take_capture(0) {
+                    self.feed_audio(chunk);
+                }
+                self.feed_stt(SttInput::Paused);
+                self.recognizing_early = true;
+            }
+            None if self.recognizing_early => {
+                self.feed_stt(SttInput::Resumed);
+                self.recognizing_early = false;
+            }
+            _ => {}
         }
     }
 
@@ -170,6 +196,8 @@ impl CallSession {
             inputs.extend(current.iter().cloned().map(SttInput::Audio));
         }
         stt.do_send(SttRestart(inputs));
+        // The new stream started nothing early.
+        self.recognizing_early = false;
         if self.pending.is_empty() {
             // Nothing before the utterance being captured can fail any more.
             self.replay = None;
@@ -184,6 +212,7 @@ impl CallSession {
         }
         self.state = TurnState::UserSpeaking;
         self.end_of_turn.reset(&mut self.tracker);
+        self.recognizing_early = false;
         self.utterance_onset_ms = Some(onset_ms);
         self.replay = (!self.pending.is_empty()).then(Vec::new);
         let preroll = u64::from(self.config.turn.stt_preroll_ms);
@@ -197,6 +226,8 @@ impl CallSession {
             self.feed_audio(chunk);
         }
         self.end_of_turn.reset(&mut self.tracker);
+        // What started early, if anything, is this utterance's recognition.
+        self.recognizing_early = false;
         self.feed_stt(SttInput::EndOfUtterance);
         let replay = self.replay.take().unwrap_or_default();
         let onset_ms = self.utterance_onset_ms.take().unwrap_or(end_ms);

@@ -175,6 +175,9 @@ pub struct CallSession {
     tracker: SpeechTracker,
     /// Puts the caller's pauses to the end-of-turn model (smart turn detection).
     end_of_turn: EndOfTurn,
+    /// The recognizer was told the caller paused ([`crate::engine::SttInput::Paused`]) and not yet that
+    /// they spoke again.
+    recognizing_early: bool,
     state: TurnState,
     history: Vec<ChatMessage>,
     stt: Option<Addr<SttStream>>,
@@ -297,6 +300,7 @@ impl CallSession {
             audio,
             tracker,
             end_of_turn,
+            recognizing_early: false,
             state: TurnState::Listening,
             stt: None,
             barge_in: BargeIn::new(config.turn.barge_in_sustain_ms, config.echo_gate),
