@@ -4,6 +4,7 @@
 //! - [`ct2`]: the CTranslate2 model reader and the mapping onto candle's tensor names;
 //! - [`mel`]: the log-mel front end;
 //! - [`model`]: the encoder and the cached, batched decoder;
+//! - [`skinny`]: a decoder step's products of a few rows with a weight read in place;
 //! - [`vocab`]: the tokenizer and special tokens;
 //! - [`decode`]: greedy and beam search under Whisper's timestamp rules;
 //! - [`language`]: spoken-language detection;
@@ -19,6 +20,7 @@ pub mod engine;
 pub mod language;
 pub mod mel;
 pub mod model;
+mod skinny;
 pub mod timestamps;
 pub mod vocab;
 

@@ -12,9 +12,11 @@ use candle_core::{Device, IndexOp, Module, Result, Tensor};
 use candle_nn::{Conv1d, Conv1dConfig, LayerNorm, VarBuilder};
 
 use super::ct2::ModelDims;
+use super::skinny;
 
 /// A dense layer: `x W^T + b`, run as one 2-D matrix product over all rows. The weight is
-/// kept as stored, `(out, in)`; the product reads it transposed without a copy.
+/// kept as stored, `(out, in)`; the product reads it transposed without a copy (a decoder
+/// step's few rows through [`skinny`], which reads it in place).
 struct Linear {
     weight: Tensor,
     bias: Option<Tensor>,
@@ -42,7 +44,13 @@ impl Linear {
         let dims = x.dims().to_vec();
         let in_dim = dims[dims.len() - 1];
         let rows = x.elem_count() / in_dim;
-        let y = x.reshape((rows, in_dim))?.matmul(&self.weight.t()?)?;
+        let x = x.reshape((rows, in_dim))?;
+        // A decoder step's few rows read the weight in place (see `skinny`).
+        let y = if rows <= skinny::MAX_ROWS {
+            skinny::matmul_t(&x, &self.weight)?
+        } else {
+            x.matmul(&self.weight.t()?)?
+        };
         let y = match &self.bias {
             Some(b) => y.broadcast_add(b)?,
             None => y,
@@ -383,7 +391,11 @@ impl WhisperModel {
 
     /// Logits `(N, n_vocab)` of hidden states `(N, d)`.
     pub fn logits(&self, hidden: &Tensor) -> Result<Tensor> {
-        hidden.matmul(&self.token_embedding.t()?)
+        if hidden.dim(0)? <= skinny::MAX_ROWS {
+            skinny::matmul_t(hidden, &self.token_embedding)
+        } else {
+            hidden.matmul(&self.token_embedding.t()?)
+        }
     }
 
     /// The hidden states of position `pos` of every hypothesis: `(B, d)`.

@@ -511,3 +511,49 @@ async fn a_long_file_makes_way_for_a_live_turn_between_its_windows() {
         file.text
     );
 }
+
+/// Live caller turns of real speech, on a 16 kHz line and through a phone line, recognised
+/// three ways: beam search on the multilingual model (the accurate mode), greedy on the same
+/// model, and greedy on tiny.en. Prints each case's word errors; the assertions hold the
+/// greedy decoding of live turns to the accuracy of beam search on these recordings.
+#[test]
+fn greedy_live_turns_hear_real_speech_as_well_as_beam_search() {
+    let stereo = decode_file(&Path::new(FIXTURES_DIR).join("stereo_diarization.wav")).unwrap();
+    let jfk = fixture_mono("jfk.flac");
+    let turns = [
+        ("jfk 3.5 s", jfk[..16_000 * 7 / 2].to_vec(), "And so my fellow Americans"),
+        ("jfk", jfk, JFK),
+        ("left", stereo.channel_16k(0).unwrap(), LEFT),
+        ("right", stereo.channel_16k(1).unwrap(), RIGHT),
+    ];
+    let live = |mode: SttMode, language: Option<&str>| TranscribeOptions {
+        live_turn: true,
+        ..options(mode, language, false)
+    };
+    let ways = [
+        ("beam base", live(SttMode::Accurate, None)),
+        ("greedy base", live(SttMode::Fast, None)),
+        ("greedy tiny.en", live(SttMode::Fast, Some("en"))),
+    ];
+    let mut totals = [0f32; 3];
+    let mut words_total = 0f32;
+    for (name, audio, reference) in &turns {
+        for (line, audio) in [("16 kHz", audio.clone()), ("phone", through_a_phone_line(audio))] {
+            let words = normalise(reference).len() as f32;
+            words_total += words;
+            let mut row = format!("{name:>9} {line:>6}:");
+            for (i, (way, options)) in ways.iter().enumerate() {
+                let t = engine().transcribe_blocking(&audio, options).unwrap();
+                let errors = (wer(reference, &t.text) * words).round();
+                totals[i] += errors;
+                row.push_str(&format!(" {way} {errors} ({:?})", t.text));
+            }
+            eprintln!("{row}");
+        }
+    }
+    eprintln!("word errors of {words_total}: {totals:?}");
+    let [beam, greedy, tiny] = totals;
+    assert!(greedy <= beam + 2.0, "greedy base {greedy} against beam {beam}");
+    assert!(tiny <= beam + 4.0, "tiny.en {tiny} against beam {beam}");
+    assert!(greedy / words_total <= 0.1, "greedy base: {greedy} of {words_total}");
+}
