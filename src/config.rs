@@ -289,6 +289,9 @@ pub struct EnginesConfig {
     /// A caller's pause this long (ms) starts the embedded recognizer on the turn so far,
     /// before the turn is over; 0 waits for its end.
     pub early_recognition_ms: u32,
+    /// How the embedded recognizer decodes callers' turns: `fast` (greedy; tiny.en for an
+    /// agent whose language is English) or `accurate` (beam search on the multilingual model).
+    pub live_recognition: String,
 }
 
 impl EnginesConfig {
@@ -627,6 +630,11 @@ impl Config {
         if !matches!(self.engines.turn_detection.as_str(), "smart" | "silence") {
             return Err(invalid(
                 "engines.turn_detection must be `smart` or `silence`",
+            ));
+        }
+        if !matches!(self.engines.live_recognition.as_str(), "fast" | "accurate") {
+            return Err(invalid(
+                "engines.live_recognition must be `fast` or `accurate`",
             ));
         }
         if self.engines.early_recognition_ms > 10_000 {

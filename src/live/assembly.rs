@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
-use switchboard_actors::engine::KnowledgeRetriever;
+use switchboard_actors::engine::{KnowledgeRetriever, SttMode};
 use switchboard_actors::session::{AgentProfile, SessionEngines, SessionObserver, TurnPreferences};
 
 use super::call::{resumed_prompt, PhoneCall};
@@ -193,6 +193,11 @@ pub async fn assemble(
             Vec::new()
         },
         max_steps: 4,
+        recognition: if state.config().engines.live_recognition == "accurate" {
+            SttMode::Accurate
+        } else {
+            SttMode::Fast
+        },
         turn,
     };
     // A call has no request headers: the developer's stored key, else the platform's.

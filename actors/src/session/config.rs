@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use crate::audio::{SampleRate, VadModel};
-use crate::engine::ToolSpec;
+use crate::engine::{SttMode, ToolSpec};
 
 use super::error::SessionError;
 
@@ -34,6 +34,9 @@ pub struct AgentProfile {
     pub tools: Vec<ToolSpec>,
     /// Model rounds per reply, tool rounds included (at least 1).
     pub max_steps: u32,
+    /// How the caller's turns are recognised: [`SttMode::Fast`] decodes greedily (on tiny.en
+    /// for an English agent), [`SttMode::Accurate`] with beam search; vendors ignore it.
+    pub recognition: SttMode,
     /// The agent's own turn taking, over the transport's defaults.
     pub turn: TurnPreferences,
 }
@@ -99,6 +102,7 @@ impl Default for AgentProfile {
             max_tokens: 256,
             tools: Vec::new(),
             max_steps: 4,
+            recognition: SttMode::Accurate,
             turn: TurnPreferences::default(),
         }
     }

@@ -521,7 +521,11 @@ fn greedy_live_turns_hear_real_speech_as_well_as_beam_search() {
     let stereo = decode_file(&Path::new(FIXTURES_DIR).join("stereo_diarization.wav")).unwrap();
     let jfk = fixture_mono("jfk.flac");
     let turns = [
-        ("jfk 3.5 s", jfk[..16_000 * 7 / 2].to_vec(), "And so my fellow Americans"),
+        (
+            "jfk 3.5 s",
+            jfk[..16_000 * 7 / 2].to_vec(),
+            "And so my fellow Americans",
+        ),
         ("jfk", jfk, JFK),
         ("left", stereo.channel_16k(0).unwrap(), LEFT),
         ("right", stereo.channel_16k(1).unwrap(), RIGHT),
@@ -538,7 +542,10 @@ fn greedy_live_turns_hear_real_speech_as_well_as_beam_search() {
     let mut totals = [0f32; 3];
     let mut words_total = 0f32;
     for (name, audio, reference) in &turns {
-        for (line, audio) in [("16 kHz", audio.clone()), ("phone", through_a_phone_line(audio))] {
+        for (line, audio) in [
+            ("16 kHz", audio.clone()),
+            ("phone", through_a_phone_line(audio)),
+        ] {
             let words = normalise(reference).len() as f32;
             words_total += words;
             let mut row = format!("{name:>9} {line:>6}:");
@@ -553,7 +560,13 @@ fn greedy_live_turns_hear_real_speech_as_well_as_beam_search() {
     }
     eprintln!("word errors of {words_total}: {totals:?}");
     let [beam, greedy, tiny] = totals;
-    assert!(greedy <= beam + 2.0, "greedy base {greedy} against beam {beam}");
+    assert!(
+        greedy <= beam + 2.0,
+        "greedy base {greedy} against beam {beam}"
+    );
     assert!(tiny <= beam + 4.0, "tiny.en {tiny} against beam {beam}");
-    assert!(greedy / words_total <= 0.1, "greedy base: {greedy} of {words_total}");
+    assert!(
+        greedy / words_total <= 0.1,
+        "greedy base: {greedy} of {words_total}"
+    );
 }

@@ -495,6 +495,7 @@ impl Actor for CallSession {
         let capture_rate = self.audio.capture_rate();
         let options = TranscribeOptions {
             language: self.config.agent.language.clone(),
+            mode: self.config.agent.recognition,
             live_turn: true,
             input_rate: (capture_rate != STT_SAMPLE_RATE).then_some(capture_rate),
             ..TranscribeOptions::default()
