@@ -893,6 +893,18 @@ async fn a_long_call_keeps_its_latest_exchanges_and_sends_the_model_no_more() {
     }
     let requests = h.engines.llm.requests.lock().unwrap().clone();
     assert_eq!(requests.len(), turns);
+    // The history is cut by half at a time, so the prompt's start (what a prompt cache keys
+    // on) changes once every ten exchanges, not every turn.
+    let mut starts: Vec<&str> = requests
+        .iter()
+        .map(|r| r.messages[1].content.as_str())
+        .collect();
+    starts.dedup();
+    assert!(
+        starts.len() <= 5,
+        "the prompt's start changed {} times",
+        starts.len() - 1
+    );
     let last = requests.last().unwrap();
     assert!(
         last.messages.len() <= HISTORY_MESSAGES + 1,

@@ -81,6 +81,11 @@ pub enum TurnState {
 /// Messages of the conversation a session keeps and sends the model: a long call keeps its
 /// latest exchanges, so neither the prompt nor the session's memory grows with its length.
 /// The transcript of the whole call is in the turn records.
+///
+/// Past this many the history is cut to its latest half, not by one exchange a turn: a model
+/// that caches the prompt by its prefix (the embedded one, and vendors' prompt caching) then
+/// reads the whole conversation again once every ten exchanges rather than every turn (on the
+/// embedded model at 40 messages, some 7 s before the answer).
 pub const HISTORY_MESSAGES: usize = 40;
 
 /// How long a session that reads its caller's side itself keeps reading after the transport
@@ -461,14 +466,15 @@ impl CallSession {
         &self.history
     }
 
-    /// Adds a caller turn to the history and drops the oldest exchanges past
-    /// [`HISTORY_MESSAGES`]. What is kept starts at a caller turn (models expect one there,
-    /// and a tool answer never loses its call) and never cuts into the reply in progress.
+    /// Adds a caller turn to the history and, past [`HISTORY_MESSAGES`], keeps only the
+    /// latest half of it. What is kept starts at a caller turn (models expect one there, and a
+    /// tool answer never loses its call) and never cuts into the reply in progress.
     fn push_caller_turn(&mut self, text: String) {
         self.history.push(ChatMessage::new(Role::User, text));
-        let Some(earliest) = self.history.len().checked_sub(HISTORY_MESSAGES) else {
+        if self.history.len() <= HISTORY_MESSAGES {
             return;
-        };
+        }
+        let earliest = self.history.len() - HISTORY_MESSAGES / 2;
         let Some(cut) = self.history[earliest..]
             .iter()
             .position(|m| m.role == Role::User)
