@@ -858,21 +858,29 @@ mod tests {
         SttInput::Audio(vec![100i16; samples].into())
     }
 
+    /// Three samples of speech, the pause, two of the pause's silence, the end.
+    fn paused_turn() -> Vec<SttInput> {
+        vec![
+            audio(3),
+            SttInput::Paused,
+            audio(2),
+            SttInput::EndOfUtterance,
+        ]
+    }
+
+    /// One utterance sent as `inputs` through a stream on `engine`: its transcript, and the
+    /// length of every clip the engine was given.
+    async fn heard(engine: Arc<Counting>, inputs: Vec<SttInput>) -> (String, Vec<usize>) {
+        let (input, mut events) = utterance_stream(engine.clone(), TranscribeOptions::default());
+        send_all(&input, inputs).await;
+        (text(events.recv().await), engine.clips())
+    }
+
     #[tokio::test]
     async fn a_pause_starts_the_recognition_and_the_end_of_the_turn_takes_its_result() {
         let engine = Counting::new(true, false);
         let (input, mut events) = utterance_stream(engine.clone(), TranscribeOptions::default());
-        // Three samples of speech, the pause, two of the pause's silence, the end.
-        send_all(
-            &input,
-            vec![
-                audio(3),
-                SttInput::Paused,
-                audio(2),
-                SttInput::EndOfUtterance,
-            ],
-        )
-        .await;
+        send_all(&input, paused_turn()).await;
         assert_eq!(text(events.recv().await), "3");
         assert_eq!(engine.clips(), [3], "recognised once, from the pause");
         // The next utterance starts afresh; a pause before any audio starts nothing.
@@ -887,24 +895,19 @@ mod tests {
 
     #[tokio::test]
     async fn speech_after_the_pause_is_recognised_with_the_whole_utterance() {
-        let engine = Counting::new(true, false);
-        let (input, mut events) = utterance_stream(engine.clone(), TranscribeOptions::default());
-        send_all(
-            &input,
-            vec![
-                audio(3),
-                SttInput::Paused,
-                SttInput::Resumed,
-                audio(2),
-                SttInput::Paused,
-                audio(1),
-                SttInput::EndOfUtterance,
-            ],
-        )
-        .await;
-        assert_eq!(text(events.recv().await), "5");
+        let inputs = vec![
+            audio(3),
+            SttInput::Paused,
+            SttInput::Resumed,
+            audio(2),
+            SttInput::Paused,
+            audio(1),
+            SttInput::EndOfUtterance,
+        ];
+        let (text, clips) = heard(Counting::new(true, false), inputs).await;
+        assert_eq!(text, "5");
         assert_eq!(
-            engine.clips(),
+            clips,
             [3, 5],
             "the first early start is dropped, the second is the turn's"
         );
@@ -912,37 +915,15 @@ mod tests {
 
     #[tokio::test]
     async fn a_failed_early_recognition_is_done_again_on_the_whole_utterance() {
-        let engine = Counting::new(true, true);
-        let (input, mut events) = utterance_stream(engine.clone(), TranscribeOptions::default());
-        send_all(
-            &input,
-            vec![
-                audio(3),
-                SttInput::Paused,
-                audio(2),
-                SttInput::EndOfUtterance,
-            ],
-        )
-        .await;
-        assert_eq!(text(events.recv().await), "5");
-        assert_eq!(engine.clips(), [3, 5]);
+        let (text, clips) = heard(Counting::new(true, true), paused_turn()).await;
+        assert_eq!(text, "5");
+        assert_eq!(clips, [3, 5]);
     }
 
     #[tokio::test]
     async fn a_recognizer_that_does_not_start_early_waits_for_the_end_of_the_turn() {
-        let engine = Counting::new(false, false);
-        let (input, mut events) = utterance_stream(engine.clone(), TranscribeOptions::default());
-        send_all(
-            &input,
-            vec![
-                audio(3),
-                SttInput::Paused,
-                audio(2),
-                SttInput::EndOfUtterance,
-            ],
-        )
-        .await;
-        assert_eq!(text(events.recv().await), "5");
-        assert_eq!(engine.clips(), [5]);
+        let (text, clips) = heard(Counting::new(false, false), paused_turn()).await;
+        assert_eq!(text, "5");
+        assert_eq!(clips, [5]);
     }
 }

@@ -152,9 +152,18 @@ fn name_no_provider(headers: &mut HeaderMap) {
 #[derive(Debug, Clone)]
 pub struct Developer(pub Principal);
 
+/// The `key_id` of the principal a portal session hands the `/v1` handlers: no API key.
+pub const PORTAL_KEY_ID: &str = "portal";
+
 impl Developer {
     pub fn id(&self) -> &str {
         &self.0.developer_id
+    }
+
+    /// The API key the request came with; `None` for a signed-in portal session, which has
+    /// none to revoke.
+    pub fn api_key_id(&self) -> Option<&str> {
+        (self.0.key_id != PORTAL_KEY_ID).then_some(self.0.key_id.as_str())
     }
 }
 

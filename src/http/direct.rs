@@ -74,8 +74,7 @@ async fn session_token(
         inst: None,
         // A token minted in the portal has no API key behind it to revoke it with; it is the
         // signed-in developer's, for its ten minutes.
-        key: (developer.0.key_id != super::portal::PORTAL_KEY_ID)
-            .then(|| developer.0.key_id.clone()),
+        key: developer.api_key_id().map(str::to_string),
         exp: expires,
         ..Default::default()
     });

@@ -23,6 +23,7 @@ use rust_embed::RustEmbed;
 use serde::Deserialize;
 use serde_json::json;
 
+use super::auth::PORTAL_KEY_ID;
 use super::body::ApiJson;
 use super::methods;
 use crate::app::AppState;
@@ -40,8 +41,6 @@ pub const DEVICE_COOKIE: &str = "sb_portal_device";
 const DEVICE_COOKIE_DAYS: i64 = 400;
 /// The header state-changing portal requests carry the session's CSRF token in.
 pub const CSRF_HEADER: &str = "x-csrf-token";
-/// The `key_id` of the principal a portal session hands the `/v1` handlers: no API key.
-pub const PORTAL_KEY_ID: &str = "portal";
 
 /// The portal's pages, scripts and styles, embedded at compile time.
 #[derive(RustEmbed)]
