@@ -737,6 +737,26 @@ mod tests {
         // at start.
         assert_eq!(config.engines.turn_detection, "silence");
         assert!(config.engines.preload);
+        // Callers' turns: recognised from a 200 ms pause on, decoded greedily.
+        assert_eq!(config.engines.early_recognition_ms, 200);
+        assert_eq!(config.engines.live_recognition, "fast");
+    }
+
+    #[test]
+    fn live_recognition_settings_out_of_range_are_refused() {
+        let defaults = Config::load(None).expect("defaults load");
+        let mut config = defaults.clone();
+        config.engines.live_recognition = "greedy".into();
+        let error = config.check().unwrap_err().to_string();
+        assert!(error.contains("engines.live_recognition"), "{error}");
+        let mut config = defaults.clone();
+        config.engines.early_recognition_ms = 10_001;
+        let error = config.check().unwrap_err().to_string();
+        assert!(error.contains("engines.early_recognition_ms"), "{error}");
+        let mut config = defaults;
+        config.engines.live_recognition = "accurate".into();
+        config.engines.early_recognition_ms = 0;
+        assert!(config.check().is_ok());
     }
 
     #[test]
