@@ -454,6 +454,15 @@ pub trait LanguageModel: Send + Sync + 'static {
 
     /// Streams one assistant answer. Dropping the stream stops generation.
     fn stream(&self, request: ChatRequest) -> Result<EngineStream<LlmEvent>, EngineError>;
+
+    /// Reads `request`'s messages into what the model keeps between requests (the embedded
+    /// model's prompt cache) without answering, so that a request that starts with the same
+    /// messages soon after answers sooner: a call's system prompt and greeting, read while
+    /// the greeting plays. Nothing is charged and nothing is sent anywhere; the default (a
+    /// vendor's model) does nothing.
+    fn warm(&self, request: ChatRequest) {
+        let _ = request;
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -165,8 +165,16 @@ async fn a_multi_turn_conversation_keeps_both_sides_in_history() {
         is_event("agent.audio.start"),
     )
     .await;
+    // The model read the system prompt and the greeting while the greeting played, and the
+    // first answer's request starts with exactly those messages.
+    let warmed = h.engines.llm.warmed.lock().unwrap().clone();
+    assert_eq!(warmed.len(), 1, "read ahead once, at the start");
+    assert_eq!(warmed[0].messages.len(), 2);
+    assert_eq!(warmed[0].messages[0].role, Role::System);
+    assert_eq!(warmed[0].messages[1].content, "Hi, this is the front desk.");
+    let first_request = h.engines.llm.requests.lock().unwrap()[0].clone();
+    assert_eq!(first_request.messages[..2], warmed[0].messages[..]);
     // Keep the line open (silence) while the agent talks.
-    h.speak(&mulaw_silence(4_000), 160).await;
     wait_until_listening(&mut h).await;
     h.speak(&second, 160).await;
     h.speak(&mulaw_silence(800), 160).await;

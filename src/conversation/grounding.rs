@@ -550,6 +550,10 @@ impl LanguageModel for GroundedModel {
         self.inner.provider()
     }
 
+    fn warm(&self, request: ChatRequest) {
+        self.inner.warm(request);
+    }
+
     fn stream(&self, request: ChatRequest) -> Result<EngineStream<LlmEvent>, EngineError> {
         let allowed = Allowed::from_request(&request);
         let mut upstream = self.inner.stream(request)?;

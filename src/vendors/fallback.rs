@@ -154,6 +154,11 @@ impl LanguageModel for FallbackLlm {
         self.engines[0].provider()
     }
 
+    /// The first engine, which serves unless it fails, reads the prompt.
+    fn warm(&self, request: ChatRequest) {
+        self.engines[0].warm(request);
+    }
+
     fn stream(&self, request: ChatRequest) -> Result<EngineStream<LlmEvent>, EngineError> {
         let engines = self.engines.clone();
         let served_by = self.served_by.clone();

@@ -106,6 +106,8 @@ pub struct ScriptedLlm {
     pub token_delay: Duration,
     pub first_token_delay: Duration,
     pub requests: Mutex<Vec<ChatRequest>>,
+    /// The requests it was asked to read ahead ([`LanguageModel::warm`]).
+    pub warmed: Mutex<Vec<ChatRequest>>,
     pub cancelled: Arc<AtomicUsize>,
     pub active: Arc<AtomicUsize>,
 }
@@ -113,6 +115,10 @@ pub struct ScriptedLlm {
 impl LanguageModel for ScriptedLlm {
     fn provider(&self) -> &str {
         "scripted"
+    }
+
+    fn warm(&self, request: ChatRequest) {
+        self.warmed.lock().expect("not poisoned").push(request);
     }
 
     fn stream(&self, request: ChatRequest) -> Result<EngineStream<LlmEvent>, EngineError> {
@@ -362,6 +368,7 @@ impl Scripted {
                 token_delay: Duration::from_millis(10),
                 first_token_delay: Duration::from_millis(60),
                 requests: Mutex::new(Vec::new()),
+                warmed: Mutex::new(Vec::new()),
                 cancelled: Arc::new(AtomicUsize::new(0)),
                 active: Arc::new(AtomicUsize::new(0)),
             }),

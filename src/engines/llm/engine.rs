@@ -286,6 +286,21 @@ impl LanguageModel for LocalLlm {
         "default"
     }
 
+    /// A one-token answer, thrown away: the prompt's state stays in the prompt cache for the
+    /// request that starts with it.
+    fn warm(&self, request: ChatRequest) {
+        let request = ChatRequest {
+            max_tokens: 1,
+            ..request
+        };
+        match self.stream(request) {
+            Ok(mut events) => {
+                tokio::spawn(async move { while events.recv().await.is_some() {} });
+            }
+            Err(error) => tracing::debug!(%error, "the prompt was not read ahead"),
+        }
+    }
+
     fn stream(&self, request: ChatRequest) -> Result<EngineStream<LlmEvent>, EngineError> {
         if request.max_tokens == 0 {
             return Err(EngineError::invalid("max_tokens must be at least 1"));

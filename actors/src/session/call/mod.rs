@@ -530,6 +530,8 @@ impl Actor for CallSession {
         if !greeting.trim().is_empty() {
             self.start_fixed_reply(reply::ReplyKind::Greeting, &greeting, ctx);
         }
+        // The model reads the system prompt and the greeting while the greeting plays.
+        self.engines.llm.warm(self.model_request(None));
         let idle = self.config.idle_timeout;
         let every = (idle / 10).clamp(Duration::from_millis(10), Duration::from_secs(1));
         let ticks = liveness_ticks(ctx.address().downgrade(), every, self.live.guard());

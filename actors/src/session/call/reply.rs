@@ -272,22 +272,29 @@ impl CallSession {
         }));
     }
 
-    fn start_llm_round(&mut self, ctx: &mut Context<Self>) {
+    /// The model's request for the conversation so far: the system prompt (with what the
+    /// knowledge base said, if anything) and the history.
+    pub(super) fn model_request(&self, knowledge: Option<&str>) -> ChatRequest {
         let agent = &self.config.agent;
         let mut system = agent.system_prompt.clone();
-        if let Some(knowledge) = self.reply.as_ref().and_then(|r| r.knowledge.as_deref()) {
+        if let Some(knowledge) = knowledge {
             system.push_str(knowledge);
         }
         let mut messages = Vec::with_capacity(self.history.len() + 1);
         messages.push(ChatMessage::new(Role::System, system));
         messages.extend(self.history.iter().cloned());
-        let request = ChatRequest {
+        ChatRequest {
             model: agent.model.clone(),
             messages,
             tools: agent.tools.clone(),
             temperature: agent.temperature,
             max_tokens: agent.max_tokens,
-        };
+        }
+    }
+
+    fn start_llm_round(&mut self, ctx: &mut Context<Self>) {
+        let knowledge = self.reply.as_ref().and_then(|r| r.knowledge.as_deref());
+        let request = self.model_request(knowledge);
         let engine = self.engines.llm.clone();
         let timeout = self.config.timeouts.llm;
         let guard = self.live.guard();
