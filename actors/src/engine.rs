@@ -599,6 +599,18 @@ pub trait KnowledgeRetriever: Send + Sync + 'static {
 mod tests {
     use super::*;
 
+    /// `text` heard in English in a clip of `samples` at 16 kHz.
+    fn english(text: String, samples: usize) -> Transcript {
+        Transcript {
+            text,
+            segments: Vec::new(),
+            words: Vec::new(),
+            language: "en".into(),
+            language_probability: None,
+            duration: samples as f32 / STT_SAMPLE_RATE as f32,
+        }
+    }
+
     /// Reports the samples of each clip it is given as the transcript's text.
     struct Echo;
 
@@ -613,16 +625,7 @@ mod tests {
                 .map(|s| s.to_string())
                 .collect::<Vec<_>>()
                 .join(" ");
-            Box::pin(async move {
-                Ok(Transcript {
-                    text,
-                    segments: Vec::new(),
-                    words: Vec::new(),
-                    language: "en".into(),
-                    language_probability: None,
-                    duration: audio.len() as f32 / STT_SAMPLE_RATE as f32,
-                })
-            })
+            Box::pin(async move { Ok(english(text, audio.len())) })
         }
     }
 
@@ -845,14 +848,7 @@ mod tests {
                 if fail {
                     return Err(EngineError::unavailable("busy"));
                 }
-                Ok(Transcript {
-                    text: audio.len().to_string(),
-                    segments: Vec::new(),
-                    words: Vec::new(),
-                    language: "en".into(),
-                    language_probability: None,
-                    duration: audio.len() as f32 / STT_SAMPLE_RATE as f32,
-                })
+                Ok(english(audio.len().to_string(), audio.len()))
             })
         }
     }

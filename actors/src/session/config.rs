@@ -35,7 +35,8 @@ pub struct AgentProfile {
     /// Model rounds per reply, tool rounds included (at least 1).
     pub max_steps: u32,
     /// How the caller's turns are recognised: [`SttMode::Fast`] decodes greedily (on tiny.en
-    /// for an English agent), [`SttMode::Accurate`] with beam search; vendors ignore it.
+    /// for an English agent), [`SttMode::Accurate`] with beam search; vendors ignore it. The
+    /// server sets it from `engines.live_recognition` (`fast` unless configured).
     pub recognition: SttMode,
     /// The agent's own turn taking, over the transport's defaults.
     pub turn: TurnPreferences,

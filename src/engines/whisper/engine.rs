@@ -200,7 +200,7 @@ impl WhisperEngine {
         options: &TranscribeOptions,
     ) -> Result<Transcript, EngineError> {
         self.inner
-            .transcribe(audio, options, &Job::default(), &mut || true)
+            .transcribe(audio, options, &Job::default(), &mut || {})
     }
 
     /// A recogniser on the same models that runs `task` and, when given, hands each segment's
@@ -212,7 +212,7 @@ impl WhisperEngine {
             job: Job {
                 task,
                 on_segment,
-                abandoned: Arc::default(),
+                ..Job::default()
             },
         }
     }
@@ -226,30 +226,19 @@ impl WhisperEngine {
         let inner = self.inner.clone();
         let pool = self.pool.clone();
         let make_way = self.pool.clone();
-        // Set when the caller stops waiting (a client gone, a job past its time bound):
-        // the recognition then ends at its next token instead of running to the end.
-        let abandoned = Arc::new(AtomicBool::new(false));
-        let watched = abandoned.clone();
+        // Set when the caller stops waiting (a client gone, a job past its time bound, an
+        // early start the caller spoke on after): a job still queued then computes nothing,
+        // and a running one ends at its next token.
         let job = Job {
-            abandoned: abandoned.clone(),
+            abandoned: Arc::default(),
             ..job
         };
+        let abandoned = job.abandoned.clone();
         Box::pin(async move {
             let _abandon_on_drop = SetOnDrop(abandoned);
             pool.run(move || {
-                if watched.load(Ordering::Relaxed) {
-                    // Abandoned while it waited for a worker (an early start the caller
-                    // spoke on after): nothing to compute.
-                    return Err(EngineError::new(
-                        EngineErrorKind::Timeout,
-                        "the recognition was abandoned before it started",
-                    ));
-                }
-                inner.transcribe(&audio, &options, &job, &mut || {
-                    // A file's windows make way for a caller's turn (see `run_waiting_live`).
-                    make_way.run_waiting_live();
-                    !watched.load(Ordering::Relaxed)
-                })
+                // A file's windows make way for a caller's turn (see `run_waiting_live`).
+                inner.transcribe(&audio, &options, &job, &mut || make_way.run_waiting_live())
             })
             .await
         })
@@ -305,6 +294,14 @@ impl Drop for SetOnDrop {
     fn drop(&mut self) {
         self.0.store(true, Ordering::Relaxed);
     }
+}
+
+/// A recognition nobody waits for any more.
+fn abandoned() -> EngineError {
+    EngineError::new(
+        EngineErrorKind::Timeout,
+        "the recognition was abandoned: nobody waits for its result any more",
+    )
 }
 
 fn inference(err: candle_core::Error) -> EngineError {
@@ -369,13 +366,13 @@ impl Inner {
     }
 
     /// Transcribes `audio`, calling `between_windows` before each 30 s window after the
-    /// first; it answers false when nobody waits for the result any more.
+    /// first; stops when the job is abandoned.
     fn transcribe(
         &self,
         audio: &[f32],
         options: &TranscribeOptions,
         job: &Job,
-        between_windows: &mut dyn FnMut() -> bool,
+        between_windows: &mut dyn FnMut(),
     ) -> Result<Transcript, EngineError> {
         let forced = requested_language(options)?;
         if audio.is_empty() {
@@ -522,8 +519,8 @@ fn max_new_tokens(content: usize, options: &TranscribeOptions, n_ctx: usize) -> 
     }
 }
 
-/// The long-form loop; `between_windows` runs before each window after the first and stops
-/// the loop when it answers false.
+/// The long-form loop; `between_windows` runs before each window after the first. An
+/// abandoned job ([`Job::abandoned`]) stops before its next window and at its next token.
 fn run(
     m: &Loaded,
     audio: &[f32],
@@ -531,7 +528,7 @@ fn run(
     job: &Job,
     forced: Option<&'static str>,
     beam_size: usize,
-    between_windows: &mut dyn FnMut() -> bool,
+    between_windows: &mut dyn FnMut(),
 ) -> Result<Transcript, EngineError> {
     let vocab = &m.vocab;
     let duration = audio.len() as f32 / STT_SAMPLE_RATE as f32;
@@ -557,11 +554,11 @@ fn run(
         if window_frames < MIN_WINDOW_FRAMES && seek > 0 {
             break;
         }
-        if seek > 0 && !between_windows() {
-            return Err(EngineError::new(
-                EngineErrorKind::Timeout,
-                "the recognition was abandoned: nobody waits for its result any more",
-            ));
+        if seek > 0 {
+            between_windows();
+        }
+        if job.abandoned.load(Ordering::Relaxed) {
+            return Err(abandoned());
         }
         let time_offset = (seek * HOP_LENGTH) as f32 / STT_SAMPLE_RATE as f32;
         let window_started = std::time::Instant::now();
@@ -629,10 +626,7 @@ fn run(
             }
         }
         if job.abandoned.load(Ordering::Relaxed) {
-            return Err(EngineError::new(
-                EngineErrorKind::Timeout,
-                "the recognition was abandoned: nobody waits for its result any more",
-            ));
+            return Err(abandoned());
         }
         tracing::debug!(
             seek,

@@ -180,8 +180,8 @@ pub struct CallSession {
     tracker: SpeechTracker,
     /// Puts the caller's pauses to the end-of-turn model (smart turn detection).
     end_of_turn: EndOfTurn,
-    /// The recognizer was told the caller paused ([`crate::engine::SttInput::Paused`]) and not yet that
-    /// they spoke again.
+    /// The recognizer was told the caller paused ([`crate::engine::SttInput::Paused`]) and
+    /// not yet that they spoke again.
     recognizing_early: bool,
     state: TurnState,
     history: Vec<ChatMessage>,
