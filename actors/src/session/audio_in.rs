@@ -32,7 +32,7 @@ use super::config::AudioFormat;
 pub const FRAME_MS: u32 = 20;
 
 /// Length of the ring of recent audio.
-const RING_MS: usize = 1_000;
+pub(super) const RING_MS: usize = 1_000;
 
 /// One caller frame after decoding: its position in the caller's stream and the VAD verdict.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -17,11 +17,18 @@ use tokio::time::Instant;
 
 use crate::audio::{SpeechEvent, SpeechTracker, SpeechTrackerConfig, Voice};
 
-use super::audio_in::FRAME_MS;
+use super::audio_in::{FRAME_MS, RING_MS};
 use super::config::EchoGate;
 
 /// Most agent frame levels remembered for the echo gate (10 s of 20 ms frames).
 const MAX_LEVELS: usize = 500;
+
+/// A pause this long ends a run of the caller's speech (see [`BargeInDetected::speech_began_ms`]).
+const RUN_GAP_MS: u64 = 200;
+
+/// How far before its decision an interruption's speech is looked for: the length of the
+/// session's audio ring, which is as far back as the recognizer can be given audio.
+pub const MAX_LOOKBACK_MS: u64 = RING_MS as u64;
 
 /// The level of an agent audio frame just sent, for the session's echo gate. Playback sends
 /// it only when the session has a gate.
@@ -54,6 +61,12 @@ pub struct BargeInDetected {
     pub onset_ms: u64,
     /// Stream time at which the sustain was complete (end of the deciding frame).
     pub decided_ms: u64,
+    /// Stream time at which the caller's voice began, as the VAD heard it: the start of its
+    /// run of speech that holds the onset, at most [`MAX_LOOKBACK_MS`] before the decision.
+    /// Earlier than `onset_ms` when the first words were too quiet to pass the echo gate
+    /// (a caller resuming softly as the agent starts): they count as the caller's turn,
+    /// though not as evidence of an interruption.
+    pub speech_began_ms: u64,
     /// When the decision was made.
     pub decided_at: Instant,
 }
@@ -65,6 +78,10 @@ pub struct BargeIn {
     armed: Option<u64>,
     gate: Option<EchoGate>,
     levels: VecDeque<(Instant, f32)>,
+    /// Where the caller's latest run of speech began, gate aside.
+    run_since: Option<u64>,
+    /// Where the quiet after that run began, while it is quiet.
+    quiet_since: Option<u64>,
 }
 
 impl BargeIn {
@@ -79,6 +96,23 @@ impl BargeIn {
             // Only a gate reads agent levels: a call without one (Twilio) keeps no room for them.
             levels: VecDeque::with_capacity(if gate.is_some() { MAX_LEVELS } else { 0 }),
             gate,
+            run_since: None,
+            quiet_since: None,
+        }
+    }
+
+    /// The VAD's verdict on every caller frame, in stream order, whoever is talking: where
+    /// the caller's speech began is known when an interruption is decided, even if its first
+    /// frames came before the agent's audio or did not pass the gate.
+    pub fn speech(&mut self, start_ms: u64, is_speech: bool) {
+        if is_speech {
+            self.quiet_since = None;
+            self.run_since.get_or_insert(start_ms);
+        } else {
+            let quiet_since = *self.quiet_since.get_or_insert(start_ms);
+            if start_ms + u64::from(FRAME_MS) - quiet_since >= RUN_GAP_MS {
+                self.run_since = None;
+            }
         }
     }
 
@@ -127,10 +161,17 @@ impl BargeIn {
             Some(SpeechEvent::SpeechStarted { at_ms }) => {
                 self.armed = None;
                 self.tracker.reset();
+                let decided_ms = frame.start_ms + u64::from(FRAME_MS);
+                let speech_began_ms = self
+                    .run_since
+                    .map_or(at_ms, |since| since.min(at_ms))
+                    .max(decided_ms.saturating_sub(MAX_LOOKBACK_MS))
+                    .min(at_ms);
                 Some(BargeInDetected {
                     response_id,
                     onset_ms: at_ms,
-                    decided_ms: frame.start_ms + u64::from(FRAME_MS),
+                    decided_ms,
+                    speech_began_ms,
                     decided_at: now,
                 })
             }
@@ -224,5 +265,69 @@ mod tests {
         assert_eq!(feed(&mut watch, 0, 30, Voice::Speech, -25.0), None);
         assert!(feed(&mut watch, 600, 10, Voice::Speech, -15.0).is_some());
         assert!(!BargeIn::new(200, None).wants_agent_levels());
+    }
+
+    /// Frames heard by both the run tracking and the watch, as the session hears them.
+    fn speak(
+        watch: &mut BargeIn,
+        from_ms: u64,
+        frames: u64,
+        energy_dbfs: f32,
+    ) -> Option<BargeInDetected> {
+        let now = Instant::now();
+        (0..frames)
+            .filter_map(|i| {
+                let start = from_ms + i * 20;
+                watch.speech(start, true);
+                watch.hear(frame(start, Voice::Speech, energy_dbfs), now)
+            })
+            .next()
+    }
+
+    #[test]
+    fn the_caller_turn_starts_where_the_voice_began_not_where_it_passed_the_gate() {
+        let mut watch = BargeIn::new(200, Some(EchoGate::default()));
+        watch.arm(1);
+        watch.agent_level(-10.0, Instant::now());
+        // Soft words first (under the gate), then the caller's full voice.
+        assert_eq!(speak(&mut watch, 1_000, 20, -25.0), None);
+        let decided = speak(&mut watch, 1_400, 10, -15.0).expect("the loud frames interrupt");
+        assert_eq!(decided.onset_ms, 1_400, "the evidence is the loud frames");
+        assert_eq!(
+            decided.speech_began_ms, 1_000,
+            "the words began with the soft ones"
+        );
+
+        // A pause of 200 ms ends a run: speech after it begins a new one.
+        watch.arm(2);
+        watch.speech(1_600, false);
+        watch.speech(1_780, false);
+        assert_eq!(
+            speak(&mut watch, 1_800, 10, -15.0).unwrap().speech_began_ms,
+            1_800
+        );
+        // A shorter pause does not: the run goes on through it.
+        watch.arm(3);
+        watch.speech(2_000, false);
+        assert_eq!(
+            speak(&mut watch, 2_100, 10, -15.0).unwrap().speech_began_ms,
+            1_800
+        );
+    }
+
+    #[test]
+    fn the_search_for_where_the_voice_began_reaches_back_one_ring() {
+        let mut watch = BargeIn::new(200, Some(EchoGate::default()));
+        watch.arm(1);
+        watch.agent_level(-10.0, Instant::now());
+        assert_eq!(speak(&mut watch, 0, 100, -25.0), None);
+        let decided = speak(&mut watch, 2_000, 10, -15.0).expect("interrupts");
+        assert_eq!(decided.decided_ms, 2_200);
+        assert_eq!(decided.speech_began_ms, 2_200 - MAX_LOOKBACK_MS);
+        // Speech that never went quiet, heard without a gate, begins at the onset.
+        let mut plain = BargeIn::new(200, None);
+        plain.arm(1);
+        let decided = speak(&mut plain, 500, 10, -25.0).unwrap();
+        assert_eq!((decided.onset_ms, decided.speech_began_ms), (500, 500));
     }
 }

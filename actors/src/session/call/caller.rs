@@ -48,6 +48,7 @@ impl CallSession {
         if frame.vad.is_speech {
             self.last_speech_end_ms = frame.start_ms + u64::from(FRAME_MS);
         }
+        self.barge_in.speech(frame.start_ms, frame.vad.is_speech);
         if self.state == TurnState::AgentSpeaking {
             let voice = CallerVoice {
                 start_ms: frame.start_ms,

@@ -760,12 +760,13 @@ impl CallSession {
         // words, the interruption was a false one.
         self.barge_in_turn = self.next_turn_index().checked_sub(1);
         // The interrupting speech is the start of the caller's next turn: put the tracker in
-        // the speaking state from the onset and send the audio since then to the recognizer.
+        // the speaking state from the onset and send the audio since the caller's voice began
+        // (words too soft for the echo gate included) to the recognizer.
         self.tracker.reset();
         let sustained = msg.decided_ms.saturating_sub(msg.onset_ms).max(1) as u32;
         let onset_ms = self.config.turn.speech_onset_ms.max(sustained);
         self.tracker.update(msg.onset_ms, onset_ms, true);
-        self.user_started(msg.onset_ms);
+        self.user_started(msg.speech_began_ms);
     }
 
     /// Starts the answer to a caller turn that came in while a reply was still finishing.
