@@ -1,6 +1,8 @@
 //! On the direct socket a caller's speakers can feed the agent's voice back into the
 //! microphone. The echo gate must keep that echo from interrupting the agent; without the gate
-//! the same echo does interrupt it (so the test would notice a gate that does nothing).
+//! the same echo does interrupt it (so the test would notice a gate that does nothing). A
+//! caller who starts softly over the agent is heard from their first word once their voice
+//! does interrupt.
 
 mod support;
 
@@ -68,4 +70,70 @@ async fn without_the_gate_the_echo_interrupts() {
     tokio::time::pause();
     let h = call_with_echo(false).await;
     assert_eq!(h.count(|o| matches!(o, SessionOutput::Clear { .. })), 1);
+}
+
+/// `speech` with every sample scaled by `db` decibels.
+fn gained(speech: &[i16], db: f32) -> Vec<i16> {
+    let gain = 10f32.powf(db / 20.0);
+    speech
+        .iter()
+        .map(|&s| (f32::from(s) * gain).clamp(-32_768.0, 32_767.0) as i16)
+        .collect()
+}
+
+#[actix::test]
+async fn a_caller_who_starts_softly_over_the_agent_is_heard_from_the_first_word() {
+    tokio::time::pause();
+    let (left, right) = two_speakers_16k();
+    let mut engines = Scripted::new(
+        &["Tell me something.", "Wait, one more question."],
+        vec![
+            LlmTurn::Say(
+                "The horizon seems extremely distant today, and the weather is fine.".into(),
+            ),
+            LlmTurn::Say("Of course.".into()),
+        ],
+    );
+    {
+        let tts = Arc::get_mut(&mut engines.tts).expect("fresh");
+        tts.sample_rate = 16_000;
+        tts.voice = Some(right.iter().map(|&s| f32::from(s) / 32_768.0).collect());
+    }
+    let stt = engines.stt.clone();
+    let config = SessionConfig::direct("soft", AgentProfile::default(), SampleRate::Hz16000);
+    let mut h = Harness::start_with(config, engines, FakeTransportConfig::default());
+    h.speak(&to_pcm16le(&left), 640).await;
+    h.speak(&pcm_silence_16k(800), 640).await;
+    h.wait_for(
+        "agent audio",
+        Duration::from_secs(5),
+        |o| matches!(o, SessionOutput::Event(e) if e.name() == "agent.audio.start"),
+    )
+    .await;
+    // Into the agent's voice: the caller's first 600 ms 10 dB under their recorded level
+    // (under the gate, which passes only what is within 12 dB of the agent's loudest), the
+    // rest 8 dB over it.
+    h.speak(&pcm_silence_16k(400), 640).await;
+    let soft_samples = 9_600;
+    let mut speech = gained(&left[..soft_samples], -10.0);
+    speech.extend(gained(&left[soft_samples..], 8.0));
+    h.speak(&to_pcm16le(&speech), 640).await;
+    h.speak(&pcm_silence_16k(1_500), 640).await;
+    h.drain_for(Duration::from_secs(3)).await;
+
+    assert_eq!(
+        h.count(|o| matches!(o, SessionOutput::Clear { .. })),
+        1,
+        "the caller interrupted"
+    );
+    let clips = stt.clips.lock().expect("not poisoned").clone();
+    assert_eq!(clips.len(), 2, "{clips:?}");
+    // The second turn holds the soft start: all the caller said, not only what passed the gate
+    // (which would be at least the soft 9,600 samples shorter).
+    assert!(
+        clips[1] >= speech.len() - 1_600,
+        "the interrupting turn's audio is {} samples for {} of speech",
+        clips[1],
+        speech.len()
+    );
 }
