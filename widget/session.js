@@ -366,6 +366,9 @@ export class VoiceSession extends EventTarget {
         this.dropStalePartial();
         this.setState('speaking');
         break;
+      case 'agent.cancelled':
+        this.dropCancelledReply(event.responseId);
+        break;
       case 'agent.audio.end':
         this.playback?.port.postMessage({ type: 'end' });
         this.audioTag = null;
@@ -410,6 +413,15 @@ export class VoiceSession extends EventTarget {
     this.changed(entry);
   }
 
+  /** A reply dropped before any of it was spoken (the caller went on talking) goes away. */
+  dropCancelledReply(responseId) {
+    const entry = this.agentEntry(responseId);
+    if (!entry || entry.samplesPlayed > 0) return;
+    this.transcript.splice(this.transcript.indexOf(entry), 1);
+    entry.removed = true;
+    this.changed(entry);
+  }
+
   /** A partial the recogniser never confirmed (no words in the end) goes away. */
   dropStalePartial() {
     if (!this.partial) return;
@@ -449,9 +461,17 @@ export class VoiceSession extends EventTarget {
       }
       return;
     }
-    // An agent turn's metrics follow its audio end: the oldest agent entry still open.
-    let entry = this.transcript.find((e) => e.speaker === 'agent' && !e.metrics);
-    if (!entry) entry = this.addEntry({ speaker: 'agent', text: '', final: false });
+    // An agent turn's metrics name its reply (a server without `responseId` in them: the
+    // oldest agent entry still open, as its metrics follow its audio end).
+    let entry =
+      event.responseId !== undefined
+        ? this.agentEntry(event.responseId)
+        : this.transcript.find((e) => e.speaker === 'agent' && !e.metrics);
+    if (!entry) {
+      const fields = { speaker: 'agent', text: '', final: false };
+      if (event.responseId !== undefined) fields.responseId = String(event.responseId);
+      entry = this.addEntry(fields);
+    }
     entry.metrics = event;
     entry.final = true;
     entry.interrupted = Boolean(event.interrupted);

@@ -1012,3 +1012,85 @@ async fn a_turn_without_a_pause_is_cut_at_the_longest_turn() {
         "{heard_s} s sent to the recognizer"
     );
 }
+
+#[actix::test]
+async fn an_answer_the_caller_talks_over_before_it_is_heard_is_cancelled_and_metrics_name_their_reply(
+) {
+    tokio::time::pause();
+    let mut engines = Scripted::new(
+        &["He began a confused complaint.", "Against the wizard."],
+        vec![
+            LlmTurn::Say("Tell me more about it.".into()),
+            LlmTurn::Say("I understand now.".into()),
+        ],
+    );
+    // The voice is slow to start: the caller goes on talking before the answer is heard.
+    Arc::get_mut(&mut engines.tts)
+        .expect("fresh")
+        .first_chunk_delay = Duration::from_millis(1_500);
+    let mut h = Harness::start(config("Hello."), engines);
+    wait_until_listening(&mut h).await;
+    let (left, _) = caller_utterances_mulaw();
+    h.speak(&left, 160).await;
+    h.speak(&mulaw_silence(900), 160).await;
+    let written = h
+        .wait_for(
+            "the first answer's text",
+            Duration::from_secs(5),
+            is_event("agent.text.delta"),
+        )
+        .await;
+    let SessionOutput::Event(SessionEvent::AgentTextDelta {
+        response_id: first, ..
+    }) = written.output
+    else {
+        unreachable!("matched agent.text.delta");
+    };
+    h.speak(&left, 160).await;
+    let cancelled = h
+        .wait_for(
+            "agent.cancelled",
+            Duration::from_secs(5),
+            is_event("agent.cancelled"),
+        )
+        .await;
+    assert!(
+        matches!(cancelled.output, SessionOutput::Event(SessionEvent::AgentCancelled { response_id }) if response_id == first),
+        "{:?}",
+        describe(&cancelled.output)
+    );
+    h.speak(&mulaw_silence(900), 160).await;
+    let started = h
+        .wait_for(
+            "the second answer",
+            Duration::from_secs(10),
+            is_event("agent.audio.start"),
+        )
+        .await;
+    let SessionOutput::Event(SessionEvent::AgentAudioStart {
+        response_id: second,
+    }) = started.output
+    else {
+        unreachable!("matched agent.audio.start");
+    };
+    assert_ne!(second, first);
+    wait_until_listening(&mut h).await;
+    // The cancelled answer was never spoken: no turn of its own, no audio of its own.
+    let agents: Vec<_> = h
+        .turns()
+        .into_iter()
+        .filter(|t| t.speaker == Speaker::Agent)
+        .collect();
+    assert_eq!(
+        agents.iter().map(|t| t.response_id).collect::<Vec<_>>(),
+        vec![agents[0].response_id, Some(second)],
+        "{agents:?}"
+    );
+    assert!(agents.iter().all(|t| t.response_id != Some(first)));
+    assert!(h
+        .turns()
+        .iter()
+        .filter(|t| t.speaker == Speaker::User)
+        .all(|t| t.response_id.is_none()));
+    hang_up_and_check_all_stopped(&mut h).await;
+}

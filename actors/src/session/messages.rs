@@ -295,6 +295,12 @@ pub enum SessionEvent {
         /// The reply.
         response_id: u64,
     },
+    /// `agent.cancelled`: a reply was dropped before any of it was spoken (the caller went
+    /// on talking while it was being prepared): its text, if some was sent, was never said.
+    AgentCancelled {
+        /// The reply.
+        response_id: u64,
+    },
     /// `agent.audio.end`: the reply finished playing, or was cut short.
     AgentAudioEnd {
         /// The reply.
@@ -347,6 +353,7 @@ impl SessionEvent {
             SessionEvent::AgentTextDelta { .. } => "agent.text.delta",
             SessionEvent::AgentAudioStart { .. } => "agent.audio.start",
             SessionEvent::AgentAudioEnd { .. } => "agent.audio.end",
+            SessionEvent::AgentCancelled { .. } => "agent.cancelled",
             SessionEvent::AudioClear { .. } => "audio.clear",
             SessionEvent::ToolCall(_) => "tool.call",
             SessionEvent::ToolResult { .. } => "tool.result",

@@ -100,6 +100,8 @@ pub struct TurnRecord {
     pub index: u32,
     /// Who spoke.
     pub speaker: Speaker,
+    /// For agent turns: the reply's id (the `responseId` of its live events).
+    pub response_id: Option<u64>,
     /// What was said: the transcript, or the agent text actually played.
     pub text: String,
     /// Start, in ms since the session started.

@@ -87,6 +87,7 @@ pub fn event_json(event: &SessionEvent) -> Value {
             json!({"type": name, "responseId": response_id, "text": text})
         }
         SessionEvent::AgentAudioStart { response_id }
+        | SessionEvent::AgentCancelled { response_id }
         | SessionEvent::AudioClear { response_id } => {
             json!({"type": name, "responseId": response_id})
         }
@@ -114,6 +115,9 @@ pub fn event_json(event: &SessionEvent) -> Value {
                 "ttsMs": turn.tts_ms, "interrupted": turn.interrupted, "error": turn.error,
                 "latencyMs": turn.latency.map(|l| l.total_ms),
             });
+            if let Some(id) = turn.response_id {
+                metrics["responseId"] = id.into();
+            }
             // Where an answer's latency went, for clients that chart it.
             if let Some(l) = turn.latency {
                 metrics["endpointMs"] = l.endpoint_ms.into();

@@ -275,6 +275,7 @@ impl CallSession {
         let turn = TurnRecord {
             index: self.next_turn_index(),
             speaker: Speaker::User,
+            response_id: None,
             text: String::new(),
             start_ms: now_ms,
             end_ms: now_ms,
@@ -312,6 +313,7 @@ impl CallSession {
         let turn = TurnRecord {
             index: self.next_turn_index(),
             speaker: Speaker::User,
+            response_id: None,
             text: text.clone(),
             start_ms: now_ms,
             end_ms: now_ms,
@@ -453,6 +455,7 @@ impl Handler<TranscriptFinal> for CallSession {
             let turn = TurnRecord {
                 index: self.next_turn_index(),
                 speaker: Speaker::User,
+                response_id: None,
                 text: text.clone(),
                 start_ms: pending.start_ms,
                 end_ms: pending.end_ms,

@@ -313,6 +313,9 @@ impl CallSession {
     pub(super) fn drop_silent_reply(&mut self) {
         if let Some(reply) = self.reply.take() {
             self.gate.close();
+            self.emit(SessionEvent::AgentCancelled {
+                response_id: reply.id,
+            });
             reply.stop_children(self.tools.as_ref());
             self.close_dangling_tool_calls(&reply);
             self.truncate_history(&reply, 0);
@@ -462,6 +465,7 @@ impl CallSession {
         let turn = TurnRecord {
             index: self.next_turn_index(),
             speaker: Speaker::Agent,
+            response_id: Some(reply.id),
             text,
             start_ms: self.session_ms(start),
             end_ms: self.session_ms(now),
