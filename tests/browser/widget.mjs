@@ -285,6 +285,8 @@ async function main() {
     launched.setAttribute('launcher', '');
     document.body.append(launched);
   });
+  // Until its stylesheet applies the element shows nothing at all; measured once it shows.
+  await page.waitForFunction(() => getComputedStyle(document.getElementById('launched')).visibility === 'visible');
   const shownParts = () => page.evaluate(() => {
     const root = document.getElementById('launched').shadowRoot;
     const visible = (el) => getComputedStyle(el).display !== 'none' && el.getBoundingClientRect().width > 0;

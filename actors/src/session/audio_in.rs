@@ -31,8 +31,10 @@ use super::config::AudioFormat;
 /// Milliseconds per frame throughout the session.
 pub const FRAME_MS: u32 = 20;
 
-/// Length of the ring of recent audio.
-pub(super) const RING_MS: usize = 1_000;
+/// Length of the ring of recent audio: the recognizer's pre-roll, and a caller's speech from
+/// where their voice began when an interruption is decided late (soft words under the echo
+/// gate: see [`super::barge_in::BargeInDetected::speech_began_ms`]).
+pub(super) const RING_MS: usize = 1_500;
 
 /// One caller frame after decoding: its position in the caller's stream and the VAD verdict.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -356,22 +358,25 @@ mod tests {
             STT_SAMPLE_RATE,
         )
         .expect("builds");
-        // 1.3 s of a ramp, so the ring (1 s) has wrapped and every sample says where it was.
-        let samples: Vec<i16> = (0..20_800).map(|i| (i % 30_000) as i16).collect();
+        // The ring's length and 0.3 s more of a ramp, so the ring has wrapped and every sample
+        // says where it was.
+        let ring = RING_MS * 16;
+        let total = ring + 4_800;
+        let samples: Vec<i16> = (0..total).map(|i| (i % 30_000) as i16).collect();
         for frame in samples.chunks(320) {
             let bytes: Vec<u8> = frame.iter().flat_map(|v| v.to_le_bytes()).collect();
             audio.push(&bytes);
             audio.next_frame().expect("decodes").expect("a frame");
         }
         // From 0.5 s back: the part before the wrap point and the part after it, in order.
-        audio.start_capture(800);
+        audio.start_capture((total as u64 / 16) - 500);
         let captured = audio.stop_capture().expect("captured");
-        assert_eq!(*captured, samples[12_800..]);
-        // Further back than the ring holds: the oldest second it still has.
+        assert_eq!(*captured, samples[total - 8_000..]);
+        // Further back than the ring holds: the oldest audio it still has.
         audio.start_capture(0);
         let captured = audio.stop_capture().expect("captured");
-        assert_eq!(captured.len(), 16_000);
-        assert_eq!(*captured, samples[20_800 - 16_000..]);
+        assert_eq!(captured.len(), ring);
+        assert_eq!(*captured, samples[total - ring..]);
     }
 
     #[test]
@@ -423,14 +428,15 @@ mod tests {
             "frames after the onset go on from the pre-roll"
         );
         assert_eq!(audio.capture.capacity(), 0);
-        // Further back than the ring reaches: its last second, 50 frames, again through a
-        // resampler started afresh at the first of them.
+        // Further back than the ring reaches: the frames it holds, again through a resampler
+        // started afresh at the first of them.
+        let ring_frames = RING_MS / FRAME_MS as usize;
         audio.start_capture(0);
         let mut reference =
             StreamResampler::new(SampleRate::Hz8000, SampleRate::Hz16000, FrameDuration::Ms20)
                 .expect("builds");
         expected.clear();
-        for earlier in line[50 * 160..].chunks(160) {
+        for earlier in line[(100 - ring_frames) * 160..].chunks(160) {
             mulaw::decode_into(earlier, &mut decoded).expect("decodes");
             reference
                 .process_i16(&decoded, &mut upsampled)
@@ -470,11 +476,11 @@ mod tests {
             decoded[60 * 160..],
             "bit for bit, nothing resampled"
         );
-        // Further back than the ring reaches: its last second.
+        // Further back than the ring reaches: the frames it holds.
         audio.start_capture(0);
         assert_eq!(
             *audio.stop_capture().expect("captured"),
-            decoded[50 * 160..]
+            decoded[(100 - RING_MS / FRAME_MS as usize) * 160..]
         );
 
         // Where the ring holds 16 kHz copies (the neural VAD reads them), or the recognizer
