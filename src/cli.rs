@@ -305,9 +305,11 @@ pub async fn transcribe(config: &Config, args: TranscribeArgs) -> anyhow::Result
         .extension()
         .and_then(|e| e.to_str())
         .map(str::to_ascii_lowercase);
+    // Room in the queue for every voice of the file: the voices of a multi-channel recording
+    // are submitted together and run one after the other on the one thread.
     let engine: Arc<dyn SpeechToText> = Arc::new(WhisperEngine::new(
         &config.server.models_dir,
-        WorkerPool::new(1, 1),
+        WorkerPool::new(1, crate::media::pcm::MAX_CHANNELS),
     ));
     let options = TranscribeOptions {
         language: args.language,

@@ -821,3 +821,17 @@ async fn openai_style_errors_on_the_compatible_routes() {
         "{ids:?}"
     );
 }
+
+#[tokio::test]
+async fn the_command_line_transcribes_a_stereo_call_one_voice_per_channel() {
+    let storage = Storage::fresh().await;
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/fixtures/audio/stereo_diarization.wav");
+    let (ok, stdout, stderr) =
+        storage.cli(&["transcribe", "--language", "en", path.to_str().unwrap()]);
+    assert!(ok, "the command failed: {stderr}");
+    let out: Value = serde_json::from_str(&stdout).expect("the transcript is JSON");
+    let text = out["text"].as_str().unwrap();
+    let error = both_sentences_error(text);
+    assert!(error <= 0.15, "WER {error:.2}: {text}");
+}
