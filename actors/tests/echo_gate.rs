@@ -13,32 +13,26 @@ use support::*;
 use switchboard_actors::audio::SampleRate;
 use switchboard_actors::session::{AgentProfile, SessionConfig, SessionOutput};
 
-async fn call_with_echo(gate: bool) -> Harness {
-    let mut config = SessionConfig::direct("echo", AgentProfile::default(), SampleRate::Hz16000);
-    if !gate {
-        config.echo_gate = None;
-    }
+/// A direct call whose agent speaks with a real voice (the stereo fixture's right speaker, so
+/// its echo looks like speech to the VAD), on `transport`, once the caller (the left speaker)
+/// has asked and the answer has started playing. The second transcript is for a next turn.
+async fn answer_playing(config: SessionConfig, transport: FakeTransportConfig) -> Harness {
     let (left, right) = two_speakers_16k();
     let mut engines = Scripted::new(
-        &["Tell me something."],
-        vec![LlmTurn::Say(
-            "The horizon seems extremely distant today, and the weather is fine.".into(),
-        )],
+        &["Tell me something.", "Wait, one more question."],
+        vec![
+            LlmTurn::Say(
+                "The horizon seems extremely distant today, and the weather is fine.".into(),
+            ),
+            LlmTurn::Say("Of course.".into()),
+        ],
     );
     {
         let tts = Arc::get_mut(&mut engines.tts).expect("fresh");
         tts.sample_rate = 16_000;
-        // The agent speaks with a real voice, so its echo looks like speech to the VAD.
         tts.voice = Some(right.iter().map(|&s| f32::from(s) / 32_768.0).collect());
     }
-    let mut h = Harness::start_with(
-        config,
-        engines,
-        FakeTransportConfig {
-            no_marks: false,
-            echo_db: Some(20.0),
-        },
-    );
+    let mut h = Harness::start_with(config, engines, transport);
     h.speak(&to_pcm16le(&left), 640).await;
     h.speak(&pcm_silence_16k(800), 640).await;
     h.wait_for(
@@ -47,6 +41,19 @@ async fn call_with_echo(gate: bool) -> Harness {
         |o| matches!(o, SessionOutput::Event(e) if e.name() == "agent.audio.start"),
     )
     .await;
+    h
+}
+
+async fn call_with_echo(gate: bool) -> Harness {
+    let mut config = SessionConfig::direct("echo", AgentProfile::default(), SampleRate::Hz16000);
+    if !gate {
+        config.echo_gate = None;
+    }
+    let echo = FakeTransportConfig {
+        no_marks: false,
+        echo_db: Some(20.0),
+    };
+    let mut h = answer_playing(config, echo).await;
     // From here only the echo reaches the microphone.
     h.drain_for(Duration::from_secs(5)).await;
     h
@@ -84,32 +91,10 @@ fn gained(speech: &[i16], db: f32) -> Vec<i16> {
 #[actix::test]
 async fn a_caller_who_starts_softly_over_the_agent_is_heard_from_the_first_word() {
     tokio::time::pause();
-    let (left, right) = two_speakers_16k();
-    let mut engines = Scripted::new(
-        &["Tell me something.", "Wait, one more question."],
-        vec![
-            LlmTurn::Say(
-                "The horizon seems extremely distant today, and the weather is fine.".into(),
-            ),
-            LlmTurn::Say("Of course.".into()),
-        ],
-    );
-    {
-        let tts = Arc::get_mut(&mut engines.tts).expect("fresh");
-        tts.sample_rate = 16_000;
-        tts.voice = Some(right.iter().map(|&s| f32::from(s) / 32_768.0).collect());
-    }
-    let stt = engines.stt.clone();
     let config = SessionConfig::direct("soft", AgentProfile::default(), SampleRate::Hz16000);
-    let mut h = Harness::start_with(config, engines, FakeTransportConfig::default());
-    h.speak(&to_pcm16le(&left), 640).await;
-    h.speak(&pcm_silence_16k(800), 640).await;
-    h.wait_for(
-        "agent audio",
-        Duration::from_secs(5),
-        |o| matches!(o, SessionOutput::Event(e) if e.name() == "agent.audio.start"),
-    )
-    .await;
+    let mut h = answer_playing(config, FakeTransportConfig::default()).await;
+    let stt = h.engines.stt.clone();
+    let (left, _) = two_speakers_16k();
     // Into the agent's voice: the caller's first 600 ms 10 dB under their recorded level
     // (under the gate, which passes only what is within 12 dB of the agent's loudest), the
     // rest 8 dB over it.

@@ -1013,6 +1013,21 @@ async fn a_turn_without_a_pause_is_cut_at_the_longest_turn() {
     );
 }
 
+/// Waits for the next `event` about a reply; its `responseId`.
+async fn reply_of(h: &mut Harness, event: &'static str) -> u64 {
+    let seen = h
+        .wait_for(event, Duration::from_secs(10), is_event(event))
+        .await;
+    match seen.output {
+        SessionOutput::Event(
+            SessionEvent::AgentTextDelta { response_id, .. }
+            | SessionEvent::AgentCancelled { response_id }
+            | SessionEvent::AgentAudioStart { response_id },
+        ) => response_id,
+        other => panic!("{event} names no reply: {}", describe(&other)),
+    }
+}
+
 #[actix::test]
 async fn an_answer_the_caller_talks_over_before_it_is_heard_is_cancelled_and_metrics_name_their_reply(
 ) {
@@ -1033,46 +1048,11 @@ async fn an_answer_the_caller_talks_over_before_it_is_heard_is_cancelled_and_met
     let (left, _) = caller_utterances_mulaw();
     h.speak(&left, 160).await;
     h.speak(&mulaw_silence(900), 160).await;
-    let written = h
-        .wait_for(
-            "the first answer's text",
-            Duration::from_secs(5),
-            is_event("agent.text.delta"),
-        )
-        .await;
-    let SessionOutput::Event(SessionEvent::AgentTextDelta {
-        response_id: first, ..
-    }) = written.output
-    else {
-        unreachable!("matched agent.text.delta");
-    };
+    let first = reply_of(&mut h, "agent.text.delta").await;
     h.speak(&left, 160).await;
-    let cancelled = h
-        .wait_for(
-            "agent.cancelled",
-            Duration::from_secs(5),
-            is_event("agent.cancelled"),
-        )
-        .await;
-    assert!(
-        matches!(cancelled.output, SessionOutput::Event(SessionEvent::AgentCancelled { response_id }) if response_id == first),
-        "{:?}",
-        describe(&cancelled.output)
-    );
+    assert_eq!(reply_of(&mut h, "agent.cancelled").await, first);
     h.speak(&mulaw_silence(900), 160).await;
-    let started = h
-        .wait_for(
-            "the second answer",
-            Duration::from_secs(10),
-            is_event("agent.audio.start"),
-        )
-        .await;
-    let SessionOutput::Event(SessionEvent::AgentAudioStart {
-        response_id: second,
-    }) = started.output
-    else {
-        unreachable!("matched agent.audio.start");
-    };
+    let second = reply_of(&mut h, "agent.audio.start").await;
     assert_ne!(second, first);
     wait_until_listening(&mut h).await;
     // The cancelled answer was never spoken: no turn of its own, no audio of its own.
