@@ -8,7 +8,9 @@
 //! Only what differs between tables is written per table: the parameters and the filters
 //! that select the rows.
 //!
-//! ```ignore
+//! An illustration (the macro runs only inside this crate's store, so it is not a doctest):
+//!
+//! ```text
 //! store_fns! {
 //!     table = agents, row = AgentRow;
 //!
