@@ -111,6 +111,15 @@ async fn a_caller_who_starts_softly_over_the_agent_is_heard_from_the_first_word(
         1,
         "the caller interrupted"
     );
+    // The interruption is timed from the caller's first (soft) word, not from the first frame
+    // loud enough for the gate: at least the soft 600 ms and the 200 ms sustain.
+    let interrupted = h
+        .turns()
+        .into_iter()
+        .find(|t| t.interrupted)
+        .expect("the interrupted answer was recorded");
+    let detection = interrupted.barge_in.expect("barged in").detection_ms;
+    assert!(detection >= 700, "detection {detection} ms");
     let clips = stt.clips.lock().expect("not poisoned").clone();
     assert_eq!(clips.len(), 2, "{clips:?}");
     // The second turn holds the soft start: all the caller said, not only what passed the gate

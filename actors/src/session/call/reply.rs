@@ -347,8 +347,9 @@ impl CallSession {
             Some(d) => {
                 // Timed as the caller lived it: the frame that decided was heard late by
                 // however far the session had fallen behind (a busy machine, a backlog in the
-                // socket), and the speech began a sustain before that frame was due.
-                let sustain = d.decided_ms.saturating_sub(d.onset_ms);
+                // socket), and the caller's voice began before that frame was due by the
+                // sustain, and by the soft words the echo gate did not count before it.
+                let sustain = d.decided_ms.saturating_sub(d.speech_began_ms);
                 let late = self.stream_clock.lateness(d.decided_ms, d.decided_at);
                 let onset_at = d
                     .decided_at
