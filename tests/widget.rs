@@ -382,7 +382,13 @@ async fn a_caller_talks_to_an_agent_through_the_widget_in_a_real_browser() {
             "systemPrompt": "You are a friendly assistant. Answer in one short sentence.",
             "firstMessage": "Hello, and thank you for calling the demo line. I can tell you about \
                 our opening hours, our products and your orders. What would you like to know today?",
-            "maxTokens": 40
+            "maxTokens": 40,
+            // JFK pauses a second inside his sentence ("ask not … what your country"): a turn
+            // ends after 1.5 s of silence here, so his words reach the recognizer as one turn.
+            // Split at the default 600 ms, one-word turns ("ask not") come out of Whisper base
+            // differently from run to run through Chromium's audio processing, and the answer
+            // to each fragment plays over the next one.
+            "metadata": {"turnTaking": {"endpointSilenceMs": 1500}}
         }),
     ))
     .await;
