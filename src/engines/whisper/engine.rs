@@ -34,13 +34,6 @@ pub const ENGLISH_MODEL: &str = "whisper-tiny.en";
 pub const MULTILINGUAL_MODEL: &str = "whisper-base";
 /// Beams in accurate mode.
 pub const BEAM_SIZE: usize = 5;
-/// A live turn shorter than this (in 16 kHz samples: 2 s) is decoded with beam search in
-/// fast mode too. A turn of a word or two gives the decoder no context, and that is where
-/// greedy decoding was seen to go wrong (the widget's real-browser run: JFK's "ask not",
-/// through Chromium's audio processing, came out "ASK NOTHING" and "S NOT!" greedily,
-/// "ASK NOT!" with beams); the few tokens of a short turn make the beams cheap (+70 ms on a
-/// 1.6 s turn measured on 2 cores, most of it hidden when the recognition starts at the pause).
-const SHORT_LIVE_TURN_SAMPLES: usize = 2 * 16_000;
 /// Padding after the speech of a live turn, in mel frames (10 ms): the encoder of a live
 /// turn reads the turn and 10 s more, rounded up to whole seconds, not a padded 30 s. On 91
 /// short turns (0.6-5.8 s: cuts of the JFK clip, synthesized requests at 16 kHz and through
@@ -402,9 +395,6 @@ impl Inner {
         };
         let beam_size = match options.mode {
             SttMode::Accurate => BEAM_SIZE,
-            SttMode::Fast if options.live_turn && audio.len() < SHORT_LIVE_TURN_SAMPLES => {
-                BEAM_SIZE
-            }
             SttMode::Fast => 1,
         };
         run(
