@@ -164,7 +164,7 @@ impl BargeIn {
                 let decided_ms = frame.start_ms + u64::from(FRAME_MS);
                 let speech_began_ms = self
                     .run_since
-                    .map_or(at_ms, |since| since.min(at_ms))
+                    .unwrap_or(at_ms)
                     .max(decided_ms.saturating_sub(MAX_LOOKBACK_MS))
                     .min(at_ms);
                 Some(BargeInDetected {
