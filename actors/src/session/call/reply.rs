@@ -349,15 +349,15 @@ impl CallSession {
                 // however far the session had fallen behind (a busy machine, a backlog in the
                 // socket), and the caller's voice began before that frame was due by the
                 // sustain, and by the soft words the echo gate did not count before it.
-                let sustain = d.decided_ms.saturating_sub(d.speech_began_ms);
+                let talking_ms = d.decided_ms.saturating_sub(d.speech_began_ms);
                 let late = self.stream_clock.lateness(d.decided_ms, d.decided_at);
                 let onset_at = d
                     .decided_at
-                    .checked_sub(late + Duration::from_millis(sustain))
+                    .checked_sub(late + Duration::from_millis(talking_ms))
                     .unwrap_or(d.decided_at);
                 let before = reply.ledger.words_played_at(onset_at);
                 BargeInRecord {
-                    detection_ms: ms_between(onset_at, d.decided_at).max(sustain),
+                    detection_ms: ms_between(onset_at, d.decided_at).max(talking_ms),
                     stop_ms: ms_between(d.decided_at, cleared_at),
                     bleed_through: reply.ledger.words_between(before, played),
                     requested: false,
