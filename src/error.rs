@@ -248,7 +248,10 @@ impl From<actix::MailboxError> for ApiError {
 impl From<EngineError> for ApiError {
     fn from(err: EngineError) -> ApiError {
         match err.kind {
-            EngineErrorKind::InvalidInput => ApiError::bad_request(err.message),
+            EngineErrorKind::InvalidInput => match err.param {
+                Some(param) => ApiError::invalid(param, err.message),
+                None => ApiError::bad_request(err.message),
+            },
             EngineErrorKind::Unavailable => ApiError::EngineUnavailable(err.message),
             EngineErrorKind::Overloaded => ApiError::Overloaded(err.message),
             EngineErrorKind::Timeout => ApiError::Unavailable(err.message),

@@ -229,6 +229,9 @@ async fn espeak_speech_is_recognised_again() {
     assert!(wer <= 0.25, "eSpeak voice: WER {wer:.2} for {text:?}");
 }
 
+/// Text that is not blank but that no voice reads aloud.
+const UNSPEAKABLE: &str = "\u{F0CA7}\u{8}\u{8A}";
+
 #[tokio::test]
 async fn synthesis_refuses_bad_requests_and_names_the_field() {
     let server = Server::start().await;
@@ -238,6 +241,10 @@ async fn synthesis_refuses_bad_requests_and_names_the_field() {
         (json!({"text": ""}), "text"),
         (json!({"text": "   "}), "text"),
         (json!({"text": long}), "text"),
+        // Only characters no voice reads aloud (a private-use symbol, controls): the neural
+        // voice and the eSpeak voice both make no sound of it, which is the text's fault.
+        (json!({"text": UNSPEAKABLE}), "text"),
+        (json!({"text": UNSPEAKABLE, "voiceId": "espeak-en"}), "text"),
         (json!({"text": "hi", "speed": 0.4}), "speed"),
         (json!({"text": "hi", "speed": 2.1}), "speed"),
         (json!({"text": "hi", "pitch": 0.0}), "pitch"),
@@ -255,6 +262,22 @@ async fn synthesis_refuses_bad_requests_and_names_the_field() {
             assert_eq!(error["error"]["param"], param, "{body} → {error}");
         }
     }
+    // An agent's speech refuses the same text the same way.
+    let (status, agent) = call(server.post(
+        "/v1/agents",
+        server.key(),
+        json!({"name": "Reader", "id": "reader"}),
+    ))
+    .await;
+    assert_eq!(status, 201, "{agent}");
+    let (status, error) = call(server.post(
+        "/v1/agents/reader/speak",
+        server.key(),
+        json!({"text": UNSPEAKABLE}),
+    ))
+    .await;
+    assert_eq!(status, 400, "{error}");
+    assert_eq!(error["error"]["param"], "text", "{error}");
     // A real vendor without a configured key is a distinct, clear error.
     let (status, error) =
         json_of(synthesize(&server, json!({"text": "hi", "provider": "elevenlabs"})).await).await;
@@ -806,6 +829,15 @@ async fn openai_style_errors_on_the_compatible_routes() {
     .await;
     assert_eq!(status, 400);
     assert_eq!(body["error"]["param"], "response_format", "{body}");
+
+    let (status, body) = call(server.post(
+        "/v1/audio/speech",
+        server.key(),
+        json!({"model": "tts-1", "input": UNSPEAKABLE, "voice": "alloy"}),
+    ))
+    .await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["param"], "input", "{body}");
 
     let (status, body) = call(server.get("/v1/audio/models", server.key())).await;
     assert_eq!(status, 200);

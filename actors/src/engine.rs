@@ -27,6 +27,9 @@ pub type EngineStream<T> = mpsc::Receiver<Result<T, EngineError>>;
 pub struct EngineError {
     pub kind: EngineErrorKind,
     pub message: String,
+    /// The request field an invalid input is about, when it is one field the engine can name
+    /// (`text`: nothing in it can be spoken). `None` leaves it to the caller's context.
+    pub param: Option<&'static str>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,6 +53,15 @@ impl EngineError {
         Self {
             kind,
             message: message.into(),
+            param: None,
+        }
+    }
+
+    /// Invalid input that concerns one named field of the request.
+    pub fn invalid_field(param: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            param: Some(param),
+            ..Self::invalid(message)
         }
     }
 

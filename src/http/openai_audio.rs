@@ -236,6 +236,10 @@ async fn speech(
                 message,
                 param: Some(p),
             } if p == "voiceId" => ApiError::invalid("voice", message),
+            ApiError::Validation {
+                message,
+                param: Some(p),
+            } if p == "text" => ApiError::invalid("input", message),
             other => other,
         })?;
     meter::charge(

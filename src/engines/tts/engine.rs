@@ -356,7 +356,7 @@ impl TtsEngine {
         let (speed, pitch) = check_request(&request)?;
         let segments = text::split(&request.text);
         if segments.is_empty() {
-            return Err(EngineError::invalid("the text has nothing to say"));
+            return Err(nothing_to_say());
         }
         let (voice, plan) = self.plan(&request.voice, request.language.as_deref())?;
         // Room for every chunk: the worker never waits on a slow reader.
@@ -378,7 +378,7 @@ impl TtsEngine {
         let (speed, pitch) = check_request(&request)?;
         let segments = text::split(&request.text);
         if segments.is_empty() {
-            return Err(EngineError::invalid("the text has nothing to say"));
+            return Err(nothing_to_say());
         }
         let (voice, plan) = self.plan(&request.voice, request.language.as_deref())?;
         let (tx, mut rx) = mpsc::channel(segments.len());
@@ -646,6 +646,7 @@ impl Inner {
             Plan::Espeak(_) => None,
         };
         let mut after_clause = false;
+        let mut spoke = false;
         for (index, segment) in segments.into_iter().enumerate() {
             if tx.is_closed() {
                 return;
@@ -689,11 +690,22 @@ impl Inner {
             if matches!(&chunk, Ok(c) if c.samples.is_empty()) {
                 continue;
             }
+            spoke = true;
             if tx.blocking_send(chunk).is_err() || failed {
                 return;
             }
         }
+        // Text of characters no voice reads (controls, private-use symbols) comes out as no
+        // sound at all: that is the text's fault, not a failure of the voice.
+        if !spoke {
+            let _ = tx.blocking_send(Err(nothing_to_say()));
+        }
     }
+}
+
+/// The refusal of a text with nothing a voice can read aloud.
+fn nothing_to_say() -> EngineError {
+    EngineError::invalid_field("text", "the text has nothing a voice can read aloud")
 }
 
 /// The eSpeak voice that stands in for a neural voice: the one it phonemizes with, or one of
@@ -730,22 +742,31 @@ fn synthesize_espeak(
 /// Checks text, speed and pitch; returns speed and pitch.
 fn check_request(request: &SpeechRequest) -> Result<(f32, f32), EngineError> {
     if request.text.trim().is_empty() {
-        return Err(EngineError::invalid("the text to speak is empty"));
+        return Err(EngineError::invalid_field(
+            "text",
+            "the text to speak is empty",
+        ));
     }
     let in_range = |value: f32, (low, high): (f32, f32)| {
         value.is_finite() && value >= low - 1e-4 && value <= high + 1e-4
     };
     if !in_range(request.speed, SPEED_RANGE) {
-        return Err(EngineError::invalid(format!(
-            "speed must be between {} and {} (got {})",
-            SPEED_RANGE.0, SPEED_RANGE.1, request.speed
-        )));
+        return Err(EngineError::invalid_field(
+            "speed",
+            format!(
+                "speed must be between {} and {} (got {})",
+                SPEED_RANGE.0, SPEED_RANGE.1, request.speed
+            ),
+        ));
     }
     if !in_range(request.pitch, PITCH_RANGE) {
-        return Err(EngineError::invalid(format!(
-            "pitch must be between {} and {} (got {})",
-            PITCH_RANGE.0, PITCH_RANGE.1, request.pitch
-        )));
+        return Err(EngineError::invalid_field(
+            "pitch",
+            format!(
+                "pitch must be between {} and {} (got {})",
+                PITCH_RANGE.0, PITCH_RANGE.1, request.pitch
+            ),
+        ));
     }
     Ok((
         request.speed.clamp(SPEED_RANGE.0, SPEED_RANGE.1),
