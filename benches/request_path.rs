@@ -17,7 +17,7 @@ use switchboard::registry::meter;
 use switchboard::registry::metering::{Admit, CurrentUsage};
 use switchboard::registry::tool_secrets::ToolSecrets;
 use switchboard::registry::{AgentRegistry, KeyRegistry, Metering, Supervised};
-use switchboard::store::agents::AgentRow;
+use switchboard::store::agents::{AgentRow, AgentStatus};
 use switchboard::store::Db;
 use switchboard::vendors::sealing::KeySealer;
 
@@ -75,7 +75,7 @@ fn request_path(c: &mut Criterion) {
                     metadata: "{}".into(),
                     transfer: "[]".into(),
                     analysis: None,
-                    status: "active".into(),
+                    status: AgentStatus::Active,
                     created_at: 0,
                     updated_at: 0,
                 },

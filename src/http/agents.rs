@@ -21,7 +21,7 @@ use crate::error::{ApiError, ErrorBody};
 use crate::registry::agents::{ArchiveAgent, CreateAgent, GetAgent, ListAgents, UpdateAgent};
 use crate::registry::new_id;
 use crate::registry::tool_secrets;
-use crate::store::agents::{AgentChanges, AgentRow, DETECTED_LANGUAGE, STATUS_ACTIVE};
+use crate::store::agents::{AgentChanges, AgentRow, AgentStatus, DETECTED_LANGUAGE};
 use crate::time::{self, iso};
 use crate::vendors::catalog::{DEFAULT_PROVIDER, LLM_PROVIDERS, STT_PROVIDERS, TTS_PROVIDERS};
 
@@ -107,7 +107,7 @@ impl From<AgentRow> for AgentBody {
                 .collect(),
             analysis: analysis::stored(row.analysis.as_deref())
                 .and_then(|spec| serde_json::to_value(spec).ok()),
-            status: row.status,
+            status: row.status.to_string(),
             created_at: iso(row.created_at),
             updated_at: iso(row.updated_at),
         }
@@ -562,7 +562,7 @@ pub(crate) fn new_agent_row(
         metadata: fields.metadata.unwrap_or_else(|| "{}".to_string()),
         transfer: fields.transfer.unwrap_or_else(|| "[]".to_string()),
         analysis: fields.analysis.flatten(),
-        status: STATUS_ACTIVE.to_string(),
+        status: AgentStatus::Active,
         created_at: now,
         updated_at: now,
     })

@@ -23,7 +23,7 @@ use crate::registry::campaigns::{
     CampaignAction, CampaignView, ChangeCampaign, CreateCampaign, GetCampaign, ListCampaigns,
 };
 use crate::registry::new_id;
-use crate::store::campaigns::{CampaignRow, ContactRow, CAMPAIGN_ACTIVE, CONTACT_PENDING};
+use crate::store::campaigns::{CampaignRow, CampaignStatus, ContactRow, ContactStatus};
 use crate::store::stored_json;
 use crate::time::{self, iso, iso_opt};
 
@@ -158,8 +158,9 @@ impl From<ContactRow> for ContactBody {
             index: row.contact_index,
             to: row.to_number,
             variables: stored_json(&row.variables),
-            next_attempt_at: (row.status == CONTACT_PENDING).then(|| iso(row.next_attempt_at)),
-            status: row.status,
+            next_attempt_at: (row.status == ContactStatus::Pending)
+                .then(|| iso(row.next_attempt_at)),
+            status: row.status.to_string(),
             attempts: row.attempts,
             task_id: row.task_id,
             last_outcome: row.last_outcome,
@@ -228,7 +229,7 @@ impl From<CampaignView> for CampaignBody {
             name: row.name,
             agent_id: row.agent_id,
             from: row.from_number,
-            status: row.status,
+            status: row.status.to_string(),
             status_reason: row.status_reason,
             max_concurrent: row.max_concurrent,
             machine_detection: row.machine_detection,
@@ -348,7 +349,7 @@ fn contact_rows(
             contact_index: i as i32,
             to_number: to,
             variables,
-            status: CONTACT_PENDING.to_string(),
+            status: ContactStatus::Pending,
             attempts: 0,
             next_attempt_at: now,
             task_id: None,
@@ -420,7 +421,7 @@ async fn create_campaign(
         agent_id: agent.id,
         name: request.name,
         from_number: from,
-        status: CAMPAIGN_ACTIVE.to_string(),
+        status: CampaignStatus::Active,
         status_reason: None,
         max_concurrent: max_concurrent as i32,
         call_window: window.map(|w| serde_json::to_string(&w).expect("a window serializes")),

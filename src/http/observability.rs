@@ -70,7 +70,7 @@ impl From<SessionRow> for SessionSummaryBody {
             started_at: iso_opt(row.started_at),
             ended_at: iso_opt(row.ended_at),
             turns: row.turn_count,
-            status: row.status,
+            status: row.status.to_string(),
         }
     }
 }
@@ -271,7 +271,7 @@ fn errors_of(trace: &SessionTrace) -> Vec<ErrorEntry> {
             })
         })
         .collect();
-    if trace.session.status == crate::store::sessions::STATUS_FAILED {
+    if trace.session.status == crate::store::sessions::SessionStatus::Failed {
         if let Some(reason) = &trace.session.end_reason {
             let (code, message) = split_error(reason);
             errors.push(ErrorEntry {
@@ -337,7 +337,7 @@ fn detail(trace: SessionTrace) -> SessionDetailBody {
         call_sid: row.call_sid,
         from: row.from_number,
         to: row.to_number,
-        status: row.status,
+        status: row.status.to_string(),
         end_reason: row.end_reason,
         started_at: iso_opt(row.started_at),
         ended_at: iso_opt(row.ended_at),

@@ -13,7 +13,7 @@ use super::methods;
 use crate::app::AppState;
 use crate::error::{current_request_id, ApiError, ErrorBody, ErrorDetail};
 use crate::registry::telephony::GetRecording;
-use crate::store::telephony::{RECORDING_ACTIVE, RECORDING_FAILED};
+use crate::store::telephony::RecordingStatus;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(get_recording);
@@ -98,12 +98,12 @@ async fn get_recording(
             call_id: call_id.clone(),
         })
         .await??;
-    if row.status == RECORDING_ACTIVE {
+    if row.status == RecordingStatus::Recording {
         return Err(ApiError::Conflict(format!(
             "call '{call_id}' is still being recorded; its recording is served once it ends"
         )));
     }
-    if row.status == RECORDING_FAILED {
+    if row.status == RecordingStatus::Failed {
         return Err(ApiError::NotFound(format!(
             "the recording of call '{call_id}' failed and was not kept"
         )));

@@ -20,7 +20,7 @@ use crate::providers;
 use crate::registry::jobs::{extension_of, GetJob, JobRequest, SubmitJob};
 use crate::registry::meter;
 use crate::speech::transcription::{transcribe_file, TranscriptionBody};
-use crate::store::jobs::{JobRow, STATUS_COMPLETED, STATUS_FAILED};
+use crate::store::jobs::{JobRow, JobStatus};
 use crate::time::{iso, iso_opt};
 
 const MAX_URL_CHARS: usize = 2048;
@@ -88,7 +88,7 @@ pub struct JobBody {
 
 impl From<JobRow> for JobBody {
     fn from(row: JobRow) -> JobBody {
-        let result = (row.status == STATUS_COMPLETED)
+        let result = (row.status == JobStatus::Completed)
             .then(|| {
                 row.result
                     .as_deref()
@@ -97,8 +97,8 @@ impl From<JobRow> for JobBody {
             .flatten();
         JobBody {
             id: row.id,
-            error: (row.status == STATUS_FAILED).then(|| row.error.unwrap_or_default()),
-            status: row.status,
+            error: (row.status == JobStatus::Failed).then(|| row.error.unwrap_or_default()),
+            status: row.status.to_string(),
             result,
             created_at: iso(row.created_at),
             completed_at: iso_opt(row.completed_at),
@@ -199,7 +199,7 @@ async fn transcribe_async(
         .insert_header(("Location", format!("/v1/transcribe/{}", row.id)))
         .json(AcceptedJobBody {
             id: row.id,
-            status: row.status,
+            status: row.status.to_string(),
             created_at: iso(row.created_at),
         }))
 }

@@ -37,7 +37,7 @@ use crate::registry::new_id;
 use crate::registry::telephony::{
     AdvanceTask, ClaimTaskConnect, EndUnconnectedSession, GetTask, RouteCall, UpdateTask,
 };
-use crate::store::telephony::{CallTaskRow, TaskChanges, TASK_IN_PROGRESS, TASK_TERMINAL};
+use crate::store::telephony::{CallTaskRow, TaskChanges, TaskStatus};
 use crate::telephony::{signature, twiml};
 use crate::time::{self, iso};
 
@@ -155,7 +155,7 @@ impl From<CallTaskRow> for TaskBody {
             instance_id: row.instance_id,
             to: row.to_number,
             from: row.from_number,
-            status: row.status,
+            status: row.status.to_string(),
             call_sid: row.call_sid,
             session_id: row.session_id,
             duration_seconds: row.duration_seconds,
@@ -236,7 +236,7 @@ async fn place_call(
     Ok(HttpResponse::Created().json(OutboundBody {
         task_id: placed.task_id,
         call_sid: placed.call_sid,
-        status: placed.status,
+        status: placed.status.to_string(),
     }))
 }
 
@@ -381,7 +381,7 @@ async fn task_connect(
             id: task_id.into_inner(),
         })
         .await??;
-    if TASK_TERMINAL.contains(&task.status.as_str()) {
+    if task.status.is_terminal() {
         return Ok(twiml_response(twiml::say_and_hang_up(
             "This call has already ended. Goodbye.",
         )));
@@ -481,7 +481,7 @@ async fn task_connect(
         .send(UpdateTask {
             id: task.id,
             changes: TaskChanges {
-                status: Some(TASK_IN_PROGRESS.into()),
+                status: Some(TaskStatus::InProgress),
                 call_sid: call_sid.map(Some),
                 session_id: Some(Some(issued.session_id)),
                 updated_at: time::now_ms(),
@@ -494,13 +494,13 @@ async fn task_connect(
 
 async fn end_task(state: &AppState, task_id: &str, reason: &str) {
     release_ringing(state, task_id);
-    campaigns::task_ended(state, task_id, "failed", Some(reason.to_string()));
+    campaigns::task_ended(state, task_id, TaskStatus::Failed, Some(reason.to_string()));
     let _ = state
         .telephony()
         .send(UpdateTask {
             id: task_id.to_string(),
             changes: TaskChanges {
-                status: Some("failed".into()),
+                status: Some(TaskStatus::Failed),
                 error: Some(Some(reason.to_string())),
                 updated_at: time::now_ms(),
                 ..Default::default()
@@ -543,18 +543,18 @@ async fn task_status(
             format!("unknown CallStatus '{call_status}'"),
         ));
     };
-    let terminal = TASK_TERMINAL.contains(&status);
+    let terminal = status.is_terminal();
     if terminal {
         release_ringing(&state, &task_id);
     }
     let changes = TaskChanges {
-        status: Some(status.to_string()),
+        status: Some(status),
         call_sid: form.get("CallSid").map(|s| Some(s.to_string())),
         duration_seconds: form
             .get("CallDuration")
             .and_then(|d| d.trim().parse::<i64>().ok())
             .map(Some),
-        error: (status == "failed")
+        error: (status == TaskStatus::Failed)
             .then(|| {
                 form.get("SipResponseCode")
                     .map(|c| format!("SIP response {c}"))

@@ -17,7 +17,7 @@ use crate::registry::new_id;
 use crate::registry::webhooks::{
     CreateEndpoint, DeleteEndpoint, DeliveryTrace, GetEndpoint, ListDeliveries, ListEndpoints,
 };
-use crate::store::webhooks::{EndpointRow, DELIVERY_PENDING};
+use crate::store::webhooks::{DeliveryStatus, EndpointRow};
 use crate::time::{self, iso, iso_opt};
 use crate::webhooks::EventType;
 
@@ -267,12 +267,12 @@ impl From<DeliveryTrace> for DeliveryBody {
     fn from(trace: DeliveryTrace) -> Self {
         let d = trace.delivery;
         DeliveryBody {
-            next_attempt_at: (d.status == DELIVERY_PENDING).then(|| iso(d.next_attempt_at)),
+            next_attempt_at: (d.status == DeliveryStatus::Pending).then(|| iso(d.next_attempt_at)),
             payload: serde_json::from_str(&d.payload).unwrap_or(Value::Null),
             id: d.id,
             event_id: d.event_id,
             kind: d.event_type,
-            status: d.status,
+            status: d.status.to_string(),
             created_at: iso(d.created_at),
             completed_at: iso_opt(d.completed_at),
             attempts: trace

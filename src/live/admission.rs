@@ -6,7 +6,7 @@ use crate::app::AppState;
 use crate::registry::keys::{CheckIssuer, KeyCheck};
 use crate::registry::metering::CloseSession;
 use crate::registry::sessions::EndSession;
-use crate::store::sessions::{SessionEnd, STATUS_FAILED};
+use crate::store::sessions::{SessionEnd, SessionStatus};
 
 /// Frees what a real-time session took before it started (its place among the tier's
 /// concurrent sessions, its providers' slots) when it cannot start after all.
@@ -24,7 +24,7 @@ pub fn abandon_unstarted(state: &AppState, session_id: &str, reason: &str) {
     state.sessions().do_send(EndSession {
         session_id: session_id.to_string(),
         end: SessionEnd {
-            status: STATUS_FAILED.into(),
+            status: SessionStatus::Failed.into(),
             tool_executions: 0,
             total_duration_ms: 0,
             avg_turn_latency_ms: 0,

@@ -20,6 +20,7 @@ use crate::registry::campaigns::{
     ClaimContacts, ContactOutcome, ContactPlaced, LeaseCampaigns, Outcome, OutcomeOf, PauseCampaign,
 };
 use crate::store::campaigns::{CampaignRow, ContactRow};
+use crate::store::telephony::TaskStatus;
 use crate::time::now_ms;
 
 /// Calling hours: calls start only from `start` to `end` (local time in `timezone`), on
@@ -145,7 +146,10 @@ impl CallWindow {
 
 /// A campaign call's task ended with `status` (`completed`, `no-answer`, `busy`, `failed`,
 /// `canceled`): its contact's campaign hears of it. A task no campaign placed is left alone.
-pub fn task_ended(state: &AppState, task_id: &str, status: &str, error: Option<String>) {
+pub fn task_ended(state: &AppState, task_id: &str, status: TaskStatus, error: Option<String>) {
+    let Some(status) = status.outcome() else {
+        return;
+    };
     state.campaigns().do_send(ContactOutcome {
         of: OutcomeOf::Task(task_id.to_string()),
         outcome: Outcome {

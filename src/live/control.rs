@@ -11,9 +11,7 @@ use crate::app::AppState;
 use crate::conversation::transfer::TransferTarget;
 use crate::error::ApiError;
 use crate::registry::sessions::{GetSession, RecordEvent, SessionLookup};
-use crate::store::sessions::{
-    EventRow, SessionRow, EVENT_HANGUP_REQUESTED, STATUS_ACTIVE, STATUS_PENDING,
-};
+use crate::store::sessions::{EventRow, SessionRow, SessionStatus, EVENT_HANGUP_REQUESTED};
 use crate::telephony::rest::{TwilioClient, TwilioError};
 
 /// What a hang-up found.
@@ -67,7 +65,7 @@ async fn live_call<'a>(
         })
         .await??;
     let session = trace.session;
-    if session.status != STATUS_ACTIVE && session.status != STATUS_PENDING {
+    if session.status != SessionStatus::Active && session.status != SessionStatus::Pending {
         return Err(ApiError::Conflict(format!(
             "call {call_sid} already ended ({})",
             session.status

@@ -13,7 +13,7 @@ use crate::error::ApiError;
 use crate::registry::metering::{CloseSession, OpenSession, SessionMetering};
 use crate::registry::new_id;
 use crate::registry::telephony::{CreateTask, RouteCall, UpdateTask};
-use crate::store::telephony::{CallTaskRow, TaskChanges, TASK_IN_PROGRESS, TASK_QUEUED};
+use crate::store::telephony::{CallTaskRow, TaskChanges, TaskStatus};
 use crate::telephony::rest::{NewCall, TwilioError};
 use crate::time;
 
@@ -42,7 +42,7 @@ pub struct Placed {
     pub task_id: String,
     pub call_sid: String,
     /// `queued` as a rule.
-    pub status: String,
+    pub status: TaskStatus,
 }
 
 /// Places `call` (see the module doc). A call Twilio refuses is a 400 (`Rejected`) or 502,
@@ -133,7 +133,7 @@ async fn place_task(
             instance_id: call.instance_id,
             to_number: call.to.clone(),
             from_number: call.from.clone(),
-            status: TASK_QUEUED.into(),
+            status: TaskStatus::Queued,
             call_sid: None,
             session_id: None,
             record: call.record,
@@ -163,16 +163,14 @@ async fn place_task(
         .await;
     match placed {
         Ok(placed) => {
-            let status = task_status_of(&placed.status)
-                .unwrap_or(TASK_QUEUED)
-                .to_string();
+            let status = task_status_of(&placed.status).unwrap_or(TaskStatus::Queued);
             state
                 .telephony()
                 .send(UpdateTask {
                     id: task.id.clone(),
                     changes: TaskChanges {
                         call_sid: Some(Some(placed.sid.clone())),
-                        status: Some(status.clone()),
+                        status: Some(status),
                         updated_at: time::now_ms(),
                         ..Default::default()
                     },
@@ -190,7 +188,7 @@ async fn place_task(
                 .send(UpdateTask {
                     id: task.id.clone(),
                     changes: TaskChanges {
-                        status: Some("failed".into()),
+                        status: Some(TaskStatus::Failed),
                         error: Some(Some(e.to_string())),
                         updated_at: time::now_ms(),
                         ..Default::default()
@@ -207,16 +205,10 @@ async fn place_task(
 
 /// A task state for a Twilio call status (`initiated` and `queued` are both `queued`;
 /// `answered` arrives as `in-progress`).
-pub fn task_status_of(call_status: &str) -> Option<&'static str> {
-    Some(match call_status {
-        "queued" | "initiated" => TASK_QUEUED,
-        "ringing" => "ringing",
-        "in-progress" | "answered" => TASK_IN_PROGRESS,
-        "completed" => "completed",
-        "busy" => "busy",
-        "no-answer" => "no-answer",
-        "failed" => "failed",
-        "canceled" => "canceled",
-        _ => return None,
-    })
+pub fn task_status_of(call_status: &str) -> Option<TaskStatus> {
+    match call_status {
+        "initiated" => Some(TaskStatus::Queued),
+        "answered" => Some(TaskStatus::InProgress),
+        other => TaskStatus::parse(other),
+    }
 }

@@ -19,7 +19,7 @@ use crate::registry::metering::HoldSession;
 use crate::registry::new_id;
 use crate::registry::sessions::CreateSession;
 use crate::store::agents::AgentRow;
-use crate::store::sessions::{SessionRow, STATUS_PENDING};
+use crate::store::sessions::{SessionRow, SessionStatus};
 use crate::telephony::token::RelayClaims;
 use crate::telephony::twiml;
 use crate::time;
@@ -167,7 +167,7 @@ pub async fn issue_stream_at(
                 &target.developer_id,
                 &target.agent_id,
                 "twilio",
-                STATUS_PENDING,
+                SessionStatus::Pending,
                 now,
             )
         }))

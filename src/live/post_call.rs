@@ -19,9 +19,7 @@ use crate::registry::meter;
 use crate::registry::sessions::{FinishAnalysis, SessionTrace, StartAnalysis};
 use crate::registry::webhooks::Emit;
 use crate::store::agents::AgentRow;
-use crate::store::sessions::{
-    AnalysisResult, AnalysisRow, ANALYSIS_COMPLETED, ANALYSIS_FAILED, ANALYSIS_PENDING,
-};
+use crate::store::sessions::{AnalysisResult, AnalysisRow, AnalysisStatus};
 use crate::store::stored_json;
 use crate::time::{iso, iso_opt, now_ms};
 use crate::webhooks::EventType;
@@ -55,7 +53,7 @@ impl PostCall {
             .send(StartAnalysis(AnalysisRow {
                 session_id: session.id.clone(),
                 developer_id: session.developer_id.clone(),
-                status: ANALYSIS_PENDING.to_string(),
+                status: AnalysisStatus::Pending,
                 summary: None,
                 success: None,
                 success_reason: None,
@@ -84,12 +82,12 @@ impl PostCall {
             ),
         };
         let status = if outcome.answered() {
-            ANALYSIS_COMPLETED
+            AnalysisStatus::Completed
         } else {
-            ANALYSIS_FAILED
+            AnalysisStatus::Failed
         };
         let result = AnalysisResult {
-            status: status.to_string(),
+            status,
             summary: outcome.summary,
             success: outcome.success,
             success_reason: outcome.success_reason,
@@ -213,7 +211,7 @@ pub struct AnalysisBody {
 impl From<&AnalysisRow> for AnalysisBody {
     fn from(row: &AnalysisRow) -> AnalysisBody {
         AnalysisBody {
-            status: row.status.clone(),
+            status: row.status.to_string(),
             summary: row.summary.clone(),
             success: row.success,
             success_reason: row.success_reason.clone(),

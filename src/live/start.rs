@@ -33,7 +33,7 @@ use crate::recording::RecordingTap;
 use crate::registry::metering::OpenSession;
 use crate::registry::sessions::{ClaimSession, CreateSession};
 use crate::registry::sessions::{GetSession, SessionLookup};
-use crate::store::sessions::{SessionRow, STATUS_ACTIVE};
+use crate::store::sessions::{SessionRow, SessionStatus};
 use crate::time::now_ms;
 use crate::transports::socket::caller_side::CallerSide;
 use crate::transports::socket::{Messages, SocketWriter};
@@ -114,7 +114,7 @@ pub async fn admit<W: Wire>(
             &request.developer_id,
             &request.agent_id,
             W::NAME,
-            STATUS_ACTIVE,
+            SessionStatus::Active,
             now_ms(),
         );
         // A conflict: another node made this session's record first; it is not ours to end.

@@ -331,7 +331,7 @@ mod tests {
             from_number: None,
             to_number: None,
             instance_id: None,
-            status: "completed".into(),
+            status: crate::store::sessions::SessionStatus::Completed,
             turn_count: 0,
             tool_executions: 0,
             total_duration_ms: 60_000,

@@ -40,6 +40,7 @@ use switchboard_actors::session::ToolOutcome;
 use switchboard_actors::session::{SessionSummary, Speaker, TurnRecord};
 
 use crate::config::OtlpConfig;
+use crate::store::sessions::SessionStatus;
 
 /// The exporter: a batch span processor posting to the collector. Cheap to share.
 pub struct TraceExport {
@@ -364,7 +365,7 @@ impl SessionTrace {
     }
 
     /// Emits the session's root span.
-    pub fn end(&self, summary: &SessionSummary, status: &str, reason: &str) {
+    pub fn end(&self, summary: &SessionSummary, status: SessionStatus, reason: &str) {
         let mut span = Span::new(
             "session",
             SpanId::INVALID,
@@ -390,7 +391,7 @@ impl SessionTrace {
                 summary.avg_turn_latency_ms as i64,
             ),
         ]);
-        if status != crate::store::sessions::STATUS_COMPLETED {
+        if status != SessionStatus::Completed {
             span.status = Status::error(reason.to_string());
         }
         self.emit(span);

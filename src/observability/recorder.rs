@@ -24,8 +24,8 @@ use crate::registry::sessions::{
     EndSession, RecordEvent, RecordToolCalls, RecordTurn, SessionRegistry,
 };
 use crate::store::sessions::{
-    EventRow, SessionEnd, ToolCallRow, TurnRow, EVENT_UNRECOGNISED_SPEECH, STATUS_COMPLETED,
-    STATUS_FAILED,
+    EventRow, SessionEnd, SessionStatus as StoredStatus, ToolCallRow, TurnRow,
+    EVENT_UNRECOGNISED_SPEECH,
 };
 use crate::time::now_ms;
 
@@ -314,18 +314,18 @@ impl SessionObserver for SessionRecorder {
 
     fn session_ended(&self, session_id: &str, summary: &SessionSummary) {
         let status = match summary.status {
-            SessionStatus::Completed => STATUS_COMPLETED,
-            SessionStatus::Failed => STATUS_FAILED,
+            SessionStatus::Completed => StoredStatus::Completed,
+            SessionStatus::Failed => StoredStatus::Failed,
         };
         let m = metrics();
         m.sessions_active.with_label_values(&[self.transport]).dec();
         m.sessions_ended
-            .with_label_values(&[self.transport, status])
+            .with_label_values(&[self.transport, status.as_str()])
             .inc();
         tracing::info!(
             session_id,
             transport = self.transport,
-            status,
+            status = status.as_str(),
             turns = summary.turns,
             duration_ms = summary.total_duration_ms,
             "session ended"
@@ -338,7 +338,7 @@ impl SessionObserver for SessionRecorder {
         self.registry.do_send(EndSession {
             session_id: session_id.to_string(),
             end: SessionEnd {
-                status: status.to_string(),
+                status,
                 tool_executions: summary.tool_executions as i32,
                 total_duration_ms: summary.total_duration_ms as i64,
                 avg_turn_latency_ms: summary.avg_turn_latency_ms as i64,

@@ -22,7 +22,7 @@ pub use writer::{RecordingTap, TapFormat, WriterPool, Written};
 use crate::cluster::drain::{Drain, RecordingHold};
 use crate::config::RecordingsConfig;
 use crate::ids::new_id;
-use crate::store::telephony::{RecordingRow, RECORDING_ACTIVE};
+use crate::store::telephony::{RecordingRow, RecordingStatus};
 use crate::supervision::Notifier;
 use crate::time::now_ms;
 
@@ -109,7 +109,7 @@ impl Recordings {
             session_id: of.session_id.clone(),
             call_sid: of.call_sid.clone(),
             sample_rate: of.rate as i32,
-            status: RECORDING_ACTIVE.into(),
+            status: RecordingStatus::Recording.into(),
             storage: storage::LOCAL.into(),
             location: location.clone(),
             bytes: 0,

@@ -9,8 +9,7 @@ use actix::prelude::*;
 use super::{cursor_position, Page, PageRequest};
 use crate::error::ApiError;
 use crate::store::campaigns::{
-    self, CampaignRow, ContactChanges, ContactRow, StatusCounts, CAMPAIGN_ACTIVE,
-    CAMPAIGN_CANCELED, CAMPAIGN_PAUSED, CONTACT_CALLING, CONTACT_PENDING,
+    self, CampaignRow, CampaignStatus, ContactChanges, ContactRow, ContactStatus, StatusCounts,
 };
 use crate::store::Db;
 use crate::time::now_ms;
@@ -163,13 +162,13 @@ impl Handler<ChangeCampaign> for CampaignRegistry {
     fn handle(&mut self, msg: ChangeCampaign, _: &mut Context<Self>) -> Self::Result {
         let db = self.db.clone();
         Box::pin(async move {
-            const ACTIVE: &[&str] = &[CAMPAIGN_ACTIVE];
-            const PAUSED: &[&str] = &[CAMPAIGN_PAUSED];
-            const RUNNING: &[&str] = &[CAMPAIGN_ACTIVE, CAMPAIGN_PAUSED];
+            const ACTIVE: &[CampaignStatus] = &[CampaignStatus::Active];
+            const PAUSED: &[CampaignStatus] = &[CampaignStatus::Paused];
+            const RUNNING: &[CampaignStatus] = &[CampaignStatus::Active, CampaignStatus::Paused];
             let (from, to) = match msg.action {
-                CampaignAction::Pause => (ACTIVE, CAMPAIGN_PAUSED),
-                CampaignAction::Resume => (PAUSED, CAMPAIGN_ACTIVE),
-                CampaignAction::Cancel => (RUNNING, CAMPAIGN_CANCELED),
+                CampaignAction::Pause => (ACTIVE, CampaignStatus::Paused),
+                CampaignAction::Resume => (PAUSED, CampaignStatus::Active),
+                CampaignAction::Cancel => (RUNNING, CampaignStatus::Canceled),
             };
             let now = now_ms();
             let changed =
@@ -234,20 +233,20 @@ impl Handler<ClaimContacts> for CampaignRegistry {
             let now = now_ms();
             for stale in campaigns::stale_calls(&db, &campaign.id, now - msg.stale_ms).await? {
                 let outcome = Outcome {
-                    status: "failed".to_string(),
+                    status: ContactStatus::Failed.to_string(),
                     error: Some("no outcome was reported for the call".to_string()),
                     counts: true,
                 };
                 settle(&db, campaign, &stale, &outcome, now).await?;
             }
             let counts = campaigns::counts(&db, &campaign.id).await?;
-            let count = |status: &str| {
+            let count = |status: ContactStatus| {
                 counts
                     .iter()
-                    .find(|(s, _)| s == status)
+                    .find(|(s, _)| *s == status)
                     .map_or(0, |(_, n)| *n)
             };
-            let (calling, pending) = (count(CONTACT_CALLING), count(CONTACT_PENDING));
+            let (calling, pending) = (count(ContactStatus::Calling), count(ContactStatus::Pending));
             if calling == 0 && pending == 0 {
                 campaigns::complete(&db, &campaign.id, now).await?;
                 return Ok(Vec::new());
@@ -264,7 +263,9 @@ impl Handler<ClaimContacts> for CampaignRegistry {
 /// How one attempt at a contact came out.
 #[derive(Debug, Clone)]
 pub struct Outcome {
-    /// The call task's final status (`completed`, `no-answer`, `busy`, `failed`, `canceled`).
+    /// The word recorded as the contact's last outcome: the call task's final status
+    /// (`completed`, `no-answer`, `busy`, `failed`, `canceled`) for an attempt that counts,
+    /// why it was not made (`no-free-line`, `no-credits`) for one that does not.
     pub status: String,
     pub error: Option<String>,
     /// Whether the attempt counts against `maxAttempts`: an attempt that could not be made
@@ -287,17 +288,22 @@ fn after_outcome(
     };
     let again =
         !outcome.counts || (attempts < campaign.max_attempts && retried.contains(&outcome.status));
-    let (status, next) = if again && campaign.status != CAMPAIGN_CANCELED {
+    let (status, next) = if again && campaign.status != CampaignStatus::Canceled {
         let wait = if outcome.counts {
             campaign.retry_delay_ms
         } else {
             FREE_LINE_WAIT_MS
         };
-        (CONTACT_PENDING.to_string(), Some(now + wait))
+        (ContactStatus::Pending, Some(now + wait))
     } else if again {
-        (campaigns::CONTACT_CANCELED.to_string(), None)
+        (ContactStatus::Canceled, None)
     } else {
-        (outcome.status.clone(), None)
+        (
+            // A counted outcome is a call's end, a word of the contact's states; anything
+            // else (none is made today) is kept as a failure rather than lost.
+            ContactStatus::parse(&outcome.status).unwrap_or(ContactStatus::Failed),
+            None,
+        )
     };
     ContactChanges {
         status: Some(status),
@@ -401,14 +407,14 @@ impl Handler<PauseCampaign> for CampaignRegistry {
     fn handle(&mut self, msg: PauseCampaign, _: &mut Context<Self>) -> Self::Result {
         let db = self.db.clone();
         Box::pin(async move {
-            const ACTIVE: &[&str] = &[CAMPAIGN_ACTIVE];
+            const ACTIVE: &[CampaignStatus] = &[CampaignStatus::Active];
             let c = &msg.campaign;
             campaigns::set_status(
                 &db,
                 &c.developer_id,
                 &c.id,
                 ACTIVE,
-                CAMPAIGN_PAUSED,
+                CampaignStatus::Paused,
                 Some(&msg.reason),
                 now_ms(),
             )
@@ -430,7 +436,7 @@ mod tests {
             agent_id: "agent".into(),
             name: None,
             from_number: "+14155550199".into(),
-            status: CAMPAIGN_ACTIVE.into(),
+            status: CampaignStatus::Active.into(),
             status_reason: None,
             max_concurrent: 2,
             call_window: None,
@@ -457,7 +463,7 @@ mod tests {
             contact_index: 0,
             to_number: "+14155550100".into(),
             variables: "{}".into(),
-            status: CONTACT_CALLING.into(),
+            status: ContactStatus::Calling.into(),
             attempts,
             next_attempt_at: 0,
             task_id: None,
@@ -479,21 +485,25 @@ mod tests {
     fn outcomes_follow_the_retry_policy() {
         let c = campaign();
         let retried = after_outcome(&c, &contact(1), &outcome("no-answer", true), 1_000);
-        assert_eq!(retried.status.as_deref(), Some(CONTACT_PENDING));
+        assert_eq!(retried.status, Some(ContactStatus::Pending));
         assert_eq!(retried.next_attempt_at, Some(61_000));
         assert_eq!(retried.attempts, Some(1));
         let spent = after_outcome(&c, &contact(2), &outcome("no-answer", true), 1_000);
         assert_eq!(
-            spent.status.as_deref(),
-            Some("no-answer"),
+            spent.status,
+            Some(ContactStatus::NoAnswer),
             "the last attempt"
         );
         let done = after_outcome(&c, &contact(1), &outcome("completed", true), 1_000);
-        assert_eq!(done.status.as_deref(), Some("completed"));
+        assert_eq!(done.status, Some(ContactStatus::Completed));
         let failed = after_outcome(&c, &contact(1), &outcome("failed", true), 1_000);
-        assert_eq!(failed.status.as_deref(), Some("failed"), "not in retry_on");
+        assert_eq!(
+            failed.status,
+            Some(ContactStatus::Failed),
+            "not in retry_on"
+        );
         let no_line = after_outcome(&c, &contact(2), &outcome("busy", false), 1_000);
-        assert_eq!(no_line.status.as_deref(), Some(CONTACT_PENDING));
+        assert_eq!(no_line.status, Some(ContactStatus::Pending));
         assert_eq!(
             no_line.attempts,
             Some(1),
@@ -501,8 +511,8 @@ mod tests {
         );
         assert_eq!(no_line.next_attempt_at, Some(1_000 + FREE_LINE_WAIT_MS));
         let mut canceled = campaign();
-        canceled.status = CAMPAIGN_CANCELED.into();
+        canceled.status = CampaignStatus::Canceled;
         let after = after_outcome(&canceled, &contact(1), &outcome("no-answer", true), 1_000);
-        assert_eq!(after.status.as_deref(), Some(campaigns::CONTACT_CANCELED));
+        assert_eq!(after.status, Some(ContactStatus::Canceled));
     }
 }

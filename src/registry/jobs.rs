@@ -24,7 +24,7 @@ use crate::error::ApiError;
 use crate::fetch::Fetcher;
 use crate::registry::metering::Metering;
 use crate::speech::transcription::{transcribe_file, TranscriptionBody, TranscriptionRequest};
-use crate::store::jobs::{self, JobRow, STATUS_PROCESSING};
+use crate::store::jobs::{self, JobRow, JobStatus};
 use crate::store::{Db, StoreError};
 use crate::time::now_ms;
 
@@ -196,7 +196,7 @@ impl Handler<SubmitJob> for JobRegistry {
             id,
             developer_id: msg.developer_id,
             node_id: self.node_id.clone(),
-            status: STATUS_PROCESSING.to_string(),
+            status: JobStatus::Processing,
             request: serde_json::to_string(&msg.request).unwrap_or_default(),
             audio_path: audio_path
                 .as_ref()

@@ -259,7 +259,7 @@ impl Handler<CreateSession> for SessionRegistry {
     fn handle(&mut self, msg: CreateSession, _: &mut Context<Self>) -> Self::Result {
         let db = self.db.clone();
         // A session that starts active runs here; a pending one is placed when claimed.
-        let node = (msg.0.status == sessions::STATUS_ACTIVE).then(|| self.node_id.clone());
+        let node = (msg.0.status == sessions::SessionStatus::Active).then(|| self.node_id.clone());
         Box::pin(async move { Ok(sessions::insert(&db, &msg.0, node.as_deref()).await?) })
     }
 }
@@ -620,7 +620,7 @@ mod tests {
             from_number: None,
             to_number: None,
             instance_id: None,
-            status: sessions::STATUS_ACTIVE.into(),
+            status: sessions::SessionStatus::Active.into(),
             turn_count: 0,
             tool_executions: 0,
             total_duration_ms: 0,
@@ -701,7 +701,7 @@ mod tests {
         let trace = stored(&registry, "s1").await;
         assert_eq!(turn_texts(&trace), turn_texts_up_to(20));
         assert_eq!(trace.session.turn_count, 20);
-        assert_eq!(trace.session.status, sessions::STATUS_COMPLETED);
+        assert_eq!(trace.session.status, sessions::SessionStatus::Completed);
         assert_eq!(trace.events.len(), 1);
         assert!(!sessions::exists(&db, "missing").await.expect("query runs"));
         // Nothing is left queued: a second settle answers at once.
@@ -712,7 +712,7 @@ mod tests {
         EndSession {
             session_id: session_id.into(),
             end: SessionEnd {
-                status: sessions::STATUS_COMPLETED.into(),
+                status: sessions::SessionStatus::Completed.into(),
                 tool_executions: 0,
                 total_duration_ms: 1_000,
                 avg_turn_latency_ms: 0,
@@ -765,7 +765,11 @@ mod tests {
         for (id, turns) in [("s1", 10), ("s2", 0)] {
             let trace = stored(&registry, id).await;
             assert_eq!(turn_texts(&trace), turn_texts_up_to(turns), "{id}");
-            assert_eq!(trace.session.status, sessions::STATUS_COMPLETED, "{id}");
+            assert_eq!(
+                trace.session.status,
+                sessions::SessionStatus::Completed,
+                "{id}"
+            );
         }
     }
 
@@ -815,7 +819,7 @@ mod tests {
             sent.elapsed()
         );
         assert_eq!(turn_texts(&trace), turn_texts_up_to(5));
-        assert_eq!(trace.session.status, sessions::STATUS_ACTIVE);
+        assert_eq!(trace.session.status, sessions::SessionStatus::Active);
 
         for index in 0..3 {
             registry.do_send(RecordTurn(turn("s2", index)));
@@ -824,6 +828,6 @@ mod tests {
         let (waited, trace) = until_stored("s2", 3).await;
         assert!(waited < LINGER, "the end waited {waited:?}");
         assert_eq!(turn_texts(&trace), turn_texts_up_to(3));
-        assert_eq!(trace.session.status, sessions::STATUS_COMPLETED);
+        assert_eq!(trace.session.status, sessions::SessionStatus::Completed);
     }
 }

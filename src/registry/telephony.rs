@@ -14,7 +14,7 @@ use crate::error::ApiError;
 use crate::recording::{RecordingFinished, RecordingStorage, StartRecording};
 use crate::store::telephony::{
     self, AgentSyncRow, CallTaskRow, ClaimCheck, PhoneNumberChanges, PhoneNumberRow, RecordingEnd,
-    RecordingRow, TaskChanges, RECORDING_COMPLETED, RECORDING_FAILED,
+    RecordingRow, RecordingStatus, TaskChanges,
 };
 use crate::store::{agents, instances, Db, StoreError};
 use crate::time::now_ms;
@@ -571,7 +571,7 @@ impl Handler<RecordingFinished> for TelephonyRegistry {
                         }
                     };
                     RecordingEnd {
-                        status: RECORDING_COMPLETED.into(),
+                        status: RecordingStatus::Completed.into(),
                         storage: kind,
                         location,
                         bytes: written.bytes as i64,
@@ -585,7 +585,7 @@ impl Handler<RecordingFinished> for TelephonyRegistry {
                         tracing::warn!(recording = %row.id, "could not remove the partial file: {e}");
                     }
                     RecordingEnd {
-                        status: RECORDING_FAILED.into(),
+                        status: RecordingStatus::Failed.into(),
                         storage: row.storage.clone(),
                         location: row.location.clone(),
                         bytes: 0,

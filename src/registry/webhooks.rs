@@ -22,7 +22,7 @@ use crate::error::ApiError;
 use crate::fetch::Fetcher;
 use crate::ids::new_id;
 use crate::store::webhooks::{
-    self, AttemptResult, AttemptRow, DeliveryRow, EndpointRow, DELIVERY_PENDING,
+    self, AttemptResult, AttemptRow, DeliveryRow, DeliveryStatus, EndpointRow,
 };
 use crate::store::Db;
 use crate::time::now_ms;
@@ -392,7 +392,7 @@ impl Handler<Emit> for WebhookRegistry {
                     event_id: event_id.clone(),
                     event_type: msg.kind.as_str().to_string(),
                     payload: payload.clone(),
-                    status: DELIVERY_PENDING.to_string(),
+                    status: DeliveryStatus::Pending,
                     attempts: 0,
                     next_attempt_at: now,
                     created_at: now,

@@ -5,11 +5,9 @@ use diesel_async::RunQueryDsl;
 
 use super::crud::store_fns;
 use super::schema::agents;
+pub use super::status::AgentStatus;
 use super::{Db, StoreError, StoreResult};
 use crate::db_tx;
-
-pub const STATUS_ACTIVE: &str = "active";
-pub const STATUS_ARCHIVED: &str = "archived";
 
 #[derive(Debug, Clone, Queryable, Selectable, Insertable)]
 #[diesel(table_name = agents)]
@@ -40,7 +38,7 @@ pub struct AgentRow {
     /// What the agent asks of each finished call, as a JSON object (see
     /// [`crate::conversation::analysis`]); `None` for nothing.
     pub analysis: Option<String>,
-    pub status: String,
+    pub status: AgentStatus,
     pub created_at: i64,
     pub updated_at: i64,
 }
@@ -89,19 +87,19 @@ store_fns! {
 
     /// A developer's agent unless archived.
     get pub fn get(developer: &str, id: &str)
-        where developer_id.eq(developer), id.eq(id), status.ne(STATUS_ARCHIVED);
+        where developer_id.eq(developer), id.eq(id), status.ne(AgentStatus::Archived);
 
     /// A developer's agents that are not archived, in creation order after `after` (a `seq`).
     list pub fn list(developer: &str)
-        where developer_id.eq(developer), status.ne(STATUS_ARCHIVED);
+        where developer_id.eq(developer), status.ne(AgentStatus::Archived);
 
     /// The position of one of the developer's agents (archived ones too), for cursors.
     seq pub fn seq_of(developer: &str, id: &str) where developer_id.eq(developer), id.eq(id);
 
     /// Archives a live agent; answers whether there was one.
     mark pub fn archive(developer: &str, id: &str, now: i64)
-        set ((agents::status.eq(STATUS_ARCHIVED), agents::updated_at.eq(now)))
-        where developer_id.eq(developer), id.eq(id), status.ne(STATUS_ARCHIVED);
+        set ((agents::status.eq(AgentStatus::Archived), agents::updated_at.eq(now)))
+        where developer_id.eq(developer), id.eq(id), status.ne(AgentStatus::Archived);
 }
 
 /// Applies the changes to a live agent and keeps them only if `check` accepts the row they
@@ -119,7 +117,7 @@ pub async fn update(
             agents::table
                 .filter(agents::developer_id.eq(developer))
                 .filter(agents::id.eq(id))
-                .filter(agents::status.ne(STATUS_ARCHIVED)),
+                .filter(agents::status.ne(AgentStatus::Archived)),
         )
         .set(changes)
         .returning(AgentRow::as_returning())

@@ -7,20 +7,9 @@ use diesel_async::RunQueryDsl;
 
 use super::crud::store_fns;
 use super::schema::{campaign_contacts as contacts, campaigns};
+pub use super::status::{CampaignStatus, ContactStatus};
 use super::{Db, StoreError, StoreResult};
 use crate::{db_run, db_tx};
-
-pub const CAMPAIGN_ACTIVE: &str = "active";
-pub const CAMPAIGN_PAUSED: &str = "paused";
-pub const CAMPAIGN_COMPLETED: &str = "completed";
-pub const CAMPAIGN_CANCELED: &str = "canceled";
-
-/// A contact waiting for its next call (`next_attempt_at`).
-pub const CONTACT_PENDING: &str = "pending";
-/// A contact whose call is placed and not over yet.
-pub const CONTACT_CALLING: &str = "calling";
-/// A contact the campaign was canceled before it was reached.
-pub const CONTACT_CANCELED: &str = "canceled";
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
 #[diesel(table_name = campaigns)]
@@ -32,7 +21,7 @@ pub struct CampaignRow {
     pub agent_id: String,
     pub name: Option<String>,
     pub from_number: String,
-    pub status: String,
+    pub status: CampaignStatus,
     pub status_reason: Option<String>,
     pub max_concurrent: i32,
     /// Calling hours, a JSON object (see `crate::live::campaigns::CallWindow`).
@@ -63,7 +52,7 @@ pub struct ContactRow {
     pub to_number: String,
     /// A JSON object.
     pub variables: String,
-    pub status: String,
+    pub status: ContactStatus,
     pub attempts: i32,
     pub next_attempt_at: i64,
     pub task_id: Option<String>,
@@ -73,7 +62,7 @@ pub struct ContactRow {
 }
 
 /// How many of a campaign's contacts are in each status.
-pub type StatusCounts = Vec<(String, i64)>;
+pub type StatusCounts = Vec<(ContactStatus, i64)>;
 
 /// Stores a new campaign with its contacts.
 pub async fn insert(db: &Db, campaign: &CampaignRow, list: &[ContactRow]) -> StoreResult<()> {
@@ -106,7 +95,7 @@ store_fns! {
 
     /// Moves the developer's campaign from one of `from` to `status`; `None` when it is
     /// unknown or in none of them.
-    update pub fn set_status(developer: &str, id: &str, from: &'static [&'static str], status: &str,
+    update pub fn set_status(developer: &str, id: &str, from: &'static [CampaignStatus], status: CampaignStatus,
                              reason: Option<&str>, at: i64)
         set ((
             campaigns::status.eq(status),
@@ -118,11 +107,11 @@ store_fns! {
     /// Marks an active campaign completed.
     update pub fn complete(id: &str, at: i64)
         set ((
-            campaigns::status.eq(CAMPAIGN_COMPLETED),
+            campaigns::status.eq(CampaignStatus::Completed),
             campaigns::updated_at.eq(at),
             campaigns::completed_at.eq(Some(at)),
         ))
-        where id.eq(id), status.eq(CAMPAIGN_ACTIVE);
+        where id.eq(id), status.eq(CampaignStatus::Active);
 }
 
 /// The active campaigns this node may run: those whose lease it holds or has lapsed, leased
@@ -136,7 +125,7 @@ pub async fn lease_active(
     let candidates: Vec<CampaignRow> = db_run!(db, |conn| {
         Ok::<_, StoreError>(
             campaigns::table
-                .filter(campaigns::status.eq(CAMPAIGN_ACTIVE))
+                .filter(campaigns::status.eq(CampaignStatus::Active))
                 .filter(
                     campaigns::lease_until
                         .lt(now)
@@ -156,7 +145,7 @@ pub async fn lease_active(
                 diesel::update(
                     campaigns::table
                         .filter(campaigns::id.eq(&campaign.id))
-                        .filter(campaigns::status.eq(CAMPAIGN_ACTIVE))
+                        .filter(campaigns::status.eq(CampaignStatus::Active))
                         .filter(
                             campaigns::lease_until
                                 .lt(now)
@@ -211,7 +200,7 @@ pub async fn claim_due(
         Ok::<_, StoreError>(
             contacts::table
                 .filter(contacts::campaign_id.eq(campaign))
-                .filter(contacts::status.eq(CONTACT_PENDING))
+                .filter(contacts::status.eq(ContactStatus::Pending))
                 .filter(contacts::next_attempt_at.le(now))
                 .order((
                     contacts::next_attempt_at.asc(),
@@ -230,10 +219,10 @@ pub async fn claim_due(
                 diesel::update(
                     contacts::table
                         .filter(contacts::seq.eq(contact.seq))
-                        .filter(contacts::status.eq(CONTACT_PENDING)),
+                        .filter(contacts::status.eq(ContactStatus::Pending)),
                 )
                 .set((
-                    contacts::status.eq(CONTACT_CALLING),
+                    contacts::status.eq(ContactStatus::Calling),
                     contacts::attempts.eq(contacts::attempts + 1),
                     // A late outcome of the previous attempt's call no longer finds it.
                     contacts::task_id.eq(None::<String>),
@@ -254,7 +243,7 @@ pub async fn claim_due(
 #[derive(Debug, Clone, Default, AsChangeset)]
 #[diesel(table_name = contacts)]
 pub struct ContactChanges {
-    pub status: Option<String>,
+    pub status: Option<ContactStatus>,
     pub attempts: Option<i32>,
     pub next_attempt_at: Option<i64>,
     pub task_id: Option<Option<String>>,
@@ -274,7 +263,7 @@ pub async fn settle_contact(
         Ok(diesel::update(
             contacts::table
                 .filter(contacts::seq.eq(seq))
-                .filter(contacts::status.eq(CONTACT_CALLING)),
+                .filter(contacts::status.eq(ContactStatus::Calling)),
         )
         .set(changes)
         .returning(ContactRow::as_returning())
@@ -290,10 +279,10 @@ pub async fn cancel_pending(db: &Db, campaign: &str, at: i64) -> StoreResult<usi
         Ok(diesel::update(
             contacts::table
                 .filter(contacts::campaign_id.eq(campaign))
-                .filter(contacts::status.eq(CONTACT_PENDING)),
+                .filter(contacts::status.eq(ContactStatus::Pending)),
         )
         .set((
-            contacts::status.eq(CONTACT_CANCELED),
+            contacts::status.eq(ContactStatus::Canceled),
             contacts::updated_at.eq(at),
         ))
         .execute(conn)
@@ -306,7 +295,7 @@ pub async fn stale_calls(db: &Db, campaign: &str, before: i64) -> StoreResult<Ve
     db_run!(db, |conn| {
         Ok(contacts::table
             .filter(contacts::campaign_id.eq(campaign))
-            .filter(contacts::status.eq(CONTACT_CALLING))
+            .filter(contacts::status.eq(ContactStatus::Calling))
             .filter(contacts::updated_at.lt(before))
             .select(ContactRow::as_select())
             .load(conn)

@@ -16,7 +16,7 @@
 //!
 //!     /// A developer's agent unless archived.
 //!     get pub fn get(developer: &str, id: &str)
-//!         where developer_id.eq(developer), id.eq(id), status.ne(STATUS_ARCHIVED);
+//!         where developer_id.eq(developer), id.eq(id), status.ne(AgentStatus::Archived);
 //! }
 //! ```
 //!

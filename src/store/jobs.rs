@@ -5,12 +5,9 @@ use diesel_async::RunQueryDsl;
 
 use super::crud::store_fns;
 use super::schema::transcription_jobs;
+pub use super::status::JobStatus;
 use super::{Db, StoreResult};
 use crate::db_run;
-
-pub const STATUS_PROCESSING: &str = "processing";
-pub const STATUS_COMPLETED: &str = "completed";
-pub const STATUS_FAILED: &str = "failed";
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
 #[diesel(table_name = transcription_jobs)]
@@ -18,7 +15,7 @@ pub struct JobRow {
     pub id: String,
     pub developer_id: String,
     pub node_id: String,
-    pub status: String,
+    pub status: JobStatus,
     /// JSON of the job's request (options and source).
     pub request: String,
     pub audio_path: Option<String>,
@@ -49,7 +46,7 @@ store_fns! {
 
     /// This node's jobs still processing, oldest first: at start-up, those its previous run
     /// left unfinished.
-    all pub fn unfinished(node: &str) where node_id.eq(node), status.eq(STATUS_PROCESSING);
+    all pub fn unfinished(node: &str) where node_id.eq(node), status.eq(JobStatus::Processing);
 }
 
 /// Counts one more run of a job about to start; answers the runs so far, this one included.
@@ -78,14 +75,14 @@ pub async fn finish(
 ) -> StoreResult<bool> {
     use transcription_jobs as t;
     let (status, result, error) = match outcome {
-        Ok(result) => (STATUS_COMPLETED, Some(result), None),
-        Err(reason) => (STATUS_FAILED, None, Some(reason)),
+        Ok(result) => (JobStatus::Completed, Some(result), None),
+        Err(reason) => (JobStatus::Failed, None, Some(reason)),
     };
     db_run!(db, |conn| {
         let changed = diesel::update(
             t::table
                 .filter(t::id.eq(id))
-                .filter(t::status.eq(STATUS_PROCESSING)),
+                .filter(t::status.eq(JobStatus::Processing)),
         )
         .set((
             t::status.eq(status),

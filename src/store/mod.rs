@@ -18,6 +18,7 @@ pub mod provision;
 pub mod rate_limits;
 pub mod schema;
 pub mod sessions;
+pub mod status;
 pub mod telephony;
 pub mod usage;
 pub mod webhooks;

@@ -9,13 +9,9 @@ use super::crud::store_fns;
 use super::schema::session_tool_calls as tool_calls;
 use super::schema::{session_analyses as analyses, session_events as events};
 use super::schema::{session_turns as turns, sessions};
+pub use super::status::{AnalysisStatus, SessionStatus};
 use super::{Db, StoreResult};
 use crate::{db_run, db_tx};
-
-pub const STATUS_PENDING: &str = "pending";
-pub const STATUS_ACTIVE: &str = "active";
-pub const STATUS_COMPLETED: &str = "completed";
-pub const STATUS_FAILED: &str = "failed";
 
 /// Event kind: caller speech in which the recogniser found no words.
 pub const EVENT_UNRECOGNISED_SPEECH: &str = "unrecognised_speech";
@@ -31,21 +27,14 @@ pub const EVENT_KEYPAD: &str = "keypad";
 /// `{answeredBy, action, detectionMs}`.
 pub const EVENT_MACHINE_DETECTION: &str = "machine_detection";
 
-/// A post-call analysis running.
-pub const ANALYSIS_PENDING: &str = "pending";
-/// A post-call analysis with at least one part answered.
-pub const ANALYSIS_COMPLETED: &str = "completed";
-/// A post-call analysis of which no part could be answered.
-pub const ANALYSIS_FAILED: &str = "failed";
-
 /// The post-call analysis of a session whose agent asks for one.
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
 #[diesel(table_name = analyses)]
 pub struct AnalysisRow {
     pub session_id: String,
     pub developer_id: String,
-    /// [`ANALYSIS_PENDING`], [`ANALYSIS_COMPLETED`] or [`ANALYSIS_FAILED`].
-    pub status: String,
+    /// Running, completed (at least one part answered) or failed (no part could be).
+    pub status: AnalysisStatus,
     pub summary: Option<String>,
     pub success: Option<bool>,
     pub success_reason: Option<String>,
@@ -65,7 +54,7 @@ pub struct AnalysisRow {
 #[derive(Debug, Clone, AsChangeset)]
 #[diesel(table_name = analyses)]
 pub struct AnalysisResult {
-    pub status: String,
+    pub status: AnalysisStatus,
     pub summary: Option<String>,
     pub success: Option<bool>,
     pub success_reason: Option<String>,
@@ -91,7 +80,7 @@ pub struct SessionRow {
     pub from_number: Option<String>,
     pub to_number: Option<String>,
     pub instance_id: Option<String>,
-    pub status: String,
+    pub status: SessionStatus,
     pub turn_count: i32,
     pub tool_executions: i32,
     pub total_duration_ms: i64,
@@ -111,7 +100,7 @@ impl SessionRow {
         developer_id: &str,
         agent_id: &str,
         transport: &str,
-        status: &str,
+        status: SessionStatus,
         now: i64,
     ) -> Self {
         Self {
@@ -124,14 +113,14 @@ impl SessionRow {
             from_number: None,
             to_number: None,
             instance_id: None,
-            status: status.to_string(),
+            status,
             turn_count: 0,
             tool_executions: 0,
             total_duration_ms: 0,
             avg_turn_latency_ms: 0,
             end_reason: None,
             created_at: now,
-            started_at: (status == STATUS_ACTIVE).then_some(now),
+            started_at: (status == SessionStatus::Active).then_some(now),
             ended_at: None,
         }
     }
@@ -279,12 +268,12 @@ store_fns! {
     /// session when this call claimed it; `None` if it is unknown or was already claimed.
     update pub fn activate(id: &str, call_sid: Option<&str>, node: &str, at: i64)
         set ((
-            sessions::status.eq(STATUS_ACTIVE),
+            sessions::status.eq(SessionStatus::Active),
             sessions::call_sid.eq(call_sid),
             sessions::started_at.eq(Some(at)),
             sessions::node_id.eq(Some(node)),
         ))
-        where id.eq(id), status.eq(STATUS_PENDING);
+        where id.eq(id), status.eq(SessionStatus::Pending);
 
     get pub fn get(developer: &str, id: &str) where developer_id.eq(developer), id.eq(id);
 
@@ -449,7 +438,7 @@ macro_rules! scoped_sessions {
         let scope = $scope;
         let mut query = sessions::table
             .filter(sessions::developer_id.eq(scope.developer_id.clone()))
-            .filter(sessions::status.ne(STATUS_PENDING))
+            .filter(sessions::status.ne(SessionStatus::Pending))
             .into_boxed();
         if let Some(agent) = &scope.agent_id {
             query = query.filter(sessions::agent_id.eq(agent.clone()));
@@ -519,7 +508,7 @@ pub async fn false_barge_ins_in_scope(
 #[derive(Debug, Clone, AsChangeset)]
 #[diesel(table_name = sessions)]
 pub struct SessionEnd {
-    pub status: String,
+    pub status: SessionStatus,
     pub tool_executions: i32,
     pub total_duration_ms: i64,
     pub avg_turn_latency_ms: i64,
@@ -538,10 +527,10 @@ pub async fn fail_abandoned(db: &Db, node: &str, at: i64) -> StoreResult<usize> 
         Ok(diesel::update(
             sessions::table
                 .filter(sessions::node_id.eq(node))
-                .filter(sessions::status.eq(STATUS_ACTIVE)),
+                .filter(sessions::status.eq(SessionStatus::Active)),
         )
         .set((
-            sessions::status.eq(STATUS_FAILED),
+            sessions::status.eq(SessionStatus::Failed),
             sessions::end_reason.eq(Some(ABANDONED_REASON)),
             sessions::ended_at.eq(Some(at)),
         ))
@@ -562,11 +551,11 @@ pub async fn fail_abandoned_analyses(db: &Db, node: &str, at: i64) -> StoreResul
             .select(sessions::id);
         Ok(diesel::update(
             analyses::table
-                .filter(analyses::status.eq(ANALYSIS_PENDING))
+                .filter(analyses::status.eq(AnalysisStatus::Pending))
                 .filter(analyses::session_id.eq_any(of_node)),
         )
         .set((
-            analyses::status.eq(ANALYSIS_FAILED),
+            analyses::status.eq(AnalysisStatus::Failed),
             analyses::errors.eq(serde_json::json!([ANALYSIS_ABANDONED]).to_string()),
             analyses::completed_at.eq(Some(at)),
         ))
@@ -611,7 +600,7 @@ pub async fn list(
     db_run!(db, |conn| {
         let mut query = sessions::table
             .filter(sessions::developer_id.eq(developer))
-            .filter(sessions::status.ne(STATUS_PENDING))
+            .filter(sessions::status.ne(SessionStatus::Pending))
             .into_boxed();
         if let Some(agent) = agent {
             query = query.filter(sessions::agent_id.eq(agent.to_string()));

@@ -6,7 +6,8 @@ use diesel_async::RunQueryDsl;
 
 use super::crud::store_fns;
 use super::schema::{agent_syncs, call_tasks, phone_numbers, recordings, sessions};
-use super::sessions::{STATUS_FAILED, STATUS_PENDING};
+use super::sessions::SessionStatus;
+pub use super::status::{RecordingStatus, TaskStatus};
 use super::{Db, StoreResult};
 use crate::{db_run, db_tx};
 
@@ -169,12 +170,6 @@ pub async fn verify_claim(
     })
 }
 
-pub const TASK_QUEUED: &str = "queued";
-pub const TASK_RINGING: &str = "ringing";
-pub const TASK_IN_PROGRESS: &str = "in-progress";
-/// Task states after which nothing changes.
-pub const TASK_TERMINAL: [&str; 5] = ["completed", "busy", "no-answer", "failed", "canceled"];
-
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
 #[diesel(table_name = call_tasks)]
 pub struct CallTaskRow {
@@ -186,7 +181,7 @@ pub struct CallTaskRow {
     pub instance_id: Option<String>,
     pub to_number: String,
     pub from_number: String,
-    pub status: String,
+    pub status: TaskStatus,
     pub call_sid: Option<String>,
     pub session_id: Option<String>,
     pub record: bool,
@@ -214,7 +209,7 @@ pub struct CallTaskRow {
 #[derive(Debug, Clone, Default, AsChangeset)]
 #[diesel(table_name = call_tasks)]
 pub struct TaskChanges {
-    pub status: Option<String>,
+    pub status: Option<TaskStatus>,
     pub call_sid: Option<Option<String>>,
     pub session_id: Option<Option<String>>,
     pub last_sequence: Option<i64>,
@@ -231,7 +226,7 @@ store_fns! {
     /// Applies `changes` unless the task has already ended; answers the task as it is after.
     update pub fn update_task(id: &str, changes: &TaskChanges)
         set (changes)
-        where id.eq(id), status.ne_all(TASK_TERMINAL);
+        where id.eq(id), status.ne_all(TaskStatus::TERMINAL);
 
     /// Marks the task as connected to `session_id`, once: only a live task that no connect
     /// has reached yet is changed, so a replayed connect webhook finds `None`.
@@ -240,13 +235,13 @@ store_fns! {
             call_tasks::session_id.eq(Some(session_id)),
             call_tasks::updated_at.eq(updated_at),
         ))
-        where id.eq(id), session_id.is_null(), status.ne_all(TASK_TERMINAL);
+        where id.eq(id), session_id.is_null(), status.ne_all(TaskStatus::TERMINAL);
 
     /// Records a status callback: applied only if its sequence number is newer than the last
     /// one applied and the task has not ended (Twilio does not promise arrival order).
     update pub fn advance_task(id: &str, sequence: i64, changes: &TaskChanges)
         set (changes)
-        where id.eq(id), last_sequence.lt(sequence), status.ne_all(TASK_TERMINAL);
+        where id.eq(id), last_sequence.lt(sequence), status.ne_all(TaskStatus::TERMINAL);
 
     /// Records the answering machine's verdict on a task and what is done about it, once:
     /// only a task with no verdict yet changes, so a repeated callback finds `None`.
@@ -301,10 +296,6 @@ pub async fn task_of_call(db: &Db, developer: &str, call_sid: &str) -> StoreResu
     })
 }
 
-pub const RECORDING_ACTIVE: &str = "recording";
-pub const RECORDING_COMPLETED: &str = "completed";
-pub const RECORDING_FAILED: &str = "failed";
-
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
 #[diesel(table_name = recordings)]
 pub struct RecordingRow {
@@ -315,7 +306,7 @@ pub struct RecordingRow {
     pub session_id: String,
     pub call_sid: Option<String>,
     pub sample_rate: i32,
-    pub status: String,
+    pub status: RecordingStatus,
     /// `local` or `s3`.
     pub storage: String,
     /// The file name under the recordings dir, or the object key.
@@ -330,7 +321,7 @@ pub struct RecordingRow {
 #[derive(Debug, Clone, AsChangeset)]
 #[diesel(table_name = recordings)]
 pub struct RecordingEnd {
-    pub status: String,
+    pub status: RecordingStatus,
     pub storage: String,
     pub location: String,
     pub bytes: i64,
@@ -360,10 +351,10 @@ pub async fn fail_abandoned_recordings(db: &Db, node: &str, at: i64) -> StoreRes
         Ok(diesel::update(
             recordings::table
                 .filter(recordings::node_id.eq(node))
-                .filter(recordings::status.eq(RECORDING_ACTIVE)),
+                .filter(recordings::status.eq(RecordingStatus::Recording)),
         )
         .set((
-            recordings::status.eq(RECORDING_FAILED),
+            recordings::status.eq(RecordingStatus::Failed),
             recordings::completed_at.eq(Some(at)),
         ))
         .returning(recordings::location)
@@ -385,7 +376,7 @@ pub async fn complete_recording(
             .await?;
         if updated == 0 {
             let mut complete = row.clone();
-            complete.status = end.status.clone();
+            complete.status = end.status;
             complete.storage = end.storage.clone();
             complete.location = end.location.clone();
             complete.bytes = end.bytes;
@@ -420,7 +411,7 @@ pub async fn expired_recordings(
     db_run!(db, |conn| {
         Ok(recordings::table
             .filter(recordings::created_at.lt(before))
-            .filter(recordings::status.ne(RECORDING_ACTIVE))
+            .filter(recordings::status.ne(RecordingStatus::Recording))
             .order(recordings::seq.asc())
             .limit(limit)
             .select(RecordingRow::as_select())
@@ -484,9 +475,9 @@ store_fns! {
     /// connected are ended by their stream.
     mark pub fn end_unconnected_session(session: &str, reason: &str, at: i64)
         set ((
-            sessions::status.eq(STATUS_FAILED),
+            sessions::status.eq(SessionStatus::Failed),
             sessions::end_reason.eq(Some(reason)),
             sessions::ended_at.eq(Some(at)),
         ))
-        where id.eq(session), status.eq(STATUS_PENDING);
+        where id.eq(session), status.eq(SessionStatus::Pending);
 }

@@ -8,15 +8,9 @@ use diesel_async::RunQueryDsl;
 
 use super::crud::store_fns;
 use super::schema::{webhook_attempts, webhook_deliveries, webhook_endpoints};
+pub use super::status::DeliveryStatus;
 use super::{Db, StoreResult};
 use crate::{db_run, db_tx};
-
-/// A delivery still to be made (or being made).
-pub const DELIVERY_PENDING: &str = "pending";
-/// The endpoint answered 2xx.
-pub const DELIVERY_DELIVERED: &str = "delivered";
-/// Given up: no attempt within the retry window was answered 2xx.
-pub const DELIVERY_FAILED: &str = "failed";
 
 #[derive(Debug, Clone, Queryable, Selectable, Insertable)]
 #[diesel(table_name = webhook_endpoints)]
@@ -51,7 +45,7 @@ pub struct DeliveryRow {
     pub event_id: String,
     pub event_type: String,
     pub payload: String,
-    pub status: String,
+    pub status: DeliveryStatus,
     pub attempts: i32,
     pub next_attempt_at: i64,
     pub created_at: i64,
@@ -182,7 +176,7 @@ pub async fn insert_deliveries(db: &Db, deliveries: &[DeliveryRow]) -> StoreResu
 pub async fn due_deliveries(db: &Db, now: i64, limit: i64) -> StoreResult<Vec<DeliveryRow>> {
     db_run!(db, |conn| {
         Ok(webhook_deliveries::table
-            .filter(webhook_deliveries::status.eq(DELIVERY_PENDING))
+            .filter(webhook_deliveries::status.eq(DeliveryStatus::Pending))
             .filter(webhook_deliveries::next_attempt_at.le(now))
             .order(webhook_deliveries::next_attempt_at.asc())
             .limit(limit)
@@ -200,7 +194,7 @@ pub async fn claim(db: &Db, delivery: &str, seen_due: i64, lease_until: i64) -> 
         let changed = diesel::update(
             webhook_deliveries::table
                 .filter(webhook_deliveries::id.eq(delivery))
-                .filter(webhook_deliveries::status.eq(DELIVERY_PENDING))
+                .filter(webhook_deliveries::status.eq(DeliveryStatus::Pending))
                 .filter(webhook_deliveries::next_attempt_at.eq(seen_due)),
         )
         .set((
@@ -228,9 +222,9 @@ pub async fn record_attempt(
     result: AttemptResult,
 ) -> StoreResult<()> {
     let (status, next, completed) = match result {
-        AttemptResult::Delivered { at } => (DELIVERY_DELIVERED, None, Some(at)),
-        AttemptResult::RetryAt(at) => (DELIVERY_PENDING, Some(at), None),
-        AttemptResult::GivenUp { at } => (DELIVERY_FAILED, None, Some(at)),
+        AttemptResult::Delivered { at } => (DeliveryStatus::Delivered, None, Some(at)),
+        AttemptResult::RetryAt(at) => (DeliveryStatus::Pending, Some(at), None),
+        AttemptResult::GivenUp { at } => (DeliveryStatus::Failed, None, Some(at)),
     };
     db_tx!(db, |conn| {
         diesel::insert_into(webhook_attempts::table)
@@ -239,7 +233,7 @@ pub async fn record_attempt(
             .await?;
         let target = webhook_deliveries::table
             .filter(webhook_deliveries::id.eq(&attempt.delivery_id))
-            .filter(webhook_deliveries::status.eq(DELIVERY_PENDING));
+            .filter(webhook_deliveries::status.eq(DeliveryStatus::Pending));
         match next {
             Some(next) => {
                 diesel::update(target)
