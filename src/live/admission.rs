@@ -24,7 +24,7 @@ pub fn abandon_unstarted(state: &AppState, session_id: &str, reason: &str) {
     state.sessions().do_send(EndSession {
         session_id: session_id.to_string(),
         end: SessionEnd {
-            status: SessionStatus::Failed.into(),
+            status: SessionStatus::Failed,
             tool_executions: 0,
             total_duration_ms: 0,
             avg_turn_latency_ms: 0,

@@ -109,7 +109,7 @@ impl Recordings {
             session_id: of.session_id.clone(),
             call_sid: of.call_sid.clone(),
             sample_rate: of.rate as i32,
-            status: RecordingStatus::Recording.into(),
+            status: RecordingStatus::Recording,
             storage: storage::LOCAL.into(),
             location: location.clone(),
             bytes: 0,

@@ -620,7 +620,7 @@ mod tests {
             from_number: None,
             to_number: None,
             instance_id: None,
-            status: sessions::SessionStatus::Active.into(),
+            status: sessions::SessionStatus::Active,
             turn_count: 0,
             tool_executions: 0,
             total_duration_ms: 0,
@@ -712,7 +712,7 @@ mod tests {
         EndSession {
             session_id: session_id.into(),
             end: SessionEnd {
-                status: sessions::SessionStatus::Completed.into(),
+                status: sessions::SessionStatus::Completed,
                 tool_executions: 0,
                 total_duration_ms: 1_000,
                 avg_turn_latency_ms: 0,

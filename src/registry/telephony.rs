@@ -571,7 +571,7 @@ impl Handler<RecordingFinished> for TelephonyRegistry {
                         }
                     };
                     RecordingEnd {
-                        status: RecordingStatus::Completed.into(),
+                        status: RecordingStatus::Completed,
                         storage: kind,
                         location,
                         bytes: written.bytes as i64,
@@ -585,7 +585,7 @@ impl Handler<RecordingFinished> for TelephonyRegistry {
                         tracing::warn!(recording = %row.id, "could not remove the partial file: {e}");
                     }
                     RecordingEnd {
-                        status: RecordingStatus::Failed.into(),
+                        status: RecordingStatus::Failed,
                         storage: row.storage.clone(),
                         location: row.location.clone(),
                         bytes: 0,

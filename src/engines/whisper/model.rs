@@ -19,6 +19,8 @@ use super::skinny;
 /// step's few rows through [`skinny`], which reads it in place).
 struct Linear {
     weight: Tensor,
+    /// The weight in half precision, for a decoder step's few rows (see [`Linear::for_steps`]).
+    half: Option<Tensor>,
     bias: Option<Tensor>,
 }
 
@@ -37,7 +39,18 @@ impl Linear {
         } else {
             None
         };
-        Ok(Self { weight, bias })
+        Ok(Self {
+            weight,
+            half: None,
+            bias,
+        })
+    }
+
+    /// Keeps a half-precision copy of the weight for the decoder's steps when it holds the
+    /// weight exactly: a step is bound by reading its weights, and reads half the bytes.
+    fn for_steps(mut self) -> Result<Self> {
+        self.half = exactly_in_half(&self.weight)?;
+        Ok(self)
     }
 
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
@@ -47,7 +60,10 @@ impl Linear {
         let x = x.reshape((rows, in_dim))?;
         // A decoder step's few rows read the weight in place (see `skinny`).
         let y = if rows <= skinny::MAX_ROWS {
-            skinny::matmul_t(&x, &self.weight)?
+            match &self.half {
+                Some(half) => skinny::matmul_t_f16(&x, half)?,
+                None => skinny::matmul_t(&x, &self.weight)?,
+            }
         } else {
             x.matmul(&self.weight.t()?)?
         };
@@ -88,6 +104,27 @@ impl Attention {
             value: Linear::load(&vb, "v_proj", d, d, true)?,
             out: Linear::load(&vb, "out_proj", d, d, true)?,
             n_head,
+        })
+    }
+
+    /// Half-precision copies for the projections a decoder step runs: all four of
+    /// self-attention; the query and output of cross-attention, whose keys and values are
+    /// computed once per window.
+    fn for_steps(self, cross: bool) -> Result<Self> {
+        Ok(Self {
+            query: self.query.for_steps()?,
+            key: if cross {
+                self.key
+            } else {
+                self.key.for_steps()?
+            },
+            value: if cross {
+                self.value
+            } else {
+                self.value.for_steps()?
+            },
+            out: self.out.for_steps()?,
+            n_head: self.n_head,
         })
     }
 
@@ -141,6 +178,9 @@ pub struct WhisperModel {
     encoder_blocks: Vec<EncoderBlock>,
     encoder_ln: LayerNorm,
     token_embedding: Tensor,
+    /// The token embedding in half precision when that holds it exactly (the model files
+    /// are half precision): the logits of a decoder step read it, half the bytes.
+    token_embedding_half: Option<Tensor>,
     decoder_positions: Tensor,
     decoder_blocks: Vec<DecoderBlock>,
     decoder_ln: LayerNorm,
@@ -223,23 +263,28 @@ impl WhisperModel {
             .map(|i| {
                 let vb = dec.pp(format!("layers.{i}"));
                 Ok(DecoderBlock {
-                    attn: Attention::load(&vb, "self_attn", d, dims.n_decoder_heads)?,
+                    attn: Attention::load(&vb, "self_attn", d, dims.n_decoder_heads)?
+                        .for_steps(false)?,
                     attn_ln: layer_norm(&vb, "self_attn_layer_norm", d)?,
-                    cross: Attention::load(&vb, "encoder_attn", d, dims.n_decoder_heads)?,
+                    cross: Attention::load(&vb, "encoder_attn", d, dims.n_decoder_heads)?
+                        .for_steps(true)?,
                     cross_ln: layer_norm(&vb, "encoder_attn_layer_norm", d)?,
-                    fc1: Linear::load(&vb, "fc1", d, 4 * d, true)?,
-                    fc2: Linear::load(&vb, "fc2", 4 * d, d, true)?,
+                    fc1: Linear::load(&vb, "fc1", d, 4 * d, true)?.for_steps()?,
+                    fc2: Linear::load(&vb, "fc2", 4 * d, d, true)?.for_steps()?,
                     mlp_ln: layer_norm(&vb, "final_layer_norm", d)?,
                 })
             })
             .collect::<Result<Vec<_>>>()?;
+        let token_embedding = dec.get((dims.n_vocab, d), "embed_tokens.weight")?;
+        let token_embedding_half = exactly_in_half(&token_embedding)?;
         Ok(Self {
             conv1,
             conv2,
             encoder_positions: enc.get((dims.n_audio_ctx, d), "embed_positions.weight")?,
             encoder_blocks,
             encoder_ln: layer_norm(&enc, "layer_norm", d)?,
-            token_embedding: dec.get((dims.n_vocab, d), "embed_tokens.weight")?,
+            token_embedding,
+            token_embedding_half,
             decoder_positions: dec.get((dims.n_text_ctx, d), "embed_positions.weight")?,
             decoder_blocks,
             decoder_ln: layer_norm(&dec, "layer_norm", d)?,
@@ -392,7 +437,10 @@ impl WhisperModel {
     /// Logits `(N, n_vocab)` of hidden states `(N, d)`.
     pub fn logits(&self, hidden: &Tensor) -> Result<Tensor> {
         if hidden.dim(0)? <= skinny::MAX_ROWS {
-            skinny::matmul_t(hidden, &self.token_embedding)
+            match &self.token_embedding_half {
+                Some(half) => skinny::matmul_t_f16(hidden, half),
+                None => skinny::matmul_t(hidden, &self.token_embedding),
+            }
         } else {
             hidden.matmul(&self.token_embedding.t()?)
         }
@@ -402,6 +450,26 @@ impl WhisperModel {
     pub fn at_position(hidden: &Tensor, pos: usize) -> Result<Tensor> {
         hidden.i((.., pos, ..))?.contiguous()
     }
+}
+
+/// `weight` in half precision, if every value survives the trip there and back unchanged
+/// (the weights of a half-precision model file do; those of a full-precision one do not, and
+/// keep their f32 products).
+fn exactly_in_half(weight: &Tensor) -> Result<Option<Tensor>> {
+    use half::slice::HalfFloatSliceExt as _;
+    let values: Vec<f32> = weight.flatten_all()?.to_vec1()?;
+    let mut half = vec![half::f16::ZERO; values.len()];
+    half.convert_from_f32_slice(&values);
+    let mut back = [0f32; 4096];
+    for (h, v) in half.chunks(back.len()).zip(values.chunks(back.len())) {
+        let back = &mut back[..h.len()];
+        h.convert_to_f32_slice(back);
+        if back.iter().zip(v).any(|(b, v)| b.to_bits() != v.to_bits()) {
+            return Ok(None);
+        }
+    }
+    drop(values);
+    Ok(Some(Tensor::from_vec(half, weight.shape(), &Device::Cpu)?))
 }
 
 /// Log-softmax of one row of logits, in place.
