@@ -23,7 +23,13 @@ use serde_json::{json, Value};
 use switchboard::media::{decode, resample};
 
 /// What the recording says; the page must show it.
-const PHRASE: &str = "ask not what your country can do for you";
+const SENTENCE: &str =
+    "And so my fellow Americans, ask not what your country can do for you, ask what you can do for your country.";
+/// How far the recognised words may be from it: at most 3 of its 22 words wrong. The English
+/// recogniser's accuracy is measured on its own (tests/speech.rs); through a browser's audio
+/// processing it mishears a word now and then ("American asked not"), which is not the widget's
+/// to answer for.
+const MAX_WER: f64 = 0.15;
 
 /// The widget's source folder, whose files the engine embeds.
 fn widget_dir() -> PathBuf {
@@ -405,7 +411,8 @@ async fn a_caller_talks_to_an_agent_through_the_widget_in_a_real_browser() {
         .arg(server.url("/widget/demo?agentId=widget-demo"))
         .arg("widget-demo")
         .arg(&wav)
-        .arg(PHRASE)
+        .arg(SENTENCE)
+        .arg(MAX_WER.to_string())
         .arg(&artifacts)
         .env("SWITCHBOARD_TEST_KEY", &key)
         .env("SWITCHBOARD_TEST_NODE_MODULES", &modules)
@@ -437,8 +444,11 @@ async fn a_caller_talks_to_an_agent_through_the_widget_in_a_real_browser() {
         started.elapsed().as_secs_f32()
     );
 
-    let caller = result["caller"].as_str().unwrap().to_lowercase();
-    assert!(caller.contains("ask not what your country"), "{result}");
+    let caller = result["caller"].as_str().unwrap();
+    assert!(
+        word_error_rate(SENTENCE, caller) <= MAX_WER,
+        "the page showed {caller:?}: {result}"
+    );
     assert!(
         !result["reply"].as_str().unwrap().trim().is_empty(),
         "{result}"
@@ -524,12 +534,13 @@ async fn a_caller_talks_to_an_agent_through_the_widget_in_a_real_browser() {
     let (status, detail) =
         call(server.get(&format!("/v1/observability/sessions/{id}"), &key)).await;
     assert_eq!(status, 200);
-    // The caller's side as the server recorded it (split at the speaker's pauses or not).
+    // The caller's spoken side as the server recorded it (split at the speaker's pauses or
+    // not; the typed turns end `text`).
     let said: String = detail["turns"]
         .as_array()
         .unwrap()
         .iter()
-        .filter(|t| t["speaker"] == "user")
+        .filter(|t| t["speaker"] == "user" && t["endpoint"] != "text")
         .map(|t| t["text"].as_str().unwrap_or("").to_lowercase())
         .collect::<Vec<_>>()
         .join(" ");
@@ -540,7 +551,8 @@ async fn a_caller_talks_to_an_agent_through_the_widget_in_a_real_browser() {
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ");
-    assert!(said.contains(PHRASE), "{said}");
+    let wer = word_error_rate(SENTENCE, &said);
+    assert!(wer <= MAX_WER, "WER {wer:.2}: {said}");
     let leaked: Vec<String> = server
         .log()
         .lines()
