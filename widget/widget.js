@@ -67,16 +67,23 @@ export class SwitchboardVoice extends HTMLElement {
     style.rel = 'stylesheet';
     style.href = new URL('widget.css', import.meta.url).href;
     // Until its stylesheet applies, the element takes its place but shows nothing: no flash
-    // of an unstyled panel (a launcher's whole panel) while widget.css loads.
-    const unstyled = document.createElement('style');
-    unstyled.textContent = ':host { visibility: hidden; }';
-    const styled = () => unstyled.remove();
-    style.addEventListener('load', styled, { once: true });
-    style.addEventListener('error', styled, { once: true });
+    // of an unstyled panel (a launcher's whole panel) while widget.css loads. A constructed
+    // stylesheet, not a <style> element: a page whose content security policy allows no
+    // inline styles (style-src 'self') refuses the one and applies the other.
+    if ('adoptedStyleSheets' in root && typeof CSSStyleSheet.prototype.replaceSync === 'function') {
+      const unstyled = new CSSStyleSheet();
+      unstyled.replaceSync(':host { visibility: hidden; }');
+      root.adoptedStyleSheets = [unstyled];
+      const styled = () => {
+        root.adoptedStyleSheets = root.adoptedStyleSheets.filter((sheet) => sheet !== unstyled);
+      };
+      style.addEventListener('load', styled, { once: true });
+      style.addEventListener('error', styled, { once: true });
+    }
     // The panel and the launcher both exist; the `launcher` attribute (handled in
     // attributeChangedCallback, also for the attributes a parsed element starts with) folds
     // the panel away.
-    root.append(unstyled, style, this.build(), this.buildLauncher());
+    root.append(style, this.build(), this.buildLauncher());
   }
 
   /** The launcher: a small button standing for the closed panel. */

@@ -343,6 +343,11 @@ async function main() {
   await page.locator('#launched button.minimise').click();
   const launcherFolded = await shownParts();
 
+  // The page's content security policy (style-src 'self', script-src 'self') refused nothing
+  // the widget does.
+  const refused = consoleLines.filter((line) => line.includes('Content Security Policy'));
+  if (refused.length > 0) throw new Error(`the page's policy refused: ${refused.join(' | ')}`);
+
   // The key never left the page except in the Authorization header.
   const leaks = [...requestUrls, snapshot.href, ...consoleLines].filter((text) => text.includes(key));
   if (leaks.length > 0) throw new Error(`the API key appeared in: ${leaks.join(' | ')}`);
