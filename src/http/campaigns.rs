@@ -201,15 +201,14 @@ impl From<CampaignView> for CampaignBody {
     fn from(view: CampaignView) -> Self {
         let mut counts = ContactCountsBody::default();
         for (status, n) in view.counts {
-            let slot = match status.as_str() {
-                "pending" => &mut counts.pending,
-                "calling" => &mut counts.calling,
-                "completed" => &mut counts.completed,
-                "no-answer" => &mut counts.no_answer,
-                "busy" => &mut counts.busy,
-                "failed" => &mut counts.failed,
-                "canceled" => &mut counts.canceled,
-                _ => continue,
+            let slot = match status {
+                ContactStatus::Pending => &mut counts.pending,
+                ContactStatus::Calling => &mut counts.calling,
+                ContactStatus::Completed => &mut counts.completed,
+                ContactStatus::NoAnswer => &mut counts.no_answer,
+                ContactStatus::Busy => &mut counts.busy,
+                ContactStatus::Failed => &mut counts.failed,
+                ContactStatus::Canceled => &mut counts.canceled,
             };
             *slot += n;
         }

@@ -19,8 +19,9 @@ use super::skinny;
 /// step's few rows through [`skinny`], which reads it in place).
 struct Linear {
     weight: Tensor,
-    /// The weight in half precision, for a decoder step's few rows (see [`Linear::for_steps`]).
-    half: Option<Tensor>,
+    /// What a decoder step's few rows read: the weight, or its half-precision copy (see
+    /// [`Linear::for_steps`]).
+    step_weight: Tensor,
     bias: Option<Tensor>,
 }
 
@@ -40,8 +41,8 @@ impl Linear {
             None
         };
         Ok(Self {
+            step_weight: weight.clone(),
             weight,
-            half: None,
             bias,
         })
     }
@@ -49,7 +50,7 @@ impl Linear {
     /// Keeps a half-precision copy of the weight for the decoder's steps when it holds the
     /// weight exactly: a step is bound by reading its weights, and reads half the bytes.
     fn for_steps(mut self) -> Result<Self> {
-        self.half = exactly_in_half(&self.weight)?;
+        self.step_weight = step_copy(&self.weight)?;
         Ok(self)
     }
 
@@ -60,10 +61,7 @@ impl Linear {
         let x = x.reshape((rows, in_dim))?;
         // A decoder step's few rows read the weight in place (see `skinny`).
         let y = if rows <= skinny::MAX_ROWS {
-            match &self.half {
-                Some(half) => skinny::matmul_t_f16(&x, half)?,
-                None => skinny::matmul_t(&x, &self.weight)?,
-            }
+            skinny::matmul_t(&x, &self.step_weight)?
         } else {
             x.matmul(&self.weight.t()?)?
         };
@@ -178,9 +176,9 @@ pub struct WhisperModel {
     encoder_blocks: Vec<EncoderBlock>,
     encoder_ln: LayerNorm,
     token_embedding: Tensor,
-    /// The token embedding in half precision when that holds it exactly (the model files
-    /// are half precision): the logits of a decoder step read it, half the bytes.
-    token_embedding_half: Option<Tensor>,
+    /// What the logits of a decoder step read: the token embedding in half precision when
+    /// that holds it exactly (the model files are half precision), half the bytes.
+    token_embedding_steps: Tensor,
     decoder_positions: Tensor,
     decoder_blocks: Vec<DecoderBlock>,
     decoder_ln: LayerNorm,
@@ -276,15 +274,15 @@ impl WhisperModel {
             })
             .collect::<Result<Vec<_>>>()?;
         let token_embedding = dec.get((dims.n_vocab, d), "embed_tokens.weight")?;
-        let token_embedding_half = exactly_in_half(&token_embedding)?;
+        let token_embedding_steps = step_copy(&token_embedding)?;
         Ok(Self {
             conv1,
             conv2,
             encoder_positions: enc.get((dims.n_audio_ctx, d), "embed_positions.weight")?,
             encoder_blocks,
             encoder_ln: layer_norm(&enc, "layer_norm", d)?,
+            token_embedding_steps,
             token_embedding,
-            token_embedding_half,
             decoder_positions: dec.get((dims.n_text_ctx, d), "embed_positions.weight")?,
             decoder_blocks,
             decoder_ln: layer_norm(&dec, "layer_norm", d)?,
@@ -437,10 +435,7 @@ impl WhisperModel {
     /// Logits `(N, n_vocab)` of hidden states `(N, d)`.
     pub fn logits(&self, hidden: &Tensor) -> Result<Tensor> {
         if hidden.dim(0)? <= skinny::MAX_ROWS {
-            match &self.token_embedding_half {
-                Some(half) => skinny::matmul_t_f16(hidden, half),
-                None => skinny::matmul_t(hidden, &self.token_embedding),
-            }
+            skinny::matmul_t(hidden, &self.token_embedding_steps)
         } else {
             hidden.matmul(&self.token_embedding.t()?)
         }
@@ -452,10 +447,10 @@ impl WhisperModel {
     }
 }
 
-/// `weight` in half precision, if every value survives the trip there and back unchanged
-/// (the weights of a half-precision model file do; those of a full-precision one do not, and
-/// keep their f32 products).
-fn exactly_in_half(weight: &Tensor) -> Result<Option<Tensor>> {
+/// What a decoder step reads of `weight`: its half-precision copy if every value survives
+/// the trip there and back unchanged (the weights of a half-precision model file do), else
+/// the weight itself (a full-precision file keeps its f32 products).
+fn step_copy(weight: &Tensor) -> Result<Tensor> {
     use half::slice::HalfFloatSliceExt as _;
     let values: Vec<f32> = weight.flatten_all()?.to_vec1()?;
     let mut half = vec![half::f16::ZERO; values.len()];
@@ -465,11 +460,11 @@ fn exactly_in_half(weight: &Tensor) -> Result<Option<Tensor>> {
         let back = &mut back[..h.len()];
         h.convert_to_f32_slice(back);
         if back.iter().zip(v).any(|(b, v)| b.to_bits() != v.to_bits()) {
-            return Ok(None);
+            return Ok(weight.clone());
         }
     }
     drop(values);
-    Ok(Some(Tensor::from_vec(half, weight.shape(), &Device::Cpu)?))
+    Tensor::from_vec(half, weight.shape(), &Device::Cpu)
 }
 
 /// Log-softmax of one row of logits, in place.
