@@ -22,6 +22,7 @@ pub mod mel;
 pub mod model;
 mod skinny;
 pub mod timestamps;
+mod vector_math;
 pub mod vocab;
 
 #[cfg(test)]

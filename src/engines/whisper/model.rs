@@ -13,6 +13,7 @@ use candle_nn::{Conv1d, Conv1dConfig, LayerNorm, VarBuilder};
 
 use super::ct2::ModelDims;
 use super::skinny;
+use super::vector_math;
 
 /// A dense layer: `x W^T + b`, run as one 2-D matrix product over all rows. The weight is
 /// kept as stored, `(out, in)`; the product reads it transposed without a copy (a decoder
@@ -164,7 +165,21 @@ struct DecoderBlock {
 }
 
 fn mlp(ln: &LayerNorm, fc1: &Linear, fc2: &Linear, x: &Tensor) -> Result<Tensor> {
-    fc2.forward(&fc1.forward(&ln.forward(x)?)?.gelu_erf()?)
+    fc2.forward(&vector_math::gelu_erf(&fc1.forward(&ln.forward(x)?)?)?)
+}
+
+/// Softmax attention of `(B, h, T, dh)` queries, keys and values, one head at a time. A 30 s
+/// window's scores are 9 MB a head and 54-72 MB for all heads at once: a block that large the
+/// allocator maps fresh from the system on every call (and the kernel zeroes it page by page,
+/// 200,000 page faults a transcription), where one head's it takes back from the heap.
+fn attend_by_head(q: &Tensor, k: &Tensor, v: &Tensor) -> Result<Tensor> {
+    let heads = (0..q.dim(1)?)
+        .map(|h| {
+            let scores = q.narrow(1, h, 1)?.matmul(&k.narrow(1, h, 1)?.t()?)?;
+            vector_math::softmax_last_dim(&scores)?.matmul(&v.narrow(1, h, 1)?)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Tensor::cat(&heads, 1)
 }
 
 /// The loaded network.
@@ -292,8 +307,8 @@ impl WhisperModel {
 
     /// Encodes one `(1, n_mels, 3000)` mel window to `(1, 1500, d)` audio features.
     pub fn encode(&self, mel: &Tensor) -> Result<Tensor> {
-        let x = self.conv1.forward(mel)?.gelu_erf()?;
-        let x = self.conv2.forward(&x)?.gelu_erf()?;
+        let x = vector_math::gelu_erf(&self.conv1.forward(mel)?)?;
+        let x = vector_math::gelu_erf(&self.conv2.forward(&x)?)?;
         let x = x.transpose(1, 2)?;
         let (_, frames, _) = x.dims3()?;
         if frames > self.dims.n_audio_ctx {
@@ -307,8 +322,7 @@ impl WhisperModel {
             let q = a.heads(&(a.query.forward(&h)? * a.scale(d))?)?;
             let k = a.heads(&a.key.forward(&h)?)?;
             let v = a.heads(&a.value.forward(&h)?)?;
-            let w = candle_nn::ops::softmax_last_dim(&q.matmul(&k.t()?)?)?;
-            let attn = a.out.forward(&a.merge(&w.matmul(&v)?)?)?;
+            let attn = a.out.forward(&a.merge(&attend_by_head(&q, &k, &v)?)?)?;
             x = (x + attn)?;
             x = (&x + mlp(&block.mlp_ln, &block.fc1, &block.fc2, &x)?)?;
         }
@@ -400,7 +414,7 @@ impl WhisperModel {
             if let Some(mask) = &mask {
                 scores = scores.broadcast_add(mask)?;
             }
-            let w = candle_nn::ops::softmax_last_dim(&scores)?;
+            let w = vector_math::softmax_last_dim(&scores)?;
             let attn = a.out.forward(&a.merge(&w.matmul(&v)?)?)?;
             if fresh {
                 cache.layers.push((k, v));
@@ -422,7 +436,7 @@ impl WhisperModel {
             for &(_, head) in capture.iter().filter(|(l, _)| *l == layer) {
                 captured.push(scores.i(head)?);
             }
-            let w = candle_nn::ops::softmax_last_dim(&scores)?;
+            let w = vector_math::softmax_last_dim(&scores)?;
             let attn = w.matmul(cv)?.transpose(0, 1)?.reshape((b, t, d))?;
             x = (&x + c.out.forward(&attn)?)?;
 
