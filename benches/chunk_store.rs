@@ -70,7 +70,7 @@ fn median(mut times: Vec<Duration>) -> Duration {
 
 async fn measure(label: &str, url: &str) {
     let db = Db::open(url, 4, 5000).await.expect("open the database");
-    developers::ensure(&db, "dev_bench")
+    developers::ensure(&db, &"dev_bench".into())
         .await
         .expect("developer");
     let collection = format!("col_bench_{}", std::process::id());

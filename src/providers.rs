@@ -13,6 +13,7 @@ use crate::app::AppState;
 use crate::engines::pool::Lane;
 use crate::engines::EngineSet;
 use crate::error::ApiError;
+use crate::ids::DeveloperId;
 use crate::registry::provider_keys::StoredKey;
 use crate::store::agents::AgentRow;
 use crate::store::stored_json;
@@ -70,7 +71,7 @@ impl<E: ?Sized> Chosen<E> {
 /// lane of the worker pool an embedded engine's jobs wait in (a live conversation's go first).
 #[derive(Clone, Copy)]
 pub struct Caller<'a> {
-    pub developer_id: &'a str,
+    pub developer_id: &'a DeveloperId,
     pub headers: Option<&'a HeaderMap>,
     pub lane: Lane,
 }

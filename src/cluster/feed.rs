@@ -21,6 +21,7 @@ use diesel_async::{AsyncConnection, AsyncPgConnection, SimpleAsyncConnection};
 use futures_util::StreamExt;
 use serde::Deserialize;
 
+use crate::ids::DeveloperId;
 use crate::metrics::metrics;
 use crate::supervision::Notifier;
 use crate::time::now_ms;
@@ -79,9 +80,9 @@ pub enum Change {
     /// An API key (by the hash of its raw value) was revoked, re-dated or deleted.
     Key { hash: String },
     /// An agent was changed or archived.
-    Agent { developer: String, id: String },
+    Agent { developer: DeveloperId, id: String },
     /// A collection was changed or deleted.
-    Collection { developer: String, id: String },
+    Collection { developer: DeveloperId, id: String },
     /// A document of a collection was ingested (`removed: false`) or deleted.
     Documents {
         collection: String,
@@ -89,7 +90,7 @@ pub enum Change {
         removed: bool,
     },
     /// A developer's subscription (tier, expiry) changed.
-    Developer { id: String },
+    Developer { id: DeveloperId },
     /// Anything may have changed (the listener (re)connected): drop every cached entry.
     #[serde(skip)]
     Everything,

@@ -12,6 +12,7 @@
 //! `transfer_call`. Each ends the session once the agent's last words have played, and the
 //! call then does what was asked.
 
+use crate::ids::DeveloperId;
 use crate::registry::Supervised;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -303,7 +304,7 @@ pub struct AgentTools {
     collection_id: Option<String>,
     http: Arc<Vec<HttpTool>>,
     /// Opens the HTTP tools' sealed secrets and headers, for the agent's owner.
-    secrets: Arc<(ToolSecrets, String)>,
+    secrets: Arc<(ToolSecrets, DeveloperId)>,
     call: Option<Arc<dyn CallControl>>,
     context: Arc<CallContext>,
 }
@@ -313,7 +314,7 @@ pub struct AgentTools {
 pub struct HttpTools {
     pub tools: Vec<HttpTool>,
     pub secrets: ToolSecrets,
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
 }
 
 impl AgentTools {

@@ -46,7 +46,7 @@ async fn sync_agent(
     developer: Developer,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let developer_id = developer.id().to_string();
+    let developer_id = developer.id().clone();
     let agent = state
         .agents()
         .send(GetAgent {

@@ -18,6 +18,7 @@ use crate::conversation::analysis;
 use crate::conversation::tools::http_tools;
 use crate::conversation::transfer::{self, TransferTarget};
 use crate::error::{ApiError, ErrorBody};
+use crate::ids::DeveloperId;
 use crate::registry::agents::{ArchiveAgent, CreateAgent, GetAgent, ListAgents, UpdateAgent};
 use crate::registry::new_id;
 use crate::registry::tool_secrets;
@@ -522,7 +523,7 @@ async fn create_agent(
 
 /// A new agent from create fields: validated, with every default filled in.
 pub(crate) fn new_agent_row(
-    developer_id: &str,
+    developer_id: &DeveloperId,
     mut fields: AgentFields,
 ) -> Result<AgentRow, ApiError> {
     let id = not_null("id", fields.id.take())?;
@@ -537,7 +538,7 @@ pub(crate) fn new_agent_row(
     Ok(AgentRow {
         seq: 0,
         id: id.unwrap_or_else(|| new_id("agent")),
-        developer_id: developer_id.to_string(),
+        developer_id: developer_id.clone(),
         name,
         description: fields.description.flatten(),
         system_prompt: fields.system_prompt.flatten(),
@@ -580,7 +581,7 @@ async fn list_agents(
 ) -> Result<HttpResponse, ApiError> {
     let page = query.into_inner().validate()?;
     let ask = ListAgents {
-        developer_id: developer.id().to_string(),
+        developer_id: developer.id().clone(),
         page,
     };
     pagination::answer_page(state.agents(), ask, AgentBody::from).await
@@ -599,7 +600,7 @@ async fn get_agent(
     let agent = state
         .agents()
         .send(GetAgent {
-            developer_id: developer.id().to_string(),
+            developer_id: developer.id().clone(),
             agent_id: id.into_inner(),
         })
         .await??;
@@ -650,7 +651,7 @@ async fn update_agent(
     let agent = state
         .agents()
         .send(UpdateAgent {
-            developer_id: developer.id().to_string(),
+            developer_id: developer.id().clone(),
             agent_id: id,
             changes,
         })
@@ -671,7 +672,7 @@ async fn delete_agent(
     state
         .agents()
         .send(ArchiveAgent {
-            developer_id: developer.id().to_string(),
+            developer_id: developer.id().clone(),
             agent_id: id.into_inner(),
         })
         .await??;

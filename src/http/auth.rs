@@ -12,6 +12,7 @@ use actix_web::{web, FromRequest, HttpMessage, HttpRequest, HttpResponseBuilder,
 use crate::app::AppState;
 use crate::billing::pricing::format_credits;
 use crate::error::ApiError;
+use crate::ids::DeveloperId;
 use crate::providers::Chosen;
 use crate::registry::keys::{hash_key, CheckKey, KeyCheck, Principal};
 use crate::registry::metering::{Admit, CurrentUsage, UsageSnapshot};
@@ -156,7 +157,7 @@ pub struct Developer(pub Principal);
 pub const PORTAL_KEY_ID: &str = "portal";
 
 impl Developer {
-    pub fn id(&self) -> &str {
+    pub fn id(&self) -> &DeveloperId {
         &self.0.developer_id
     }
 

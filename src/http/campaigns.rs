@@ -376,7 +376,7 @@ async fn create_campaign(
     body: ApiJson<CampaignRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let request = body.into_inner();
-    let developer_id = developer.id().to_string();
+    let developer_id = developer.id().clone();
     let agent_id = request
         .agent_id
         .ok_or_else(|| ApiError::invalid("agentId", "agentId is required"))?;
@@ -457,7 +457,7 @@ async fn list_campaigns(
 ) -> Result<HttpResponse, ApiError> {
     let page = query.into_inner().validate()?;
     let ask = ListCampaigns {
-        developer_id: developer.id().to_string(),
+        developer_id: developer.id().clone(),
         page,
     };
     pagination::answer_page(state.campaigns(), ask, CampaignBody::from).await
@@ -476,7 +476,7 @@ async fn get_campaign(
     let view = state
         .campaigns()
         .send(GetCampaign {
-            developer_id: developer.id().to_string(),
+            developer_id: developer.id().clone(),
             id: id.into_inner(),
         })
         .await??;
@@ -492,7 +492,7 @@ async fn change(
     let view = state
         .campaigns()
         .send(ChangeCampaign {
-            developer_id: developer.id().to_string(),
+            developer_id: developer.id().clone(),
             id,
             action,
         })

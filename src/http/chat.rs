@@ -112,7 +112,7 @@ async fn chat(
         }
     }
     let message = request.message.unwrap_or_default();
-    let developer_id = developer.id().to_string();
+    let developer_id = developer.id().clone();
     let agent = state
         .agents()
         .send(GetAgent {

@@ -81,7 +81,7 @@ async fn create_collection(
     let collection = CollectionRow {
         seq: 0,
         id: new_id("col"),
-        developer_id: developer.id().to_string(),
+        developer_id: developer.id().clone(),
         name: request.name.unwrap_or_default(),
         description: request.description,
         metadata,
@@ -106,7 +106,7 @@ async fn list_collections(
 ) -> Result<HttpResponse, ApiError> {
     let page = query.into_inner().validate()?;
     let ask = ListCollections {
-        developer_id: developer.id().to_string(),
+        developer_id: developer.id().clone(),
         page,
     };
     pagination::answer_page(state.collections(), ask, CollectionBody::from).await
@@ -125,7 +125,7 @@ async fn get_collection(
     let collection = state
         .collections()
         .send(GetCollection {
-            developer_id: developer.id().to_string(),
+            developer_id: developer.id().clone(),
             collection_id: id.into_inner(),
         })
         .await??;
@@ -147,7 +147,7 @@ async fn delete_collection(
     state
         .collections()
         .send(DeleteCollection {
-            developer_id: developer.id().to_string(),
+            developer_id: developer.id().clone(),
             collection_id: collection_id.clone(),
         })
         .await??;

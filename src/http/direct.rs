@@ -12,6 +12,7 @@ use super::auth::{bearer_credentials, Developer};
 use super::methods;
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
+use crate::ids::DeveloperId;
 use crate::live::{self, Record, SessionRequest};
 use crate::registry::agents::GetAgent;
 use crate::registry::keys::{hash_key, CheckKey, KeyCheck};
@@ -58,7 +59,7 @@ async fn session_token(
     let agent = state
         .agents()
         .send(GetAgent {
-            developer_id: developer.id().to_string(),
+            developer_id: developer.id().clone(),
             agent_id: id.into_inner(),
         })
         .await??;
@@ -67,7 +68,7 @@ async fn session_token(
     let expires = time::now_ms() + SESSION_TOKEN_TTL_MS;
     let token = state.signer().sign(&RelayClaims {
         sid: new_id("ses"),
-        dev: developer.id().to_string(),
+        dev: developer.id().clone(),
         agent: agent.id.clone(),
         from: None,
         to: None,
@@ -218,7 +219,7 @@ pub async fn direct_session(
 
 /// Who opens a direct socket.
 struct Opener {
-    developer_id: String,
+    developer_id: DeveloperId,
     /// What the socket counts against in the rate limits.
     rate_key: String,
     /// For a session token: the session it names and the token's expiry.

@@ -150,7 +150,7 @@ async fn create_instance(
     let instance = InstanceRow {
         seq: 0,
         id: id.unwrap_or_else(|| new_id("inst")),
-        developer_id: developer.id().to_string(),
+        developer_id: developer.id().clone(),
         agent_id: agent.into_inner(),
         name: changes.name.flatten(),
         phone_number: changes.phone_number.flatten(),
@@ -176,7 +176,7 @@ async fn list_instances(
 ) -> Result<HttpResponse, ApiError> {
     let page = query.into_inner().validate()?;
     let ask = ListInstances {
-        developer_id: developer.id().to_string(),
+        developer_id: developer.id().clone(),
         agent_id: agent.into_inner(),
         page,
     };
@@ -197,7 +197,7 @@ async fn get_instance(
     let row = state
         .agents()
         .send(GetInstance {
-            developer_id: developer.id().to_string(),
+            developer_id: developer.id().clone(),
             agent_id,
             lookup: InstanceLookup::Id(instance_id),
         })
@@ -229,7 +229,7 @@ async fn update_instance(
     let row = state
         .agents()
         .send(UpdateInstance {
-            developer_id: developer.id().to_string(),
+            developer_id: developer.id().clone(),
             agent_id,
             instance_id,
             changes,
@@ -252,7 +252,7 @@ async fn delete_instance(
     state
         .agents()
         .send(DeleteInstance {
-            developer_id: developer.id().to_string(),
+            developer_id: developer.id().clone(),
             agent_id,
             instance_id,
         })

@@ -106,7 +106,7 @@ async fn create_key(
     let issued = state
         .keys()
         .send(CreateKey {
-            developer_id: developer.id().to_string(),
+            developer_id: developer.id().clone(),
             name,
             expires_in_days: request.expires_in_days,
         })
@@ -126,7 +126,7 @@ async fn list_keys(
 ) -> Result<HttpResponse, ApiError> {
     let page = query.into_inner().validate()?;
     let ask = ListKeys {
-        developer_id: developer.id().to_string(),
+        developer_id: developer.id().clone(),
         page,
     };
     pagination::answer_page(state.keys(), ask, KeyBody::from).await
@@ -146,7 +146,7 @@ async fn revoke_key(
     let revoked = state
         .keys()
         .send(RevokeKey {
-            developer_id: developer.id().to_string(),
+            developer_id: developer.id().clone(),
             key_id: id.clone(),
         })
         .await??;
@@ -170,7 +170,7 @@ async fn rotate_key(
     let rotated = state
         .keys()
         .send(RotateKey {
-            developer_id: developer.id().to_string(),
+            developer_id: developer.id().clone(),
             key_id: id.clone(),
         })
         .await??

@@ -15,6 +15,7 @@ use crate::app::AppState;
 use crate::billing::Usage;
 use crate::error::{ApiError, ErrorBody};
 use crate::fetch::FetchError;
+use crate::ids::DeveloperId;
 use crate::knowledge::chunking::{chunk, Layout};
 use crate::knowledge::html::readable_text;
 use crate::registry::collections::GetCollection;
@@ -276,7 +277,7 @@ impl PreparedDocument {
 /// transcribed when asked), chunked and embedded. Nothing is stored.
 pub async fn prepare_document(
     state: &AppState,
-    developer_id: &str,
+    developer_id: &DeveloperId,
     collection_id: &str,
     request: IngestRequest,
 ) -> Result<PreparedDocument, ApiError> {
@@ -349,7 +350,7 @@ pub async fn prepare_document(
         .collect();
     let document = DocumentRow {
         id: document_id.clone(),
-        developer_id: developer_id.to_string(),
+        developer_id: developer_id.clone(),
         collection_id: collection_id.to_string(),
         content_type: plan.content_type.clone(),
         source_url: plan.source_url.clone(),
@@ -385,7 +386,7 @@ async fn ingest(
     state
         .collections()
         .send(GetCollection {
-            developer_id: developer.id().to_string(),
+            developer_id: developer.id().clone(),
             collection_id: collection_id.clone(),
         })
         .await??;
@@ -442,7 +443,7 @@ async fn search(
     state
         .collections()
         .send(GetCollection {
-            developer_id: developer.id().to_string(),
+            developer_id: developer.id().clone(),
             collection_id: collection_id.clone(),
         })
         .await??;
@@ -491,7 +492,7 @@ async fn delete_document(
     let deleted = state
         .knowledge()
         .send(DeleteDocument {
-            developer_id: developer.id().to_string(),
+            developer_id: developer.id().clone(),
             collection_id,
             document_id: document_id.clone(),
         })

@@ -435,7 +435,7 @@ async fn list_sessions(
     let page = query.into_inner().validate()?;
     let newest_first = filter.newest_first()?;
     let ask = ListSessions {
-        developer_id: developer.id().to_string(),
+        developer_id: developer.id().clone(),
         agent_id: filter.into_inner().agent_id,
         newest_first,
         page,
@@ -482,7 +482,7 @@ async fn trace_of(
     state
         .sessions()
         .send(GetSession {
-            developer_id: developer.id().to_string(),
+            developer_id: developer.id().clone(),
             lookup,
         })
         .await?
@@ -588,7 +588,7 @@ async fn interruption_quality(
     let data = state
         .sessions()
         .send(GetInterruptions(SessionScope {
-            developer_id: developer.id().to_string(),
+            developer_id: developer.id().clone(),
             agent_id: filter.agent_id,
             from,
             to,

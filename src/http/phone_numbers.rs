@@ -174,7 +174,7 @@ async fn create_number(
             row: PhoneNumberRow {
                 seq: 0,
                 id: id.clone(),
-                developer_id: developer.id().to_string(),
+                developer_id: developer.id().clone(),
                 phone_number: phone_number.clone(),
                 agent_id,
                 instance_id: changes.instance_id.flatten(),
@@ -208,7 +208,7 @@ async fn create_number(
         let _ = state
             .telephony()
             .send(DeletePhoneNumber {
-                developer_id: developer.id().to_string(),
+                developer_id: developer.id().clone(),
                 id,
             })
             .await;
@@ -249,7 +249,7 @@ async fn verify_number(
     let row = state
         .telephony()
         .send(VerifyPhoneNumber {
-            developer_id: developer.id().to_string(),
+            developer_id: developer.id().clone(),
             id,
             matches: Box::new(move |stored| portal.claim_code_matches(&route, &code, stored)),
             max_attempts: state.config().telephony.numbers.code_max_attempts,
@@ -269,7 +269,7 @@ async fn list_numbers(
 ) -> Result<HttpResponse, ApiError> {
     let page = query.into_inner().validate()?;
     let ask = ListPhoneNumbers {
-        developer_id: developer.id().to_string(),
+        developer_id: developer.id().clone(),
         page,
     };
     pagination::answer_page(state.telephony(), ask, PhoneNumberBody::from).await
@@ -288,7 +288,7 @@ async fn get_number(
     let row = state
         .telephony()
         .send(GetPhoneNumber {
-            developer_id: developer.id().to_string(),
+            developer_id: developer.id().clone(),
             id: id.into_inner(),
         })
         .await??;
@@ -311,7 +311,7 @@ async fn update_number(
     let row = state
         .telephony()
         .send(UpdatePhoneNumber {
-            developer_id: developer.id().to_string(),
+            developer_id: developer.id().clone(),
             id: id.into_inner(),
             changes,
         })
@@ -332,7 +332,7 @@ async fn delete_number(
     state
         .telephony()
         .send(DeletePhoneNumber {
-            developer_id: developer.id().to_string(),
+            developer_id: developer.id().clone(),
             id: id.into_inner(),
         })
         .await??;

@@ -108,7 +108,7 @@ async fn provision(
     let collection = CollectionRow {
         seq: 0,
         id: collection_id.clone(),
-        developer_id: developer.id().to_string(),
+        developer_id: developer.id().clone(),
         name: collection_name,
         description: collection_fields.description,
         metadata: "{}".to_string(),

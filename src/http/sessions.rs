@@ -91,7 +91,7 @@ async fn create_twilio_session(
         .ok_or_else(|| ApiError::invalid("agentId", "agentId is required"))?;
     validate::required_text("from", request.from.as_deref(), MAX_NUMBER_CHARS)?;
     validate::required_text("to", request.to.as_deref(), MAX_NUMBER_CHARS)?;
-    let developer_id = developer.id().to_string();
+    let developer_id = developer.id().clone();
     let agent = state
         .agents()
         .send(GetAgent {

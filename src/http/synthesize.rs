@@ -189,7 +189,7 @@ async fn speak(
     let agent = state
         .agents()
         .send(GetAgent {
-            developer_id: developer.id().to_string(),
+            developer_id: developer.id().clone(),
             agent_id: id.into_inner(),
         })
         .await??;

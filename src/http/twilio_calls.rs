@@ -205,7 +205,7 @@ async fn place_call(
             ),
         ));
     }
-    let developer_id = developer.id().to_string();
+    let developer_id = developer.id().clone();
     let agent = state
         .agents()
         .send(GetAgent {
@@ -253,7 +253,7 @@ async fn get_task(
     let task = state
         .telephony()
         .send(GetTask {
-            developer_id: Some(developer.id().to_string()),
+            developer_id: Some(developer.id().clone()),
             id: id.into_inner(),
         })
         .await??;

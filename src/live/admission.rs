@@ -3,6 +3,7 @@
 //! for it.
 
 use crate::app::AppState;
+use crate::ids::DeveloperId;
 use crate::registry::keys::{CheckIssuer, KeyCheck};
 use crate::registry::metering::CloseSession;
 use crate::registry::sessions::EndSession;
@@ -38,7 +39,7 @@ pub fn abandon_unstarted(state: &AppState, session_id: &str, reason: &str) {
 /// minted without a key, for Twilio's own webhooks, always do). `Err` says why not.
 pub async fn token_issuer_in_force(
     state: &AppState,
-    developer_id: &str,
+    developer_id: &DeveloperId,
     issuer_key: Option<&str>,
 ) -> Result<(), String> {
     let Some(key_id) = issuer_key.map(str::to_string) else {
@@ -47,7 +48,7 @@ pub async fn token_issuer_in_force(
     let check = state
         .keys()
         .send(CheckIssuer {
-            developer_id: developer_id.to_string(),
+            developer_id: developer_id.clone(),
             key_id,
         })
         .await

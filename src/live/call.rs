@@ -27,6 +27,7 @@ use crate::app::AppState;
 use crate::conversation::tools::{CallAction, CallControl};
 use crate::conversation::transfer::{TransferMode, TransferTarget};
 use crate::error::ApiError;
+use crate::ids::DeveloperId;
 use crate::registry::sessions::{GetSession, RecordEvent, SessionLookup, SettleEvent};
 use crate::registry::telephony::{RouteCall, TaskOfCall};
 use crate::store::sessions::{
@@ -365,7 +366,7 @@ async fn transferred(
     let trace = state
         .sessions()
         .send(GetSession {
-            developer_id: String::new(),
+            developer_id: DeveloperId::from(String::new()),
             lookup: SessionLookup::AnyId(session_id.to_string()),
         })
         .await??;

@@ -19,6 +19,7 @@ use switchboard_actors::session::{
 use super::post_call::PostCall;
 use super::SessionRequest;
 use crate::app::AppState;
+use crate::ids::DeveloperId;
 use crate::observability::analysis::analyse;
 use crate::registry::metering::{Metering, SessionCost};
 use crate::registry::sessions::{Flush, GetSession, SessionLookup, SessionRegistry, SessionTrace};
@@ -32,7 +33,7 @@ use crate::webhooks::EventType;
 #[derive(Debug, Clone)]
 struct Caller {
     session_id: String,
-    developer_id: String,
+    developer_id: DeveloperId,
     agent_id: String,
     instance_id: Option<String>,
     call_sid: Option<String>,

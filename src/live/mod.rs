@@ -45,6 +45,7 @@ pub use phone::{
 };
 pub use start::{admit, Admitted, Record};
 
+use crate::ids::DeveloperId;
 use crate::telephony::token::RelayClaims;
 
 /// Who a live session is for, whatever carried it: the session, its developer and agent, the
@@ -53,7 +54,7 @@ use crate::telephony::token::RelayClaims;
 #[derive(Debug, Clone, Default)]
 pub struct SessionRequest {
     pub session_id: String,
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub agent_id: String,
     pub instance_id: Option<String>,
     pub from: Option<String>,

@@ -10,6 +10,7 @@ use std::time::Duration;
 use super::voicemail::VoicemailPlan;
 use crate::app::AppState;
 use crate::error::ApiError;
+use crate::ids::DeveloperId;
 use crate::registry::metering::{CloseSession, OpenSession, SessionMetering};
 use crate::registry::new_id;
 use crate::registry::telephony::{CreateTask, RouteCall, UpdateTask};
@@ -20,7 +21,7 @@ use crate::time;
 /// A call to place.
 #[derive(Debug, Clone)]
 pub struct OutboundCall {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     /// The API key that placed it: its revocation refuses the call's stream.
     pub key_id: Option<String>,
     pub agent_id: String,
@@ -79,7 +80,7 @@ pub async fn place(state: &AppState, call: OutboundCall) -> Result<Placed, ApiEr
 /// and the number is one of the developer's own, proven when it was routed (400 on `from`).
 pub async fn can_call_from(
     state: &AppState,
-    developer_id: &str,
+    developer_id: &DeveloperId,
     from: &str,
 ) -> Result<(), ApiError> {
     if state.twilio().is_none() {
@@ -94,7 +95,7 @@ pub async fn can_call_from(
             number: from.to_string(),
         })
         .await??
-        .is_some_and(|route| route.developer_id == developer_id);
+        .is_some_and(|route| &route.developer_id == developer_id);
     if !own {
         return Err(ApiError::invalid(
             "from",

@@ -13,6 +13,7 @@ use super::admission::release_unstarted;
 use super::{admit, Record, SessionRequest};
 use crate::app::AppState;
 use crate::error::ApiError;
+use crate::ids::DeveloperId;
 use crate::metrics::metrics;
 use crate::registry::instances::{GetInstance, InstanceLookup};
 use crate::registry::metering::HoldSession;
@@ -40,7 +41,7 @@ pub fn warm_agent_voice(state: &AppState, agent: &AgentRow) {
 /// else the agent's instance whose phone number is `phone`, if any.
 pub async fn resolve_instance(
     state: &AppState,
-    developer_id: &str,
+    developer_id: &DeveloperId,
     agent_id: &str,
     instance_id: Option<&str>,
     phone: &str,
@@ -52,7 +53,7 @@ pub async fn resolve_instance(
     let found = state
         .agents()
         .send(GetInstance {
-            developer_id: developer_id.to_string(),
+            developer_id: developer_id.clone(),
             agent_id: agent_id.to_string(),
             lookup,
         })
@@ -70,7 +71,7 @@ pub async fn resolve_instance(
 /// Who a phone session is for.
 #[derive(Debug, Clone, Default)]
 pub struct StreamFor {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub agent_id: String,
     pub from: Option<String>,
     pub to: Option<String>,

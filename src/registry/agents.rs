@@ -10,6 +10,7 @@ use super::{cursor_position, Page, PageRequest};
 use crate::cluster::{Change, Changed, FeedState};
 use crate::config::RegistryConfig;
 use crate::error::ApiError;
+use crate::ids::DeveloperId;
 use crate::speech::languages;
 use crate::store::agents::{self, AgentChanges, AgentRow};
 use crate::store::{collections, Db, StoreError};
@@ -17,7 +18,7 @@ use crate::time;
 use crate::vendors::catalog::{Kind, DEFAULT_PROVIDER};
 use crate::vendors::fallback::fallback_ids;
 
-type AgentKey = (String, String);
+type AgentKey = (DeveloperId, String);
 
 pub struct AgentRegistry {
     db: Db,
@@ -69,7 +70,7 @@ impl Actor for AgentRegistry {
 /// An attached collection must exist and belong to the same developer.
 async fn check_collection(
     db: &Db,
-    developer: &str,
+    developer: &DeveloperId,
     collection: Option<&str>,
 ) -> Result<(), ApiError> {
     if let Some(id) = collection {
@@ -176,7 +177,7 @@ impl Handler<CreateAgent> for AgentRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<AgentRow, ApiError>")]
 pub struct GetAgent {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub agent_id: String,
 }
 
@@ -210,7 +211,7 @@ impl Handler<GetAgent> for AgentRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<Page<AgentRow>, ApiError>")]
 pub struct ListAgents {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub page: PageRequest,
 }
 
@@ -233,7 +234,7 @@ impl Handler<ListAgents> for AgentRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<AgentRow, ApiError>")]
 pub struct UpdateAgent {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub agent_id: String,
     pub changes: AgentChanges,
 }
@@ -300,7 +301,7 @@ impl Handler<UpdateAgent> for AgentRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<(), ApiError>")]
 pub struct ArchiveAgent {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub agent_id: String,
 }
 
@@ -333,7 +334,7 @@ impl Handler<ArchiveAgent> for AgentRegistry {
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct CollectionDeleted {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub collection_id: String,
 }
 

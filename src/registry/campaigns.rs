@@ -8,6 +8,7 @@ use actix::prelude::*;
 
 use super::{cursor_position, Page, PageRequest};
 use crate::error::ApiError;
+use crate::ids::DeveloperId;
 use crate::store::campaigns::{
     self, CampaignRow, CampaignStatus, ContactChanges, ContactRow, ContactStatus, StatusCounts,
 };
@@ -78,7 +79,7 @@ impl Handler<CreateCampaign> for CampaignRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<CampaignView, ApiError>")]
 pub struct GetCampaign {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub id: String,
 }
 
@@ -99,7 +100,7 @@ impl Handler<GetCampaign> for CampaignRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<Page<CampaignView>, ApiError>")]
 pub struct ListCampaigns {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub page: PageRequest,
 }
 
@@ -151,7 +152,7 @@ impl CampaignAction {
 #[derive(Message)]
 #[rtype(result = "Result<CampaignView, ApiError>")]
 pub struct ChangeCampaign {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub id: String,
     pub action: CampaignAction,
 }

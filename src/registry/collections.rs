@@ -3,6 +3,7 @@
 //! agents may point at it. Other nodes' changes arrive as [`Changed`] notifications
 //! (PostgreSQL).
 
+use crate::ids::DeveloperId;
 use crate::registry::Supervised;
 use actix::prelude::*;
 
@@ -16,7 +17,7 @@ use crate::store::collections::{self, CollectionRow};
 use crate::store::Db;
 use crate::time;
 
-type CollectionKey = (String, String);
+type CollectionKey = (DeveloperId, String);
 
 pub struct CollectionRegistry {
     db: Db,
@@ -84,7 +85,7 @@ impl Handler<CreateCollection> for CollectionRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<CollectionRow, ApiError>")]
 pub struct GetCollection {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub collection_id: String,
 }
 
@@ -118,7 +119,7 @@ impl Handler<GetCollection> for CollectionRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<Page<CollectionRow>, ApiError>")]
 pub struct ListCollections {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub page: PageRequest,
 }
 
@@ -143,7 +144,7 @@ impl Handler<ListCollections> for CollectionRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<(), ApiError>")]
 pub struct DeleteCollection {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub collection_id: String,
 }
 

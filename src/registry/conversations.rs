@@ -4,6 +4,7 @@
 use actix::prelude::*;
 
 use crate::error::ApiError;
+use crate::ids::DeveloperId;
 use crate::store::conversations::{self, ConversationRow, MessageRow};
 use crate::store::Db;
 use crate::time::now_ms;
@@ -29,7 +30,7 @@ impl Actor for ConversationRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<(ConversationRow, Vec<MessageRow>), ApiError>")]
 pub struct LoadConversation {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub agent_id: String,
     pub conversation_id: String,
 }

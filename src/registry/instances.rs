@@ -7,10 +7,11 @@ use actix::prelude::*;
 use super::agents::AgentRegistry;
 use super::{cursor_position, Page, PageRequest};
 use crate::error::ApiError;
+use crate::ids::DeveloperId;
 use crate::store::instances::{self, InstanceChanges, InstanceRow};
 use crate::store::{agents, Db, StoreError};
 
-async fn check_agent(db: &Db, developer: &str, agent: &str) -> Result<(), ApiError> {
+async fn check_agent(db: &Db, developer: &DeveloperId, agent: &str) -> Result<(), ApiError> {
     match agents::get(db, developer, agent).await? {
         Some(_) => Ok(()),
         None => Err(ApiError::not_found("agent", agent)),
@@ -58,7 +59,7 @@ impl Handler<CreateInstance> for AgentRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<InstanceRow, ApiError>")]
 pub struct GetInstance {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub agent_id: String,
     pub lookup: InstanceLookup,
 }
@@ -92,7 +93,7 @@ impl Handler<GetInstance> for AgentRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<Page<InstanceRow>, ApiError>")]
 pub struct ListInstances {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub agent_id: String,
     pub page: PageRequest,
 }
@@ -120,7 +121,7 @@ impl Handler<ListInstances> for AgentRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<InstanceRow, ApiError>")]
 pub struct UpdateInstance {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub agent_id: String,
     pub instance_id: String,
     pub changes: InstanceChanges,
@@ -146,7 +147,7 @@ impl Handler<UpdateInstance> for AgentRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<(), ApiError>")]
 pub struct DeleteInstance {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub agent_id: String,
     pub instance_id: String,
 }

@@ -18,6 +18,7 @@ use super::{cursor_position, new_id, Page, PageRequest};
 use crate::cluster::{Change, Changed, FeedState};
 use crate::config::AuthConfig;
 use crate::error::ApiError;
+use crate::ids::DeveloperId;
 use crate::store::keys::{self, KeyRow, NewKey};
 use crate::store::{developers, Db, StoreError};
 use crate::time::{self, DAY_MS};
@@ -32,7 +33,7 @@ const REVOCATION_SLACK_MS: i64 = 10_000;
 /// Who a valid key belongs to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Principal {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub key_id: String,
 }
 
@@ -88,7 +89,7 @@ pub fn hash_key(raw: &str) -> String {
 /// Generates a raw key and the row that stores it.
 pub fn mint_key(
     prefix: &str,
-    developer: &str,
+    developer: &DeveloperId,
     name: &str,
     created_at: i64,
     expires_at: Option<i64>,
@@ -99,7 +100,7 @@ pub fn mint_key(
     );
     let row = NewKey {
         id: new_id("key"),
-        developer_id: developer.to_string(),
+        developer_id: developer.clone(),
         name: name.to_string(),
         key_hash: hash_key(&raw),
         prefix: raw.chars().take(SHOWN_PREFIX_CHARS).collect(),
@@ -127,7 +128,7 @@ impl From<KeyRow> for KeyInfo {
 pub async fn create_key(
     db: &Db,
     prefix: &str,
-    developer: &str,
+    developer: &DeveloperId,
     name: &str,
     expires_in_days: Option<i64>,
 ) -> Result<IssuedKey, StoreError> {
@@ -341,7 +342,7 @@ impl Handler<CheckKey> for KeyRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<KeyCheck, ApiError>")]
 pub struct CheckIssuer {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub key_id: String,
 }
 
@@ -362,7 +363,7 @@ impl Handler<CheckIssuer> for KeyRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<IssuedKey, ApiError>")]
 pub struct CreateKey {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub name: String,
     pub expires_in_days: Option<i64>,
 }
@@ -389,7 +390,7 @@ impl Handler<CreateKey> for KeyRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<Page<KeyInfo>, ApiError>")]
 pub struct ListKeys {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub page: PageRequest,
 }
 
@@ -426,7 +427,7 @@ impl Handler<ListKeys> for KeyRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<bool, ApiError>")]
 pub struct RevokeKey {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub key_id: String,
 }
 
@@ -453,7 +454,7 @@ impl Handler<RevokeKey> for KeyRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<Option<IssuedKey>, ApiError>")]
 pub struct RotateKey {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub key_id: String,
 }
 
@@ -538,7 +539,7 @@ mod tests {
 
     #[test]
     fn minted_keys_carry_the_prefix_and_40_base62_characters() {
-        let (raw, row) = mint_key("sb_live_", "dev", "n", 0, None);
+        let (raw, row) = mint_key("sb_live_", &"dev".into(), "n", 0, None);
         assert!(raw.starts_with("sb_live_"));
         assert_eq!(raw.len(), "sb_live_".len() + 40);
         assert!(raw["sb_live_".len()..]

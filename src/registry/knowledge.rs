@@ -18,6 +18,7 @@ use crate::background::BackgroundPriority;
 use crate::cluster::{Change, Changed, FeedState};
 use crate::config::RegistryConfig;
 use crate::error::ApiError;
+use crate::ids::DeveloperId;
 use crate::knowledge::index::{ChunkRef, VectorIndex};
 use crate::store::documents::{self, ChunkRow, DocumentRow};
 use crate::store::Db;
@@ -364,7 +365,7 @@ fn maintain_graph(index: &SharedIndex, pool: &Arc<rayon::ThreadPool>) {
 #[derive(Message)]
 #[rtype(result = "Result<bool, ApiError>")]
 pub struct DeleteDocument {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub collection_id: String,
     pub document_id: String,
 }

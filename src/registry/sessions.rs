@@ -24,6 +24,7 @@ use actix::prelude::*;
 
 use super::{cursor_position, Page, PageRequest};
 use crate::error::ApiError;
+use crate::ids::DeveloperId;
 use crate::metrics::metrics;
 use crate::store::sessions::{
     self, AnalysisResult, AnalysisRow, EventRow, InterruptionRow, RecordWrite, SessionEnd,
@@ -461,7 +462,7 @@ pub struct SessionTrace {
 #[derive(Message)]
 #[rtype(result = "Result<SessionTrace, ApiError>")]
 pub struct GetSession {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub lookup: SessionLookup,
 }
 
@@ -574,7 +575,7 @@ impl Handler<GetInterruptions> for SessionRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<Page<SessionRow>, ApiError>")]
 pub struct ListSessions {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub agent_id: Option<String>,
     /// Newest first instead of oldest first.
     pub newest_first: bool,
@@ -646,7 +647,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let url = dir.path().join("db.sqlite").display().to_string();
         let db = Db::open(&url, 4, 10_000).await.expect("database opens");
-        crate::store::developers::ensure(&db, "dev")
+        crate::store::developers::ensure(&db, &"dev".into())
             .await
             .expect("developer stored");
         for id in ids {

@@ -11,6 +11,7 @@ use actix::prelude::*;
 use super::{cursor_position, Page, PageRequest};
 use crate::config::RecordingsConfig;
 use crate::error::ApiError;
+use crate::ids::DeveloperId;
 use crate::recording::{RecordingFinished, RecordingStorage, StartRecording};
 use crate::store::telephony::{
     self, AgentSyncRow, CallTaskRow, ClaimCheck, PhoneNumberChanges, PhoneNumberRow, RecordingEnd,
@@ -106,7 +107,7 @@ impl Actor for TelephonyRegistry {
 
 async fn check_target(
     db: &Db,
-    developer: &str,
+    developer: &DeveloperId,
     agent: &str,
     instance: Option<&str>,
 ) -> Result<(), ApiError> {
@@ -185,7 +186,7 @@ impl Handler<CreatePhoneNumber> for TelephonyRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<PhoneNumberRow, ApiError>")]
 pub struct GetPhoneNumber {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub id: String,
 }
 
@@ -205,7 +206,7 @@ impl Handler<GetPhoneNumber> for TelephonyRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<Page<PhoneNumberRow>, ApiError>")]
 pub struct ListPhoneNumbers {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub page: PageRequest,
 }
 
@@ -231,7 +232,7 @@ impl Handler<ListPhoneNumbers> for TelephonyRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<PhoneNumberRow, ApiError>")]
 pub struct UpdatePhoneNumber {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub id: String,
     pub changes: PhoneNumberChanges,
 }
@@ -282,7 +283,7 @@ impl Handler<UpdatePhoneNumber> for TelephonyRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<PhoneNumberRow, ApiError>")]
 pub struct VerifyPhoneNumber {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub id: String,
     /// Compares the presented code with the stored hash.
     pub matches: Box<dyn Fn(&str) -> bool + Send + Sync>,
@@ -346,7 +347,7 @@ impl Handler<VerifyPhoneNumber> for TelephonyRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<(), ApiError>")]
 pub struct DeletePhoneNumber {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub id: String,
 }
 
@@ -398,7 +399,7 @@ impl Handler<CreateTask> for TelephonyRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<CallTaskRow, ApiError>")]
 pub struct GetTask {
-    pub developer_id: Option<String>,
+    pub developer_id: Option<DeveloperId>,
     pub id: String,
 }
 
@@ -408,7 +409,7 @@ impl Handler<GetTask> for TelephonyRegistry {
     fn handle(&mut self, msg: GetTask, _: &mut Context<Self>) -> Self::Result {
         let db = self.db.clone();
         Box::pin(async move {
-            telephony::get_task(&db, msg.developer_id.as_deref(), &msg.id)
+            telephony::get_task(&db, msg.developer_id.as_ref(), &msg.id)
                 .await?
                 .ok_or_else(|| ApiError::not_found("task", &msg.id))
         })
@@ -419,7 +420,7 @@ impl Handler<GetTask> for TelephonyRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<Option<String>, ApiError>")]
 pub struct TaskOfCall {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub call_sid: String,
 }
 
@@ -605,7 +606,7 @@ impl Handler<RecordingFinished> for TelephonyRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<RecordingRow, ApiError>")]
 pub struct GetRecording {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub call_id: String,
 }
 
@@ -626,7 +627,7 @@ impl Handler<GetRecording> for TelephonyRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<Option<AgentSyncRow>, ApiError>")]
 pub struct GetAgentSync {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub agent_id: String,
     pub provider: String,
 }

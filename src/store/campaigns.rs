@@ -9,6 +9,7 @@ use super::crud::store_fns;
 use super::schema::{campaign_contacts as contacts, campaigns};
 pub use super::status::{CampaignStatus, ContactStatus};
 use super::{Db, StoreError, StoreResult};
+use crate::ids::DeveloperId;
 use crate::{db_run, db_tx};
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
@@ -17,7 +18,7 @@ pub struct CampaignRow {
     #[diesel(skip_insertion)]
     pub seq: i64,
     pub id: String,
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub agent_id: String,
     pub name: Option<String>,
     pub from_number: String,
@@ -85,17 +86,17 @@ pub async fn insert(db: &Db, campaign: &CampaignRow, list: &[ContactRow]) -> Sto
 store_fns! {
     table = campaigns, row = CampaignRow;
 
-    get pub fn get(developer: &str, id: &str) where developer_id.eq(developer), id.eq(id);
+    get pub fn get(developer: &DeveloperId, id: &str) where developer_id.eq(developer), id.eq(id);
 
     get pub fn by_id(id: &str) where id.eq(id);
 
-    list pub fn list(developer: &str) where developer_id.eq(developer);
+    list pub fn list(developer: &DeveloperId) where developer_id.eq(developer);
 
-    seq pub fn seq_of(developer: &str, id: &str) where developer_id.eq(developer), id.eq(id);
+    seq pub fn seq_of(developer: &DeveloperId, id: &str) where developer_id.eq(developer), id.eq(id);
 
     /// Moves the developer's campaign from one of `from` to `status`; `None` when it is
     /// unknown or in none of them.
-    update pub fn set_status(developer: &str, id: &str, from: &'static [CampaignStatus], status: CampaignStatus,
+    update pub fn set_status(developer: &DeveloperId, id: &str, from: &'static [CampaignStatus], status: CampaignStatus,
                              reason: Option<&str>, at: i64)
         set ((
             campaigns::status.eq(status),

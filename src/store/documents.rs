@@ -6,13 +6,14 @@ use diesel_async::RunQueryDsl;
 
 use super::schema::{chunks, collections, documents};
 use super::{Db, StoreResult};
+use crate::ids::DeveloperId;
 use crate::{db_run, db_tx};
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
 #[diesel(table_name = documents)]
 pub struct DocumentRow {
     pub id: String,
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub collection_id: String,
     pub content_type: String,
     pub source_url: Option<String>,
@@ -116,7 +117,7 @@ pub async fn insert(db: &Db, document: &DocumentRow, rows: &[ChunkRow]) -> Store
 /// Deletes a document of a collection and its chunks. Answers whether it existed.
 pub async fn delete(
     db: &Db,
-    developer: &str,
+    developer: &DeveloperId,
     collection: &str,
     document: &str,
 ) -> StoreResult<bool> {

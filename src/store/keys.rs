@@ -6,6 +6,7 @@ use diesel_async::RunQueryDsl;
 use super::crud::store_fns;
 use super::schema::api_keys;
 use super::{Db, StoreResult};
+use crate::ids::DeveloperId;
 use crate::{db_run, db_tx};
 
 #[derive(Debug, Clone, Queryable, Selectable)]
@@ -13,7 +14,7 @@ use crate::{db_run, db_tx};
 pub struct KeyRow {
     pub seq: i64,
     pub id: String,
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub name: String,
     pub key_hash: String,
     pub prefix: String,
@@ -27,7 +28,7 @@ pub struct KeyRow {
 #[diesel(table_name = api_keys)]
 pub struct NewKey {
     pub id: String,
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub name: String,
     pub key_hash: String,
     pub prefix: String,
@@ -46,10 +47,10 @@ store_fns! {
     get pub fn find_by_id(id: &str) where id.eq(id);
 
     /// A developer's live (not revoked) keys in creation order, after `after` (a `seq`).
-    list pub fn list(developer: &str) where developer_id.eq(developer), revoked_at.is_null();
+    list pub fn list(developer: &DeveloperId) where developer_id.eq(developer), revoked_at.is_null();
 
     /// The position of one of the developer's keys, for cursors.
-    seq pub fn seq_of(developer: &str, id: &str) where developer_id.eq(developer), id.eq(id);
+    seq pub fn seq_of(developer: &DeveloperId, id: &str) where developer_id.eq(developer), id.eq(id);
 
     /// Revokes a live key of any developer (operator use); answers whether there was one.
     mark pub fn revoke_any(id: &str, now: i64)
@@ -58,7 +59,12 @@ store_fns! {
 }
 
 /// Revokes a live key; answers its hash, or `None` when there was no such live key.
-pub async fn revoke(db: &Db, developer: &str, id: &str, now: i64) -> StoreResult<Option<String>> {
+pub async fn revoke(
+    db: &Db,
+    developer: &DeveloperId,
+    id: &str,
+    now: i64,
+) -> StoreResult<Option<String>> {
     db_run!(db, |conn| {
         Ok(diesel::update(
             api_keys::table
@@ -78,7 +84,7 @@ pub async fn revoke(db: &Db, developer: &str, id: &str, now: i64) -> StoreResult
 /// row (as it was) and the new row, or `None` when there was no such live key.
 pub async fn rotate(
     db: &Db,
-    developer: &str,
+    developer: &DeveloperId,
     id: &str,
     replacement: impl FnOnce(&KeyRow) -> NewKey + Send,
     now: i64,

@@ -11,6 +11,7 @@ use super::schema::{session_analyses as analyses, session_events as events};
 use super::schema::{session_turns as turns, sessions};
 pub use super::status::{AnalysisStatus, SessionStatus};
 use super::{Db, StoreResult};
+use crate::ids::DeveloperId;
 use crate::{db_run, db_tx};
 
 /// Event kind: caller speech in which the recogniser found no words.
@@ -32,7 +33,7 @@ pub const EVENT_MACHINE_DETECTION: &str = "machine_detection";
 #[diesel(table_name = analyses)]
 pub struct AnalysisRow {
     pub session_id: String,
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     /// Running, completed (at least one part answered) or failed (no part could be).
     pub status: AnalysisStatus,
     pub summary: Option<String>,
@@ -72,7 +73,7 @@ pub struct SessionRow {
     #[diesel(skip_insertion)]
     pub seq: i64,
     pub id: String,
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub agent_id: String,
     /// `twilio` or `direct`.
     pub transport: String,
@@ -97,7 +98,7 @@ impl SessionRow {
     /// instance are filled in by the caller where it knows them.
     pub fn new(
         id: &str,
-        developer_id: &str,
+        developer_id: &DeveloperId,
         agent_id: &str,
         transport: &str,
         status: SessionStatus,
@@ -106,7 +107,7 @@ impl SessionRow {
         Self {
             seq: 0,
             id: id.to_string(),
-            developer_id: developer_id.to_string(),
+            developer_id: developer_id.clone(),
             agent_id: agent_id.to_string(),
             transport: transport.to_string(),
             call_sid: None,
@@ -275,16 +276,16 @@ store_fns! {
         ))
         where id.eq(id), status.eq(SessionStatus::Pending);
 
-    get pub fn get(developer: &str, id: &str) where developer_id.eq(developer), id.eq(id);
+    get pub fn get(developer: &DeveloperId, id: &str) where developer_id.eq(developer), id.eq(id);
 
     /// A session of any developer (for a webhook that names it).
     get pub fn by_id(id: &str) where id.eq(id);
 
     /// The developer's latest session for a Twilio call SID.
-    latest pub fn by_call_sid(developer: &str, call_sid: &str)
+    latest pub fn by_call_sid(developer: &DeveloperId, call_sid: &str)
         where developer_id.eq(developer), call_sid.eq(call_sid);
 
-    seq pub fn seq_of(developer: &str, id: &str) where developer_id.eq(developer), id.eq(id);
+    seq pub fn seq_of(developer: &DeveloperId, id: &str) where developer_id.eq(developer), id.eq(id);
 }
 
 store_fns! {
@@ -427,7 +428,7 @@ pub async fn write_records(db: &Db, writes: Arc<[RecordWrite]>) -> StoreResult<(
 /// `[from, to)` (epoch ms; open ends when `None`). Sessions never connected are left out.
 #[derive(Debug, Clone, Default)]
 pub struct SessionScope {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub agent_id: Option<String>,
     pub from: Option<i64>,
     pub to: Option<i64>,
@@ -591,7 +592,7 @@ pub async fn turns_of(db: &Db, session: &str) -> StoreResult<Vec<TurnRow>> {
 /// first, or newest first when `newest_first`.
 pub async fn list(
     db: &Db,
-    developer: &str,
+    developer: &DeveloperId,
     agent: Option<&str>,
     cursor: Option<i64>,
     newest_first: bool,

@@ -9,6 +9,7 @@ use super::schema::{agent_syncs, call_tasks, phone_numbers, recordings, sessions
 use super::sessions::SessionStatus;
 pub use super::status::{RecordingStatus, TaskStatus};
 use super::{Db, StoreResult};
+use crate::ids::DeveloperId;
 use crate::{db_run, db_tx};
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
@@ -17,7 +18,7 @@ pub struct PhoneNumberRow {
     #[diesel(skip_insertion)]
     pub seq: i64,
     pub id: String,
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     /// E.164, unique across the service.
     pub phone_number: String,
     pub agent_id: String,
@@ -65,28 +66,28 @@ store_fns! {
 
     insert pub fn insert_number(row: &PhoneNumberRow);
 
-    get pub fn get_number(developer: &str, id: &str)
+    get pub fn get_number(developer: &DeveloperId, id: &str)
         where developer_id.eq(developer), id.eq(id);
 
     /// The verified route of a called number, whoever owns it (the inbound webhook's lookup
     /// and the owner of an outbound caller id). Pending claims are not routes.
     get pub fn route_of(number: &str) where phone_number.eq(number), verified_at.is_not_null();
 
-    list pub fn list_numbers(developer: &str) where developer_id.eq(developer);
+    list pub fn list_numbers(developer: &DeveloperId) where developer_id.eq(developer);
 
-    seq pub fn number_seq(developer: &str, id: &str)
+    seq pub fn number_seq(developer: &DeveloperId, id: &str)
         where developer_id.eq(developer), id.eq(id);
 
-    update pub fn update_number(developer: &str, id: &str, changes: &PhoneNumberChanges)
+    update pub fn update_number(developer: &DeveloperId, id: &str, changes: &PhoneNumberChanges)
         set (changes)
         where developer_id.eq(developer), id.eq(id);
 
-    delete pub fn delete_number(developer: &str, id: &str)
+    delete pub fn delete_number(developer: &DeveloperId, id: &str)
         where developer_id.eq(developer), id.eq(id);
 }
 
 /// How many of the developer's routes are still waiting for their code.
-pub async fn pending_claims(db: &Db, developer: &str, now: i64) -> StoreResult<i64> {
+pub async fn pending_claims(db: &Db, developer: &DeveloperId, now: i64) -> StoreResult<i64> {
     db_run!(db, |conn| {
         Ok(phone_numbers::table
             .filter(phone_numbers::developer_id.eq(developer))
@@ -103,7 +104,7 @@ pub async fn pending_claims(db: &Db, developer: &str, now: i64) -> StoreResult<i
 /// right one verifies the route, unless another developer verified the number first.
 pub async fn verify_claim(
     db: &Db,
-    developer: &str,
+    developer: &DeveloperId,
     id: &str,
     matches: &(dyn Fn(&str) -> bool + Sync),
     max_attempts: i32,
@@ -176,7 +177,7 @@ pub struct CallTaskRow {
     #[diesel(skip_insertion)]
     pub seq: i64,
     pub id: String,
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub agent_id: String,
     pub instance_id: Option<String>,
     pub to_number: String,
@@ -267,13 +268,13 @@ store_fns! {
 /// callbacks, which are proven by their signature instead of a key.
 pub async fn get_task(
     db: &Db,
-    developer: Option<&str>,
+    developer: Option<&DeveloperId>,
     id: &str,
 ) -> StoreResult<Option<CallTaskRow>> {
     db_run!(db, |conn| {
         let mut query = call_tasks::table.filter(call_tasks::id.eq(id)).into_boxed();
         if let Some(developer) = developer {
-            query = query.filter(call_tasks::developer_id.eq(developer.to_string()));
+            query = query.filter(call_tasks::developer_id.eq(developer.clone()));
         }
         Ok(query
             .select(CallTaskRow::as_select())
@@ -284,7 +285,11 @@ pub async fn get_task(
 }
 
 /// The id of the outbound task `developer`'s call `call_sid` was placed as, if it was one.
-pub async fn task_of_call(db: &Db, developer: &str, call_sid: &str) -> StoreResult<Option<String>> {
+pub async fn task_of_call(
+    db: &Db,
+    developer: &DeveloperId,
+    call_sid: &str,
+) -> StoreResult<Option<String>> {
     db_run!(db, |conn| {
         Ok(call_tasks::table
             .filter(call_tasks::developer_id.eq(developer))
@@ -302,7 +307,7 @@ pub struct RecordingRow {
     #[diesel(skip_insertion)]
     pub seq: i64,
     pub id: String,
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub session_id: String,
     pub call_sid: Option<String>,
     pub sample_rate: i32,
@@ -398,7 +403,7 @@ store_fns! {
     table = recordings, row = RecordingRow;
 
     /// The developer's latest recording of a call (by Twilio call SID) or session (by id).
-    latest pub fn recording_of(developer: &str, call: &str)
+    latest pub fn recording_of(developer: &DeveloperId, call: &str)
         where developer_id.eq(developer), call_sid.eq(call).or(recordings::session_id.eq(call));
 }
 
@@ -432,7 +437,7 @@ pub async fn delete_recording(db: &Db, id: &str) -> StoreResult<()> {
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
 #[diesel(table_name = agent_syncs)]
 pub struct AgentSyncRow {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub agent_id: String,
     pub provider: String,
     pub external_agent_id: String,
@@ -442,7 +447,7 @@ pub struct AgentSyncRow {
 store_fns! {
     table = agent_syncs, row = AgentSyncRow;
 
-    get pub fn get_sync(developer: &str, agent: &str, provider: &str)
+    get pub fn get_sync(developer: &DeveloperId, agent: &str, provider: &str)
         where developer_id.eq(developer), agent_id.eq(agent), provider.eq(provider);
 }
 

@@ -11,6 +11,8 @@ use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
+use crate::ids::DeveloperId;
+
 type HmacSha256 = Hmac<Sha256>;
 
 /// What a token vouches for.
@@ -18,7 +20,7 @@ type HmacSha256 = Hmac<Sha256>;
 pub struct RelayClaims {
     /// The session record the stream belongs to.
     pub sid: String,
-    pub dev: String,
+    pub dev: DeveloperId,
     pub agent: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from: Option<String>,
