@@ -208,7 +208,7 @@ pub async fn for_agent<S: Stage>(
                 sources.push((fallback.provider, fallback.key_source));
                 engines.push(fallback.engine);
             }
-            Err(err) => skip_fallback(&agent.id, S::KIND.as_str(), &id, &err),
+            Err(err) => skip_fallback(agent.id.as_str(), S::KIND.as_str(), &id, &err),
         }
     }
     Ok(with_engine(

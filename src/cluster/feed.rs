@@ -21,7 +21,7 @@ use diesel_async::{AsyncConnection, AsyncPgConnection, SimpleAsyncConnection};
 use futures_util::StreamExt;
 use serde::Deserialize;
 
-use crate::ids::DeveloperId;
+use crate::ids::{AgentId, DeveloperId};
 use crate::metrics::metrics;
 use crate::supervision::Notifier;
 use crate::time::now_ms;
@@ -80,7 +80,7 @@ pub enum Change {
     /// An API key (by the hash of its raw value) was revoked, re-dated or deleted.
     Key { hash: String },
     /// An agent was changed or archived.
-    Agent { developer: DeveloperId, id: String },
+    Agent { developer: DeveloperId, id: AgentId },
     /// A collection was changed or deleted.
     Collection { developer: DeveloperId, id: String },
     /// A document of a collection was ingested (`removed: false`) or deleted.

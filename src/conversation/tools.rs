@@ -12,7 +12,7 @@
 //! `transfer_call`. Each ends the session once the agent's last words have played, and the
 //! call then does what was asked.
 
-use crate::ids::DeveloperId;
+use crate::ids::{AgentId, DeveloperId};
 use crate::registry::Supervised;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -90,7 +90,7 @@ pub struct HttpTool {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CallContext {
     pub session_id: Option<String>,
-    pub agent_id: Option<String>,
+    pub agent_id: Option<AgentId>,
     pub call_sid: Option<String>,
     pub from: Option<String>,
     pub to: Option<String>,
@@ -101,15 +101,18 @@ impl CallContext {
     /// The headers that carry it.
     pub fn headers(&self) -> Vec<(&'static str, String)> {
         [
-            ("Switchboard-Session-Id", &self.session_id),
-            ("Switchboard-Agent-Id", &self.agent_id),
-            ("Switchboard-Call-Sid", &self.call_sid),
-            ("Switchboard-From", &self.from),
-            ("Switchboard-To", &self.to),
-            ("Switchboard-Instance-Id", &self.instance_id),
+            ("Switchboard-Session-Id", self.session_id.as_deref()),
+            (
+                "Switchboard-Agent-Id",
+                self.agent_id.as_ref().map(AgentId::as_str),
+            ),
+            ("Switchboard-Call-Sid", self.call_sid.as_deref()),
+            ("Switchboard-From", self.from.as_deref()),
+            ("Switchboard-To", self.to.as_deref()),
+            ("Switchboard-Instance-Id", self.instance_id.as_deref()),
         ]
         .into_iter()
-        .filter_map(|(name, value)| value.clone().map(|value| (name, value)))
+        .filter_map(|(name, value)| value.map(|value| (name, value.to_string())))
         .collect()
     }
 }

@@ -51,7 +51,7 @@ async fn sync_agent(
         .agents()
         .send(GetAgent {
             developer_id: developer_id.clone(),
-            agent_id: id.into_inner(),
+            agent_id: id.into_inner().into(),
         })
         .await??;
     let sync = state.agent_sync().as_ref().ok_or_else(|| {

@@ -18,9 +18,8 @@ use crate::conversation::analysis;
 use crate::conversation::tools::http_tools;
 use crate::conversation::transfer::{self, TransferTarget};
 use crate::error::{ApiError, ErrorBody};
-use crate::ids::DeveloperId;
+use crate::ids::{AgentId, DeveloperId};
 use crate::registry::agents::{ArchiveAgent, CreateAgent, GetAgent, ListAgents, UpdateAgent};
-use crate::registry::new_id;
 use crate::registry::tool_secrets;
 use crate::store::agents::{AgentChanges, AgentRow, AgentStatus, DETECTED_LANGUAGE};
 use crate::time::{self, iso};
@@ -85,7 +84,7 @@ impl From<AgentRow> for AgentBody {
         let warnings = warnings(&row);
         AgentBody {
             warnings,
-            id: row.id,
+            id: row.id.into(),
             name: row.name,
             description: row.description,
             system_prompt: row.system_prompt,
@@ -537,7 +536,7 @@ pub(crate) fn new_agent_row(
     let now = time::now_ms();
     Ok(AgentRow {
         seq: 0,
-        id: id.unwrap_or_else(|| new_id("agent")),
+        id: id.map(AgentId::from).unwrap_or_else(AgentId::new),
         developer_id: developer_id.clone(),
         name,
         description: fields.description.flatten(),
@@ -601,7 +600,7 @@ async fn get_agent(
         .agents()
         .send(GetAgent {
             developer_id: developer.id().clone(),
-            agent_id: id.into_inner(),
+            agent_id: id.into_inner().into(),
         })
         .await??;
     Ok(HttpResponse::Ok().json(AgentBody::from(agent)))
@@ -652,7 +651,7 @@ async fn update_agent(
         .agents()
         .send(UpdateAgent {
             developer_id: developer.id().clone(),
-            agent_id: id,
+            agent_id: id.into(),
             changes,
         })
         .await??;
@@ -673,7 +672,7 @@ async fn delete_agent(
         .agents()
         .send(ArchiveAgent {
             developer_id: developer.id().clone(),
-            agent_id: id.into_inner(),
+            agent_id: id.into_inner().into(),
         })
         .await??;
     Ok(HttpResponse::NoContent().finish())

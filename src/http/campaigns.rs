@@ -226,7 +226,7 @@ impl From<CampaignView> for CampaignBody {
                 .map(|c| c.into_iter().map(ContactBody::from).collect()),
             id: row.id,
             name: row.name,
-            agent_id: row.agent_id,
+            agent_id: row.agent_id.into(),
             from: row.from_number,
             status: row.status.to_string(),
             status_reason: row.status_reason,
@@ -409,7 +409,7 @@ async fn create_campaign(
         .agents()
         .send(GetAgent {
             developer_id: developer_id.clone(),
-            agent_id,
+            agent_id: agent_id.into(),
         })
         .await??;
     outbound::can_call_from(&state, &developer_id, &from).await?;

@@ -117,7 +117,7 @@ async fn chat(
         .agents()
         .send(GetAgent {
             developer_id: developer_id.clone(),
-            agent_id: id.into_inner(),
+            agent_id: id.into_inner().into(),
         })
         .await??;
     let llm = providers::for_agent::<providers::Llm>(

@@ -60,7 +60,7 @@ async fn session_token(
         .agents()
         .send(GetAgent {
             developer_id: developer.id().clone(),
-            agent_id: id.into_inner(),
+            agent_id: id.into_inner().into(),
         })
         .await??;
     // A browser opens the socket right after it has the token.
@@ -163,7 +163,7 @@ pub async fn direct_session(
         .agents()
         .send(GetAgent {
             developer_id: developer_id.clone(),
-            agent_id: agent_id.clone(),
+            agent_id: agent_id.as_str().into(),
         })
         .await??;
     // A session token is good for one session: the one it names, claimed here once.

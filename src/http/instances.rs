@@ -60,7 +60,7 @@ impl From<InstanceRow> for InstanceBody {
     fn from(row: InstanceRow) -> InstanceBody {
         InstanceBody {
             id: row.id,
-            agent_id: row.agent_id,
+            agent_id: row.agent_id.into(),
             name: row.name,
             phone_number: row.phone_number,
             context: row.context,
@@ -151,7 +151,7 @@ async fn create_instance(
         seq: 0,
         id: id.unwrap_or_else(|| new_id("inst")),
         developer_id: developer.id().clone(),
-        agent_id: agent.into_inner(),
+        agent_id: agent.into_inner().into(),
         name: changes.name.flatten(),
         phone_number: changes.phone_number.flatten(),
         context: changes.context.unwrap_or_default(),
@@ -177,7 +177,7 @@ async fn list_instances(
     let page = query.into_inner().validate()?;
     let ask = ListInstances {
         developer_id: developer.id().clone(),
-        agent_id: agent.into_inner(),
+        agent_id: agent.into_inner().into(),
         page,
     };
     pagination::answer_page(state.agents(), ask, InstanceBody::from).await
@@ -198,7 +198,7 @@ async fn get_instance(
         .agents()
         .send(GetInstance {
             developer_id: developer.id().clone(),
-            agent_id,
+            agent_id: agent_id.into(),
             lookup: InstanceLookup::Id(instance_id),
         })
         .await??;
@@ -230,7 +230,7 @@ async fn update_instance(
         .agents()
         .send(UpdateInstance {
             developer_id: developer.id().clone(),
-            agent_id,
+            agent_id: agent_id.into(),
             instance_id,
             changes,
         })
@@ -253,7 +253,7 @@ async fn delete_instance(
         .agents()
         .send(DeleteInstance {
             developer_id: developer.id().clone(),
-            agent_id,
+            agent_id: agent_id.into(),
             instance_id,
         })
         .await??;

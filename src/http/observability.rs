@@ -14,6 +14,7 @@ use super::methods;
 use super::pagination::{self, PageBody, PageQuery};
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
+use crate::ids::AgentId;
 use crate::live::post_call::AnalysisBody;
 use crate::observability::analysis::{analyse, Issue};
 use crate::observability::interruptions::{aggregate, InterruptionQuality};
@@ -64,7 +65,7 @@ impl From<SessionRow> for SessionSummaryBody {
     fn from(row: SessionRow) -> Self {
         SessionSummaryBody {
             id: row.id,
-            agent_id: row.agent_id,
+            agent_id: row.agent_id.into(),
             transport: row.transport,
             call_sid: row.call_sid,
             started_at: iso_opt(row.started_at),
@@ -332,7 +333,7 @@ fn detail(trace: SessionTrace) -> SessionDetailBody {
             tool_executions: row.tool_executions,
         },
         id: row.id,
-        agent_id: row.agent_id,
+        agent_id: row.agent_id.into(),
         transport: row.transport,
         call_sid: row.call_sid,
         from: row.from_number,
@@ -436,7 +437,7 @@ async fn list_sessions(
     let newest_first = filter.newest_first()?;
     let ask = ListSessions {
         developer_id: developer.id().clone(),
-        agent_id: filter.into_inner().agent_id,
+        agent_id: filter.into_inner().agent_id.map(AgentId::from),
         newest_first,
         page,
     };
@@ -589,7 +590,7 @@ async fn interruption_quality(
         .sessions()
         .send(GetInterruptions(SessionScope {
             developer_id: developer.id().clone(),
-            agent_id: filter.agent_id,
+            agent_id: filter.agent_id.map(AgentId::from),
             from,
             to,
         }))

@@ -19,6 +19,7 @@ use super::pagination::{self, PageBody, PageQuery};
 use super::validate::{self, nullable};
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
+use crate::ids::AgentId;
 use crate::portal::Portal;
 use crate::registry::new_id;
 use crate::registry::telephony::{
@@ -71,7 +72,7 @@ impl From<PhoneNumberRow> for PhoneNumberBody {
         PhoneNumberBody {
             id: row.id,
             phone_number: row.phone_number,
-            agent_id: row.agent_id,
+            agent_id: row.agent_id.into(),
             instance_id: row.instance_id,
             name: row.name,
             verified: row.verified_at.is_some(),
@@ -136,7 +137,7 @@ fn changes(fields: PhoneNumberFields) -> Result<PhoneNumberChanges, ApiError> {
     }
     Ok(PhoneNumberChanges {
         phone_number,
-        agent_id,
+        agent_id: agent_id.map(AgentId::from),
         instance_id: fields.instance_id,
         name: fields.name,
         updated_at: time::now_ms(),

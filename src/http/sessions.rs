@@ -96,7 +96,7 @@ async fn create_twilio_session(
         .agents()
         .send(GetAgent {
             developer_id: developer_id.clone(),
-            agent_id: agent_id.clone(),
+            agent_id: agent_id.as_str().into(),
         })
         .await??;
     let from = request.from.unwrap_or_default();

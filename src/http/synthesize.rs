@@ -190,7 +190,7 @@ async fn speak(
         .agents()
         .send(GetAgent {
             developer_id: developer.id().clone(),
-            agent_id: id.into_inner(),
+            agent_id: id.into_inner().into(),
         })
         .await??;
     let chosen = providers::for_agent::<providers::Tts>(

@@ -151,7 +151,7 @@ impl From<CallTaskRow> for TaskBody {
     fn from(row: CallTaskRow) -> TaskBody {
         TaskBody {
             task_id: row.id,
-            agent_id: row.agent_id,
+            agent_id: row.agent_id.into(),
             instance_id: row.instance_id,
             to: row.to_number,
             from: row.from_number,
@@ -210,7 +210,7 @@ async fn place_call(
         .agents()
         .send(GetAgent {
             developer_id: developer_id.clone(),
-            agent_id,
+            agent_id: agent_id.as_str().into(),
         })
         .await??;
     let instance = match &request.instance_id {

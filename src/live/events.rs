@@ -19,7 +19,7 @@ use switchboard_actors::session::{
 use super::post_call::PostCall;
 use super::SessionRequest;
 use crate::app::AppState;
-use crate::ids::DeveloperId;
+use crate::ids::{AgentId, DeveloperId};
 use crate::observability::analysis::analyse;
 use crate::registry::metering::{Metering, SessionCost};
 use crate::registry::sessions::{Flush, GetSession, SessionLookup, SessionRegistry, SessionTrace};
@@ -34,7 +34,7 @@ use crate::webhooks::EventType;
 struct Caller {
     session_id: String,
     developer_id: DeveloperId,
-    agent_id: String,
+    agent_id: AgentId,
     instance_id: Option<String>,
     call_sid: Option<String>,
     from: Option<String>,

@@ -45,7 +45,7 @@ pub use phone::{
 };
 pub use start::{admit, Admitted, Record};
 
-use crate::ids::DeveloperId;
+use crate::ids::{AgentId, DeveloperId};
 use crate::telephony::token::RelayClaims;
 
 /// Who a live session is for, whatever carried it: the session, its developer and agent, the
@@ -55,7 +55,7 @@ use crate::telephony::token::RelayClaims;
 pub struct SessionRequest {
     pub session_id: String,
     pub developer_id: DeveloperId,
-    pub agent_id: String,
+    pub agent_id: AgentId,
     pub instance_id: Option<String>,
     pub from: Option<String>,
     pub to: Option<String>,

@@ -10,7 +10,7 @@ use std::time::Duration;
 use super::voicemail::VoicemailPlan;
 use crate::app::AppState;
 use crate::error::ApiError;
-use crate::ids::DeveloperId;
+use crate::ids::{AgentId, DeveloperId};
 use crate::registry::metering::{CloseSession, OpenSession, SessionMetering};
 use crate::registry::new_id;
 use crate::registry::telephony::{CreateTask, RouteCall, UpdateTask};
@@ -24,7 +24,7 @@ pub struct OutboundCall {
     pub developer_id: DeveloperId,
     /// The API key that placed it: its revocation refuses the call's stream.
     pub key_id: Option<String>,
-    pub agent_id: String,
+    pub agent_id: AgentId,
     pub instance_id: Option<String>,
     pub to: String,
     pub from: String,

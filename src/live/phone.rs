@@ -13,7 +13,7 @@ use super::admission::release_unstarted;
 use super::{admit, Record, SessionRequest};
 use crate::app::AppState;
 use crate::error::ApiError;
-use crate::ids::DeveloperId;
+use crate::ids::{AgentId, DeveloperId};
 use crate::metrics::metrics;
 use crate::registry::instances::{GetInstance, InstanceLookup};
 use crate::registry::metering::HoldSession;
@@ -42,7 +42,7 @@ pub fn warm_agent_voice(state: &AppState, agent: &AgentRow) {
 pub async fn resolve_instance(
     state: &AppState,
     developer_id: &DeveloperId,
-    agent_id: &str,
+    agent_id: &AgentId,
     instance_id: Option<&str>,
     phone: &str,
 ) -> Result<Option<String>, ApiError> {
@@ -54,7 +54,7 @@ pub async fn resolve_instance(
         .agents()
         .send(GetInstance {
             developer_id: developer_id.clone(),
-            agent_id: agent_id.to_string(),
+            agent_id: agent_id.clone(),
             lookup,
         })
         .await?;
@@ -72,7 +72,7 @@ pub async fn resolve_instance(
 #[derive(Debug, Clone, Default)]
 pub struct StreamFor {
     pub developer_id: DeveloperId,
-    pub agent_id: String,
+    pub agent_id: AgentId,
     pub from: Option<String>,
     pub to: Option<String>,
     pub instance_id: Option<String>,

@@ -10,7 +10,7 @@ use super::{cursor_position, Page, PageRequest};
 use crate::cluster::{Change, Changed, FeedState};
 use crate::config::RegistryConfig;
 use crate::error::ApiError;
-use crate::ids::DeveloperId;
+use crate::ids::{AgentId, DeveloperId};
 use crate::speech::languages;
 use crate::store::agents::{self, AgentChanges, AgentRow};
 use crate::store::{collections, Db, StoreError};
@@ -18,7 +18,7 @@ use crate::time;
 use crate::vendors::catalog::{Kind, DEFAULT_PROVIDER};
 use crate::vendors::fallback::fallback_ids;
 
-type AgentKey = (DeveloperId, String);
+type AgentKey = (DeveloperId, AgentId);
 
 pub struct AgentRegistry {
     db: Db,
@@ -133,8 +133,8 @@ fn refused_language(message: String) -> ApiError {
     ApiError::invalid("language", message)
 }
 
-fn agent_not_found(id: &str) -> ApiError {
-    ApiError::not_found("agent", id)
+fn agent_not_found(id: &AgentId) -> ApiError {
+    ApiError::not_found("agent", id.as_str())
 }
 
 #[derive(Message)]
@@ -178,7 +178,7 @@ impl Handler<CreateAgent> for AgentRegistry {
 #[rtype(result = "Result<AgentRow, ApiError>")]
 pub struct GetAgent {
     pub developer_id: DeveloperId,
-    pub agent_id: String,
+    pub agent_id: AgentId,
 }
 
 impl Handler<GetAgent> for AgentRegistry {
@@ -223,10 +223,13 @@ impl Handler<ListAgents> for AgentRegistry {
         Box::pin(async move {
             let dev = &msg.developer_id;
             let cursor = msg.page.cursor.as_deref();
-            let after =
-                cursor_position(cursor, agents::seq_of(&db, dev, cursor.unwrap_or(""))).await?;
+            let after = cursor_position(
+                cursor,
+                agents::seq_of(&db, dev, &AgentId::from(cursor.unwrap_or(""))),
+            )
+            .await?;
             let rows = agents::list(&db, dev, after, msg.page.limit + 1).await?;
-            Ok(Page::from_rows(rows, msg.page.limit, |row| &row.id))
+            Ok(Page::from_rows(rows, msg.page.limit, |row| row.id.as_str()))
         })
     }
 }
@@ -235,7 +238,7 @@ impl Handler<ListAgents> for AgentRegistry {
 #[rtype(result = "Result<AgentRow, ApiError>")]
 pub struct UpdateAgent {
     pub developer_id: DeveloperId,
-    pub agent_id: String,
+    pub agent_id: AgentId,
     pub changes: AgentChanges,
 }
 
@@ -302,7 +305,7 @@ impl Handler<UpdateAgent> for AgentRegistry {
 #[rtype(result = "Result<(), ApiError>")]
 pub struct ArchiveAgent {
     pub developer_id: DeveloperId,
-    pub agent_id: String,
+    pub agent_id: AgentId,
 }
 
 impl Handler<ArchiveAgent> for AgentRegistry {

@@ -4,7 +4,7 @@
 use actix::prelude::*;
 
 use crate::error::ApiError;
-use crate::ids::DeveloperId;
+use crate::ids::{AgentId, DeveloperId};
 use crate::store::conversations::{self, ConversationRow, MessageRow};
 use crate::store::Db;
 use crate::time::now_ms;
@@ -31,7 +31,7 @@ impl Actor for ConversationRegistry {
 #[rtype(result = "Result<(ConversationRow, Vec<MessageRow>), ApiError>")]
 pub struct LoadConversation {
     pub developer_id: DeveloperId,
-    pub agent_id: String,
+    pub agent_id: AgentId,
     pub conversation_id: String,
 }
 

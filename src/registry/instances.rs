@@ -7,14 +7,14 @@ use actix::prelude::*;
 use super::agents::AgentRegistry;
 use super::{cursor_position, Page, PageRequest};
 use crate::error::ApiError;
-use crate::ids::DeveloperId;
+use crate::ids::{AgentId, DeveloperId};
 use crate::store::instances::{self, InstanceChanges, InstanceRow};
 use crate::store::{agents, Db, StoreError};
 
-async fn check_agent(db: &Db, developer: &DeveloperId, agent: &str) -> Result<(), ApiError> {
+async fn check_agent(db: &Db, developer: &DeveloperId, agent: &AgentId) -> Result<(), ApiError> {
     match agents::get(db, developer, agent).await? {
         Some(_) => Ok(()),
-        None => Err(ApiError::not_found("agent", agent)),
+        None => Err(ApiError::not_found("agent", agent.as_str())),
     }
 }
 
@@ -60,7 +60,7 @@ impl Handler<CreateInstance> for AgentRegistry {
 #[rtype(result = "Result<InstanceRow, ApiError>")]
 pub struct GetInstance {
     pub developer_id: DeveloperId,
-    pub agent_id: String,
+    pub agent_id: AgentId,
     pub lookup: InstanceLookup,
 }
 
@@ -94,7 +94,7 @@ impl Handler<GetInstance> for AgentRegistry {
 #[rtype(result = "Result<Page<InstanceRow>, ApiError>")]
 pub struct ListInstances {
     pub developer_id: DeveloperId,
-    pub agent_id: String,
+    pub agent_id: AgentId,
     pub page: PageRequest,
 }
 
@@ -122,7 +122,7 @@ impl Handler<ListInstances> for AgentRegistry {
 #[rtype(result = "Result<InstanceRow, ApiError>")]
 pub struct UpdateInstance {
     pub developer_id: DeveloperId,
-    pub agent_id: String,
+    pub agent_id: AgentId,
     pub instance_id: String,
     pub changes: InstanceChanges,
 }
@@ -148,7 +148,7 @@ impl Handler<UpdateInstance> for AgentRegistry {
 #[rtype(result = "Result<(), ApiError>")]
 pub struct DeleteInstance {
     pub developer_id: DeveloperId,
-    pub agent_id: String,
+    pub agent_id: AgentId,
     pub instance_id: String,
 }
 

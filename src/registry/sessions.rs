@@ -24,7 +24,7 @@ use actix::prelude::*;
 
 use super::{cursor_position, Page, PageRequest};
 use crate::error::ApiError;
-use crate::ids::DeveloperId;
+use crate::ids::{AgentId, DeveloperId};
 use crate::metrics::metrics;
 use crate::store::sessions::{
     self, AnalysisResult, AnalysisRow, EventRow, InterruptionRow, RecordWrite, SessionEnd,
@@ -576,7 +576,7 @@ impl Handler<GetInterruptions> for SessionRegistry {
 #[rtype(result = "Result<Page<SessionRow>, ApiError>")]
 pub struct ListSessions {
     pub developer_id: DeveloperId,
-    pub agent_id: Option<String>,
+    pub agent_id: Option<AgentId>,
     /// Newest first instead of oldest first.
     pub newest_first: bool,
     pub page: PageRequest,
@@ -595,7 +595,7 @@ impl Handler<ListSessions> for SessionRegistry {
             let rows = sessions::list(
                 &db,
                 dev,
-                msg.agent_id.as_deref(),
+                msg.agent_id.as_ref(),
                 cursor.map(|_| position),
                 msg.newest_first,
                 msg.page.limit + 1,

@@ -11,7 +11,7 @@ use actix::prelude::*;
 use super::{cursor_position, Page, PageRequest};
 use crate::config::RecordingsConfig;
 use crate::error::ApiError;
-use crate::ids::DeveloperId;
+use crate::ids::{AgentId, DeveloperId};
 use crate::recording::{RecordingFinished, RecordingStorage, StartRecording};
 use crate::store::telephony::{
     self, AgentSyncRow, CallTaskRow, ClaimCheck, PhoneNumberChanges, PhoneNumberRow, RecordingEnd,
@@ -108,7 +108,7 @@ impl Actor for TelephonyRegistry {
 async fn check_target(
     db: &Db,
     developer: &DeveloperId,
-    agent: &str,
+    agent: &AgentId,
     instance: Option<&str>,
 ) -> Result<(), ApiError> {
     if agents::get(db, developer, agent).await?.is_none() {
@@ -628,7 +628,7 @@ impl Handler<GetRecording> for TelephonyRegistry {
 #[rtype(result = "Result<Option<AgentSyncRow>, ApiError>")]
 pub struct GetAgentSync {
     pub developer_id: DeveloperId,
-    pub agent_id: String,
+    pub agent_id: AgentId,
     pub provider: String,
 }
 

@@ -8,14 +8,14 @@ use super::schema::agents;
 pub use super::status::AgentStatus;
 use super::{Db, StoreError, StoreResult};
 use crate::db_tx;
-use crate::ids::DeveloperId;
+use crate::ids::{AgentId, DeveloperId};
 
 #[derive(Debug, Clone, Queryable, Selectable, Insertable)]
 #[diesel(table_name = agents)]
 pub struct AgentRow {
     #[diesel(skip_insertion)]
     pub seq: i64,
-    pub id: String,
+    pub id: AgentId,
     pub developer_id: DeveloperId,
     pub name: String,
     pub description: Option<String>,
@@ -87,7 +87,7 @@ store_fns! {
     insert pub fn insert(agent: &AgentRow);
 
     /// A developer's agent unless archived.
-    get pub fn get(developer: &DeveloperId, id: &str)
+    get pub fn get(developer: &DeveloperId, id: &AgentId)
         where developer_id.eq(developer), id.eq(id), status.ne(AgentStatus::Archived);
 
     /// A developer's agents that are not archived, in creation order after `after` (a `seq`).
@@ -95,10 +95,10 @@ store_fns! {
         where developer_id.eq(developer), status.ne(AgentStatus::Archived);
 
     /// The position of one of the developer's agents (archived ones too), for cursors.
-    seq pub fn seq_of(developer: &DeveloperId, id: &str) where developer_id.eq(developer), id.eq(id);
+    seq pub fn seq_of(developer: &DeveloperId, id: &AgentId) where developer_id.eq(developer), id.eq(id);
 
     /// Archives a live agent; answers whether there was one.
-    mark pub fn archive(developer: &DeveloperId, id: &str, now: i64)
+    mark pub fn archive(developer: &DeveloperId, id: &AgentId, now: i64)
         set ((agents::status.eq(AgentStatus::Archived), agents::updated_at.eq(now)))
         where developer_id.eq(developer), id.eq(id), status.ne(AgentStatus::Archived);
 }
@@ -109,7 +109,7 @@ store_fns! {
 pub async fn update(
     db: &Db,
     developer: &DeveloperId,
-    id: &str,
+    id: &AgentId,
     changes: &AgentChanges,
     check: fn(&AgentRow) -> Result<(), String>,
 ) -> StoreResult<Option<AgentRow>> {

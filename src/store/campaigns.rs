@@ -9,7 +9,7 @@ use super::crud::store_fns;
 use super::schema::{campaign_contacts as contacts, campaigns};
 pub use super::status::{CampaignStatus, ContactStatus};
 use super::{Db, StoreError, StoreResult};
-use crate::ids::DeveloperId;
+use crate::ids::{AgentId, DeveloperId};
 use crate::{db_run, db_tx};
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
@@ -19,7 +19,7 @@ pub struct CampaignRow {
     pub seq: i64,
     pub id: String,
     pub developer_id: DeveloperId,
-    pub agent_id: String,
+    pub agent_id: AgentId,
     pub name: Option<String>,
     pub from_number: String,
     pub status: CampaignStatus,

@@ -6,7 +6,7 @@ use diesel_async::RunQueryDsl;
 use super::crud::store_fns;
 use super::schema::{conversation_messages as messages, conversations};
 use super::{Db, StoreResult};
-use crate::ids::DeveloperId;
+use crate::ids::{AgentId, DeveloperId};
 use crate::{db_run, db_tx};
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
@@ -16,7 +16,7 @@ pub struct ConversationRow {
     pub seq: i64,
     pub id: String,
     pub developer_id: DeveloperId,
-    pub agent_id: String,
+    pub agent_id: AgentId,
     pub instance_id: Option<String>,
     /// Turns completed so far.
     pub turns: i32,
@@ -43,7 +43,7 @@ pub struct MessageRow {
 store_fns! {
     table = conversations, row = ConversationRow;
 
-    get pub fn get(developer: &DeveloperId, agent: &str, id: &str)
+    get pub fn get(developer: &DeveloperId, agent: &AgentId, id: &str)
         where developer_id.eq(developer), agent_id.eq(agent), id.eq(id);
 }
 

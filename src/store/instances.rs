@@ -7,7 +7,7 @@ use diesel_async::RunQueryDsl;
 use super::crud::store_fns;
 use super::schema::agent_instances as instances;
 
-use crate::ids::DeveloperId;
+use crate::ids::{AgentId, DeveloperId};
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
 #[diesel(table_name = instances)]
@@ -16,7 +16,7 @@ pub struct InstanceRow {
     pub seq: i64,
     pub id: String,
     pub developer_id: DeveloperId,
-    pub agent_id: String,
+    pub agent_id: AgentId,
     pub name: Option<String>,
     pub phone_number: Option<String>,
     pub context: String,
@@ -42,23 +42,23 @@ store_fns! {
 
     insert pub fn insert(row: &InstanceRow);
 
-    get pub fn get(developer: &DeveloperId, agent: &str, id: &str)
+    get pub fn get(developer: &DeveloperId, agent: &AgentId, id: &str)
         where developer_id.eq(developer), agent_id.eq(agent), id.eq(id);
 
     /// The agent's instance for a caller's phone number (E.164, as stored).
-    get pub fn by_phone(developer: &DeveloperId, agent: &str, phone: &str)
+    get pub fn by_phone(developer: &DeveloperId, agent: &AgentId, phone: &str)
         where developer_id.eq(developer), agent_id.eq(agent), phone_number.eq(phone);
 
-    list pub fn list(developer: &DeveloperId, agent: &str)
+    list pub fn list(developer: &DeveloperId, agent: &AgentId)
         where developer_id.eq(developer), agent_id.eq(agent);
 
-    seq pub fn seq_of(developer: &DeveloperId, agent: &str, id: &str)
+    seq pub fn seq_of(developer: &DeveloperId, agent: &AgentId, id: &str)
         where developer_id.eq(developer), agent_id.eq(agent), id.eq(id);
 
-    update pub fn update(developer: &DeveloperId, agent: &str, id: &str, changes: &InstanceChanges)
+    update pub fn update(developer: &DeveloperId, agent: &AgentId, id: &str, changes: &InstanceChanges)
         set (changes)
         where developer_id.eq(developer), agent_id.eq(agent), id.eq(id);
 
-    delete pub fn delete(developer: &DeveloperId, agent: &str, id: &str)
+    delete pub fn delete(developer: &DeveloperId, agent: &AgentId, id: &str)
         where developer_id.eq(developer), agent_id.eq(agent), id.eq(id);
 }

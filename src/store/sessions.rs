@@ -11,7 +11,7 @@ use super::schema::{session_analyses as analyses, session_events as events};
 use super::schema::{session_turns as turns, sessions};
 pub use super::status::{AnalysisStatus, SessionStatus};
 use super::{Db, StoreResult};
-use crate::ids::DeveloperId;
+use crate::ids::{AgentId, DeveloperId};
 use crate::{db_run, db_tx};
 
 /// Event kind: caller speech in which the recogniser found no words.
@@ -74,7 +74,7 @@ pub struct SessionRow {
     pub seq: i64,
     pub id: String,
     pub developer_id: DeveloperId,
-    pub agent_id: String,
+    pub agent_id: AgentId,
     /// `twilio` or `direct`.
     pub transport: String,
     pub call_sid: Option<String>,
@@ -99,7 +99,7 @@ impl SessionRow {
     pub fn new(
         id: &str,
         developer_id: &DeveloperId,
-        agent_id: &str,
+        agent_id: &AgentId,
         transport: &str,
         status: SessionStatus,
         now: i64,
@@ -108,7 +108,7 @@ impl SessionRow {
             seq: 0,
             id: id.to_string(),
             developer_id: developer_id.clone(),
-            agent_id: agent_id.to_string(),
+            agent_id: agent_id.clone(),
             transport: transport.to_string(),
             call_sid: None,
             from_number: None,
@@ -429,7 +429,7 @@ pub async fn write_records(db: &Db, writes: Arc<[RecordWrite]>) -> StoreResult<(
 #[derive(Debug, Clone, Default)]
 pub struct SessionScope {
     pub developer_id: DeveloperId,
-    pub agent_id: Option<String>,
+    pub agent_id: Option<AgentId>,
     pub from: Option<i64>,
     pub to: Option<i64>,
 }
@@ -593,7 +593,7 @@ pub async fn turns_of(db: &Db, session: &str) -> StoreResult<Vec<TurnRow>> {
 pub async fn list(
     db: &Db,
     developer: &DeveloperId,
-    agent: Option<&str>,
+    agent: Option<&AgentId>,
     cursor: Option<i64>,
     newest_first: bool,
     limit: i64,
@@ -604,7 +604,7 @@ pub async fn list(
             .filter(sessions::status.ne(SessionStatus::Pending))
             .into_boxed();
         if let Some(agent) = agent {
-            query = query.filter(sessions::agent_id.eq(agent.to_string()));
+            query = query.filter(sessions::agent_id.eq(agent.clone()));
         }
         query = match (newest_first, cursor) {
             (false, cursor) => query

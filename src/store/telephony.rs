@@ -9,7 +9,7 @@ use super::schema::{agent_syncs, call_tasks, phone_numbers, recordings, sessions
 use super::sessions::SessionStatus;
 pub use super::status::{RecordingStatus, TaskStatus};
 use super::{Db, StoreResult};
-use crate::ids::DeveloperId;
+use crate::ids::{AgentId, DeveloperId};
 use crate::{db_run, db_tx};
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
@@ -21,7 +21,7 @@ pub struct PhoneNumberRow {
     pub developer_id: DeveloperId,
     /// E.164, unique across the service.
     pub phone_number: String,
-    pub agent_id: String,
+    pub agent_id: AgentId,
     pub instance_id: Option<String>,
     pub name: Option<String>,
     pub created_at: i64,
@@ -55,7 +55,7 @@ pub enum ClaimCheck {
 #[diesel(table_name = phone_numbers)]
 pub struct PhoneNumberChanges {
     pub phone_number: Option<String>,
-    pub agent_id: Option<String>,
+    pub agent_id: Option<AgentId>,
     pub instance_id: Option<Option<String>>,
     pub name: Option<Option<String>>,
     pub updated_at: i64,
@@ -178,7 +178,7 @@ pub struct CallTaskRow {
     pub seq: i64,
     pub id: String,
     pub developer_id: DeveloperId,
-    pub agent_id: String,
+    pub agent_id: AgentId,
     pub instance_id: Option<String>,
     pub to_number: String,
     pub from_number: String,
@@ -438,7 +438,7 @@ pub async fn delete_recording(db: &Db, id: &str) -> StoreResult<()> {
 #[diesel(table_name = agent_syncs)]
 pub struct AgentSyncRow {
     pub developer_id: DeveloperId,
-    pub agent_id: String,
+    pub agent_id: AgentId,
     pub provider: String,
     pub external_agent_id: String,
     pub synced_at: i64,
@@ -447,7 +447,7 @@ pub struct AgentSyncRow {
 store_fns! {
     table = agent_syncs, row = AgentSyncRow;
 
-    get pub fn get_sync(developer: &DeveloperId, agent: &str, provider: &str)
+    get pub fn get_sync(developer: &DeveloperId, agent: &AgentId, provider: &str)
         where developer_id.eq(developer), agent_id.eq(agent), provider.eq(provider);
 }
 

@@ -11,7 +11,7 @@ use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
-use crate::ids::DeveloperId;
+use crate::ids::{AgentId, DeveloperId};
 
 type HmacSha256 = Hmac<Sha256>;
 
@@ -21,7 +21,7 @@ pub struct RelayClaims {
     /// The session record the stream belongs to.
     pub sid: String,
     pub dev: DeveloperId,
-    pub agent: String,
+    pub agent: AgentId,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
