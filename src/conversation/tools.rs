@@ -12,7 +12,7 @@
 //! `transfer_call`. Each ends the session once the agent's last words have played, and the
 //! call then does what was asked.
 
-use crate::ids::{AgentId, DeveloperId};
+use crate::ids::{AgentId, DeveloperId, SessionId};
 use crate::registry::Supervised;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -89,7 +89,7 @@ pub struct HttpTool {
 /// `Switchboard-Instance-Id`, each when known.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CallContext {
-    pub session_id: Option<String>,
+    pub session_id: Option<SessionId>,
     pub agent_id: Option<AgentId>,
     pub call_sid: Option<String>,
     pub from: Option<String>,
@@ -101,7 +101,10 @@ impl CallContext {
     /// The headers that carry it.
     pub fn headers(&self) -> Vec<(&'static str, String)> {
         [
-            ("Switchboard-Session-Id", self.session_id.as_deref()),
+            (
+                "Switchboard-Session-Id",
+                self.session_id.as_ref().map(SessionId::as_str),
+            ),
             (
                 "Switchboard-Agent-Id",
                 self.agent_id.as_ref().map(AgentId::as_str),

@@ -12,12 +12,11 @@ use super::auth::{bearer_credentials, Developer};
 use super::methods;
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
-use crate::ids::DeveloperId;
+use crate::ids::{DeveloperId, SessionId};
 use crate::live::{self, Record, SessionRequest};
 use crate::registry::agents::GetAgent;
 use crate::registry::keys::{hash_key, CheckKey, KeyCheck};
 use crate::registry::metering::Admit;
-use crate::registry::new_id;
 use crate::registry::sessions::ClaimTokenSession;
 use crate::telephony::token::RelayClaims;
 use crate::time::{self, iso};
@@ -67,7 +66,7 @@ async fn session_token(
     live::warm_agent_voice(&state, &agent);
     let expires = time::now_ms() + SESSION_TOKEN_TTL_MS;
     let token = state.signer().sign(&RelayClaims {
-        sid: new_id("ses"),
+        sid: SessionId::new(),
         dev: developer.id().clone(),
         agent: agent.id.clone(),
         from: None,
@@ -183,7 +182,7 @@ pub async fn direct_session(
             }
             session_id
         }
-        None => new_id("ses"),
+        None => SessionId::new(),
     };
     let request = SessionRequest {
         session_id,
@@ -223,7 +222,7 @@ struct Opener {
     /// What the socket counts against in the rate limits.
     rate_key: String,
     /// For a session token: the session it names and the token's expiry.
-    token_session: Option<(String, i64)>,
+    token_session: Option<(SessionId, i64)>,
     /// For a session token: the API key that minted it, which must still be in force.
     issuer_key: Option<String>,
 }

@@ -64,7 +64,7 @@ pub struct SessionSummaryBody {
 impl From<SessionRow> for SessionSummaryBody {
     fn from(row: SessionRow) -> Self {
         SessionSummaryBody {
-            id: row.id,
+            id: row.id.into(),
             agent_id: row.agent_id.into(),
             transport: row.transport,
             call_sid: row.call_sid,
@@ -332,7 +332,7 @@ fn detail(trace: SessionTrace) -> SessionDetailBody {
             avg_turn_latency_ms: (row.avg_turn_latency_ms > 0).then_some(row.avg_turn_latency_ms),
             tool_executions: row.tool_executions,
         },
-        id: row.id,
+        id: row.id.into(),
         agent_id: row.agent_id.into(),
         transport: row.transport,
         call_sid: row.call_sid,
@@ -455,7 +455,12 @@ async fn get_session(
     developer: Developer,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let trace = trace_of(&state, &developer, SessionLookup::Id(id.into_inner())).await?;
+    let trace = trace_of(
+        &state,
+        &developer,
+        SessionLookup::Id(id.into_inner().into()),
+    )
+    .await?;
     Ok(HttpResponse::Ok().json(detail(trace)))
 }
 
@@ -501,7 +506,7 @@ pub struct RootCauseBody {
 
 fn root_cause(trace: &SessionTrace) -> RootCauseBody {
     RootCauseBody {
-        session_id: trace.session.id.clone(),
+        session_id: trace.session.id.to_string(),
         call_sid: trace.session.call_sid.clone(),
         issues: analyse(trace),
     }
@@ -519,7 +524,12 @@ async fn session_root_cause(
     developer: Developer,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let trace = trace_of(&state, &developer, SessionLookup::Id(id.into_inner())).await?;
+    let trace = trace_of(
+        &state,
+        &developer,
+        SessionLookup::Id(id.into_inner().into()),
+    )
+    .await?;
     Ok(HttpResponse::Ok().json(root_cause(&trace)))
 }
 

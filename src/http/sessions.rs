@@ -128,7 +128,7 @@ async fn create_twilio_session(
         Ok(issued) => TwilioSessionBody {
             status: CallAnswer::Connecting,
             twiml: issued.twiml,
-            session_id: Some(issued.session_id),
+            session_id: Some(issued.session_id.into()),
             stream_url: Some(issued.stream_url),
             expires_at: Some(iso(issued.expires_at)),
             message: None,

@@ -25,6 +25,7 @@ use super::methods;
 use super::validate;
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
+use crate::ids::SessionId;
 use crate::live::campaigns;
 use crate::live::outbound::{self, release_ringing, task_status_of, OutboundCall};
 use crate::live::voicemail::{self, MachineDetection, Verdict, VoicemailPlan};
@@ -33,7 +34,6 @@ use crate::live::{
     StreamFor,
 };
 use crate::registry::agents::GetAgent;
-use crate::registry::new_id;
 use crate::registry::telephony::{
     AdvanceTask, ClaimTaskConnect, EndUnconnectedSession, GetTask, RouteCall, UpdateTask,
 };
@@ -157,7 +157,7 @@ impl From<CallTaskRow> for TaskBody {
             from: row.from_number,
             status: row.status.to_string(),
             call_sid: row.call_sid,
-            session_id: row.session_id,
+            session_id: row.session_id.map(String::from),
             duration_seconds: row.duration_seconds,
             error: row.error,
             machine_detection: row.machine_detection,
@@ -348,7 +348,7 @@ async fn hang_up(
     let hung_up = control::hang_up(&state, developer.id(), &call_sid).await?;
     Ok(HttpResponse::Ok().json(HangUpBody {
         call_sid,
-        session_id: hung_up.session_id,
+        session_id: hung_up.session_id.into(),
         status: if hung_up.ended_now {
             "completed"
         } else {
@@ -402,7 +402,7 @@ async fn task_connect(
     };
     // One connect per task: the first claims the task for its session; a replay of the same
     // signed request (or a second answer) gets no relay token.
-    let session_id = new_id("ses");
+    let session_id = SessionId::new();
     let claimed = state
         .telephony()
         .send(ClaimTaskConnect {
@@ -483,7 +483,7 @@ async fn task_connect(
             changes: TaskChanges {
                 status: Some(TaskStatus::InProgress),
                 call_sid: call_sid.map(Some),
-                session_id: Some(Some(issued.session_id)),
+                session_id: Some(Some(issued.session_id.into())),
                 updated_at: time::now_ms(),
                 ..Default::default()
             },

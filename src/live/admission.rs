@@ -3,7 +3,7 @@
 //! for it.
 
 use crate::app::AppState;
-use crate::ids::DeveloperId;
+use crate::ids::{DeveloperId, SessionId};
 use crate::registry::keys::{CheckIssuer, KeyCheck};
 use crate::registry::metering::CloseSession;
 use crate::registry::sessions::EndSession;
@@ -11,19 +11,19 @@ use crate::store::sessions::{SessionEnd, SessionStatus};
 
 /// Frees what a real-time session took before it started (its place among the tier's
 /// concurrent sessions, its providers' slots) when it cannot start after all.
-pub fn release_unstarted(state: &AppState, session_id: &str) {
+pub fn release_unstarted(state: &AppState, session_id: &SessionId) {
     state.metering().do_send(CloseSession {
-        session_id: session_id.to_string(),
+        session_id: session_id.clone(),
     });
 }
 
 /// A real-time session whose token was spent could not start: frees what it took and ends
 /// its record as `failed` with `endReason` `start_failed: <reason>`, so nothing of it outlives
 /// the refused socket and no record reads as active for ever.
-pub fn abandon_unstarted(state: &AppState, session_id: &str, reason: &str) {
+pub fn abandon_unstarted(state: &AppState, session_id: &SessionId, reason: &str) {
     release_unstarted(state, session_id);
     state.sessions().do_send(EndSession {
-        session_id: session_id.to_string(),
+        session_id: session_id.clone(),
         end: SessionEnd {
             status: SessionStatus::Failed,
             tool_executions: 0,

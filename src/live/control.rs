@@ -10,7 +10,7 @@ use super::call::{AskedBy, OnCall};
 use crate::app::AppState;
 use crate::conversation::transfer::TransferTarget;
 use crate::error::ApiError;
-use crate::ids::DeveloperId;
+use crate::ids::{DeveloperId, SessionId};
 use crate::registry::sessions::{GetSession, RecordEvent, SessionLookup};
 use crate::store::sessions::{EventRow, SessionRow, SessionStatus, EVENT_HANGUP_REQUESTED};
 use crate::telephony::rest::{TwilioClient, TwilioError};
@@ -18,7 +18,7 @@ use crate::telephony::rest::{TwilioClient, TwilioError};
 /// What a hang-up found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HungUp {
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Twilio still had the call and ended it; `false` when it had ended there already.
     pub ended_now: bool,
 }
@@ -86,7 +86,7 @@ pub async fn transfer(
     base: &str,
     target: &TransferTarget,
     summary: &str,
-) -> Result<(String, &'static str), ApiError> {
+) -> Result<(SessionId, &'static str), ApiError> {
     let (twilio, session) = live_call(state, developer_id, call_sid).await?;
     // The session on this node ends as transferred when Twilio stops its stream.
     let running = state.drain().session(&session.id);

@@ -45,7 +45,7 @@ pub use phone::{
 };
 pub use start::{admit, Admitted, Record};
 
-use crate::ids::{AgentId, DeveloperId};
+use crate::ids::{AgentId, DeveloperId, SessionId};
 use crate::telephony::token::RelayClaims;
 
 /// Who a live session is for, whatever carried it: the session, its developer and agent, the
@@ -53,7 +53,7 @@ use crate::telephony::token::RelayClaims;
 /// revocation ends what it handed out).
 #[derive(Debug, Clone, Default)]
 pub struct SessionRequest {
-    pub session_id: String,
+    pub session_id: SessionId,
     pub developer_id: DeveloperId,
     pub agent_id: AgentId,
     pub instance_id: Option<String>,
@@ -66,7 +66,7 @@ pub struct SessionRequest {
     pub public_base: Option<String>,
     /// The session of the same call this one carries on, and what the agent says first
     /// instead of its greeting.
-    pub resumes: Option<String>,
+    pub resumes: Option<SessionId>,
     pub opening: Option<String>,
     /// The outbound call task a phone call was placed as: its variables are the agent's.
     pub task_id: Option<String>,

@@ -10,7 +10,7 @@ use std::time::Duration;
 use super::voicemail::VoicemailPlan;
 use crate::app::AppState;
 use crate::error::ApiError;
-use crate::ids::{AgentId, DeveloperId};
+use crate::ids::{AgentId, DeveloperId, SessionId};
 use crate::registry::metering::{CloseSession, OpenSession, SessionMetering};
 use crate::registry::new_id;
 use crate::registry::telephony::{CreateTask, RouteCall, UpdateTask};
@@ -57,14 +57,14 @@ pub async fn place(state: &AppState, call: OutboundCall) -> Result<Placed, ApiEr
     state
         .metering()
         .send(OpenSession {
-            session_id: task_id.clone(),
+            session_id: SessionId::from(task_id.as_str()),
             developer_id: call.developer_id.clone(),
             metered: SessionMetering::ALL,
         })
         .await??;
     let hold = Duration::from_secs(state.config().telephony.outbound.answer_timeout_seconds);
     let metering = state.metering().clone();
-    let held = task_id.clone();
+    let held = SessionId::from(task_id.as_str());
     actix_web::rt::spawn(async move {
         tokio::time::sleep(hold).await;
         metering.do_send(CloseSession { session_id: held });
@@ -108,7 +108,7 @@ pub async fn can_call_from(
 /// Frees the concurrent-session slot a placed call held while it rang.
 pub fn release_ringing(state: &AppState, task_id: &str) {
     state.metering().do_send(CloseSession {
-        session_id: task_id.to_string(),
+        session_id: SessionId::from(task_id),
     });
 }
 

@@ -13,11 +13,10 @@ use super::admission::release_unstarted;
 use super::{admit, Record, SessionRequest};
 use crate::app::AppState;
 use crate::error::ApiError;
-use crate::ids::{AgentId, DeveloperId};
+use crate::ids::{AgentId, DeveloperId, SessionId};
 use crate::metrics::metrics;
 use crate::registry::instances::{GetInstance, InstanceLookup};
 use crate::registry::metering::HoldSession;
-use crate::registry::new_id;
 use crate::registry::sessions::CreateSession;
 use crate::store::agents::AgentRow;
 use crate::store::sessions::{SessionRow, SessionStatus};
@@ -83,7 +82,7 @@ pub struct StreamFor {
     pub key_id: Option<String>,
     /// The session of the same call this one carries on, and what the agent says first
     /// in place of its greeting (see [`RelayClaims::prev`]).
-    pub resumes: Option<String>,
+    pub resumes: Option<SessionId>,
     pub opening: Option<String>,
     /// The outbound call task the call was placed as (see [`RelayClaims::task`]).
     pub task_id: Option<String>,
@@ -91,7 +90,7 @@ pub struct StreamFor {
 
 /// A pending phone session and the markup that connects a call to it.
 pub struct IssuedStream {
-    pub session_id: String,
+    pub session_id: SessionId,
     pub twiml: String,
     pub stream_url: String,
     /// The relay token the stream presents.
@@ -111,7 +110,7 @@ pub async fn issue_stream(
     req: &HttpRequest,
     target: StreamFor,
 ) -> Result<IssuedStream, ApiError> {
-    issue_stream_as(state, req, target, new_id("ses")).await
+    issue_stream_as(state, req, target, SessionId::new()).await
 }
 
 /// [`issue_stream`] for a session id chosen beforehand (an outbound task claims its one
@@ -120,7 +119,7 @@ pub async fn issue_stream_as(
     state: &AppState,
     req: &HttpRequest,
     target: StreamFor,
-    session_id: String,
+    session_id: SessionId,
 ) -> Result<IssuedStream, ApiError> {
     issue_stream_at(state, &state.public_base(req), target, session_id).await
 }
@@ -130,7 +129,7 @@ pub async fn issue_stream_at(
     state: &AppState,
     base: &str,
     target: StreamFor,
-    session_id: String,
+    session_id: SessionId,
 ) -> Result<IssuedStream, ApiError> {
     let now = time::now_ms();
     let ttl = state.config().telephony.token_ttl_seconds;

@@ -172,7 +172,7 @@ impl Admitted {
         let (output, outputs) = OutputQueue::with_clear_lane(wire.clear_lane(socket.clone()));
         let (caller, duties) =
             CallerSide::new(messages, wire.caller(&request.session_id), tap.clone());
-        let config = wire.config(request.session_id.clone(), assembled.profile);
+        let config = wire.config(request.session_id.to_string(), assembled.profile);
         let handle = CallSession::start_reading(
             config,
             assembled.engines,

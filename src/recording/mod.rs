@@ -21,7 +21,7 @@ pub use writer::{RecordingTap, TapFormat, WriterPool, Written};
 
 use crate::cluster::drain::{Drain, RecordingHold};
 use crate::config::RecordingsConfig;
-use crate::ids::{new_id, DeveloperId};
+use crate::ids::{new_id, DeveloperId, SessionId};
 use crate::store::telephony::{RecordingRow, RecordingStatus};
 use crate::supervision::Notifier;
 use crate::time::now_ms;
@@ -68,7 +68,7 @@ pub struct Recordings {
 /// What a recording is of.
 #[derive(Debug, Clone)]
 pub struct RecordingOf {
-    pub session_id: String,
+    pub session_id: SessionId,
     pub developer_id: DeveloperId,
     pub call_sid: Option<String>,
     pub format: TapFormat,

@@ -19,7 +19,7 @@ use crate::billing::rate_limit::{RateDecision, RateLimiter};
 use crate::billing::FREE_TIER;
 use crate::config::{PricingConfig, RateLimitConfig, TierConfig};
 use crate::error::ApiError;
-use crate::ids::DeveloperId;
+use crate::ids::{DeveloperId, SessionId};
 use crate::store::developers::{self, DeveloperRow, SubscriptionChange};
 use crate::store::usage::{self, UsageRow};
 use crate::store::{rate_limits, Backend, Db};
@@ -130,9 +130,9 @@ pub struct Metering {
     limiter: RateLimiter,
     shared: bool,
     syncing: bool,
-    sessions: HashMap<String, LiveSession>,
+    sessions: HashMap<SessionId, LiveSession>,
     /// What ended sessions cost, and when they ended, until read or [`ENDED_COST_KEPT`].
-    ended_costs: HashMap<String, (f64, Instant)>,
+    ended_costs: HashMap<SessionId, (f64, Instant)>,
 }
 
 impl Metering {
@@ -670,7 +670,7 @@ impl Handler<ApplyBillingEvent> for Metering {
 #[derive(Message)]
 #[rtype(result = "Result<(), ApiError>")]
 pub struct OpenSession {
-    pub session_id: String,
+    pub session_id: SessionId,
     pub developer_id: DeveloperId,
     pub metered: SessionMetering,
 }
@@ -706,7 +706,7 @@ impl Handler<OpenSession> for Metering {
 #[derive(Message)]
 #[rtype(result = "Result<(), ApiError>")]
 pub struct HoldSession {
-    pub session_id: String,
+    pub session_id: SessionId,
     pub developer_id: DeveloperId,
     pub for_: Duration,
 }
@@ -729,7 +729,7 @@ impl Metering {
     fn take_slot(
         &mut self,
         developer_id: &DeveloperId,
-        session_id: String,
+        session_id: SessionId,
         metered: SessionMetering,
         held_until: Option<Instant>,
     ) -> Result<(), ApiError> {
@@ -766,7 +766,7 @@ impl Metering {
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct ChargeSession {
-    pub session_id: String,
+    pub session_id: SessionId,
     pub usage: Usage,
 }
 
@@ -789,7 +789,7 @@ impl Handler<ChargeSession> for Metering {
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct CloseSession {
-    pub session_id: String,
+    pub session_id: SessionId,
 }
 
 impl Handler<CloseSession> for Metering {
@@ -813,7 +813,7 @@ impl Handler<CloseSession> for Metering {
 #[derive(Message)]
 #[rtype(result = "f64")]
 pub struct SessionCost {
-    pub session_id: String,
+    pub session_id: SessionId,
 }
 
 impl Handler<SessionCost> for Metering {

@@ -11,7 +11,7 @@ use actix::prelude::*;
 use super::{cursor_position, Page, PageRequest};
 use crate::config::RecordingsConfig;
 use crate::error::ApiError;
-use crate::ids::{AgentId, DeveloperId};
+use crate::ids::{AgentId, DeveloperId, SessionId};
 use crate::recording::{RecordingFinished, RecordingStorage, StartRecording};
 use crate::store::telephony::{
     self, AgentSyncRow, CallTaskRow, ClaimCheck, PhoneNumberChanges, PhoneNumberRow, RecordingEnd,
@@ -458,7 +458,7 @@ impl Handler<UpdateTask> for TelephonyRegistry {
 #[rtype(result = "Result<Option<CallTaskRow>, ApiError>")]
 pub struct ClaimTaskConnect {
     pub id: String,
-    pub session_id: String,
+    pub session_id: SessionId,
 }
 
 impl Handler<ClaimTaskConnect> for TelephonyRegistry {
@@ -660,7 +660,7 @@ impl Handler<SaveAgentSync> for TelephonyRegistry {
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct EndUnconnectedSession {
-    pub session_id: String,
+    pub session_id: SessionId,
     pub reason: String,
 }
 

@@ -9,7 +9,7 @@ use super::schema::{agent_syncs, call_tasks, phone_numbers, recordings, sessions
 use super::sessions::SessionStatus;
 pub use super::status::{RecordingStatus, TaskStatus};
 use super::{Db, StoreResult};
-use crate::ids::{AgentId, DeveloperId};
+use crate::ids::{AgentId, DeveloperId, SessionId};
 use crate::{db_run, db_tx};
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
@@ -184,7 +184,7 @@ pub struct CallTaskRow {
     pub from_number: String,
     pub status: TaskStatus,
     pub call_sid: Option<String>,
-    pub session_id: Option<String>,
+    pub session_id: Option<SessionId>,
     pub record: bool,
     pub last_sequence: i64,
     pub duration_seconds: Option<i64>,
@@ -231,7 +231,7 @@ store_fns! {
 
     /// Marks the task as connected to `session_id`, once: only a live task that no connect
     /// has reached yet is changed, so a replayed connect webhook finds `None`.
-    update pub fn claim_connect(id: &str, session_id: &str, updated_at: i64)
+    update pub fn claim_connect(id: &str, session_id: &SessionId, updated_at: i64)
         set ((
             call_tasks::session_id.eq(Some(session_id)),
             call_tasks::updated_at.eq(updated_at),
@@ -308,7 +308,7 @@ pub struct RecordingRow {
     pub seq: i64,
     pub id: String,
     pub developer_id: DeveloperId,
-    pub session_id: String,
+    pub session_id: SessionId,
     pub call_sid: Option<String>,
     pub sample_rate: i32,
     pub status: RecordingStatus,
@@ -478,7 +478,7 @@ store_fns! {
     /// Ends a phone session whose stream never connected (the outbound call was not
     /// answered): `failed` with the call's final status as the reason. Sessions that
     /// connected are ended by their stream.
-    mark pub fn end_unconnected_session(session: &str, reason: &str, at: i64)
+    mark pub fn end_unconnected_session(session: &SessionId, reason: &str, at: i64)
         set ((
             sessions::status.eq(SessionStatus::Failed),
             sessions::end_reason.eq(Some(reason)),

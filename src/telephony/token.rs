@@ -11,7 +11,7 @@ use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
-use crate::ids::{AgentId, DeveloperId};
+use crate::ids::{AgentId, DeveloperId, SessionId};
 
 type HmacSha256 = Hmac<Sha256>;
 
@@ -19,7 +19,7 @@ type HmacSha256 = Hmac<Sha256>;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct RelayClaims {
     /// The session record the stream belongs to.
-    pub sid: String,
+    pub sid: SessionId,
     pub dev: DeveloperId,
     pub agent: AgentId,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -35,7 +35,7 @@ pub struct RelayClaims {
     /// The session of the same call this one carries on (after keys pressed or a transfer
     /// that failed): its conversation is the agent's context.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prev: Option<String>,
+    pub prev: Option<SessionId>,
     /// What the agent says first in place of its greeting, in a session that carries on
     /// another (`None`: nothing, it listens).
     #[serde(default, skip_serializing_if = "Option::is_none")]
