@@ -21,7 +21,7 @@ use diesel_async::{AsyncConnection, AsyncPgConnection, SimpleAsyncConnection};
 use futures_util::StreamExt;
 use serde::Deserialize;
 
-use crate::ids::{AgentId, DeveloperId};
+use crate::ids::{AgentId, CollectionId, DeveloperId};
 use crate::metrics::metrics;
 use crate::supervision::Notifier;
 use crate::time::now_ms;
@@ -82,10 +82,13 @@ pub enum Change {
     /// An agent was changed or archived.
     Agent { developer: DeveloperId, id: AgentId },
     /// A collection was changed or deleted.
-    Collection { developer: DeveloperId, id: String },
+    Collection {
+        developer: DeveloperId,
+        id: CollectionId,
+    },
     /// A document of a collection was ingested (`removed: false`) or deleted.
     Documents {
-        collection: String,
+        collection: CollectionId,
         document: String,
         removed: bool,
     },

@@ -12,7 +12,7 @@
 //! `transfer_call`. Each ends the session once the agent's last words have played, and the
 //! call then does what was asked.
 
-use crate::ids::{AgentId, DeveloperId, SessionId};
+use crate::ids::{AgentId, CollectionId, DeveloperId, SessionId};
 use crate::registry::Supervised;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -307,7 +307,7 @@ pub struct AgentTools {
     embedder: Arc<dyn Embedder>,
     knowledge: Supervised<KnowledgeIndex>,
     fetcher: Fetcher,
-    collection_id: Option<String>,
+    collection_id: Option<CollectionId>,
     http: Arc<Vec<HttpTool>>,
     /// Opens the HTTP tools' sealed secrets and headers, for the agent's owner.
     secrets: Arc<(ToolSecrets, DeveloperId)>,
@@ -328,7 +328,7 @@ impl AgentTools {
         embedder: Arc<dyn Embedder>,
         knowledge: Supervised<KnowledgeIndex>,
         fetcher: Fetcher,
-        collection_id: Option<String>,
+        collection_id: Option<CollectionId>,
         http: HttpTools,
     ) -> Self {
         Self {
@@ -487,7 +487,7 @@ impl AgentTools {
     async fn search(&self, arguments: &Value) -> Result<String, String> {
         let collection = self
             .collection_id
-            .as_deref()
+            .as_ref()
             .ok_or("this agent has no knowledge collection")?;
         let query = arguments
             .get("query")

@@ -18,7 +18,7 @@ use crate::conversation::analysis;
 use crate::conversation::tools::http_tools;
 use crate::conversation::transfer::{self, TransferTarget};
 use crate::error::{ApiError, ErrorBody};
-use crate::ids::{AgentId, DeveloperId};
+use crate::ids::{AgentId, CollectionId, DeveloperId};
 use crate::registry::agents::{ArchiveAgent, CreateAgent, GetAgent, ListAgents, UpdateAgent};
 use crate::registry::tool_secrets;
 use crate::store::agents::{AgentChanges, AgentRow, AgentStatus, DETECTED_LANGUAGE};
@@ -95,7 +95,7 @@ impl From<AgentRow> for AgentBody {
             stt_provider: row.stt_provider,
             llm_provider: row.llm_provider,
             llm_model: row.llm_model,
-            collection_id: row.collection_id,
+            collection_id: row.collection_id.map(String::from),
             style_profile: row.style_profile.as_deref().map(validate::stored_json),
             language: row.language,
             temperature: row.temperature,
@@ -554,7 +554,7 @@ pub(crate) fn new_agent_row(
             .llm_provider
             .unwrap_or_else(|| DEFAULT_PROVIDER.to_string()),
         llm_model: fields.llm_model.flatten(),
-        collection_id: fields.collection_id.flatten(),
+        collection_id: fields.collection_id.flatten().map(CollectionId::from),
         style_profile: fields.style_profile.flatten(),
         language: fields.language.unwrap_or_else(|| "en".to_string()),
         temperature: fields.temperature.unwrap_or(DEFAULT_TEMPERATURE),
@@ -637,7 +637,7 @@ async fn update_agent(
         stt_provider: fields.stt_provider,
         llm_provider: fields.llm_provider,
         llm_model: fields.llm_model,
-        collection_id: fields.collection_id,
+        collection_id: fields.collection_id.map(|c| c.map(CollectionId::from)),
         style_profile: fields.style_profile,
         language: fields.language,
         temperature: fields.temperature,

@@ -13,11 +13,11 @@ use super::pagination::{self, PageBody, PageQuery};
 use super::validate;
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
+use crate::ids::CollectionId;
 use crate::registry::collections::{
     CreateCollection, DeleteCollection, GetCollection, ListCollections,
 };
 use crate::registry::knowledge::CollectionDropped;
-use crate::registry::new_id;
 use crate::store::collections::CollectionRow;
 use crate::time::{self, iso};
 
@@ -43,7 +43,7 @@ pub struct CollectionBody {
 impl From<CollectionRow> for CollectionBody {
     fn from(row: CollectionRow) -> CollectionBody {
         CollectionBody {
-            id: row.id,
+            id: row.id.into(),
             name: row.name,
             description: row.description,
             metadata: validate::stored_json(&row.metadata),
@@ -80,7 +80,7 @@ async fn create_collection(
     let metadata = validate::metadata("metadata", request.metadata.as_ref())?;
     let collection = CollectionRow {
         seq: 0,
-        id: new_id("col"),
+        id: CollectionId::new(),
         developer_id: developer.id().clone(),
         name: request.name.unwrap_or_default(),
         description: request.description,
@@ -126,7 +126,7 @@ async fn get_collection(
         .collections()
         .send(GetCollection {
             developer_id: developer.id().clone(),
-            collection_id: id.into_inner(),
+            collection_id: id.into_inner().into(),
         })
         .await??;
     Ok(HttpResponse::Ok().json(CollectionBody::from(collection)))
@@ -143,7 +143,7 @@ async fn delete_collection(
     developer: Developer,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let collection_id = id.into_inner();
+    let collection_id = CollectionId::from(id.into_inner());
     state
         .collections()
         .send(DeleteCollection {

@@ -15,7 +15,7 @@ use crate::app::AppState;
 use crate::billing::Usage;
 use crate::error::{ApiError, ErrorBody};
 use crate::fetch::FetchError;
-use crate::ids::DeveloperId;
+use crate::ids::{CollectionId, DeveloperId};
 use crate::knowledge::chunking::{chunk, Layout};
 use crate::knowledge::html::readable_text;
 use crate::registry::collections::GetCollection;
@@ -278,7 +278,7 @@ impl PreparedDocument {
 pub async fn prepare_document(
     state: &AppState,
     developer_id: &DeveloperId,
-    collection_id: &str,
+    collection_id: &CollectionId,
     request: IngestRequest,
 ) -> Result<PreparedDocument, ApiError> {
     let plan = validate_ingest(request)?;
@@ -340,7 +340,7 @@ pub async fn prepare_document(
             }
             ChunkRow {
                 document_id: document_id.clone(),
-                collection_id: collection_id.to_string(),
+                collection_id: collection_id.clone(),
                 chunk_index: index as i32,
                 content: text.clone(),
                 metadata: Value::Object(metadata).to_string(),
@@ -351,7 +351,7 @@ pub async fn prepare_document(
     let document = DocumentRow {
         id: document_id.clone(),
         developer_id: developer_id.clone(),
-        collection_id: collection_id.to_string(),
+        collection_id: collection_id.clone(),
         content_type: plan.content_type.clone(),
         source_url: plan.source_url.clone(),
         metadata: Value::Object(plan.metadata.clone()).to_string(),
@@ -381,7 +381,7 @@ async fn ingest(
     id: web::Path<String>,
     body: ApiJson<IngestRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let collection_id = id.into_inner();
+    let collection_id = CollectionId::from(id.into_inner());
     let plan = body.into_inner();
     state
         .collections()
@@ -410,7 +410,7 @@ async fn ingest(
         })
         .await??;
     if !stored {
-        return Err(ApiError::not_found("collection", &collection_id));
+        return Err(ApiError::not_found("collection", collection_id.as_str()));
     }
     // The embedded embedder (and for audio the embedded recogniser) did the work.
     Ok(HttpResponse::Created()
@@ -432,7 +432,7 @@ async fn search(
     id: web::Path<String>,
     body: ApiJson<SearchRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let collection_id = id.into_inner();
+    let collection_id = CollectionId::from(id.into_inner());
     let request = body.into_inner();
     validate::required_text("query", request.query.as_deref(), MAX_QUERY_CHARS)?;
     let limit = request.limit.unwrap_or(10);
@@ -493,7 +493,7 @@ async fn delete_document(
         .knowledge()
         .send(DeleteDocument {
             developer_id: developer.id().clone(),
-            collection_id,
+            collection_id: collection_id.into(),
             document_id: document_id.clone(),
         })
         .await??;

@@ -10,7 +10,7 @@ use super::{cursor_position, Page, PageRequest};
 use crate::cluster::{Change, Changed, FeedState};
 use crate::config::RegistryConfig;
 use crate::error::ApiError;
-use crate::ids::{AgentId, DeveloperId};
+use crate::ids::{AgentId, CollectionId, DeveloperId};
 use crate::speech::languages;
 use crate::store::agents::{self, AgentChanges, AgentRow};
 use crate::store::{collections, Db, StoreError};
@@ -71,7 +71,7 @@ impl Actor for AgentRegistry {
 async fn check_collection(
     db: &Db,
     developer: &DeveloperId,
-    collection: Option<&str>,
+    collection: Option<&CollectionId>,
 ) -> Result<(), ApiError> {
     if let Some(id) = collection {
         if collections::get(db, developer, id).await?.is_none() {
@@ -153,7 +153,7 @@ impl Handler<CreateAgent> for AgentRegistry {
             async move {
                 let agent = sealed?;
                 check_language(&agent).map_err(refused_language)?;
-                check_collection(&db, &agent.developer_id, agent.collection_id.as_deref()).await?;
+                check_collection(&db, &agent.developer_id, agent.collection_id.as_ref()).await?;
                 agents::insert(&db, &agent).await.map_err(|err| match err {
                     StoreError::Conflict(_) => ApiError::Conflict(format!(
                         "an agent with id '{}' already exists",
@@ -264,11 +264,7 @@ impl Handler<UpdateAgent> for AgentRegistry {
                             .map_err(refused_metadata)?,
                     );
                 }
-                let collection = msg
-                    .changes
-                    .collection_id
-                    .as_ref()
-                    .and_then(|c| c.as_deref());
+                let collection = msg.changes.collection_id.as_ref().and_then(|c| c.as_ref());
                 check_collection(&db, &msg.developer_id, collection).await?;
                 // Only a change to what the rule reads is held to it: an agent stored before
                 // the rule can still be renamed.
@@ -338,7 +334,7 @@ impl Handler<ArchiveAgent> for AgentRegistry {
 #[rtype(result = "()")]
 pub struct CollectionDeleted {
     pub developer_id: DeveloperId,
-    pub collection_id: String,
+    pub collection_id: CollectionId,
 }
 
 impl Handler<CollectionDeleted> for AgentRegistry {
@@ -347,7 +343,7 @@ impl Handler<CollectionDeleted> for AgentRegistry {
     fn handle(&mut self, msg: CollectionDeleted, _: &mut Context<Self>) {
         self.cache.invalidate_where(|(developer, _), agent| {
             *developer == msg.developer_id
-                && agent.collection_id.as_deref() == Some(msg.collection_id.as_str())
+                && agent.collection_id.as_ref() == Some(&msg.collection_id)
         });
     }
 }

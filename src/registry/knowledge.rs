@@ -18,7 +18,7 @@ use crate::background::BackgroundPriority;
 use crate::cluster::{Change, Changed, FeedState};
 use crate::config::RegistryConfig;
 use crate::error::ApiError;
-use crate::ids::DeveloperId;
+use crate::ids::{CollectionId, DeveloperId};
 use crate::knowledge::index::{ChunkRef, VectorIndex};
 use crate::store::documents::{self, ChunkRow, DocumentRow};
 use crate::store::Db;
@@ -31,7 +31,7 @@ pub type SharedIndex = Arc<RwLock<VectorIndex>>;
 pub struct KnowledgeIndex {
     db: Db,
     dimensions: usize,
-    cache: RegistryCache<String, SharedIndex>,
+    cache: RegistryCache<CollectionId, SharedIndex>,
     graph_min_chunks: usize,
     graph_search_ef: usize,
     /// Where graph jobs compute; `None` if its threads could not be started (exact search
@@ -86,11 +86,11 @@ impl KnowledgeIndex {
 
     /// Removes a document's vectors from a loaded index (an index that cannot be changed is
     /// dropped, to be rebuilt from storage).
-    fn remove_from_index(&mut self, collection: &str, document: &str) {
+    fn remove_from_index(&mut self, collection: &CollectionId, document: &str) {
         self.removals += 1;
-        let Some(shared) = self.cache.get(&collection.to_string()) else {
+        let Some(shared) = self.cache.get(collection) else {
             // A build in flight may have read the document: drop it.
-            self.cache.invalidate(&collection.to_string());
+            self.cache.invalidate(collection);
             return;
         };
         let removed = match shared.write() {
@@ -105,7 +105,7 @@ impl KnowledgeIndex {
         match removed {
             Some(true) => self.maintain(&shared),
             Some(false) => {}
-            None => self.cache.invalidate(&collection.to_string()),
+            None => self.cache.invalidate(collection),
         }
     }
 }
@@ -173,7 +173,7 @@ impl Actor for KnowledgeIndex {
 #[derive(Message)]
 #[rtype(result = "Result<SharedIndex, ApiError>")]
 pub struct IndexOf {
-    pub collection_id: String,
+    pub collection_id: CollectionId,
 }
 
 impl Handler<IndexOf> for KnowledgeIndex {
@@ -271,12 +271,12 @@ impl KnowledgeIndex {
     /// after the ingest holds it before its notification comes).
     fn add_document(
         &mut self,
-        collection: &str,
+        collection: &CollectionId,
         document: &str,
         chunks: &[i32],
         vectors: &[Vec<f32>],
     ) {
-        let collection = collection.to_string();
+        let collection = collection.clone();
         let Some(index) = self.cache.get(&collection) else {
             // A build in flight may have read storage before this document: drop it.
             self.cache.invalidate(&collection);
@@ -366,7 +366,7 @@ fn maintain_graph(index: &SharedIndex, pool: &Arc<rayon::ThreadPool>) {
 #[rtype(result = "Result<bool, ApiError>")]
 pub struct DeleteDocument {
     pub developer_id: DeveloperId,
-    pub collection_id: String,
+    pub collection_id: CollectionId,
     pub document_id: String,
 }
 
@@ -398,7 +398,7 @@ impl Handler<DeleteDocument> for KnowledgeIndex {
 #[derive(Message)]
 #[rtype(result = "Result<Vec<(String, i32, String, String)>, ApiError>")]
 pub struct ChunkTexts {
-    pub collection_id: String,
+    pub collection_id: CollectionId,
     pub chunks: Vec<ChunkRef>,
 }
 
@@ -420,7 +420,7 @@ impl Handler<ChunkTexts> for KnowledgeIndex {
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct CollectionDropped {
-    pub collection_id: String,
+    pub collection_id: CollectionId,
 }
 
 impl Handler<CollectionDropped> for KnowledgeIndex {

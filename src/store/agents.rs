@@ -8,7 +8,7 @@ use super::schema::agents;
 pub use super::status::AgentStatus;
 use super::{Db, StoreError, StoreResult};
 use crate::db_tx;
-use crate::ids::{AgentId, DeveloperId};
+use crate::ids::{AgentId, CollectionId, DeveloperId};
 
 #[derive(Debug, Clone, Queryable, Selectable, Insertable)]
 #[diesel(table_name = agents)]
@@ -27,7 +27,7 @@ pub struct AgentRow {
     pub stt_provider: String,
     pub llm_provider: String,
     pub llm_model: Option<String>,
-    pub collection_id: Option<String>,
+    pub collection_id: Option<CollectionId>,
     pub style_profile: Option<String>,
     pub language: String,
     pub temperature: f64,
@@ -70,7 +70,7 @@ pub struct AgentChanges {
     pub stt_provider: Option<String>,
     pub llm_provider: Option<String>,
     pub llm_model: Option<Option<String>>,
-    pub collection_id: Option<Option<String>>,
+    pub collection_id: Option<Option<CollectionId>>,
     pub style_profile: Option<Option<String>>,
     pub language: Option<String>,
     pub temperature: Option<f64>,
