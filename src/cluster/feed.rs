@@ -21,7 +21,7 @@ use diesel_async::{AsyncConnection, AsyncPgConnection, SimpleAsyncConnection};
 use futures_util::StreamExt;
 use serde::Deserialize;
 
-use crate::ids::{AgentId, CollectionId, DeveloperId};
+use crate::ids::{AgentId, CollectionId, DeveloperId, DocumentId};
 use crate::metrics::metrics;
 use crate::supervision::Notifier;
 use crate::time::now_ms;
@@ -89,7 +89,7 @@ pub enum Change {
     /// A document of a collection was ingested (`removed: false`) or deleted.
     Documents {
         collection: CollectionId,
-        document: String,
+        document: DocumentId,
         removed: bool,
     },
     /// A developer's subscription (tier, expiry) changed.

@@ -15,14 +15,13 @@ use crate::app::AppState;
 use crate::billing::Usage;
 use crate::error::{ApiError, ErrorBody};
 use crate::fetch::FetchError;
-use crate::ids::{CollectionId, DeveloperId};
+use crate::ids::{CollectionId, DeveloperId, DocumentId};
 use crate::knowledge::chunking::{chunk, Layout};
 use crate::knowledge::html::readable_text;
 use crate::registry::collections::GetCollection;
 use crate::registry::jobs::extension_of;
 use crate::registry::knowledge::{DeleteDocument, StoreDocument};
 use crate::registry::meter;
-use crate::registry::new_id;
 use crate::registry::search::{search_collection, KnowledgeHit};
 use crate::speech::transcription::{transcribe_file, TranscriptionRequest};
 use crate::store::documents::{bytes_of, ChunkRow, DocumentRow};
@@ -266,7 +265,7 @@ pub struct PreparedDocument {
 impl PreparedDocument {
     pub fn body(&self) -> IngestBody {
         IngestBody {
-            document_id: self.document.id.clone(),
+            document_id: self.document.id.to_string(),
             chunks_created: self.chunks.len(),
             tokens_used: self.document.tokens as usize,
         }
@@ -327,7 +326,7 @@ pub async fn prepare_document(
         vectors.extend(embedder.embed(batch.to_vec()).await?);
     }
 
-    let document_id = new_id("doc");
+    let document_id = DocumentId::new();
     let now = time::now_ms();
     let rows: Vec<ChunkRow> = pieces
         .iter()
@@ -494,7 +493,7 @@ async fn delete_document(
         .send(DeleteDocument {
             developer_id: developer.id().clone(),
             collection_id: collection_id.into(),
-            document_id: document_id.clone(),
+            document_id: DocumentId::from(document_id.as_str()),
         })
         .await??;
     if !deleted {

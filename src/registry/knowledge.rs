@@ -18,7 +18,7 @@ use crate::background::BackgroundPriority;
 use crate::cluster::{Change, Changed, FeedState};
 use crate::config::RegistryConfig;
 use crate::error::ApiError;
-use crate::ids::{CollectionId, DeveloperId};
+use crate::ids::{CollectionId, DeveloperId, DocumentId};
 use crate::knowledge::index::{ChunkRef, VectorIndex};
 use crate::store::documents::{self, ChunkRow, DocumentRow};
 use crate::store::Db;
@@ -86,7 +86,7 @@ impl KnowledgeIndex {
 
     /// Removes a document's vectors from a loaded index (an index that cannot be changed is
     /// dropped, to be rebuilt from storage).
-    fn remove_from_index(&mut self, collection: &CollectionId, document: &str) {
+    fn remove_from_index(&mut self, collection: &CollectionId, document: &DocumentId) {
         self.removals += 1;
         let Some(shared) = self.cache.get(collection) else {
             // A build in flight may have read the document: drop it.
@@ -95,8 +95,8 @@ impl KnowledgeIndex {
         };
         let removed = match shared.write() {
             Ok(mut index) => Some(
-                index.contains_document(document) && {
-                    index.remove_document(document);
+                index.contains_document(document.as_str()) && {
+                    index.remove_document(document.as_str());
                     true
                 },
             ),
@@ -272,7 +272,7 @@ impl KnowledgeIndex {
     fn add_document(
         &mut self,
         collection: &CollectionId,
-        document: &str,
+        document: &DocumentId,
         chunks: &[i32],
         vectors: &[Vec<f32>],
     ) {
@@ -284,7 +284,7 @@ impl KnowledgeIndex {
         };
         let poisoned = match index.write() {
             Ok(mut index) => {
-                if index.contains_document(document) {
+                if index.contains_document(document.as_str()) {
                     return;
                 }
                 for (chunk_index, vector) in chunks.iter().zip(vectors) {
@@ -367,7 +367,7 @@ fn maintain_graph(index: &SharedIndex, pool: &Arc<rayon::ThreadPool>) {
 pub struct DeleteDocument {
     pub developer_id: DeveloperId,
     pub collection_id: CollectionId,
-    pub document_id: String,
+    pub document_id: DocumentId,
 }
 
 impl Handler<DeleteDocument> for KnowledgeIndex {

@@ -6,13 +6,13 @@ use diesel_async::RunQueryDsl;
 
 use super::schema::{chunks, collections, documents};
 use super::{Db, StoreResult};
-use crate::ids::{CollectionId, DeveloperId};
+use crate::ids::{CollectionId, DeveloperId, DocumentId};
 use crate::{db_run, db_tx};
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
 #[diesel(table_name = documents)]
 pub struct DocumentRow {
-    pub id: String,
+    pub id: DocumentId,
     pub developer_id: DeveloperId,
     pub collection_id: CollectionId,
     pub content_type: String,
@@ -28,7 +28,7 @@ pub struct DocumentRow {
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
 #[diesel(table_name = chunks, treat_none_as_default_value = false)]
 pub struct ChunkRow {
-    pub document_id: String,
+    pub document_id: DocumentId,
     pub collection_id: CollectionId,
     pub chunk_index: i32,
     pub content: String,
@@ -119,7 +119,7 @@ pub async fn delete(
     db: &Db,
     developer: &DeveloperId,
     collection: &CollectionId,
-    document: &str,
+    document: &DocumentId,
 ) -> StoreResult<bool> {
     db_tx!(db, |conn| {
         let found: Option<i64> = documents::table
@@ -168,7 +168,7 @@ pub async fn vectors(
 pub async fn document_vectors(
     db: &Db,
     collection: &CollectionId,
-    document: &str,
+    document: &DocumentId,
 ) -> StoreResult<Vec<(i32, Vec<u8>)>> {
     db_run!(db, |conn| {
         let rows: Vec<(i32, Option<Vec<u8>>)> = chunks::table
