@@ -101,7 +101,7 @@ fn request_path(c: &mut Criterion) {
         let admission = metering
             .send(Admit {
                 developer_id: principal.developer_id.clone(),
-                key_id: principal.key_id.clone(),
+                key_id: principal.key_id.to_string(),
             })
             .await
             .unwrap()

@@ -11,7 +11,7 @@ use clap::{Parser, Subcommand};
 use crate::config::Config;
 use crate::engines::pool::WorkerPool;
 use crate::engines::whisper::WhisperEngine;
-use crate::ids::DeveloperId;
+use crate::ids::{DeveloperId, KeyId};
 use crate::registry::keys::create_key;
 use crate::store::{self, keys, Db};
 use crate::time::{iso, iso_opt, now_ms};
@@ -92,7 +92,7 @@ pub enum KeysCommand {
         developer: DeveloperId,
     },
     /// Revoke a key by id; every server sharing the database refuses it within moments.
-    Revoke { key_id: String },
+    Revoke { key_id: KeyId },
 }
 
 #[derive(Debug, Subcommand)]

@@ -12,7 +12,7 @@ use super::auth::{bearer_credentials, Developer};
 use super::methods;
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
-use crate::ids::{DeveloperId, SessionId};
+use crate::ids::{DeveloperId, KeyId, SessionId};
 use crate::live::{self, Record, SessionRequest};
 use crate::registry::agents::GetAgent;
 use crate::registry::keys::{hash_key, CheckKey, KeyCheck};
@@ -74,7 +74,7 @@ async fn session_token(
         inst: None,
         // A token minted in the portal has no API key behind it to revoke it with; it is the
         // signed-in developer's, for its ten minutes.
-        key: developer.api_key_id().map(str::to_string),
+        key: developer.api_key_id().cloned(),
         exp: expires,
         ..Default::default()
     });
@@ -224,7 +224,7 @@ struct Opener {
     /// For a session token: the session it names and the token's expiry.
     token_session: Option<(SessionId, i64)>,
     /// For a session token: the API key that minted it, which must still be in force.
-    issuer_key: Option<String>,
+    issuer_key: Option<KeyId>,
 }
 
 /// The API key in the Authorization header, or a session token for this agent (whose minting
@@ -270,7 +270,7 @@ async fn authenticate(
     {
         KeyCheck::Valid(principal) => Ok(Opener {
             developer_id: principal.developer_id,
-            rate_key: principal.key_id,
+            rate_key: principal.key_id.to_string(),
             token_session: None,
             issuer_key: None,
         }),

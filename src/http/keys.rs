@@ -11,6 +11,7 @@ use super::pagination::{self, PageBody, PageQuery};
 use super::validate;
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
+use crate::ids::KeyId;
 use crate::registry::keys::{CreateKey, IssuedKey, KeyInfo, ListKeys, RevokeKey, RotateKey};
 use crate::time::{iso, iso_opt};
 
@@ -63,7 +64,7 @@ pub struct KeyBody {
 impl From<IssuedKey> for IssuedKeyBody {
     fn from(issued: IssuedKey) -> IssuedKeyBody {
         IssuedKeyBody {
-            id: issued.info.id,
+            id: issued.info.id.into(),
             key: issued.raw,
             name: issued.info.name,
             prefix: issued.info.prefix,
@@ -77,7 +78,7 @@ impl From<IssuedKey> for IssuedKeyBody {
 impl From<KeyInfo> for KeyBody {
     fn from(info: KeyInfo) -> KeyBody {
         KeyBody {
-            id: info.id,
+            id: info.id.into(),
             name: info.name,
             prefix: info.prefix,
             created_at: iso(info.created_at),
@@ -142,7 +143,7 @@ async fn revoke_key(
     developer: Developer,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = id.into_inner();
+    let id = KeyId::from(id.into_inner());
     let revoked = state
         .keys()
         .send(RevokeKey {
@@ -151,7 +152,7 @@ async fn revoke_key(
         })
         .await??;
     if !revoked {
-        return Err(ApiError::not_found("API key", &id));
+        return Err(ApiError::not_found("API key", id.as_str()));
     }
     Ok(HttpResponse::NoContent().finish())
 }
@@ -166,7 +167,7 @@ async fn rotate_key(
     developer: Developer,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = id.into_inner();
+    let id = KeyId::from(id.into_inner());
     let rotated = state
         .keys()
         .send(RotateKey {
@@ -174,6 +175,6 @@ async fn rotate_key(
             key_id: id.clone(),
         })
         .await??
-        .ok_or_else(|| ApiError::not_found("API key", &id))?;
+        .ok_or_else(|| ApiError::not_found("API key", id.as_str()))?;
     Ok(HttpResponse::Ok().json(IssuedKeyBody::from(rotated)))
 }

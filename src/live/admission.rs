@@ -3,7 +3,7 @@
 //! for it.
 
 use crate::app::AppState;
-use crate::ids::{DeveloperId, SessionId};
+use crate::ids::{DeveloperId, KeyId, SessionId};
 use crate::registry::keys::{CheckIssuer, KeyCheck};
 use crate::registry::metering::CloseSession;
 use crate::registry::sessions::EndSession;
@@ -40,9 +40,9 @@ pub fn abandon_unstarted(state: &AppState, session_id: &SessionId, reason: &str)
 pub async fn token_issuer_in_force(
     state: &AppState,
     developer_id: &DeveloperId,
-    issuer_key: Option<&str>,
+    issuer_key: Option<&KeyId>,
 ) -> Result<(), String> {
-    let Some(key_id) = issuer_key.map(str::to_string) else {
+    let Some(key_id) = issuer_key.cloned() else {
         return Ok(());
     };
     let check = state

@@ -45,7 +45,7 @@ pub use phone::{
 };
 pub use start::{admit, Admitted, Record};
 
-use crate::ids::{AgentId, DeveloperId, SessionId};
+use crate::ids::{AgentId, DeveloperId, KeyId, SessionId};
 use crate::telephony::token::RelayClaims;
 
 /// Who a live session is for, whatever carried it: the session, its developer and agent, the
@@ -60,7 +60,7 @@ pub struct SessionRequest {
     pub from: Option<String>,
     pub to: Option<String>,
     pub call_sid: Option<String>,
-    pub issuer_key: Option<String>,
+    pub issuer_key: Option<KeyId>,
     /// The public base URL Twilio reaches this service at (phone calls: where the call's
     /// webhooks and next streams point).
     pub public_base: Option<String>,

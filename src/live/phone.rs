@@ -13,7 +13,7 @@ use super::admission::release_unstarted;
 use super::{admit, Record, SessionRequest};
 use crate::app::AppState;
 use crate::error::ApiError;
-use crate::ids::{AgentId, DeveloperId, SessionId};
+use crate::ids::{AgentId, DeveloperId, KeyId, SessionId};
 use crate::metrics::metrics;
 use crate::registry::instances::{GetInstance, InstanceLookup};
 use crate::registry::metering::HoldSession;
@@ -79,7 +79,7 @@ pub struct StreamFor {
     pub call_sid: Option<String>,
     /// The API key asking for the session, when one does (`POST /v1/sessions/twilio`): its
     /// revocation also revokes the relay token.
-    pub key_id: Option<String>,
+    pub key_id: Option<KeyId>,
     /// The session of the same call this one carries on, and what the agent says first
     /// in place of its greeting (see [`RelayClaims::prev`]).
     pub resumes: Option<SessionId>,

@@ -89,7 +89,7 @@ pub async fn admit<W: Wire>(
         }
         error
     };
-    token_issuer_in_force(state, &request.developer_id, request.issuer_key.as_deref())
+    token_issuer_in_force(state, &request.developer_id, request.issuer_key.as_ref())
         .await
         .map_err(|reason| refuse(ApiError::Unauthorized(reason)))?;
     let mut assembled = assemble(state, &request, W::NAME)

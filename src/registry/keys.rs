@@ -14,11 +14,11 @@ use rand::distr::{Alphanumeric, SampleString};
 use sha2::{Digest, Sha256};
 
 use super::cache::RegistryCache;
-use super::{cursor_position, new_id, Page, PageRequest};
+use super::{cursor_position, Page, PageRequest};
 use crate::cluster::{Change, Changed, FeedState};
 use crate::config::AuthConfig;
 use crate::error::ApiError;
-use crate::ids::DeveloperId;
+use crate::ids::{DeveloperId, KeyId};
 use crate::store::keys::{self, KeyRow, NewKey};
 use crate::store::{developers, Db, StoreError};
 use crate::time::{self, DAY_MS};
@@ -34,7 +34,7 @@ const REVOCATION_SLACK_MS: i64 = 10_000;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Principal {
     pub developer_id: DeveloperId,
-    pub key_id: String,
+    pub key_id: KeyId,
 }
 
 /// The outcome of presenting a key.
@@ -59,7 +59,7 @@ enum CachedKey {
 /// A key as lists show it (never the raw key).
 #[derive(Debug, Clone)]
 pub struct KeyInfo {
-    pub id: String,
+    pub id: KeyId,
     pub name: String,
     pub prefix: String,
     pub created_at: i64,
@@ -99,7 +99,7 @@ pub fn mint_key(
         Alphanumeric.sample_string(&mut rand::rng(), KEY_RANDOM_CHARS)
     );
     let row = NewKey {
-        id: new_id("key"),
+        id: KeyId::new(),
         developer_id: developer.clone(),
         name: name.to_string(),
         key_hash: hash_key(&raw),
@@ -148,7 +148,7 @@ pub struct KeyRegistry {
     config: AuthConfig,
     cache: RegistryCache<String, CachedKey>,
     /// Last-used times not yet written, by key id.
-    unflushed_last_used: HashMap<String, i64>,
+    unflushed_last_used: HashMap<KeyId, i64>,
     flushing: bool,
     polled_until: i64,
     polling: bool,
@@ -212,7 +212,7 @@ impl KeyRegistry {
             return;
         }
         self.flushing = true;
-        let batch: Vec<(String, i64)> = self.unflushed_last_used.drain().collect();
+        let batch: Vec<(KeyId, i64)> = self.unflushed_last_used.drain().collect();
         let db = self.db.clone();
         async move {
             let result = keys::touch_last_used(&db, &batch).await;
@@ -343,7 +343,7 @@ impl Handler<CheckKey> for KeyRegistry {
 #[rtype(result = "Result<KeyCheck, ApiError>")]
 pub struct CheckIssuer {
     pub developer_id: DeveloperId,
-    pub key_id: String,
+    pub key_id: KeyId,
 }
 
 impl Handler<CheckIssuer> for KeyRegistry {
@@ -403,10 +403,13 @@ impl Handler<ListKeys> for KeyRegistry {
             async move {
                 let dev = &msg.developer_id;
                 let cursor = msg.page.cursor.as_deref();
-                let after =
-                    cursor_position(cursor, keys::seq_of(&db, dev, cursor.unwrap_or(""))).await?;
+                let after = cursor_position(
+                    cursor,
+                    keys::seq_of(&db, dev, &KeyId::from(cursor.unwrap_or(""))),
+                )
+                .await?;
                 let rows = keys::list(&db, dev, after, msg.page.limit + 1).await?;
-                Ok::<_, ApiError>(Page::from_rows(rows, msg.page.limit, |row| &row.id))
+                Ok::<_, ApiError>(Page::from_rows(rows, msg.page.limit, |row| row.id.as_str()))
             }
             .into_actor(self)
             .map(|result, registry, _| {
@@ -428,7 +431,7 @@ impl Handler<ListKeys> for KeyRegistry {
 #[rtype(result = "Result<bool, ApiError>")]
 pub struct RevokeKey {
     pub developer_id: DeveloperId,
-    pub key_id: String,
+    pub key_id: KeyId,
 }
 
 impl Handler<RevokeKey> for KeyRegistry {
@@ -455,7 +458,7 @@ impl Handler<RevokeKey> for KeyRegistry {
 #[rtype(result = "Result<Option<IssuedKey>, ApiError>")]
 pub struct RotateKey {
     pub developer_id: DeveloperId,
-    pub key_id: String,
+    pub key_id: KeyId,
 }
 
 impl Handler<RotateKey> for KeyRegistry {
@@ -512,7 +515,7 @@ impl Handler<FlushLastUsed> for KeyRegistry {
     type Result = ResponseActFuture<Self, ()>;
 
     fn handle(&mut self, _: FlushLastUsed, _: &mut Context<Self>) -> Self::Result {
-        let batch: Vec<(String, i64)> = self.unflushed_last_used.drain().collect();
+        let batch: Vec<(KeyId, i64)> = self.unflushed_last_used.drain().collect();
         let db = self.db.clone();
         Box::pin(
             async move {

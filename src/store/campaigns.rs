@@ -9,7 +9,7 @@ use super::crud::store_fns;
 use super::schema::{campaign_contacts as contacts, campaigns};
 pub use super::status::{CampaignStatus, ContactStatus};
 use super::{Db, StoreError, StoreResult};
-use crate::ids::{AgentId, DeveloperId};
+use crate::ids::{AgentId, DeveloperId, KeyId};
 use crate::{db_run, db_tx};
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
@@ -34,7 +34,7 @@ pub struct CampaignRow {
     pub machine_detection: String,
     pub voicemail_message: Option<String>,
     pub record: bool,
-    pub key_id: Option<String>,
+    pub key_id: Option<KeyId>,
     pub public_base: String,
     pub runner_node: Option<String>,
     pub lease_until: i64,

@@ -9,7 +9,7 @@ use super::schema::{agent_syncs, call_tasks, phone_numbers, recordings, sessions
 use super::sessions::SessionStatus;
 pub use super::status::{RecordingStatus, TaskStatus};
 use super::{Db, StoreResult};
-use crate::ids::{AgentId, DeveloperId, SessionId};
+use crate::ids::{AgentId, DeveloperId, KeyId, SessionId};
 use crate::{db_run, db_tx};
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
@@ -192,7 +192,7 @@ pub struct CallTaskRow {
     pub created_at: i64,
     pub updated_at: i64,
     /// The API key that placed the call; its stream is refused once the key is revoked.
-    pub key_id: Option<String>,
+    pub key_id: Option<KeyId>,
     /// Answering-machine detection asked for: `off`, `hangup` or `message`
     /// (see `crate::live::voicemail`).
     pub machine_detection: String,

@@ -11,7 +11,7 @@ use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
-use crate::ids::{AgentId, DeveloperId, SessionId};
+use crate::ids::{AgentId, DeveloperId, KeyId, SessionId};
 
 type HmacSha256 = Hmac<Sha256>;
 
@@ -31,7 +31,7 @@ pub struct RelayClaims {
     /// The API key that minted the token, when one did: the token is refused once that key is
     /// revoked or expires, even before its own expiry.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub key: Option<String>,
+    pub key: Option<KeyId>,
     /// The session of the same call this one carries on (after keys pressed or a transfer
     /// that failed): its conversation is the agent's context.
     #[serde(default, skip_serializing_if = "Option::is_none")]
