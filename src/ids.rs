@@ -171,6 +171,11 @@ typed_id! {
     pub struct KeyId = "key";
 }
 
+typed_id! {
+    /// An instance of an agent: a customer, a store location, a caller it serves.
+    pub struct InstanceId = "inst";
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

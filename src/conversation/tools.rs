@@ -12,7 +12,7 @@
 //! `transfer_call`. Each ends the session once the agent's last words have played, and the
 //! call then does what was asked.
 
-use crate::ids::{AgentId, CollectionId, DeveloperId, SessionId};
+use crate::ids::{AgentId, CollectionId, DeveloperId, InstanceId, SessionId};
 use crate::registry::Supervised;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -94,7 +94,7 @@ pub struct CallContext {
     pub call_sid: Option<String>,
     pub from: Option<String>,
     pub to: Option<String>,
-    pub instance_id: Option<String>,
+    pub instance_id: Option<InstanceId>,
 }
 
 impl CallContext {
@@ -112,7 +112,10 @@ impl CallContext {
             ("Switchboard-Call-Sid", self.call_sid.as_deref()),
             ("Switchboard-From", self.from.as_deref()),
             ("Switchboard-To", self.to.as_deref()),
-            ("Switchboard-Instance-Id", self.instance_id.as_deref()),
+            (
+                "Switchboard-Instance-Id",
+                self.instance_id.as_ref().map(InstanceId::as_str),
+            ),
         ]
         .into_iter()
         .filter_map(|(name, value)| value.map(|value| (name, value.to_string())))

@@ -174,7 +174,7 @@ async fn chat(
         &request.caller_phone,
         &conversation.instance_id,
     ) {
-        (Some(id), _, _) => Some((InstanceLookup::Id(id.clone()), true)),
+        (Some(id), _, _) => Some((InstanceLookup::Id(id.as_str().into()), true)),
         (None, Some(phone), _) => Some((InstanceLookup::Phone(phone.clone()), false)),
         (None, None, Some(id)) => Some((InstanceLookup::Id(id.clone()), false)),
         (None, None, None) => None,
@@ -323,7 +323,7 @@ async fn chat(
             output_tokens: outcome.output_tokens,
         },
         ended: outcome.ended,
-        instance_id: instance.map(|i| i.id),
+        instance_id: instance.map(|i| i.id.into()),
     }))
 }
 

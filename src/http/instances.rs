@@ -14,10 +14,10 @@ use super::pagination::{self, PageBody, PageQuery};
 use super::validate::{self, nullable};
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
+use crate::ids::InstanceId;
 use crate::registry::instances::{
     CreateInstance, DeleteInstance, GetInstance, InstanceLookup, ListInstances, UpdateInstance,
 };
-use crate::registry::new_id;
 use crate::store::instances::{InstanceChanges, InstanceRow};
 use crate::telephony::is_e164;
 use crate::time::{self, iso};
@@ -59,7 +59,7 @@ pub struct InstanceBody {
 impl From<InstanceRow> for InstanceBody {
     fn from(row: InstanceRow) -> InstanceBody {
         InstanceBody {
-            id: row.id,
+            id: row.id.into(),
             agent_id: row.agent_id.into(),
             name: row.name,
             phone_number: row.phone_number,
@@ -149,7 +149,7 @@ async fn create_instance(
     let now = time::now_ms();
     let instance = InstanceRow {
         seq: 0,
-        id: id.unwrap_or_else(|| new_id("inst")),
+        id: id.map(InstanceId::from).unwrap_or_else(InstanceId::new),
         developer_id: developer.id().clone(),
         agent_id: agent.into_inner().into(),
         name: changes.name.flatten(),
@@ -199,7 +199,7 @@ async fn get_instance(
         .send(GetInstance {
             developer_id: developer.id().clone(),
             agent_id: agent_id.into(),
-            lookup: InstanceLookup::Id(instance_id),
+            lookup: InstanceLookup::Id(instance_id.into()),
         })
         .await??;
     Ok(HttpResponse::Ok().json(InstanceBody::from(row)))
@@ -231,7 +231,7 @@ async fn update_instance(
         .send(UpdateInstance {
             developer_id: developer.id().clone(),
             agent_id: agent_id.into(),
-            instance_id,
+            instance_id: instance_id.into(),
             changes,
         })
         .await??;
@@ -254,7 +254,7 @@ async fn delete_instance(
         .send(DeleteInstance {
             developer_id: developer.id().clone(),
             agent_id: agent_id.into(),
-            instance_id,
+            instance_id: instance_id.into(),
         })
         .await??;
     Ok(HttpResponse::NoContent().finish())

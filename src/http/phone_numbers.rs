@@ -19,7 +19,7 @@ use super::pagination::{self, PageBody, PageQuery};
 use super::validate::{self, nullable};
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
-use crate::ids::AgentId;
+use crate::ids::{AgentId, InstanceId};
 use crate::portal::Portal;
 use crate::registry::new_id;
 use crate::registry::telephony::{
@@ -73,7 +73,7 @@ impl From<PhoneNumberRow> for PhoneNumberBody {
             id: row.id,
             phone_number: row.phone_number,
             agent_id: row.agent_id.into(),
-            instance_id: row.instance_id,
+            instance_id: row.instance_id.map(String::from),
             name: row.name,
             verified: row.verified_at.is_some(),
             verified_at: row.verified_at.map(iso),
@@ -138,7 +138,7 @@ fn changes(fields: PhoneNumberFields) -> Result<PhoneNumberChanges, ApiError> {
     Ok(PhoneNumberChanges {
         phone_number,
         agent_id: agent_id.map(AgentId::from),
-        instance_id: fields.instance_id,
+        instance_id: fields.instance_id.map(|i| i.map(InstanceId::from)),
         name: fields.name,
         updated_at: time::now_ms(),
     })

@@ -14,6 +14,7 @@ use super::methods;
 use super::validate;
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
+use crate::ids::InstanceId;
 use crate::live::{self, busy_markup, issue_stream, resolve_instance, warm_agent_voice, StreamFor};
 use crate::registry::agents::GetAgent;
 use crate::time::iso;
@@ -105,7 +106,7 @@ async fn create_twilio_session(
         &state,
         &developer_id,
         &agent.id,
-        request.instance_id.as_deref(),
+        request.instance_id.clone().map(InstanceId::from).as_ref(),
         &from,
     )
     .await?;

@@ -25,7 +25,7 @@ use super::methods;
 use super::validate;
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
-use crate::ids::SessionId;
+use crate::ids::{InstanceId, SessionId};
 use crate::live::campaigns;
 use crate::live::outbound::{self, release_ringing, task_status_of, OutboundCall};
 use crate::live::voicemail::{self, MachineDetection, Verdict, VoicemailPlan};
@@ -152,7 +152,7 @@ impl From<CallTaskRow> for TaskBody {
         TaskBody {
             task_id: row.id,
             agent_id: row.agent_id.into(),
-            instance_id: row.instance_id,
+            instance_id: row.instance_id.map(String::from),
             to: row.to_number,
             from: row.from_number,
             status: row.status.to_string(),
@@ -214,7 +214,16 @@ async fn place_call(
         })
         .await??;
     let instance = match &request.instance_id {
-        Some(id) => resolve_instance(&state, &developer_id, &agent.id, Some(id), &to).await?,
+        Some(id) => {
+            resolve_instance(
+                &state,
+                &developer_id,
+                &agent.id,
+                Some(&InstanceId::from(id.as_str())),
+                &to,
+            )
+            .await?
+        }
         None => None,
     };
     let placed = outbound::place(

@@ -19,7 +19,7 @@ use switchboard_actors::session::{
 use super::post_call::PostCall;
 use super::SessionRequest;
 use crate::app::AppState;
-use crate::ids::{AgentId, DeveloperId, SessionId};
+use crate::ids::{AgentId, DeveloperId, InstanceId, SessionId};
 use crate::observability::analysis::analyse;
 use crate::registry::metering::{Metering, SessionCost};
 use crate::registry::sessions::{Flush, GetSession, SessionLookup, SessionRegistry, SessionTrace};
@@ -35,7 +35,7 @@ struct Caller {
     session_id: SessionId,
     developer_id: DeveloperId,
     agent_id: AgentId,
-    instance_id: Option<String>,
+    instance_id: Option<InstanceId>,
     call_sid: Option<String>,
     from: Option<String>,
     to: Option<String>,

@@ -45,7 +45,7 @@ pub use phone::{
 };
 pub use start::{admit, Admitted, Record};
 
-use crate::ids::{AgentId, DeveloperId, KeyId, SessionId};
+use crate::ids::{AgentId, DeveloperId, InstanceId, KeyId, SessionId};
 use crate::telephony::token::RelayClaims;
 
 /// Who a live session is for, whatever carried it: the session, its developer and agent, the
@@ -56,7 +56,7 @@ pub struct SessionRequest {
     pub session_id: SessionId,
     pub developer_id: DeveloperId,
     pub agent_id: AgentId,
-    pub instance_id: Option<String>,
+    pub instance_id: Option<InstanceId>,
     pub from: Option<String>,
     pub to: Option<String>,
     pub call_sid: Option<String>,

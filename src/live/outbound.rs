@@ -10,7 +10,7 @@ use std::time::Duration;
 use super::voicemail::VoicemailPlan;
 use crate::app::AppState;
 use crate::error::ApiError;
-use crate::ids::{AgentId, DeveloperId, KeyId, SessionId};
+use crate::ids::{AgentId, DeveloperId, InstanceId, KeyId, SessionId};
 use crate::registry::metering::{CloseSession, OpenSession, SessionMetering};
 use crate::registry::new_id;
 use crate::registry::telephony::{CreateTask, RouteCall, UpdateTask};
@@ -25,7 +25,7 @@ pub struct OutboundCall {
     /// The API key that placed it: its revocation refuses the call's stream.
     pub key_id: Option<KeyId>,
     pub agent_id: AgentId,
-    pub instance_id: Option<String>,
+    pub instance_id: Option<InstanceId>,
     pub to: String,
     pub from: String,
     /// Twilio records the call on its side too.

@@ -13,7 +13,7 @@ use super::admission::release_unstarted;
 use super::{admit, Record, SessionRequest};
 use crate::app::AppState;
 use crate::error::ApiError;
-use crate::ids::{AgentId, DeveloperId, KeyId, SessionId};
+use crate::ids::{AgentId, DeveloperId, InstanceId, KeyId, SessionId};
 use crate::metrics::metrics;
 use crate::registry::instances::{GetInstance, InstanceLookup};
 use crate::registry::metering::HoldSession;
@@ -42,11 +42,11 @@ pub async fn resolve_instance(
     state: &AppState,
     developer_id: &DeveloperId,
     agent_id: &AgentId,
-    instance_id: Option<&str>,
+    instance_id: Option<&InstanceId>,
     phone: &str,
-) -> Result<Option<String>, ApiError> {
+) -> Result<Option<InstanceId>, ApiError> {
     let lookup = match instance_id {
-        Some(id) => InstanceLookup::Id(id.to_string()),
+        Some(id) => InstanceLookup::Id(id.clone()),
         None => InstanceLookup::Phone(phone.to_string()),
     };
     let found = state
@@ -74,7 +74,7 @@ pub struct StreamFor {
     pub agent_id: AgentId,
     pub from: Option<String>,
     pub to: Option<String>,
-    pub instance_id: Option<String>,
+    pub instance_id: Option<InstanceId>,
     /// Known when Twilio asks for the markup itself (outbound connect, inbound webhook).
     pub call_sid: Option<String>,
     /// The API key asking for the session, when one does (`POST /v1/sessions/twilio`): its

@@ -7,7 +7,7 @@ use actix::prelude::*;
 use super::agents::AgentRegistry;
 use super::{cursor_position, Page, PageRequest};
 use crate::error::ApiError;
-use crate::ids::{AgentId, DeveloperId};
+use crate::ids::{AgentId, DeveloperId, InstanceId};
 use crate::store::instances::{self, InstanceChanges, InstanceRow};
 use crate::store::{agents, Db, StoreError};
 
@@ -18,8 +18,8 @@ async fn check_agent(db: &Db, developer: &DeveloperId, agent: &AgentId) -> Resul
     }
 }
 
-fn instance_not_found(id: &str) -> ApiError {
-    ApiError::not_found("instance", id)
+fn instance_not_found(id: &InstanceId) -> ApiError {
+    ApiError::not_found("instance", id.as_str())
 }
 
 fn phone_conflict(err: StoreError, phone: Option<&str>) -> ApiError {
@@ -66,7 +66,7 @@ pub struct GetInstance {
 
 #[derive(Debug, Clone)]
 pub enum InstanceLookup {
-    Id(String),
+    Id(InstanceId),
     Phone(String),
 }
 
@@ -109,11 +109,11 @@ impl Handler<ListInstances> for AgentRegistry {
             let cursor = msg.page.cursor.as_deref();
             let after = cursor_position(
                 cursor,
-                instances::seq_of(&db, dev, agent, cursor.unwrap_or("")),
+                instances::seq_of(&db, dev, agent, &InstanceId::from(cursor.unwrap_or(""))),
             )
             .await?;
             let rows = instances::list(&db, dev, agent, after, msg.page.limit + 1).await?;
-            Ok(Page::from_rows(rows, msg.page.limit, |row| &row.id))
+            Ok(Page::from_rows(rows, msg.page.limit, |row| row.id.as_str()))
         })
     }
 }
@@ -123,7 +123,7 @@ impl Handler<ListInstances> for AgentRegistry {
 pub struct UpdateInstance {
     pub developer_id: DeveloperId,
     pub agent_id: AgentId,
-    pub instance_id: String,
+    pub instance_id: InstanceId,
     pub changes: InstanceChanges,
 }
 
@@ -149,7 +149,7 @@ impl Handler<UpdateInstance> for AgentRegistry {
 pub struct DeleteInstance {
     pub developer_id: DeveloperId,
     pub agent_id: AgentId,
-    pub instance_id: String,
+    pub instance_id: InstanceId,
 }
 
 impl Handler<DeleteInstance> for AgentRegistry {

@@ -11,7 +11,7 @@ use actix::prelude::*;
 use super::{cursor_position, Page, PageRequest};
 use crate::config::RecordingsConfig;
 use crate::error::ApiError;
-use crate::ids::{AgentId, DeveloperId, SessionId};
+use crate::ids::{AgentId, DeveloperId, InstanceId, SessionId};
 use crate::recording::{RecordingFinished, RecordingStorage, StartRecording};
 use crate::store::telephony::{
     self, AgentSyncRow, CallTaskRow, ClaimCheck, PhoneNumberChanges, PhoneNumberRow, RecordingEnd,
@@ -109,7 +109,7 @@ async fn check_target(
     db: &Db,
     developer: &DeveloperId,
     agent: &AgentId,
-    instance: Option<&str>,
+    instance: Option<&InstanceId>,
 ) -> Result<(), ApiError> {
     if agents::get(db, developer, agent).await?.is_none() {
         return Err(ApiError::invalid(
@@ -162,7 +162,7 @@ impl Handler<CreatePhoneNumber> for TelephonyRegistry {
                 &db,
                 &row.developer_id,
                 &row.agent_id,
-                row.instance_id.as_deref(),
+                row.instance_id.as_ref(),
             )
             .await?;
             let pending = telephony::pending_claims(&db, &row.developer_id, now_ms()).await?;
@@ -249,10 +249,10 @@ impl Handler<UpdatePhoneNumber> for TelephonyRegistry {
                 .ok_or_else(|| ApiError::not_found("phone number", id))?;
             let agent = msg.changes.agent_id.as_ref().unwrap_or(&current.agent_id);
             let instance = match &msg.changes.instance_id {
-                Some(changed) => changed.as_deref(),
+                Some(changed) => changed.as_ref(),
                 // A new agent does not have the old agent's instance.
                 None if msg.changes.agent_id.is_some() => None,
-                None => current.instance_id.as_deref(),
+                None => current.instance_id.as_ref(),
             };
             check_target(&db, dev, agent, instance).await?;
             let mut changes = msg.changes.clone();

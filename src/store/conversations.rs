@@ -6,7 +6,7 @@ use diesel_async::RunQueryDsl;
 use super::crud::store_fns;
 use super::schema::{conversation_messages as messages, conversations};
 use super::{Db, StoreResult};
-use crate::ids::{AgentId, DeveloperId};
+use crate::ids::{AgentId, DeveloperId, InstanceId};
 use crate::{db_run, db_tx};
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
@@ -17,7 +17,7 @@ pub struct ConversationRow {
     pub id: String,
     pub developer_id: DeveloperId,
     pub agent_id: AgentId,
-    pub instance_id: Option<String>,
+    pub instance_id: Option<InstanceId>,
     /// Turns completed so far.
     pub turns: i32,
     /// Set when the agent ended the conversation (the `end_conversation` tool).

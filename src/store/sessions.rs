@@ -11,7 +11,7 @@ use super::schema::{session_analyses as analyses, session_events as events};
 use super::schema::{session_turns as turns, sessions};
 pub use super::status::{AnalysisStatus, SessionStatus};
 use super::{Db, StoreResult};
-use crate::ids::{AgentId, DeveloperId, SessionId};
+use crate::ids::{AgentId, DeveloperId, InstanceId, SessionId};
 use crate::{db_run, db_tx};
 
 /// Event kind: caller speech in which the recogniser found no words.
@@ -80,7 +80,7 @@ pub struct SessionRow {
     pub call_sid: Option<String>,
     pub from_number: Option<String>,
     pub to_number: Option<String>,
-    pub instance_id: Option<String>,
+    pub instance_id: Option<InstanceId>,
     pub status: SessionStatus,
     pub turn_count: i32,
     pub tool_executions: i32,

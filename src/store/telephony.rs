@@ -9,7 +9,7 @@ use super::schema::{agent_syncs, call_tasks, phone_numbers, recordings, sessions
 use super::sessions::SessionStatus;
 pub use super::status::{RecordingStatus, TaskStatus};
 use super::{Db, StoreResult};
-use crate::ids::{AgentId, DeveloperId, KeyId, SessionId};
+use crate::ids::{AgentId, DeveloperId, InstanceId, KeyId, SessionId};
 use crate::{db_run, db_tx};
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
@@ -22,7 +22,7 @@ pub struct PhoneNumberRow {
     /// E.164, unique across the service.
     pub phone_number: String,
     pub agent_id: AgentId,
-    pub instance_id: Option<String>,
+    pub instance_id: Option<InstanceId>,
     pub name: Option<String>,
     pub created_at: i64,
     pub updated_at: i64,
@@ -56,7 +56,7 @@ pub enum ClaimCheck {
 pub struct PhoneNumberChanges {
     pub phone_number: Option<String>,
     pub agent_id: Option<AgentId>,
-    pub instance_id: Option<Option<String>>,
+    pub instance_id: Option<Option<InstanceId>>,
     pub name: Option<Option<String>>,
     pub updated_at: i64,
 }
@@ -179,7 +179,7 @@ pub struct CallTaskRow {
     pub id: String,
     pub developer_id: DeveloperId,
     pub agent_id: AgentId,
-    pub instance_id: Option<String>,
+    pub instance_id: Option<InstanceId>,
     pub to_number: String,
     pub from_number: String,
     pub status: TaskStatus,

@@ -11,7 +11,7 @@ use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
-use crate::ids::{AgentId, DeveloperId, KeyId, SessionId};
+use crate::ids::{AgentId, DeveloperId, InstanceId, KeyId, SessionId};
 
 type HmacSha256 = Hmac<Sha256>;
 
@@ -27,7 +27,7 @@ pub struct RelayClaims {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub inst: Option<String>,
+    pub inst: Option<InstanceId>,
     /// The API key that minted the token, when one did: the token is refused once that key is
     /// revoked or expires, even before its own expiry.
     #[serde(default, skip_serializing_if = "Option::is_none")]
