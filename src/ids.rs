@@ -176,6 +176,11 @@ typed_id! {
     pub struct InstanceId = "inst";
 }
 
+typed_id! {
+    /// An outbound call task: one call placed, from ringing to its outcome.
+    pub struct TaskId = "task";
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -162,7 +162,7 @@ impl From<ContactRow> for ContactBody {
                 .then(|| iso(row.next_attempt_at)),
             status: row.status.to_string(),
             attempts: row.attempts,
-            task_id: row.task_id,
+            task_id: row.task_id.map(String::from),
             last_outcome: row.last_outcome,
             error: row.error,
             updated_at: iso(row.updated_at),

@@ -25,7 +25,7 @@ use super::methods;
 use super::validate;
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
-use crate::ids::{InstanceId, SessionId};
+use crate::ids::{InstanceId, SessionId, TaskId};
 use crate::live::campaigns;
 use crate::live::outbound::{self, release_ringing, task_status_of, OutboundCall};
 use crate::live::voicemail::{self, MachineDetection, Verdict, VoicemailPlan};
@@ -150,7 +150,7 @@ pub struct TaskBody {
 impl From<CallTaskRow> for TaskBody {
     fn from(row: CallTaskRow) -> TaskBody {
         TaskBody {
-            task_id: row.id,
+            task_id: row.id.into(),
             agent_id: row.agent_id.into(),
             instance_id: row.instance_id.map(String::from),
             to: row.to_number,
@@ -243,7 +243,7 @@ async fn place_call(
     )
     .await?;
     Ok(HttpResponse::Created().json(OutboundBody {
-        task_id: placed.task_id,
+        task_id: placed.task_id.into(),
         call_sid: placed.call_sid,
         status: placed.status.to_string(),
     }))
@@ -263,7 +263,7 @@ async fn get_task(
         .telephony()
         .send(GetTask {
             developer_id: Some(developer.id().clone()),
-            id: id.into_inner(),
+            id: id.into_inner().into(),
         })
         .await??;
     Ok(HttpResponse::Ok().json(TaskBody::from(task)))
@@ -387,7 +387,7 @@ async fn task_connect(
         .telephony()
         .send(GetTask {
             developer_id: None,
-            id: task_id.into_inner(),
+            id: task_id.into_inner().into(),
         })
         .await??;
     if task.status.is_terminal() {
@@ -501,13 +501,13 @@ async fn task_connect(
     Ok(twiml_response(issued.twiml))
 }
 
-async fn end_task(state: &AppState, task_id: &str, reason: &str) {
+async fn end_task(state: &AppState, task_id: &TaskId, reason: &str) {
     release_ringing(state, task_id);
     campaigns::task_ended(state, task_id, TaskStatus::Failed, Some(reason.to_string()));
     let _ = state
         .telephony()
         .send(UpdateTask {
-            id: task_id.to_string(),
+            id: task_id.clone(),
             changes: TaskChanges {
                 status: Some(TaskStatus::Failed),
                 error: Some(Some(reason.to_string())),
@@ -536,7 +536,7 @@ async fn task_status(
     RawWebhook(body): RawWebhook,
 ) -> Result<HttpResponse, ApiError> {
     let form = verify_webhook(&state, &req, &body)?;
-    let task_id = task_id.into_inner();
+    let task_id = TaskId::from(task_id.into_inner());
     // Known task (404 otherwise), whoever owns it: the signature is the proof.
     state
         .telephony()
@@ -648,7 +648,7 @@ async fn task_amd(
         .telephony()
         .send(GetTask {
             developer_id: None,
-            id: task_id.into_inner(),
+            id: task_id.into_inner().into(),
         })
         .await??;
     let verdict = Verdict::parse(

@@ -45,7 +45,7 @@ pub use phone::{
 };
 pub use start::{admit, Admitted, Record};
 
-use crate::ids::{AgentId, DeveloperId, InstanceId, KeyId, SessionId};
+use crate::ids::{AgentId, DeveloperId, InstanceId, KeyId, SessionId, TaskId};
 use crate::telephony::token::RelayClaims;
 
 /// Who a live session is for, whatever carried it: the session, its developer and agent, the
@@ -69,7 +69,7 @@ pub struct SessionRequest {
     pub resumes: Option<SessionId>,
     pub opening: Option<String>,
     /// The outbound call task a phone call was placed as: its variables are the agent's.
-    pub task_id: Option<String>,
+    pub task_id: Option<TaskId>,
 }
 
 impl SessionRequest {

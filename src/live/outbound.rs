@@ -10,9 +10,8 @@ use std::time::Duration;
 use super::voicemail::VoicemailPlan;
 use crate::app::AppState;
 use crate::error::ApiError;
-use crate::ids::{AgentId, DeveloperId, InstanceId, KeyId, SessionId};
+use crate::ids::{AgentId, DeveloperId, InstanceId, KeyId, SessionId, TaskId};
 use crate::registry::metering::{CloseSession, OpenSession, SessionMetering};
-use crate::registry::new_id;
 use crate::registry::telephony::{CreateTask, RouteCall, UpdateTask};
 use crate::store::telephony::{CallTaskRow, TaskChanges, TaskStatus};
 use crate::telephony::rest::{NewCall, TwilioError};
@@ -40,7 +39,7 @@ pub struct OutboundCall {
 /// A call Twilio accepted.
 #[derive(Debug, Clone)]
 pub struct Placed {
-    pub task_id: String,
+    pub task_id: TaskId,
     pub call_sid: String,
     /// `queued` as a rule.
     pub status: TaskStatus,
@@ -53,7 +52,7 @@ pub async fn place(state: &AppState, call: OutboundCall) -> Result<Placed, ApiEr
     // Gated like every metered session: 402 without credits, 429 when the tier's concurrent
     // sessions are all live. The ringing call holds a slot (under the task's id) until it is
     // answered, ends, or the answer timeout passes.
-    let task_id = new_id("task");
+    let task_id = TaskId::new();
     state
         .metering()
         .send(OpenSession {
@@ -106,16 +105,16 @@ pub async fn can_call_from(
 }
 
 /// Frees the concurrent-session slot a placed call held while it rang.
-pub fn release_ringing(state: &AppState, task_id: &str) {
+pub fn release_ringing(state: &AppState, task_id: &TaskId) {
     state.metering().do_send(CloseSession {
-        session_id: SessionId::from(task_id),
+        session_id: SessionId::from(task_id.as_str()),
     });
 }
 
 /// Records the task and asks Twilio to place the call.
 async fn place_task(
     state: &AppState,
-    task_id: String,
+    task_id: TaskId,
     call: OutboundCall,
 ) -> Result<Placed, ApiError> {
     let twilio = state

@@ -13,7 +13,7 @@ use super::admission::release_unstarted;
 use super::{admit, Record, SessionRequest};
 use crate::app::AppState;
 use crate::error::ApiError;
-use crate::ids::{AgentId, DeveloperId, InstanceId, KeyId, SessionId};
+use crate::ids::{AgentId, DeveloperId, InstanceId, KeyId, SessionId, TaskId};
 use crate::metrics::metrics;
 use crate::registry::instances::{GetInstance, InstanceLookup};
 use crate::registry::metering::HoldSession;
@@ -85,7 +85,7 @@ pub struct StreamFor {
     pub resumes: Option<SessionId>,
     pub opening: Option<String>,
     /// The outbound call task the call was placed as (see [`RelayClaims::task`]).
-    pub task_id: Option<String>,
+    pub task_id: Option<TaskId>,
 }
 
 /// A pending phone session and the markup that connects a call to it.

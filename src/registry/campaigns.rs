@@ -8,7 +8,7 @@ use actix::prelude::*;
 
 use super::{cursor_position, Page, PageRequest};
 use crate::error::ApiError;
-use crate::ids::DeveloperId;
+use crate::ids::{DeveloperId, TaskId};
 use crate::store::campaigns::{
     self, CampaignRow, CampaignStatus, ContactChanges, ContactRow, ContactStatus, StatusCounts,
 };
@@ -336,7 +336,7 @@ async fn settle(
 #[rtype(result = "Result<(), ApiError>")]
 pub struct ContactPlaced {
     pub contact: ContactRow,
-    pub task_id: String,
+    pub task_id: TaskId,
 }
 
 impl Handler<ContactPlaced> for CampaignRegistry {
@@ -367,7 +367,7 @@ pub struct ContactOutcome {
 }
 
 pub enum OutcomeOf {
-    Task(String),
+    Task(TaskId),
     Contact(ContactRow),
 }
 

@@ -11,7 +11,7 @@ use actix::prelude::*;
 use super::{cursor_position, Page, PageRequest};
 use crate::config::RecordingsConfig;
 use crate::error::ApiError;
-use crate::ids::{AgentId, DeveloperId, InstanceId, SessionId};
+use crate::ids::{AgentId, DeveloperId, InstanceId, SessionId, TaskId};
 use crate::recording::{RecordingFinished, RecordingStorage, StartRecording};
 use crate::store::telephony::{
     self, AgentSyncRow, CallTaskRow, ClaimCheck, PhoneNumberChanges, PhoneNumberRow, RecordingEnd,
@@ -400,7 +400,7 @@ impl Handler<CreateTask> for TelephonyRegistry {
 #[rtype(result = "Result<CallTaskRow, ApiError>")]
 pub struct GetTask {
     pub developer_id: Option<DeveloperId>,
-    pub id: String,
+    pub id: TaskId,
 }
 
 impl Handler<GetTask> for TelephonyRegistry {
@@ -411,21 +411,21 @@ impl Handler<GetTask> for TelephonyRegistry {
         Box::pin(async move {
             telephony::get_task(&db, msg.developer_id.as_ref(), &msg.id)
                 .await?
-                .ok_or_else(|| ApiError::not_found("task", &msg.id))
+                .ok_or_else(|| ApiError::not_found("task", msg.id.as_str()))
         })
     }
 }
 
 /// The outbound task a developer's call was placed as; `None` for a call that came in.
 #[derive(Message)]
-#[rtype(result = "Result<Option<String>, ApiError>")]
+#[rtype(result = "Result<Option<TaskId>, ApiError>")]
 pub struct TaskOfCall {
     pub developer_id: DeveloperId,
     pub call_sid: String,
 }
 
 impl Handler<TaskOfCall> for TelephonyRegistry {
-    type Result = ResponseFuture<Result<Option<String>, ApiError>>;
+    type Result = ResponseFuture<Result<Option<TaskId>, ApiError>>;
 
     fn handle(&mut self, msg: TaskOfCall, _: &mut Context<Self>) -> Self::Result {
         let db = self.db.clone();
@@ -439,7 +439,7 @@ impl Handler<TaskOfCall> for TelephonyRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<Option<CallTaskRow>, ApiError>")]
 pub struct UpdateTask {
-    pub id: String,
+    pub id: TaskId,
     pub changes: TaskChanges,
 }
 
@@ -457,7 +457,7 @@ impl Handler<UpdateTask> for TelephonyRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<Option<CallTaskRow>, ApiError>")]
 pub struct ClaimTaskConnect {
-    pub id: String,
+    pub id: TaskId,
     pub session_id: SessionId,
 }
 
@@ -477,7 +477,7 @@ impl Handler<ClaimTaskConnect> for TelephonyRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<Option<CallTaskRow>, ApiError>")]
 pub struct ClaimVerdict {
-    pub id: String,
+    pub id: TaskId,
     pub answered_by: String,
     pub action: String,
 }
@@ -500,7 +500,7 @@ impl Handler<ClaimVerdict> for TelephonyRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<bool, ApiError>")]
 pub struct ReleaseVerdict {
-    pub id: String,
+    pub id: TaskId,
     pub answered_by: String,
 }
 
@@ -519,7 +519,7 @@ impl Handler<ReleaseVerdict> for TelephonyRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<Option<CallTaskRow>, ApiError>")]
 pub struct AdvanceTask {
-    pub id: String,
+    pub id: TaskId,
     pub sequence: i64,
     pub changes: TaskChanges,
 }

@@ -9,7 +9,7 @@ use super::crud::store_fns;
 use super::schema::{campaign_contacts as contacts, campaigns};
 pub use super::status::{CampaignStatus, ContactStatus};
 use super::{Db, StoreError, StoreResult};
-use crate::ids::{AgentId, DeveloperId, KeyId};
+use crate::ids::{AgentId, DeveloperId, KeyId, TaskId};
 use crate::{db_run, db_tx};
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
@@ -56,7 +56,7 @@ pub struct ContactRow {
     pub status: ContactStatus,
     pub attempts: i32,
     pub next_attempt_at: i64,
-    pub task_id: Option<String>,
+    pub task_id: Option<TaskId>,
     pub last_outcome: Option<String>,
     pub error: Option<String>,
     pub updated_at: i64,
@@ -173,7 +173,7 @@ store_fns! {
 
     all pub fn contacts_of(campaign: &str) where campaign_id.eq(campaign);
 
-    get pub fn contact_of_task(task: &str) where task_id.eq(task);
+    get pub fn contact_of_task(task: &TaskId) where task_id.eq(task);
 }
 
 /// How many of the campaign's contacts are in each status.
@@ -247,7 +247,7 @@ pub struct ContactChanges {
     pub status: Option<ContactStatus>,
     pub attempts: Option<i32>,
     pub next_attempt_at: Option<i64>,
-    pub task_id: Option<Option<String>>,
+    pub task_id: Option<Option<TaskId>>,
     pub last_outcome: Option<Option<String>>,
     pub error: Option<Option<String>>,
     pub updated_at: i64,

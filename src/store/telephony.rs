@@ -9,7 +9,7 @@ use super::schema::{agent_syncs, call_tasks, phone_numbers, recordings, sessions
 use super::sessions::SessionStatus;
 pub use super::status::{RecordingStatus, TaskStatus};
 use super::{Db, StoreResult};
-use crate::ids::{AgentId, DeveloperId, InstanceId, KeyId, SessionId};
+use crate::ids::{AgentId, DeveloperId, InstanceId, KeyId, SessionId, TaskId};
 use crate::{db_run, db_tx};
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
@@ -176,7 +176,7 @@ pub async fn verify_claim(
 pub struct CallTaskRow {
     #[diesel(skip_insertion)]
     pub seq: i64,
-    pub id: String,
+    pub id: TaskId,
     pub developer_id: DeveloperId,
     pub agent_id: AgentId,
     pub instance_id: Option<InstanceId>,
@@ -212,7 +212,7 @@ pub struct CallTaskRow {
 pub struct TaskChanges {
     pub status: Option<TaskStatus>,
     pub call_sid: Option<Option<String>>,
-    pub session_id: Option<Option<String>>,
+    pub session_id: Option<Option<SessionId>>,
     pub last_sequence: Option<i64>,
     pub duration_seconds: Option<Option<i64>>,
     pub error: Option<Option<String>>,
@@ -225,13 +225,13 @@ store_fns! {
     insert pub fn insert_task(row: &CallTaskRow);
 
     /// Applies `changes` unless the task has already ended; answers the task as it is after.
-    update pub fn update_task(id: &str, changes: &TaskChanges)
+    update pub fn update_task(id: &TaskId, changes: &TaskChanges)
         set (changes)
         where id.eq(id), status.ne_all(TaskStatus::TERMINAL);
 
     /// Marks the task as connected to `session_id`, once: only a live task that no connect
     /// has reached yet is changed, so a replayed connect webhook finds `None`.
-    update pub fn claim_connect(id: &str, session_id: &SessionId, updated_at: i64)
+    update pub fn claim_connect(id: &TaskId, session_id: &SessionId, updated_at: i64)
         set ((
             call_tasks::session_id.eq(Some(session_id)),
             call_tasks::updated_at.eq(updated_at),
@@ -240,13 +240,13 @@ store_fns! {
 
     /// Records a status callback: applied only if its sequence number is newer than the last
     /// one applied and the task has not ended (Twilio does not promise arrival order).
-    update pub fn advance_task(id: &str, sequence: i64, changes: &TaskChanges)
+    update pub fn advance_task(id: &TaskId, sequence: i64, changes: &TaskChanges)
         set (changes)
         where id.eq(id), last_sequence.lt(sequence), status.ne_all(TaskStatus::TERMINAL);
 
     /// Records the answering machine's verdict on a task and what is done about it, once:
     /// only a task with no verdict yet changes, so a repeated callback finds `None`.
-    update pub fn claim_verdict(id: &str, verdict: &str, action: &str, updated_at: i64)
+    update pub fn claim_verdict(id: &TaskId, verdict: &str, action: &str, updated_at: i64)
         set ((
             call_tasks::answered_by.eq(Some(verdict)),
             call_tasks::machine_action.eq(Some(action)),
@@ -256,7 +256,7 @@ store_fns! {
 
     /// Gives up a verdict claimed by [`claim_verdict`] whose action could not be carried out,
     /// so that the task shows no verdict and Twilio's retry can act on it.
-    mark pub fn release_verdict(id: &str, verdict: &str)
+    mark pub fn release_verdict(id: &TaskId, verdict: &str)
         set ((
             call_tasks::answered_by.eq(None::<String>),
             call_tasks::machine_action.eq(None::<String>),
@@ -269,7 +269,7 @@ store_fns! {
 pub async fn get_task(
     db: &Db,
     developer: Option<&DeveloperId>,
-    id: &str,
+    id: &TaskId,
 ) -> StoreResult<Option<CallTaskRow>> {
     db_run!(db, |conn| {
         let mut query = call_tasks::table.filter(call_tasks::id.eq(id)).into_boxed();
@@ -289,13 +289,13 @@ pub async fn task_of_call(
     db: &Db,
     developer: &DeveloperId,
     call_sid: &str,
-) -> StoreResult<Option<String>> {
+) -> StoreResult<Option<TaskId>> {
     db_run!(db, |conn| {
         Ok(call_tasks::table
             .filter(call_tasks::developer_id.eq(developer))
             .filter(call_tasks::call_sid.eq(call_sid))
             .select(call_tasks::id)
-            .first::<String>(conn)
+            .first::<TaskId>(conn)
             .await
             .optional()?)
     })

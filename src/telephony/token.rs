@@ -11,7 +11,7 @@ use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
-use crate::ids::{AgentId, DeveloperId, InstanceId, KeyId, SessionId};
+use crate::ids::{AgentId, DeveloperId, InstanceId, KeyId, SessionId, TaskId};
 
 type HmacSha256 = Hmac<Sha256>;
 
@@ -43,7 +43,7 @@ pub struct RelayClaims {
     /// The outbound call task the call was placed as, when it was: the variables it was
     /// placed with are the agent's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub task: Option<String>,
+    pub task: Option<TaskId>,
     /// Expiry, Unix epoch milliseconds.
     pub exp: i64,
 }
