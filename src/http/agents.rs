@@ -536,7 +536,7 @@ pub(crate) fn new_agent_row(
     let now = time::now_ms();
     Ok(AgentRow {
         seq: 0,
-        id: id.map(AgentId::from).unwrap_or_else(AgentId::new),
+        id: id.map_or_else(AgentId::new, AgentId::from),
         developer_id: developer_id.clone(),
         name,
         description: fields.description.flatten(),

@@ -149,7 +149,7 @@ async fn create_instance(
     let now = time::now_ms();
     let instance = InstanceRow {
         seq: 0,
-        id: id.map(InstanceId::from).unwrap_or_else(InstanceId::new),
+        id: id.map_or_else(InstanceId::new, InstanceId::from),
         developer_id: developer.id().clone(),
         agent_id: agent.into_inner().into(),
         name: changes.name.flatten(),

@@ -492,7 +492,7 @@ async fn task_connect(
             changes: TaskChanges {
                 status: Some(TaskStatus::InProgress),
                 call_sid: call_sid.map(Some),
-                session_id: Some(Some(issued.session_id.into())),
+                session_id: Some(Some(issued.session_id)),
                 updated_at: time::now_ms(),
                 ..Default::default()
             },
