@@ -181,6 +181,11 @@ typed_id! {
     pub struct TaskId = "task";
 }
 
+typed_id! {
+    /// An outbound calling campaign.
+    pub struct CampaignId = "cmp";
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,6 +15,7 @@ use super::pagination::{self, PageBody, PageQuery};
 use super::validate;
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
+use crate::ids::CampaignId;
 use crate::live::campaigns::CallWindow;
 use crate::live::outbound;
 use crate::live::voicemail::{MachineDetection, VoicemailPlan};
@@ -22,7 +23,6 @@ use crate::registry::agents::GetAgent;
 use crate::registry::campaigns::{
     CampaignAction, CampaignView, ChangeCampaign, CreateCampaign, GetCampaign, ListCampaigns,
 };
-use crate::registry::new_id;
 use crate::store::campaigns::{CampaignRow, CampaignStatus, ContactRow, ContactStatus};
 use crate::store::stored_json;
 use crate::time::{self, iso, iso_opt};
@@ -224,7 +224,7 @@ impl From<CampaignView> for CampaignBody {
             contacts: view
                 .contacts
                 .map(|c| c.into_iter().map(ContactBody::from).collect()),
-            id: row.id,
+            id: row.id.into(),
             name: row.name,
             agent_id: row.agent_id.into(),
             from: row.from_number,
@@ -286,7 +286,7 @@ fn retry_policy(retry: Option<RetryRequest>) -> Result<(i32, i64, Vec<String>), 
 /// of plain values within its size.
 fn contact_rows(
     state: &AppState,
-    campaign_id: &str,
+    campaign_id: &CampaignId,
     contacts: Option<Vec<ContactRequest>>,
     now: i64,
 ) -> Result<Vec<ContactRow>, ApiError> {
@@ -344,7 +344,7 @@ fn contact_rows(
         }
         rows.push(ContactRow {
             seq: 0,
-            campaign_id: campaign_id.to_string(),
+            campaign_id: campaign_id.clone(),
             contact_index: i as i32,
             to_number: to,
             variables,
@@ -403,7 +403,7 @@ async fn create_campaign(
         request.voicemail_message.as_deref(),
     )?;
     let now = time::now_ms();
-    let id = new_id("cmp");
+    let id = CampaignId::new();
     let contacts = contact_rows(&state, &id, request.contacts, now)?;
     let agent = state
         .agents()
@@ -477,7 +477,7 @@ async fn get_campaign(
         .campaigns()
         .send(GetCampaign {
             developer_id: developer.id().clone(),
-            id: id.into_inner(),
+            id: id.into_inner().into(),
         })
         .await??;
     Ok(HttpResponse::Ok().json(CampaignBody::from(view)))
@@ -486,7 +486,7 @@ async fn get_campaign(
 async fn change(
     state: &AppState,
     developer: &Developer,
-    id: String,
+    id: CampaignId,
     action: CampaignAction,
 ) -> Result<HttpResponse, ApiError> {
     let view = state
@@ -511,7 +511,13 @@ async fn pause_campaign(
     developer: Developer,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    change(&state, &developer, id.into_inner(), CampaignAction::Pause).await
+    change(
+        &state,
+        &developer,
+        id.into_inner().into(),
+        CampaignAction::Pause,
+    )
+    .await
 }
 
 /// Resumes a paused campaign (also one paused by itself when credits ran out).
@@ -525,7 +531,13 @@ async fn resume_campaign(
     developer: Developer,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    change(&state, &developer, id.into_inner(), CampaignAction::Resume).await
+    change(
+        &state,
+        &developer,
+        id.into_inner().into(),
+        CampaignAction::Resume,
+    )
+    .await
 }
 
 /// Cancels an active or paused campaign: contacts still waiting are `canceled` and no new
@@ -540,5 +552,11 @@ async fn cancel_campaign(
     developer: Developer,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    change(&state, &developer, id.into_inner(), CampaignAction::Cancel).await
+    change(
+        &state,
+        &developer,
+        id.into_inner().into(),
+        CampaignAction::Cancel,
+    )
+    .await
 }

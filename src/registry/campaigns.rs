@@ -8,7 +8,7 @@ use actix::prelude::*;
 
 use super::{cursor_position, Page, PageRequest};
 use crate::error::ApiError;
-use crate::ids::{DeveloperId, TaskId};
+use crate::ids::{CampaignId, DeveloperId, TaskId};
 use crate::store::campaigns::{
     self, CampaignRow, CampaignStatus, ContactChanges, ContactRow, ContactStatus, StatusCounts,
 };
@@ -70,7 +70,7 @@ impl Handler<CreateCampaign> for CampaignRegistry {
             campaigns::insert(&db, &msg.campaign, &msg.contacts).await?;
             let stored = campaigns::by_id(&db, &msg.campaign.id)
                 .await?
-                .ok_or_else(|| ApiError::not_found("campaign", &msg.campaign.id))?;
+                .ok_or_else(|| ApiError::not_found("campaign", msg.campaign.id.as_str()))?;
             view(&db, stored, true).await
         })
     }
@@ -80,7 +80,7 @@ impl Handler<CreateCampaign> for CampaignRegistry {
 #[rtype(result = "Result<CampaignView, ApiError>")]
 pub struct GetCampaign {
     pub developer_id: DeveloperId,
-    pub id: String,
+    pub id: CampaignId,
 }
 
 impl Handler<GetCampaign> for CampaignRegistry {
@@ -91,7 +91,7 @@ impl Handler<GetCampaign> for CampaignRegistry {
         Box::pin(async move {
             let row = campaigns::get(&db, &msg.developer_id, &msg.id)
                 .await?
-                .ok_or_else(|| ApiError::not_found("campaign", &msg.id))?;
+                .ok_or_else(|| ApiError::not_found("campaign", msg.id.as_str()))?;
             view(&db, row, true).await
         })
     }
@@ -112,10 +112,13 @@ impl Handler<ListCampaigns> for CampaignRegistry {
         Box::pin(async move {
             let dev = &msg.developer_id;
             let cursor = msg.page.cursor.as_deref();
-            let after =
-                cursor_position(cursor, campaigns::seq_of(&db, dev, cursor.unwrap_or(""))).await?;
+            let after = cursor_position(
+                cursor,
+                campaigns::seq_of(&db, dev, &CampaignId::from(cursor.unwrap_or(""))),
+            )
+            .await?;
             let rows = campaigns::list(&db, dev, after, msg.page.limit + 1).await?;
-            let page = Page::from_rows(rows, msg.page.limit, |row| &row.id);
+            let page = Page::from_rows(rows, msg.page.limit, |row| row.id.as_str());
             let mut items = Vec::with_capacity(page.items.len());
             for row in page.items {
                 items.push(view(&db, row, false).await?);
@@ -153,7 +156,7 @@ impl CampaignAction {
 #[rtype(result = "Result<CampaignView, ApiError>")]
 pub struct ChangeCampaign {
     pub developer_id: DeveloperId,
-    pub id: String,
+    pub id: CampaignId,
     pub action: CampaignAction,
 }
 
@@ -177,7 +180,7 @@ impl Handler<ChangeCampaign> for CampaignRegistry {
             let Some(row) = changed else {
                 let row = campaigns::get(&db, &msg.developer_id, &msg.id)
                     .await?
-                    .ok_or_else(|| ApiError::not_found("campaign", &msg.id))?;
+                    .ok_or_else(|| ApiError::not_found("campaign", msg.id.as_str()))?;
                 return Err(ApiError::Conflict(format!(
                     "campaign {} is {}: it cannot {}",
                     row.id,
