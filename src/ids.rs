@@ -186,6 +186,11 @@ typed_id! {
     pub struct CampaignId = "cmp";
 }
 
+typed_id! {
+    /// A text conversation with an agent (its chat turns).
+    pub struct ConversationId = "conv";
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,7 +4,7 @@
 use actix::prelude::*;
 
 use crate::error::ApiError;
-use crate::ids::{AgentId, DeveloperId};
+use crate::ids::{AgentId, ConversationId, DeveloperId};
 use crate::store::conversations::{self, ConversationRow, MessageRow};
 use crate::store::Db;
 use crate::time::now_ms;
@@ -32,7 +32,7 @@ impl Actor for ConversationRegistry {
 pub struct LoadConversation {
     pub developer_id: DeveloperId,
     pub agent_id: AgentId,
-    pub conversation_id: String,
+    pub conversation_id: ConversationId,
 }
 
 impl Handler<LoadConversation> for ConversationRegistry {
@@ -44,7 +44,9 @@ impl Handler<LoadConversation> for ConversationRegistry {
             let row =
                 conversations::get(&db, &msg.developer_id, &msg.agent_id, &msg.conversation_id)
                     .await?
-                    .ok_or_else(|| ApiError::not_found("conversation", &msg.conversation_id))?;
+                    .ok_or_else(|| {
+                        ApiError::not_found("conversation", msg.conversation_id.as_str())
+                    })?;
             let mut messages =
                 conversations::recent_messages(&db, &row.id, HISTORY_MESSAGES).await?;
             start_at_a_turn(&mut messages);
