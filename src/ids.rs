@@ -191,6 +191,11 @@ typed_id! {
     pub struct ConversationId = "conv";
 }
 
+typed_id! {
+    /// A phone number routed to an agent.
+    pub struct PhoneNumberId = "pn";
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -19,9 +19,8 @@ use super::pagination::{self, PageBody, PageQuery};
 use super::validate::{self, nullable};
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
-use crate::ids::{AgentId, InstanceId};
+use crate::ids::{AgentId, InstanceId, PhoneNumberId};
 use crate::portal::Portal;
-use crate::registry::new_id;
 use crate::registry::telephony::{
     CreatePhoneNumber, DeletePhoneNumber, GetPhoneNumber, ListPhoneNumbers, UpdatePhoneNumber,
     VerifyPhoneNumber,
@@ -70,7 +69,7 @@ impl From<PhoneNumberRow> for PhoneNumberBody {
     fn from(row: PhoneNumberRow) -> PhoneNumberBody {
         let pending_code = row.code_hash.is_some() && row.verified_at.is_none();
         PhoneNumberBody {
-            id: row.id,
+            id: row.id.into(),
             phone_number: row.phone_number,
             agent_id: row.agent_id.into(),
             instance_id: row.instance_id.map(String::from),
@@ -166,7 +165,7 @@ async fn create_number(
         .ok_or_else(|| ApiError::invalid("agentId", "agentId is required"))?;
     let now = time::now_ms();
     let numbers = &state.config().telephony.numbers;
-    let id = new_id("pn");
+    let id = PhoneNumberId::new();
     let code = Portal::new_code();
     let expires_at = now + (numbers.code_ttl_seconds as i64).saturating_mul(1000);
     let row = state
@@ -183,7 +182,7 @@ async fn create_number(
                 created_at: now,
                 updated_at: now,
                 verified_at: None,
-                code_hash: Some(state.portal().claim_code_hash(&id, &code)),
+                code_hash: Some(state.portal().claim_code_hash(id.as_str(), &code)),
                 code_expires_at: Some(expires_at),
                 code_attempts: 0,
             },
@@ -244,9 +243,9 @@ async fn verify_number(
             "code must be the 6 digits texted to the number",
         ));
     }
-    let id = id.into_inner();
+    let id = PhoneNumberId::from(id.into_inner());
     let portal = state.portal().clone();
-    let route = id.clone();
+    let route = id.to_string();
     let row = state
         .telephony()
         .send(VerifyPhoneNumber {
@@ -290,7 +289,7 @@ async fn get_number(
         .telephony()
         .send(GetPhoneNumber {
             developer_id: developer.id().clone(),
-            id: id.into_inner(),
+            id: id.into_inner().into(),
         })
         .await??;
     Ok(HttpResponse::Ok().json(PhoneNumberBody::from(row)))
@@ -313,7 +312,7 @@ async fn update_number(
         .telephony()
         .send(UpdatePhoneNumber {
             developer_id: developer.id().clone(),
-            id: id.into_inner(),
+            id: id.into_inner().into(),
             changes,
         })
         .await??;
@@ -334,7 +333,7 @@ async fn delete_number(
         .telephony()
         .send(DeletePhoneNumber {
             developer_id: developer.id().clone(),
-            id: id.into_inner(),
+            id: id.into_inner().into(),
         })
         .await??;
     Ok(HttpResponse::NoContent().finish())

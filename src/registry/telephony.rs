@@ -11,7 +11,7 @@ use actix::prelude::*;
 use super::{cursor_position, Page, PageRequest};
 use crate::config::RecordingsConfig;
 use crate::error::ApiError;
-use crate::ids::{AgentId, DeveloperId, InstanceId, SessionId, TaskId};
+use crate::ids::{AgentId, DeveloperId, InstanceId, PhoneNumberId, SessionId, TaskId};
 use crate::recording::{RecordingFinished, RecordingStorage, StartRecording};
 use crate::store::telephony::{
     self, AgentSyncRow, CallTaskRow, ClaimCheck, PhoneNumberChanges, PhoneNumberRow, RecordingEnd,
@@ -187,7 +187,7 @@ impl Handler<CreatePhoneNumber> for TelephonyRegistry {
 #[rtype(result = "Result<PhoneNumberRow, ApiError>")]
 pub struct GetPhoneNumber {
     pub developer_id: DeveloperId,
-    pub id: String,
+    pub id: PhoneNumberId,
 }
 
 impl Handler<GetPhoneNumber> for TelephonyRegistry {
@@ -198,7 +198,7 @@ impl Handler<GetPhoneNumber> for TelephonyRegistry {
         Box::pin(async move {
             telephony::get_number(&db, &msg.developer_id, &msg.id)
                 .await?
-                .ok_or_else(|| ApiError::not_found("phone number", &msg.id))
+                .ok_or_else(|| ApiError::not_found("phone number", msg.id.as_str()))
         })
     }
 }
@@ -220,11 +220,11 @@ impl Handler<ListPhoneNumbers> for TelephonyRegistry {
             let cursor = msg.page.cursor.as_deref();
             let after = cursor_position(
                 cursor,
-                telephony::number_seq(&db, dev, cursor.unwrap_or("")),
+                telephony::number_seq(&db, dev, &PhoneNumberId::from(cursor.unwrap_or(""))),
             )
             .await?;
             let rows = telephony::list_numbers(&db, dev, after, msg.page.limit + 1).await?;
-            Ok(Page::from_rows(rows, msg.page.limit, |row| &row.id))
+            Ok(Page::from_rows(rows, msg.page.limit, |row| row.id.as_str()))
         })
     }
 }
@@ -233,7 +233,7 @@ impl Handler<ListPhoneNumbers> for TelephonyRegistry {
 #[rtype(result = "Result<PhoneNumberRow, ApiError>")]
 pub struct UpdatePhoneNumber {
     pub developer_id: DeveloperId,
-    pub id: String,
+    pub id: PhoneNumberId,
     pub changes: PhoneNumberChanges,
 }
 
@@ -246,7 +246,7 @@ impl Handler<UpdatePhoneNumber> for TelephonyRegistry {
             let (dev, id) = (&msg.developer_id, &msg.id);
             let current = telephony::get_number(&db, dev, id)
                 .await?
-                .ok_or_else(|| ApiError::not_found("phone number", id))?;
+                .ok_or_else(|| ApiError::not_found("phone number", id.as_str()))?;
             let agent = msg.changes.agent_id.as_ref().unwrap_or(&current.agent_id);
             let instance = match &msg.changes.instance_id {
                 Some(changed) => changed.as_ref(),
@@ -274,7 +274,7 @@ impl Handler<UpdatePhoneNumber> for TelephonyRegistry {
             telephony::update_number(&db, dev, id, &changes)
                 .await
                 .map_err(|e| number_conflict(e, &number))?
-                .ok_or_else(|| ApiError::not_found("phone number", id))
+                .ok_or_else(|| ApiError::not_found("phone number", id.as_str()))
         })
     }
 }
@@ -284,7 +284,7 @@ impl Handler<UpdatePhoneNumber> for TelephonyRegistry {
 #[rtype(result = "Result<PhoneNumberRow, ApiError>")]
 pub struct VerifyPhoneNumber {
     pub developer_id: DeveloperId,
-    pub id: String,
+    pub id: PhoneNumberId,
     /// Compares the presented code with the stored hash.
     pub matches: Box<dyn Fn(&str) -> bool + Send + Sync>,
     pub max_attempts: u32,
@@ -316,7 +316,7 @@ impl Handler<VerifyPhoneNumber> for TelephonyRegistry {
                 Err(StoreError::Conflict(_)) => return Err(taken()),
                 Err(e) => return Err(e.into()),
             };
-            match checked.ok_or_else(|| ApiError::not_found("phone number", &msg.id))? {
+            match checked.ok_or_else(|| ApiError::not_found("phone number", msg.id.as_str()))? {
                 ClaimCheck::Verified(row) | ClaimCheck::AlreadyVerified(row) => Ok(row),
                 ClaimCheck::Taken => Err(taken()),
                 ClaimCheck::NoCode => Err(ApiError::invalid(
@@ -348,7 +348,7 @@ impl Handler<VerifyPhoneNumber> for TelephonyRegistry {
 #[rtype(result = "Result<(), ApiError>")]
 pub struct DeletePhoneNumber {
     pub developer_id: DeveloperId,
-    pub id: String,
+    pub id: PhoneNumberId,
 }
 
 impl Handler<DeletePhoneNumber> for TelephonyRegistry {
@@ -360,7 +360,7 @@ impl Handler<DeletePhoneNumber> for TelephonyRegistry {
             if telephony::delete_number(&db, &msg.developer_id, &msg.id).await? {
                 Ok(())
             } else {
-                Err(ApiError::not_found("phone number", &msg.id))
+                Err(ApiError::not_found("phone number", msg.id.as_str()))
             }
         })
     }

@@ -9,7 +9,7 @@ use super::schema::{agent_syncs, call_tasks, phone_numbers, recordings, sessions
 use super::sessions::SessionStatus;
 pub use super::status::{RecordingStatus, TaskStatus};
 use super::{Db, StoreResult};
-use crate::ids::{AgentId, DeveloperId, InstanceId, KeyId, SessionId, TaskId};
+use crate::ids::{AgentId, DeveloperId, InstanceId, KeyId, PhoneNumberId, SessionId, TaskId};
 use crate::{db_run, db_tx};
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
@@ -17,7 +17,7 @@ use crate::{db_run, db_tx};
 pub struct PhoneNumberRow {
     #[diesel(skip_insertion)]
     pub seq: i64,
-    pub id: String,
+    pub id: PhoneNumberId,
     pub developer_id: DeveloperId,
     /// E.164, unique across the service.
     pub phone_number: String,
@@ -66,7 +66,7 @@ store_fns! {
 
     insert pub fn insert_number(row: &PhoneNumberRow);
 
-    get pub fn get_number(developer: &DeveloperId, id: &str)
+    get pub fn get_number(developer: &DeveloperId, id: &PhoneNumberId)
         where developer_id.eq(developer), id.eq(id);
 
     /// The verified route of a called number, whoever owns it (the inbound webhook's lookup
@@ -75,14 +75,14 @@ store_fns! {
 
     list pub fn list_numbers(developer: &DeveloperId) where developer_id.eq(developer);
 
-    seq pub fn number_seq(developer: &DeveloperId, id: &str)
+    seq pub fn number_seq(developer: &DeveloperId, id: &PhoneNumberId)
         where developer_id.eq(developer), id.eq(id);
 
-    update pub fn update_number(developer: &DeveloperId, id: &str, changes: &PhoneNumberChanges)
+    update pub fn update_number(developer: &DeveloperId, id: &PhoneNumberId, changes: &PhoneNumberChanges)
         set (changes)
         where developer_id.eq(developer), id.eq(id);
 
-    delete pub fn delete_number(developer: &DeveloperId, id: &str)
+    delete pub fn delete_number(developer: &DeveloperId, id: &PhoneNumberId)
         where developer_id.eq(developer), id.eq(id);
 }
 
@@ -105,7 +105,7 @@ pub async fn pending_claims(db: &Db, developer: &DeveloperId, now: i64) -> Store
 pub async fn verify_claim(
     db: &Db,
     developer: &DeveloperId,
-    id: &str,
+    id: &PhoneNumberId,
     matches: &(dyn Fn(&str) -> bool + Sync),
     max_attempts: i32,
     now: i64,
