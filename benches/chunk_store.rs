@@ -70,7 +70,7 @@ fn median(mut times: Vec<Duration>) -> Duration {
 
 async fn measure(label: &str, url: &str) {
     let db = Db::open(url, 4, 5000).await.expect("open the database");
-    developers::ensure(&db, "dev_bench")
+    developers::ensure(&db, &"dev_bench".into())
         .await
         .expect("developer");
     let collection = format!("col_bench_{}", std::process::id());
@@ -78,7 +78,7 @@ async fn measure(label: &str, url: &str) {
         &db,
         &CollectionRow {
             seq: 0,
-            id: collection.clone(),
+            id: collection.as_str().into(),
             developer_id: "dev_bench".into(),
             name: "bench".into(),
             description: None,
@@ -106,7 +106,9 @@ async fn measure(label: &str, url: &str) {
             .expect("batched insert"));
         batched.push(started.elapsed());
     }
-    let stored = documents::vectors(&db, &collection).await.expect("vectors");
+    let stored = documents::vectors(&db, &collection.as_str().into())
+        .await
+        .expect("vectors");
     assert_eq!(stored.len(), 2 * RUNS * CHUNKS);
     let (by_row, batched) = (median(by_row), median(batched));
     println!(

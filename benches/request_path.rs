@@ -28,7 +28,7 @@ fn request_path(c: &mut Criterion) {
     let system = actix::System::new();
     let (keys, agents, metering, raw) = system.block_on(async {
         let db = Db::open(&url, 4, 5000).await.expect("open db");
-        let issued = create_key(&db, "sb_live_", "dev_bench", "bench", None)
+        let issued = create_key(&db, "sb_live_", &"dev_bench".into(), "bench", None)
             .await
             .expect("key");
         let keys = KeyRegistry::new(db.clone(), config.auth.clone()).start();
@@ -101,7 +101,7 @@ fn request_path(c: &mut Criterion) {
         let admission = metering
             .send(Admit {
                 developer_id: principal.developer_id.clone(),
-                key_id: principal.key_id.clone(),
+                key_id: principal.key_id.to_string(),
             })
             .await
             .unwrap()

@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand};
 use crate::config::Config;
 use crate::engines::pool::WorkerPool;
 use crate::engines::whisper::WhisperEngine;
+use crate::ids::{DeveloperId, KeyId};
 use crate::registry::keys::create_key;
 use crate::store::{self, keys, Db};
 use crate::time::{iso, iso_opt, now_ms};
@@ -78,7 +79,7 @@ pub enum KeysCommand {
     Create {
         /// The developer who will own the key (created if new).
         #[arg(long)]
-        developer: String,
+        developer: DeveloperId,
         #[arg(long, default_value = "Default")]
         name: String,
         /// 1-365; no expiry when omitted.
@@ -88,25 +89,28 @@ pub enum KeysCommand {
     /// List a developer's live keys (never the raw keys).
     List {
         #[arg(long)]
-        developer: String,
+        developer: DeveloperId,
     },
     /// Revoke a key by id; every server sharing the database refuses it within moments.
-    Revoke { key_id: String },
+    Revoke { key_id: KeyId },
 }
 
 #[derive(Debug, Subcommand)]
 pub enum DevelopersCommand {
     /// Put a developer on a tier (starter, pro or scale) with no expiry; running servers
     /// pick it up within one metering flush interval.
-    SetTier { developer_id: String, tier: String },
+    SetTier {
+        developer_id: DeveloperId,
+        tier: String,
+    },
     /// Print a developer's usage in the current billing period, as stored (a running server
     /// adds its counts every metering flush interval).
-    Usage { developer_id: String },
+    Usage { developer_id: DeveloperId },
     /// Attach a phone number (E.164) to an existing developer: signing in to the portal with
     /// it then opens that developer's account.
     LinkPhone {
         #[arg(long)]
-        developer: String,
+        developer: DeveloperId,
         /// E.164, e.g. +14155550100.
         #[arg(long)]
         phone: String,

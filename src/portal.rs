@@ -15,6 +15,7 @@ use sha2::Sha256;
 
 use crate::config::PortalConfig;
 use crate::error::ApiError;
+use crate::ids::DeveloperId;
 use crate::registry::keys::hash_key;
 use crate::store::portal::{self, Attempt, NewCode, NewSession, Verification};
 use crate::store::Db;
@@ -67,7 +68,7 @@ pub struct CodeSent {
 #[derive(Debug, Clone)]
 pub struct SignedIn {
     pub session_id: String,
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub created: bool,
     pub expires_at: i64,
 }
@@ -76,7 +77,7 @@ pub struct SignedIn {
 #[derive(Debug, Clone)]
 pub struct ActiveSession {
     pub id_hash: String,
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub phone: String,
     pub created_at: i64,
     /// When it ends unless used again.
@@ -403,7 +404,7 @@ impl Portal {
             id_hash: hash_key(&session_id),
             expires_at,
         };
-        let new_developer = crate::registry::new_id("dev");
+        let new_developer = DeveloperId::new();
         let matches = |stored: &str| self.code_matches(phone, code, stored);
         let challenge_hash = hash_key(challenge_id);
         let attempt = Attempt {

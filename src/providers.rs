@@ -13,6 +13,7 @@ use crate::app::AppState;
 use crate::engines::pool::Lane;
 use crate::engines::EngineSet;
 use crate::error::ApiError;
+use crate::ids::DeveloperId;
 use crate::registry::provider_keys::StoredKey;
 use crate::store::agents::AgentRow;
 use crate::store::stored_json;
@@ -70,7 +71,7 @@ impl<E: ?Sized> Chosen<E> {
 /// lane of the worker pool an embedded engine's jobs wait in (a live conversation's go first).
 #[derive(Clone, Copy)]
 pub struct Caller<'a> {
-    pub developer_id: &'a str,
+    pub developer_id: &'a DeveloperId,
     pub headers: Option<&'a HeaderMap>,
     pub lane: Lane,
 }
@@ -207,7 +208,7 @@ pub async fn for_agent<S: Stage>(
                 sources.push((fallback.provider, fallback.key_source));
                 engines.push(fallback.engine);
             }
-            Err(err) => skip_fallback(&agent.id, S::KIND.as_str(), &id, &err),
+            Err(err) => skip_fallback(agent.id.as_str(), S::KIND.as_str(), &id, &err),
         }
     }
     Ok(with_engine(

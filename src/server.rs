@@ -26,6 +26,7 @@ use crate::config::Config;
 use crate::engines::Engines;
 use crate::fetch::Fetcher;
 use crate::http;
+use crate::ids::DeveloperId;
 use crate::observability::otlp::TraceExport;
 use crate::portal::{Delivery, Portal};
 use crate::recording::{RecordingReports, RecordingStorage, Recordings};
@@ -447,7 +448,7 @@ async fn bootstrap_first_key(db: &Db, config: &Config) -> anyhow::Result<()> {
     if developers::count(db).await? > 0 {
         return Ok(());
     }
-    let developer = &config.auth.bootstrap_developer;
+    let developer = &DeveloperId::from(config.auth.bootstrap_developer.as_str());
     if !developers::ensure(db, developer).await? {
         return Ok(());
     }

@@ -104,7 +104,7 @@ mod tests {
 
     #[test]
     fn unused_credits_carry_over_up_to_the_tier_months() {
-        let mut last = UsageRow::empty("d", "2026-10");
+        let mut last = UsageRow::empty(&"d".into(), "2026-10");
         last.credits_tts = 30.0;
         assert_eq!(carryover(&tier(0), Some(&last)), 0.0);
         assert_eq!(carryover(&tier(1), Some(&last)), 70.0);

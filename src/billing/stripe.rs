@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use crate::config::StripeConfig;
 use crate::error::ApiError;
+use crate::ids::DeveloperId;
 
 /// A configured client; absent when no secret key is configured.
 #[derive(Clone)]
@@ -79,7 +80,7 @@ impl StripeClient {
     }
 
     /// Creates the customer of `developer_id`; answers its id (`cus_...`).
-    pub async fn create_customer(&self, developer_id: &str) -> Result<String, ApiError> {
+    pub async fn create_customer(&self, developer_id: &DeveloperId) -> Result<String, ApiError> {
         let form = vec![
             (
                 "description".into(),
@@ -95,7 +96,7 @@ impl StripeClient {
     pub async fn create_checkout(
         &self,
         customer: &str,
-        developer_id: &str,
+        developer_id: &DeveloperId,
         tier: &str,
         price_id: &str,
         success_url: &str,
@@ -108,11 +109,14 @@ impl StripeClient {
             ("success_url", success_url),
             ("cancel_url", cancel_url),
             ("customer", customer),
-            ("client_reference_id", developer_id),
-            ("metadata[developerId]", developer_id),
+            ("client_reference_id", developer_id.as_str()),
+            ("metadata[developerId]", developer_id.as_str()),
             ("metadata[tier]", tier),
             // Copied onto the Subscription, so its events and invoices name the developer.
-            ("subscription_data[metadata][developerId]", developer_id),
+            (
+                "subscription_data[metadata][developerId]",
+                developer_id.as_str(),
+            ),
             ("subscription_data[metadata][tier]", tier),
             ("allow_promotion_codes", "true"),
         ];

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::FREE_TIER;
 use crate::config::TierConfig;
+use crate::ids::DeveloperId;
 pub use crate::signature::{sign, SignatureError};
 use crate::store::developers::SubscriptionChange;
 
@@ -30,7 +31,7 @@ pub fn verify(
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Subject {
     /// Named by our own metadata or `client_reference_id`.
-    Developer(String),
+    Developer(DeveloperId),
     /// Only the processor's customer id is known.
     Customer(String),
 }
@@ -80,7 +81,7 @@ fn subject(
 ) -> Option<Subject> {
     text(metadata, "/developerId")
         .or(fallback_developer)
-        .map(|d| Subject::Developer(d.to_string()))
+        .map(|d| Subject::Developer(d.into()))
         .or(customer.map(Subject::Customer))
 }
 

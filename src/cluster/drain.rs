@@ -17,6 +17,7 @@ use switchboard_actors::session::{CallSession, ServerShutdown};
 use tokio::sync::watch;
 
 use crate::error::ApiError;
+use crate::ids::SessionId;
 use crate::metrics::metrics;
 
 /// The message of the 503 a draining node answers new sessions with.
@@ -29,7 +30,7 @@ pub struct Drain {
     /// Set once the server ends the sessions still live: a session attached later is ended
     /// at once.
     ending: AtomicBool,
-    sessions: Mutex<HashMap<String, Option<Addr<CallSession>>>>,
+    sessions: Mutex<HashMap<SessionId, Option<Addr<CallSession>>>>,
     live: watch::Sender<usize>,
     recordings: watch::Sender<usize>,
 }
@@ -60,7 +61,7 @@ impl Drain {
     }
 
     /// The running session `session_id` on this node, if it runs here.
-    pub fn session(&self, session_id: &str) -> Option<Addr<CallSession>> {
+    pub fn session(&self, session_id: &SessionId) -> Option<Addr<CallSession>> {
         self.sessions
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -93,7 +94,7 @@ impl Drain {
     /// Admits a new session, unless the node drains (`Draining`) or the session is live on it
     /// already (`Conflict`: a replayed token must not take the live call's place). The slot
     /// is held for the session's life; dropping it counts the session as ended.
-    pub fn admit(self: &Arc<Self>, session_id: &str) -> Result<SessionSlot, ApiError> {
+    pub fn admit(self: &Arc<Self>, session_id: &SessionId) -> Result<SessionSlot, ApiError> {
         let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
         if self.is_draining() {
             return Err(ApiError::Draining(DRAINING_MESSAGE.into()));
@@ -103,11 +104,11 @@ impl Drain {
                 "session {session_id} is already live on this node"
             )));
         }
-        sessions.insert(session_id.to_string(), None);
+        sessions.insert(session_id.clone(), None);
         self.live.send_replace(sessions.len());
         Ok(SessionSlot {
             drain: self.clone(),
-            id: session_id.to_string(),
+            id: session_id.clone(),
         })
     }
 
@@ -149,7 +150,7 @@ impl Drain {
 /// A live session's place on the node.
 pub struct SessionSlot {
     drain: Arc<Drain>,
-    id: String,
+    id: SessionId,
 }
 
 impl SessionSlot {
@@ -205,10 +206,15 @@ mod tests {
     #[tokio::test]
     async fn a_draining_node_admits_no_session_and_waits_for_the_live_ones() {
         let drain = Drain::new();
-        let live = drain.admit("ses_1").expect("admitted before the drain");
+        let live = drain
+            .admit(&"ses_1".into())
+            .expect("admitted before the drain");
         assert_eq!(drain.live_sessions(), 1);
         drain.begin();
-        assert!(matches!(drain.admit("ses_2"), Err(ApiError::Draining(_))));
+        assert!(matches!(
+            drain.admit(&"ses_2".into()),
+            Err(ApiError::Draining(_))
+        ));
         assert!(drain.refuse_if_draining().is_err());
         assert!(!drain.sessions_ended(Duration::from_millis(20)).await);
         drop(live);
@@ -219,8 +225,11 @@ mod tests {
     #[test]
     fn a_session_live_already_is_not_admitted_again_and_stays_live() {
         let drain = Drain::new();
-        let live = drain.admit("ses_1").expect("admitted");
-        assert!(matches!(drain.admit("ses_1"), Err(ApiError::Conflict(_))));
+        let live = drain.admit(&"ses_1".into()).expect("admitted");
+        assert!(matches!(
+            drain.admit(&"ses_1".into()),
+            Err(ApiError::Conflict(_))
+        ));
         assert_eq!(
             drain.live_sessions(),
             1,

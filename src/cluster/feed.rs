@@ -21,6 +21,7 @@ use diesel_async::{AsyncConnection, AsyncPgConnection, SimpleAsyncConnection};
 use futures_util::StreamExt;
 use serde::Deserialize;
 
+use crate::ids::{AgentId, CollectionId, DeveloperId, DocumentId};
 use crate::metrics::metrics;
 use crate::supervision::Notifier;
 use crate::time::now_ms;
@@ -79,17 +80,20 @@ pub enum Change {
     /// An API key (by the hash of its raw value) was revoked, re-dated or deleted.
     Key { hash: String },
     /// An agent was changed or archived.
-    Agent { developer: String, id: String },
+    Agent { developer: DeveloperId, id: AgentId },
     /// A collection was changed or deleted.
-    Collection { developer: String, id: String },
+    Collection {
+        developer: DeveloperId,
+        id: CollectionId,
+    },
     /// A document of a collection was ingested (`removed: false`) or deleted.
     Documents {
-        collection: String,
-        document: String,
+        collection: CollectionId,
+        document: DocumentId,
         removed: bool,
     },
     /// A developer's subscription (tier, expiry) changed.
-    Developer { id: String },
+    Developer { id: DeveloperId },
     /// Anything may have changed (the listener (re)connected): drop every cached entry.
     #[serde(skip)]
     Everything,

@@ -5,6 +5,7 @@
 //! voice sessions get a [`CollectionKnowledge`] among their engines, which the session calls
 //! after each caller turn (with its own deadline) before the model starts.
 
+use crate::ids::CollectionId;
 use crate::registry::Supervised;
 use std::sync::Arc;
 
@@ -32,7 +33,7 @@ const QUERY_CHARS: usize = 2_000;
 pub async fn retrieve(
     embedder: &dyn Embedder,
     knowledge: &Supervised<KnowledgeIndex>,
-    collection_id: &str,
+    collection_id: &CollectionId,
     latest: &str,
     previous: Option<&str>,
 ) -> Result<Vec<KnowledgeHit>, ApiError> {
@@ -55,7 +56,7 @@ pub async fn retrieve(
 pub struct CollectionKnowledge {
     pub embedder: Arc<dyn Embedder>,
     pub knowledge: Supervised<KnowledgeIndex>,
-    pub collection_id: String,
+    pub collection_id: CollectionId,
 }
 
 impl KnowledgeRetriever for CollectionKnowledge {

@@ -12,6 +12,7 @@
 //! `transfer_call`. Each ends the session once the agent's last words have played, and the
 //! call then does what was asked.
 
+use crate::ids::{AgentId, CollectionId, DeveloperId, InstanceId, SessionId};
 use crate::registry::Supervised;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -88,27 +89,36 @@ pub struct HttpTool {
 /// `Switchboard-Instance-Id`, each when known.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CallContext {
-    pub session_id: Option<String>,
-    pub agent_id: Option<String>,
+    pub session_id: Option<SessionId>,
+    pub agent_id: Option<AgentId>,
     pub call_sid: Option<String>,
     pub from: Option<String>,
     pub to: Option<String>,
-    pub instance_id: Option<String>,
+    pub instance_id: Option<InstanceId>,
 }
 
 impl CallContext {
     /// The headers that carry it.
     pub fn headers(&self) -> Vec<(&'static str, String)> {
         [
-            ("Switchboard-Session-Id", &self.session_id),
-            ("Switchboard-Agent-Id", &self.agent_id),
-            ("Switchboard-Call-Sid", &self.call_sid),
-            ("Switchboard-From", &self.from),
-            ("Switchboard-To", &self.to),
-            ("Switchboard-Instance-Id", &self.instance_id),
+            (
+                "Switchboard-Session-Id",
+                self.session_id.as_ref().map(SessionId::as_str),
+            ),
+            (
+                "Switchboard-Agent-Id",
+                self.agent_id.as_ref().map(AgentId::as_str),
+            ),
+            ("Switchboard-Call-Sid", self.call_sid.as_deref()),
+            ("Switchboard-From", self.from.as_deref()),
+            ("Switchboard-To", self.to.as_deref()),
+            (
+                "Switchboard-Instance-Id",
+                self.instance_id.as_ref().map(InstanceId::as_str),
+            ),
         ]
         .into_iter()
-        .filter_map(|(name, value)| value.clone().map(|value| (name, value)))
+        .filter_map(|(name, value)| value.map(|value| (name, value.to_string())))
         .collect()
     }
 }
@@ -300,10 +310,10 @@ pub struct AgentTools {
     embedder: Arc<dyn Embedder>,
     knowledge: Supervised<KnowledgeIndex>,
     fetcher: Fetcher,
-    collection_id: Option<String>,
+    collection_id: Option<CollectionId>,
     http: Arc<Vec<HttpTool>>,
     /// Opens the HTTP tools' sealed secrets and headers, for the agent's owner.
-    secrets: Arc<(ToolSecrets, String)>,
+    secrets: Arc<(ToolSecrets, DeveloperId)>,
     call: Option<Arc<dyn CallControl>>,
     context: Arc<CallContext>,
 }
@@ -313,7 +323,7 @@ pub struct AgentTools {
 pub struct HttpTools {
     pub tools: Vec<HttpTool>,
     pub secrets: ToolSecrets,
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
 }
 
 impl AgentTools {
@@ -321,7 +331,7 @@ impl AgentTools {
         embedder: Arc<dyn Embedder>,
         knowledge: Supervised<KnowledgeIndex>,
         fetcher: Fetcher,
-        collection_id: Option<String>,
+        collection_id: Option<CollectionId>,
         http: HttpTools,
     ) -> Self {
         Self {
@@ -480,7 +490,7 @@ impl AgentTools {
     async fn search(&self, arguments: &Value) -> Result<String, String> {
         let collection = self
             .collection_id
-            .as_deref()
+            .as_ref()
             .ok_or("this agent has no knowledge collection")?;
         let query = arguments
             .get("query")

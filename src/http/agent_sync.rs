@@ -46,12 +46,12 @@ async fn sync_agent(
     developer: Developer,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let developer_id = developer.id().to_string();
+    let developer_id = developer.id().clone();
     let agent = state
         .agents()
         .send(GetAgent {
             developer_id: developer_id.clone(),
-            agent_id: id.into_inner(),
+            agent_id: id.into_inner().into(),
         })
         .await??;
     let sync = state.agent_sync().as_ref().ok_or_else(|| {

@@ -18,8 +18,8 @@ use crate::conversation::analysis;
 use crate::conversation::tools::http_tools;
 use crate::conversation::transfer::{self, TransferTarget};
 use crate::error::{ApiError, ErrorBody};
+use crate::ids::{AgentId, CollectionId, DeveloperId};
 use crate::registry::agents::{ArchiveAgent, CreateAgent, GetAgent, ListAgents, UpdateAgent};
-use crate::registry::new_id;
 use crate::registry::tool_secrets;
 use crate::store::agents::{AgentChanges, AgentRow, AgentStatus, DETECTED_LANGUAGE};
 use crate::time::{self, iso};
@@ -84,7 +84,7 @@ impl From<AgentRow> for AgentBody {
         let warnings = warnings(&row);
         AgentBody {
             warnings,
-            id: row.id,
+            id: row.id.into(),
             name: row.name,
             description: row.description,
             system_prompt: row.system_prompt,
@@ -95,7 +95,7 @@ impl From<AgentRow> for AgentBody {
             stt_provider: row.stt_provider,
             llm_provider: row.llm_provider,
             llm_model: row.llm_model,
-            collection_id: row.collection_id,
+            collection_id: row.collection_id.map(String::from),
             style_profile: row.style_profile.as_deref().map(validate::stored_json),
             language: row.language,
             temperature: row.temperature,
@@ -522,7 +522,7 @@ async fn create_agent(
 
 /// A new agent from create fields: validated, with every default filled in.
 pub(crate) fn new_agent_row(
-    developer_id: &str,
+    developer_id: &DeveloperId,
     mut fields: AgentFields,
 ) -> Result<AgentRow, ApiError> {
     let id = not_null("id", fields.id.take())?;
@@ -536,8 +536,8 @@ pub(crate) fn new_agent_row(
     let now = time::now_ms();
     Ok(AgentRow {
         seq: 0,
-        id: id.unwrap_or_else(|| new_id("agent")),
-        developer_id: developer_id.to_string(),
+        id: id.map_or_else(AgentId::new, AgentId::from),
+        developer_id: developer_id.clone(),
         name,
         description: fields.description.flatten(),
         system_prompt: fields.system_prompt.flatten(),
@@ -554,7 +554,7 @@ pub(crate) fn new_agent_row(
             .llm_provider
             .unwrap_or_else(|| DEFAULT_PROVIDER.to_string()),
         llm_model: fields.llm_model.flatten(),
-        collection_id: fields.collection_id.flatten(),
+        collection_id: fields.collection_id.flatten().map(CollectionId::from),
         style_profile: fields.style_profile.flatten(),
         language: fields.language.unwrap_or_else(|| "en".to_string()),
         temperature: fields.temperature.unwrap_or(DEFAULT_TEMPERATURE),
@@ -580,7 +580,7 @@ async fn list_agents(
 ) -> Result<HttpResponse, ApiError> {
     let page = query.into_inner().validate()?;
     let ask = ListAgents {
-        developer_id: developer.id().to_string(),
+        developer_id: developer.id().clone(),
         page,
     };
     pagination::answer_page(state.agents(), ask, AgentBody::from).await
@@ -599,8 +599,8 @@ async fn get_agent(
     let agent = state
         .agents()
         .send(GetAgent {
-            developer_id: developer.id().to_string(),
-            agent_id: id.into_inner(),
+            developer_id: developer.id().clone(),
+            agent_id: id.into_inner().into(),
         })
         .await??;
     Ok(HttpResponse::Ok().json(AgentBody::from(agent)))
@@ -637,7 +637,7 @@ async fn update_agent(
         stt_provider: fields.stt_provider,
         llm_provider: fields.llm_provider,
         llm_model: fields.llm_model,
-        collection_id: fields.collection_id,
+        collection_id: fields.collection_id.map(|c| c.map(CollectionId::from)),
         style_profile: fields.style_profile,
         language: fields.language,
         temperature: fields.temperature,
@@ -650,8 +650,8 @@ async fn update_agent(
     let agent = state
         .agents()
         .send(UpdateAgent {
-            developer_id: developer.id().to_string(),
-            agent_id: id,
+            developer_id: developer.id().clone(),
+            agent_id: id.into(),
             changes,
         })
         .await??;
@@ -671,8 +671,8 @@ async fn delete_agent(
     state
         .agents()
         .send(ArchiveAgent {
-            developer_id: developer.id().to_string(),
-            agent_id: id.into_inner(),
+            developer_id: developer.id().clone(),
+            agent_id: id.into_inner().into(),
         })
         .await??;
     Ok(HttpResponse::NoContent().finish())

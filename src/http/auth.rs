@@ -12,6 +12,7 @@ use actix_web::{web, FromRequest, HttpMessage, HttpRequest, HttpResponseBuilder,
 use crate::app::AppState;
 use crate::billing::pricing::format_credits;
 use crate::error::ApiError;
+use crate::ids::{DeveloperId, KeyId};
 use crate::providers::Chosen;
 use crate::registry::keys::{hash_key, CheckKey, KeyCheck, Principal};
 use crate::registry::metering::{Admit, CurrentUsage, UsageSnapshot};
@@ -45,7 +46,7 @@ pub async fn require_api_key(
         .metering()
         .send(Admit {
             developer_id: principal.developer_id.clone(),
-            key_id: principal.key_id.clone(),
+            key_id: principal.key_id.to_string(),
         })
         .await
         .map_err(ApiError::from)
@@ -156,14 +157,14 @@ pub struct Developer(pub Principal);
 pub const PORTAL_KEY_ID: &str = "portal";
 
 impl Developer {
-    pub fn id(&self) -> &str {
+    pub fn id(&self) -> &DeveloperId {
         &self.0.developer_id
     }
 
     /// The API key the request came with; `None` for a signed-in portal session, which has
     /// none to revoke.
-    pub fn api_key_id(&self) -> Option<&str> {
-        (self.0.key_id != PORTAL_KEY_ID).then_some(self.0.key_id.as_str())
+    pub fn api_key_id(&self) -> Option<&KeyId> {
+        (self.0.key_id != PORTAL_KEY_ID).then_some(&self.0.key_id)
     }
 }
 

@@ -100,7 +100,7 @@ async fn report_of(state: &AppState, developer: &Developer) -> Result<UsageRepor
     state
         .metering()
         .send(GetUsage {
-            developer_id: developer.id().to_string(),
+            developer_id: developer.id().clone(),
         })
         .await?
 }
@@ -203,7 +203,7 @@ async fn customer_of(
     state
         .metering()
         .send(ChangeSubscription {
-            developer_id: developer.id().to_string(),
+            developer_id: developer.id().clone(),
             change: SubscriptionChange {
                 stripe_customer_id: Some(customer.clone()),
                 ..SubscriptionChange::default()

@@ -144,7 +144,7 @@ async fn transfer_call(
         control::transfer(&state, developer.id(), &call_sid, &base, &target, &summary).await?;
     Ok(HttpResponse::Ok().json(TransferBody {
         call_sid,
-        session_id,
+        session_id: session_id.into(),
         status,
     }))
 }
@@ -171,7 +171,14 @@ async fn dialed(
         .get("DialCallDuration")
         .and_then(|d| d.parse::<i64>().ok());
     let base = state.public_base(&req);
-    let markup = call::dial_ended(&state, &base, &session_id, &status, seconds).await?;
+    let markup = call::dial_ended(
+        &state,
+        &base,
+        &session_id.into_inner().into(),
+        &status,
+        seconds,
+    )
+    .await?;
     Ok(twiml_response(markup))
 }
 
@@ -195,6 +202,6 @@ async fn person_status(
     let form = verify_webhook(&state, &req, &body)?;
     let status = form.get("CallStatus").unwrap_or("").to_string();
     let base = state.public_base(&req);
-    call::person_call_status(&state, &base, &session_id, &status).await?;
+    call::person_call_status(&state, &base, &session_id.into_inner().into(), &status).await?;
     Ok(HttpResponse::NoContent().finish())
 }

@@ -15,6 +15,7 @@ use super::pagination::{self, PageBody, PageQuery};
 use super::validate;
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
+use crate::ids::CampaignId;
 use crate::live::campaigns::CallWindow;
 use crate::live::outbound;
 use crate::live::voicemail::{MachineDetection, VoicemailPlan};
@@ -22,7 +23,6 @@ use crate::registry::agents::GetAgent;
 use crate::registry::campaigns::{
     CampaignAction, CampaignView, ChangeCampaign, CreateCampaign, GetCampaign, ListCampaigns,
 };
-use crate::registry::new_id;
 use crate::store::campaigns::{CampaignRow, CampaignStatus, ContactRow, ContactStatus};
 use crate::store::stored_json;
 use crate::time::{self, iso, iso_opt};
@@ -162,7 +162,7 @@ impl From<ContactRow> for ContactBody {
                 .then(|| iso(row.next_attempt_at)),
             status: row.status.to_string(),
             attempts: row.attempts,
-            task_id: row.task_id,
+            task_id: row.task_id.map(String::from),
             last_outcome: row.last_outcome,
             error: row.error,
             updated_at: iso(row.updated_at),
@@ -224,9 +224,9 @@ impl From<CampaignView> for CampaignBody {
             contacts: view
                 .contacts
                 .map(|c| c.into_iter().map(ContactBody::from).collect()),
-            id: row.id,
+            id: row.id.into(),
             name: row.name,
-            agent_id: row.agent_id,
+            agent_id: row.agent_id.into(),
             from: row.from_number,
             status: row.status.to_string(),
             status_reason: row.status_reason,
@@ -286,7 +286,7 @@ fn retry_policy(retry: Option<RetryRequest>) -> Result<(i32, i64, Vec<String>), 
 /// of plain values within its size.
 fn contact_rows(
     state: &AppState,
-    campaign_id: &str,
+    campaign_id: &CampaignId,
     contacts: Option<Vec<ContactRequest>>,
     now: i64,
 ) -> Result<Vec<ContactRow>, ApiError> {
@@ -344,7 +344,7 @@ fn contact_rows(
         }
         rows.push(ContactRow {
             seq: 0,
-            campaign_id: campaign_id.to_string(),
+            campaign_id: campaign_id.clone(),
             contact_index: i as i32,
             to_number: to,
             variables,
@@ -376,7 +376,7 @@ async fn create_campaign(
     body: ApiJson<CampaignRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let request = body.into_inner();
-    let developer_id = developer.id().to_string();
+    let developer_id = developer.id().clone();
     let agent_id = request
         .agent_id
         .ok_or_else(|| ApiError::invalid("agentId", "agentId is required"))?;
@@ -403,13 +403,13 @@ async fn create_campaign(
         request.voicemail_message.as_deref(),
     )?;
     let now = time::now_ms();
-    let id = new_id("cmp");
+    let id = CampaignId::new();
     let contacts = contact_rows(&state, &id, request.contacts, now)?;
     let agent = state
         .agents()
         .send(GetAgent {
             developer_id: developer_id.clone(),
-            agent_id,
+            agent_id: agent_id.into(),
         })
         .await??;
     outbound::can_call_from(&state, &developer_id, &from).await?;
@@ -457,7 +457,7 @@ async fn list_campaigns(
 ) -> Result<HttpResponse, ApiError> {
     let page = query.into_inner().validate()?;
     let ask = ListCampaigns {
-        developer_id: developer.id().to_string(),
+        developer_id: developer.id().clone(),
         page,
     };
     pagination::answer_page(state.campaigns(), ask, CampaignBody::from).await
@@ -476,8 +476,8 @@ async fn get_campaign(
     let view = state
         .campaigns()
         .send(GetCampaign {
-            developer_id: developer.id().to_string(),
-            id: id.into_inner(),
+            developer_id: developer.id().clone(),
+            id: id.into_inner().into(),
         })
         .await??;
     Ok(HttpResponse::Ok().json(CampaignBody::from(view)))
@@ -486,13 +486,13 @@ async fn get_campaign(
 async fn change(
     state: &AppState,
     developer: &Developer,
-    id: String,
+    id: CampaignId,
     action: CampaignAction,
 ) -> Result<HttpResponse, ApiError> {
     let view = state
         .campaigns()
         .send(ChangeCampaign {
-            developer_id: developer.id().to_string(),
+            developer_id: developer.id().clone(),
             id,
             action,
         })
@@ -511,7 +511,13 @@ async fn pause_campaign(
     developer: Developer,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    change(&state, &developer, id.into_inner(), CampaignAction::Pause).await
+    change(
+        &state,
+        &developer,
+        id.into_inner().into(),
+        CampaignAction::Pause,
+    )
+    .await
 }
 
 /// Resumes a paused campaign (also one paused by itself when credits ran out).
@@ -525,7 +531,13 @@ async fn resume_campaign(
     developer: Developer,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    change(&state, &developer, id.into_inner(), CampaignAction::Resume).await
+    change(
+        &state,
+        &developer,
+        id.into_inner().into(),
+        CampaignAction::Resume,
+    )
+    .await
 }
 
 /// Cancels an active or paused campaign: contacts still waiting are `canceled` and no new
@@ -540,5 +552,11 @@ async fn cancel_campaign(
     developer: Developer,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    change(&state, &developer, id.into_inner(), CampaignAction::Cancel).await
+    change(
+        &state,
+        &developer,
+        id.into_inner().into(),
+        CampaignAction::Cancel,
+    )
+    .await
 }

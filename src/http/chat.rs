@@ -23,12 +23,12 @@ use crate::conversation::tools::{http_tools, tool_names, AgentTools, CallContext
 use crate::conversation::turn::{run_turn, ToolCallRecord, TurnSettings};
 use crate::engines::pool::Lane;
 use crate::error::{ApiError, ErrorBody};
+use crate::ids::ConversationId;
 use crate::providers::{self, Caller};
 use crate::registry::agents::GetAgent;
 use crate::registry::conversations::{LoadConversation, SaveTurn};
 use crate::registry::instances::{GetInstance, InstanceLookup};
 use crate::registry::meter;
-use crate::registry::new_id;
 use crate::registry::search::KnowledgeHit;
 use crate::store::conversations::{ConversationRow, MessageRow};
 use crate::store::instances::InstanceRow;
@@ -112,12 +112,12 @@ async fn chat(
         }
     }
     let message = request.message.unwrap_or_default();
-    let developer_id = developer.id().to_string();
+    let developer_id = developer.id().clone();
     let agent = state
         .agents()
         .send(GetAgent {
             developer_id: developer_id.clone(),
-            agent_id: id.into_inner(),
+            agent_id: id.into_inner().into(),
         })
         .await??;
     let llm = providers::for_agent::<providers::Llm>(
@@ -141,7 +141,7 @@ async fn chat(
                 .send(LoadConversation {
                     developer_id: developer_id.clone(),
                     agent_id: agent.id.clone(),
-                    conversation_id: conversation_id.clone(),
+                    conversation_id: conversation_id.as_str().into(),
                 })
                 .await??;
             if row.ended {
@@ -155,7 +155,7 @@ async fn chat(
             let now = time::now_ms();
             let row = ConversationRow {
                 seq: 0,
-                id: new_id("conv"),
+                id: ConversationId::new(),
                 developer_id: developer_id.clone(),
                 agent_id: agent.id.clone(),
                 instance_id: None,
@@ -174,7 +174,7 @@ async fn chat(
         &request.caller_phone,
         &conversation.instance_id,
     ) {
-        (Some(id), _, _) => Some((InstanceLookup::Id(id.clone()), true)),
+        (Some(id), _, _) => Some((InstanceLookup::Id(id.as_str().into()), true)),
         (None, Some(phone), _) => Some((InstanceLookup::Phone(phone.clone()), false)),
         (None, None, Some(id)) => Some((InstanceLookup::Id(id.clone()), false)),
         (None, None, None) => None,
@@ -315,7 +315,7 @@ async fn chat(
     super::auth::tag_provider(&llm, &mut response);
     Ok(response.json(ChatResponseBody {
         reply: outcome.reply,
-        conversation_id: conversation.id,
+        conversation_id: conversation.id.into(),
         turn_index,
         tool_calls: outcome.tool_calls,
         usage: TokenUsageBody {
@@ -323,7 +323,7 @@ async fn chat(
             output_tokens: outcome.output_tokens,
         },
         ended: outcome.ended,
-        instance_id: instance.map(|i| i.id),
+        instance_id: instance.map(|i| i.id.into()),
     }))
 }
 

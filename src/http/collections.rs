@@ -13,11 +13,11 @@ use super::pagination::{self, PageBody, PageQuery};
 use super::validate;
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
+use crate::ids::CollectionId;
 use crate::registry::collections::{
     CreateCollection, DeleteCollection, GetCollection, ListCollections,
 };
 use crate::registry::knowledge::CollectionDropped;
-use crate::registry::new_id;
 use crate::store::collections::CollectionRow;
 use crate::time::{self, iso};
 
@@ -43,7 +43,7 @@ pub struct CollectionBody {
 impl From<CollectionRow> for CollectionBody {
     fn from(row: CollectionRow) -> CollectionBody {
         CollectionBody {
-            id: row.id,
+            id: row.id.into(),
             name: row.name,
             description: row.description,
             metadata: validate::stored_json(&row.metadata),
@@ -80,8 +80,8 @@ async fn create_collection(
     let metadata = validate::metadata("metadata", request.metadata.as_ref())?;
     let collection = CollectionRow {
         seq: 0,
-        id: new_id("col"),
-        developer_id: developer.id().to_string(),
+        id: CollectionId::new(),
+        developer_id: developer.id().clone(),
         name: request.name.unwrap_or_default(),
         description: request.description,
         metadata,
@@ -106,7 +106,7 @@ async fn list_collections(
 ) -> Result<HttpResponse, ApiError> {
     let page = query.into_inner().validate()?;
     let ask = ListCollections {
-        developer_id: developer.id().to_string(),
+        developer_id: developer.id().clone(),
         page,
     };
     pagination::answer_page(state.collections(), ask, CollectionBody::from).await
@@ -125,8 +125,8 @@ async fn get_collection(
     let collection = state
         .collections()
         .send(GetCollection {
-            developer_id: developer.id().to_string(),
-            collection_id: id.into_inner(),
+            developer_id: developer.id().clone(),
+            collection_id: id.into_inner().into(),
         })
         .await??;
     Ok(HttpResponse::Ok().json(CollectionBody::from(collection)))
@@ -143,11 +143,11 @@ async fn delete_collection(
     developer: Developer,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let collection_id = id.into_inner();
+    let collection_id = CollectionId::from(id.into_inner());
     state
         .collections()
         .send(DeleteCollection {
-            developer_id: developer.id().to_string(),
+            developer_id: developer.id().clone(),
             collection_id: collection_id.clone(),
         })
         .await??;

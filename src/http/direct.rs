@@ -12,11 +12,11 @@ use super::auth::{bearer_credentials, Developer};
 use super::methods;
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
+use crate::ids::{DeveloperId, KeyId, SessionId};
 use crate::live::{self, Record, SessionRequest};
 use crate::registry::agents::GetAgent;
 use crate::registry::keys::{hash_key, CheckKey, KeyCheck};
 use crate::registry::metering::Admit;
-use crate::registry::new_id;
 use crate::registry::sessions::ClaimTokenSession;
 use crate::telephony::token::RelayClaims;
 use crate::time::{self, iso};
@@ -58,23 +58,23 @@ async fn session_token(
     let agent = state
         .agents()
         .send(GetAgent {
-            developer_id: developer.id().to_string(),
-            agent_id: id.into_inner(),
+            developer_id: developer.id().clone(),
+            agent_id: id.into_inner().into(),
         })
         .await??;
     // A browser opens the socket right after it has the token.
     live::warm_agent_voice(&state, &agent);
     let expires = time::now_ms() + SESSION_TOKEN_TTL_MS;
     let token = state.signer().sign(&RelayClaims {
-        sid: new_id("ses"),
-        dev: developer.id().to_string(),
+        sid: SessionId::new(),
+        dev: developer.id().clone(),
         agent: agent.id.clone(),
         from: None,
         to: None,
         inst: None,
         // A token minted in the portal has no API key behind it to revoke it with; it is the
         // signed-in developer's, for its ten minutes.
-        key: developer.api_key_id().map(str::to_string),
+        key: developer.api_key_id().cloned(),
         exp: expires,
         ..Default::default()
     });
@@ -162,7 +162,7 @@ pub async fn direct_session(
         .agents()
         .send(GetAgent {
             developer_id: developer_id.clone(),
-            agent_id: agent_id.clone(),
+            agent_id: agent_id.as_str().into(),
         })
         .await??;
     // A session token is good for one session: the one it names, claimed here once.
@@ -182,7 +182,7 @@ pub async fn direct_session(
             }
             session_id
         }
-        None => new_id("ses"),
+        None => SessionId::new(),
     };
     let request = SessionRequest {
         session_id,
@@ -218,13 +218,13 @@ pub async fn direct_session(
 
 /// Who opens a direct socket.
 struct Opener {
-    developer_id: String,
+    developer_id: DeveloperId,
     /// What the socket counts against in the rate limits.
     rate_key: String,
     /// For a session token: the session it names and the token's expiry.
-    token_session: Option<(String, i64)>,
+    token_session: Option<(SessionId, i64)>,
     /// For a session token: the API key that minted it, which must still be in force.
-    issuer_key: Option<String>,
+    issuer_key: Option<KeyId>,
 }
 
 /// The API key in the Authorization header, or a session token for this agent (whose minting
@@ -270,7 +270,7 @@ async fn authenticate(
     {
         KeyCheck::Valid(principal) => Ok(Opener {
             developer_id: principal.developer_id,
-            rate_key: principal.key_id,
+            rate_key: principal.key_id.to_string(),
             token_session: None,
             issuer_key: None,
         }),

@@ -14,10 +14,10 @@ use super::pagination::{self, PageBody, PageQuery};
 use super::validate::{self, nullable};
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
+use crate::ids::InstanceId;
 use crate::registry::instances::{
     CreateInstance, DeleteInstance, GetInstance, InstanceLookup, ListInstances, UpdateInstance,
 };
-use crate::registry::new_id;
 use crate::store::instances::{InstanceChanges, InstanceRow};
 use crate::telephony::is_e164;
 use crate::time::{self, iso};
@@ -59,8 +59,8 @@ pub struct InstanceBody {
 impl From<InstanceRow> for InstanceBody {
     fn from(row: InstanceRow) -> InstanceBody {
         InstanceBody {
-            id: row.id,
-            agent_id: row.agent_id,
+            id: row.id.into(),
+            agent_id: row.agent_id.into(),
             name: row.name,
             phone_number: row.phone_number,
             context: row.context,
@@ -149,9 +149,9 @@ async fn create_instance(
     let now = time::now_ms();
     let instance = InstanceRow {
         seq: 0,
-        id: id.unwrap_or_else(|| new_id("inst")),
-        developer_id: developer.id().to_string(),
-        agent_id: agent.into_inner(),
+        id: id.map_or_else(InstanceId::new, InstanceId::from),
+        developer_id: developer.id().clone(),
+        agent_id: agent.into_inner().into(),
         name: changes.name.flatten(),
         phone_number: changes.phone_number.flatten(),
         context: changes.context.unwrap_or_default(),
@@ -176,8 +176,8 @@ async fn list_instances(
 ) -> Result<HttpResponse, ApiError> {
     let page = query.into_inner().validate()?;
     let ask = ListInstances {
-        developer_id: developer.id().to_string(),
-        agent_id: agent.into_inner(),
+        developer_id: developer.id().clone(),
+        agent_id: agent.into_inner().into(),
         page,
     };
     pagination::answer_page(state.agents(), ask, InstanceBody::from).await
@@ -197,9 +197,9 @@ async fn get_instance(
     let row = state
         .agents()
         .send(GetInstance {
-            developer_id: developer.id().to_string(),
-            agent_id,
-            lookup: InstanceLookup::Id(instance_id),
+            developer_id: developer.id().clone(),
+            agent_id: agent_id.into(),
+            lookup: InstanceLookup::Id(instance_id.into()),
         })
         .await??;
     Ok(HttpResponse::Ok().json(InstanceBody::from(row)))
@@ -229,9 +229,9 @@ async fn update_instance(
     let row = state
         .agents()
         .send(UpdateInstance {
-            developer_id: developer.id().to_string(),
-            agent_id,
-            instance_id,
+            developer_id: developer.id().clone(),
+            agent_id: agent_id.into(),
+            instance_id: instance_id.into(),
             changes,
         })
         .await??;
@@ -252,9 +252,9 @@ async fn delete_instance(
     state
         .agents()
         .send(DeleteInstance {
-            developer_id: developer.id().to_string(),
-            agent_id,
-            instance_id,
+            developer_id: developer.id().clone(),
+            agent_id: agent_id.into(),
+            instance_id: instance_id.into(),
         })
         .await??;
     Ok(HttpResponse::NoContent().finish())

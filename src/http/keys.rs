@@ -11,6 +11,7 @@ use super::pagination::{self, PageBody, PageQuery};
 use super::validate;
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
+use crate::ids::KeyId;
 use crate::registry::keys::{CreateKey, IssuedKey, KeyInfo, ListKeys, RevokeKey, RotateKey};
 use crate::time::{iso, iso_opt};
 
@@ -63,7 +64,7 @@ pub struct KeyBody {
 impl From<IssuedKey> for IssuedKeyBody {
     fn from(issued: IssuedKey) -> IssuedKeyBody {
         IssuedKeyBody {
-            id: issued.info.id,
+            id: issued.info.id.into(),
             key: issued.raw,
             name: issued.info.name,
             prefix: issued.info.prefix,
@@ -77,7 +78,7 @@ impl From<IssuedKey> for IssuedKeyBody {
 impl From<KeyInfo> for KeyBody {
     fn from(info: KeyInfo) -> KeyBody {
         KeyBody {
-            id: info.id,
+            id: info.id.into(),
             name: info.name,
             prefix: info.prefix,
             created_at: iso(info.created_at),
@@ -106,7 +107,7 @@ async fn create_key(
     let issued = state
         .keys()
         .send(CreateKey {
-            developer_id: developer.id().to_string(),
+            developer_id: developer.id().clone(),
             name,
             expires_in_days: request.expires_in_days,
         })
@@ -126,7 +127,7 @@ async fn list_keys(
 ) -> Result<HttpResponse, ApiError> {
     let page = query.into_inner().validate()?;
     let ask = ListKeys {
-        developer_id: developer.id().to_string(),
+        developer_id: developer.id().clone(),
         page,
     };
     pagination::answer_page(state.keys(), ask, KeyBody::from).await
@@ -142,16 +143,16 @@ async fn revoke_key(
     developer: Developer,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = id.into_inner();
+    let id = KeyId::from(id.into_inner());
     let revoked = state
         .keys()
         .send(RevokeKey {
-            developer_id: developer.id().to_string(),
+            developer_id: developer.id().clone(),
             key_id: id.clone(),
         })
         .await??;
     if !revoked {
-        return Err(ApiError::not_found("API key", &id));
+        return Err(ApiError::not_found("API key", id.as_str()));
     }
     Ok(HttpResponse::NoContent().finish())
 }
@@ -166,14 +167,14 @@ async fn rotate_key(
     developer: Developer,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = id.into_inner();
+    let id = KeyId::from(id.into_inner());
     let rotated = state
         .keys()
         .send(RotateKey {
-            developer_id: developer.id().to_string(),
+            developer_id: developer.id().clone(),
             key_id: id.clone(),
         })
         .await??
-        .ok_or_else(|| ApiError::not_found("API key", &id))?;
+        .ok_or_else(|| ApiError::not_found("API key", id.as_str()))?;
     Ok(HttpResponse::Ok().json(IssuedKeyBody::from(rotated)))
 }

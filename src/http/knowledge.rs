@@ -15,13 +15,13 @@ use crate::app::AppState;
 use crate::billing::Usage;
 use crate::error::{ApiError, ErrorBody};
 use crate::fetch::FetchError;
+use crate::ids::{CollectionId, DeveloperId, DocumentId};
 use crate::knowledge::chunking::{chunk, Layout};
 use crate::knowledge::html::readable_text;
 use crate::registry::collections::GetCollection;
 use crate::registry::jobs::extension_of;
 use crate::registry::knowledge::{DeleteDocument, StoreDocument};
 use crate::registry::meter;
-use crate::registry::new_id;
 use crate::registry::search::{search_collection, KnowledgeHit};
 use crate::speech::transcription::{transcribe_file, TranscriptionRequest};
 use crate::store::documents::{bytes_of, ChunkRow, DocumentRow};
@@ -265,7 +265,7 @@ pub struct PreparedDocument {
 impl PreparedDocument {
     pub fn body(&self) -> IngestBody {
         IngestBody {
-            document_id: self.document.id.clone(),
+            document_id: self.document.id.to_string(),
             chunks_created: self.chunks.len(),
             tokens_used: self.document.tokens as usize,
         }
@@ -276,8 +276,8 @@ impl PreparedDocument {
 /// transcribed when asked), chunked and embedded. Nothing is stored.
 pub async fn prepare_document(
     state: &AppState,
-    developer_id: &str,
-    collection_id: &str,
+    developer_id: &DeveloperId,
+    collection_id: &CollectionId,
     request: IngestRequest,
 ) -> Result<PreparedDocument, ApiError> {
     let plan = validate_ingest(request)?;
@@ -326,7 +326,7 @@ pub async fn prepare_document(
         vectors.extend(embedder.embed(batch.to_vec()).await?);
     }
 
-    let document_id = new_id("doc");
+    let document_id = DocumentId::new();
     let now = time::now_ms();
     let rows: Vec<ChunkRow> = pieces
         .iter()
@@ -339,7 +339,7 @@ pub async fn prepare_document(
             }
             ChunkRow {
                 document_id: document_id.clone(),
-                collection_id: collection_id.to_string(),
+                collection_id: collection_id.clone(),
                 chunk_index: index as i32,
                 content: text.clone(),
                 metadata: Value::Object(metadata).to_string(),
@@ -349,8 +349,8 @@ pub async fn prepare_document(
         .collect();
     let document = DocumentRow {
         id: document_id.clone(),
-        developer_id: developer_id.to_string(),
-        collection_id: collection_id.to_string(),
+        developer_id: developer_id.clone(),
+        collection_id: collection_id.clone(),
         content_type: plan.content_type.clone(),
         source_url: plan.source_url.clone(),
         metadata: Value::Object(plan.metadata.clone()).to_string(),
@@ -380,12 +380,12 @@ async fn ingest(
     id: web::Path<String>,
     body: ApiJson<IngestRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let collection_id = id.into_inner();
+    let collection_id = CollectionId::from(id.into_inner());
     let plan = body.into_inner();
     state
         .collections()
         .send(GetCollection {
-            developer_id: developer.id().to_string(),
+            developer_id: developer.id().clone(),
             collection_id: collection_id.clone(),
         })
         .await??;
@@ -409,7 +409,7 @@ async fn ingest(
         })
         .await??;
     if !stored {
-        return Err(ApiError::not_found("collection", &collection_id));
+        return Err(ApiError::not_found("collection", collection_id.as_str()));
     }
     // The embedded embedder (and for audio the embedded recogniser) did the work.
     Ok(HttpResponse::Created()
@@ -431,7 +431,7 @@ async fn search(
     id: web::Path<String>,
     body: ApiJson<SearchRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let collection_id = id.into_inner();
+    let collection_id = CollectionId::from(id.into_inner());
     let request = body.into_inner();
     validate::required_text("query", request.query.as_deref(), MAX_QUERY_CHARS)?;
     let limit = request.limit.unwrap_or(10);
@@ -442,7 +442,7 @@ async fn search(
     state
         .collections()
         .send(GetCollection {
-            developer_id: developer.id().to_string(),
+            developer_id: developer.id().clone(),
             collection_id: collection_id.clone(),
         })
         .await??;
@@ -491,9 +491,9 @@ async fn delete_document(
     let deleted = state
         .knowledge()
         .send(DeleteDocument {
-            developer_id: developer.id().to_string(),
-            collection_id,
-            document_id: document_id.clone(),
+            developer_id: developer.id().clone(),
+            collection_id: collection_id.into(),
+            document_id: DocumentId::from(document_id.as_str()),
         })
         .await??;
     if !deleted {

@@ -14,6 +14,7 @@ use super::methods;
 use super::pagination::{self, PageBody, PageQuery};
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
+use crate::ids::AgentId;
 use crate::live::post_call::AnalysisBody;
 use crate::observability::analysis::{analyse, Issue};
 use crate::observability::interruptions::{aggregate, InterruptionQuality};
@@ -63,8 +64,8 @@ pub struct SessionSummaryBody {
 impl From<SessionRow> for SessionSummaryBody {
     fn from(row: SessionRow) -> Self {
         SessionSummaryBody {
-            id: row.id,
-            agent_id: row.agent_id,
+            id: row.id.into(),
+            agent_id: row.agent_id.into(),
             transport: row.transport,
             call_sid: row.call_sid,
             started_at: iso_opt(row.started_at),
@@ -331,8 +332,8 @@ fn detail(trace: SessionTrace) -> SessionDetailBody {
             avg_turn_latency_ms: (row.avg_turn_latency_ms > 0).then_some(row.avg_turn_latency_ms),
             tool_executions: row.tool_executions,
         },
-        id: row.id,
-        agent_id: row.agent_id,
+        id: row.id.into(),
+        agent_id: row.agent_id.into(),
         transport: row.transport,
         call_sid: row.call_sid,
         from: row.from_number,
@@ -435,8 +436,8 @@ async fn list_sessions(
     let page = query.into_inner().validate()?;
     let newest_first = filter.newest_first()?;
     let ask = ListSessions {
-        developer_id: developer.id().to_string(),
-        agent_id: filter.into_inner().agent_id,
+        developer_id: developer.id().clone(),
+        agent_id: filter.into_inner().agent_id.map(AgentId::from),
         newest_first,
         page,
     };
@@ -454,7 +455,12 @@ async fn get_session(
     developer: Developer,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let trace = trace_of(&state, &developer, SessionLookup::Id(id.into_inner())).await?;
+    let trace = trace_of(
+        &state,
+        &developer,
+        SessionLookup::Id(id.into_inner().into()),
+    )
+    .await?;
     Ok(HttpResponse::Ok().json(detail(trace)))
 }
 
@@ -482,7 +488,7 @@ async fn trace_of(
     state
         .sessions()
         .send(GetSession {
-            developer_id: developer.id().to_string(),
+            developer_id: developer.id().clone(),
             lookup,
         })
         .await?
@@ -500,7 +506,7 @@ pub struct RootCauseBody {
 
 fn root_cause(trace: &SessionTrace) -> RootCauseBody {
     RootCauseBody {
-        session_id: trace.session.id.clone(),
+        session_id: trace.session.id.to_string(),
         call_sid: trace.session.call_sid.clone(),
         issues: analyse(trace),
     }
@@ -518,7 +524,12 @@ async fn session_root_cause(
     developer: Developer,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let trace = trace_of(&state, &developer, SessionLookup::Id(id.into_inner())).await?;
+    let trace = trace_of(
+        &state,
+        &developer,
+        SessionLookup::Id(id.into_inner().into()),
+    )
+    .await?;
     Ok(HttpResponse::Ok().json(root_cause(&trace)))
 }
 
@@ -588,8 +599,8 @@ async fn interruption_quality(
     let data = state
         .sessions()
         .send(GetInterruptions(SessionScope {
-            developer_id: developer.id().to_string(),
-            agent_id: filter.agent_id,
+            developer_id: developer.id().clone(),
+            agent_id: filter.agent_id.map(AgentId::from),
             from,
             to,
         }))

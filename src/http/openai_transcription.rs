@@ -512,7 +512,7 @@ async fn stream_transcription(
         options,
         diarize: false,
     };
-    let developer_id = developer.id().to_string();
+    let developer_id = developer.id().clone();
     let recognition: Recognition = Box::pin(async move {
         let transcript = transcribe_voices(engine, voices, request)
             .await

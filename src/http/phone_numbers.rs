@@ -19,8 +19,8 @@ use super::pagination::{self, PageBody, PageQuery};
 use super::validate::{self, nullable};
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
+use crate::ids::{AgentId, InstanceId, PhoneNumberId};
 use crate::portal::Portal;
-use crate::registry::new_id;
 use crate::registry::telephony::{
     CreatePhoneNumber, DeletePhoneNumber, GetPhoneNumber, ListPhoneNumbers, UpdatePhoneNumber,
     VerifyPhoneNumber,
@@ -69,10 +69,10 @@ impl From<PhoneNumberRow> for PhoneNumberBody {
     fn from(row: PhoneNumberRow) -> PhoneNumberBody {
         let pending_code = row.code_hash.is_some() && row.verified_at.is_none();
         PhoneNumberBody {
-            id: row.id,
+            id: row.id.into(),
             phone_number: row.phone_number,
-            agent_id: row.agent_id,
-            instance_id: row.instance_id,
+            agent_id: row.agent_id.into(),
+            instance_id: row.instance_id.map(String::from),
             name: row.name,
             verified: row.verified_at.is_some(),
             verified_at: row.verified_at.map(iso),
@@ -136,8 +136,8 @@ fn changes(fields: PhoneNumberFields) -> Result<PhoneNumberChanges, ApiError> {
     }
     Ok(PhoneNumberChanges {
         phone_number,
-        agent_id,
-        instance_id: fields.instance_id,
+        agent_id: agent_id.map(AgentId::from),
+        instance_id: fields.instance_id.map(|i| i.map(InstanceId::from)),
         name: fields.name,
         updated_at: time::now_ms(),
     })
@@ -165,7 +165,7 @@ async fn create_number(
         .ok_or_else(|| ApiError::invalid("agentId", "agentId is required"))?;
     let now = time::now_ms();
     let numbers = &state.config().telephony.numbers;
-    let id = new_id("pn");
+    let id = PhoneNumberId::new();
     let code = Portal::new_code();
     let expires_at = now + (numbers.code_ttl_seconds as i64).saturating_mul(1000);
     let row = state
@@ -174,7 +174,7 @@ async fn create_number(
             row: PhoneNumberRow {
                 seq: 0,
                 id: id.clone(),
-                developer_id: developer.id().to_string(),
+                developer_id: developer.id().clone(),
                 phone_number: phone_number.clone(),
                 agent_id,
                 instance_id: changes.instance_id.flatten(),
@@ -182,7 +182,7 @@ async fn create_number(
                 created_at: now,
                 updated_at: now,
                 verified_at: None,
-                code_hash: Some(state.portal().claim_code_hash(&id, &code)),
+                code_hash: Some(state.portal().claim_code_hash(id.as_str(), &code)),
                 code_expires_at: Some(expires_at),
                 code_attempts: 0,
             },
@@ -208,7 +208,7 @@ async fn create_number(
         let _ = state
             .telephony()
             .send(DeletePhoneNumber {
-                developer_id: developer.id().to_string(),
+                developer_id: developer.id().clone(),
                 id,
             })
             .await;
@@ -243,13 +243,13 @@ async fn verify_number(
             "code must be the 6 digits texted to the number",
         ));
     }
-    let id = id.into_inner();
+    let id = PhoneNumberId::from(id.into_inner());
     let portal = state.portal().clone();
-    let route = id.clone();
+    let route = id.to_string();
     let row = state
         .telephony()
         .send(VerifyPhoneNumber {
-            developer_id: developer.id().to_string(),
+            developer_id: developer.id().clone(),
             id,
             matches: Box::new(move |stored| portal.claim_code_matches(&route, &code, stored)),
             max_attempts: state.config().telephony.numbers.code_max_attempts,
@@ -269,7 +269,7 @@ async fn list_numbers(
 ) -> Result<HttpResponse, ApiError> {
     let page = query.into_inner().validate()?;
     let ask = ListPhoneNumbers {
-        developer_id: developer.id().to_string(),
+        developer_id: developer.id().clone(),
         page,
     };
     pagination::answer_page(state.telephony(), ask, PhoneNumberBody::from).await
@@ -288,8 +288,8 @@ async fn get_number(
     let row = state
         .telephony()
         .send(GetPhoneNumber {
-            developer_id: developer.id().to_string(),
-            id: id.into_inner(),
+            developer_id: developer.id().clone(),
+            id: id.into_inner().into(),
         })
         .await??;
     Ok(HttpResponse::Ok().json(PhoneNumberBody::from(row)))
@@ -311,8 +311,8 @@ async fn update_number(
     let row = state
         .telephony()
         .send(UpdatePhoneNumber {
-            developer_id: developer.id().to_string(),
-            id: id.into_inner(),
+            developer_id: developer.id().clone(),
+            id: id.into_inner().into(),
             changes,
         })
         .await??;
@@ -332,8 +332,8 @@ async fn delete_number(
     state
         .telephony()
         .send(DeletePhoneNumber {
-            developer_id: developer.id().to_string(),
-            id: id.into_inner(),
+            developer_id: developer.id().clone(),
+            id: id.into_inner().into(),
         })
         .await??;
     Ok(HttpResponse::NoContent().finish())

@@ -17,9 +17,9 @@ use super::validate;
 use crate::app::AppState;
 use crate::billing::Usage;
 use crate::error::{ApiError, ErrorBody};
+use crate::ids::CollectionId;
 use crate::registry::agents::ProvisionAgent;
 use crate::registry::meter;
-use crate::registry::new_id;
 use crate::store::collections::CollectionRow;
 use crate::time;
 
@@ -83,7 +83,7 @@ async fn provision(
     }
     let collection_fields = request.collection.unwrap_or_default();
     let now = time::now_ms();
-    let collection_id = new_id("col");
+    let collection_id = CollectionId::new();
     let mut agent = new_agent_row(
         developer.id(),
         AgentFields {
@@ -108,7 +108,7 @@ async fn provision(
     let collection = CollectionRow {
         seq: 0,
         id: collection_id.clone(),
-        developer_id: developer.id().to_string(),
+        developer_id: developer.id().clone(),
         name: collection_name,
         description: collection_fields.description,
         metadata: "{}".to_string(),

@@ -94,7 +94,7 @@ async fn get_recording(
     let row = state
         .telephony()
         .send(GetRecording {
-            developer_id: developer.id().to_string(),
+            developer_id: developer.id().clone(),
             call_id: call_id.clone(),
         })
         .await??;

@@ -14,6 +14,7 @@ use super::methods;
 use super::validate;
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
+use crate::ids::InstanceId;
 use crate::live::{self, busy_markup, issue_stream, resolve_instance, warm_agent_voice, StreamFor};
 use crate::registry::agents::GetAgent;
 use crate::time::iso;
@@ -91,12 +92,12 @@ async fn create_twilio_session(
         .ok_or_else(|| ApiError::invalid("agentId", "agentId is required"))?;
     validate::required_text("from", request.from.as_deref(), MAX_NUMBER_CHARS)?;
     validate::required_text("to", request.to.as_deref(), MAX_NUMBER_CHARS)?;
-    let developer_id = developer.id().to_string();
+    let developer_id = developer.id().clone();
     let agent = state
         .agents()
         .send(GetAgent {
             developer_id: developer_id.clone(),
-            agent_id: agent_id.clone(),
+            agent_id: agent_id.as_str().into(),
         })
         .await??;
     let from = request.from.unwrap_or_default();
@@ -105,7 +106,7 @@ async fn create_twilio_session(
         &state,
         &developer_id,
         &agent.id,
-        request.instance_id.as_deref(),
+        request.instance_id.clone().map(InstanceId::from).as_ref(),
         &from,
     )
     .await?;
@@ -128,7 +129,7 @@ async fn create_twilio_session(
         Ok(issued) => TwilioSessionBody {
             status: CallAnswer::Connecting,
             twiml: issued.twiml,
-            session_id: Some(issued.session_id),
+            session_id: Some(issued.session_id.into()),
             stream_url: Some(issued.stream_url),
             expires_at: Some(iso(issued.expires_at)),
             message: None,

@@ -189,8 +189,8 @@ async fn speak(
     let agent = state
         .agents()
         .send(GetAgent {
-            developer_id: developer.id().to_string(),
-            agent_id: id.into_inner(),
+            developer_id: developer.id().clone(),
+            agent_id: id.into_inner().into(),
         })
         .await??;
     let chosen = providers::for_agent::<providers::Tts>(

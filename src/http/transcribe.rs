@@ -15,6 +15,7 @@ use super::validate;
 use crate::app::AppState;
 use crate::billing::Usage;
 use crate::error::{ApiError, ErrorBody};
+use crate::ids::DeveloperId;
 use crate::media::check_header;
 use crate::providers;
 use crate::registry::jobs::{extension_of, GetJob, JobRequest, SubmitJob};
@@ -153,7 +154,11 @@ async fn transcribe(
 }
 
 /// Charges the developer for a finished transcription: the seconds of audio it read.
-pub(super) fn charge_transcription(state: &AppState, developer_id: &str, transcript: &Transcript) {
+pub(super) fn charge_transcription(
+    state: &AppState,
+    developer_id: &DeveloperId,
+    transcript: &Transcript,
+) {
     let seconds = f64::from(transcript.duration);
     meter::charge(state.metering(), developer_id, Usage::Stt { seconds }, true);
 }
@@ -190,7 +195,7 @@ async fn transcribe_async(
     let row = state
         .jobs()
         .send(SubmitJob {
-            developer_id: developer.id().to_string(),
+            developer_id: developer.id().clone(),
             request,
             upload,
         })
@@ -220,7 +225,7 @@ async fn get_job(
     let row = state
         .jobs()
         .send(GetJob {
-            developer_id: developer.id().to_string(),
+            developer_id: developer.id().clone(),
             id: id.clone(),
         })
         .await??

@@ -25,6 +25,7 @@ use super::methods;
 use super::validate;
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
+use crate::ids::{InstanceId, SessionId, TaskId};
 use crate::live::campaigns;
 use crate::live::outbound::{self, release_ringing, task_status_of, OutboundCall};
 use crate::live::voicemail::{self, MachineDetection, Verdict, VoicemailPlan};
@@ -33,7 +34,6 @@ use crate::live::{
     StreamFor,
 };
 use crate::registry::agents::GetAgent;
-use crate::registry::new_id;
 use crate::registry::telephony::{
     AdvanceTask, ClaimTaskConnect, EndUnconnectedSession, GetTask, RouteCall, UpdateTask,
 };
@@ -150,14 +150,14 @@ pub struct TaskBody {
 impl From<CallTaskRow> for TaskBody {
     fn from(row: CallTaskRow) -> TaskBody {
         TaskBody {
-            task_id: row.id,
-            agent_id: row.agent_id,
-            instance_id: row.instance_id,
+            task_id: row.id.into(),
+            agent_id: row.agent_id.into(),
+            instance_id: row.instance_id.map(String::from),
             to: row.to_number,
             from: row.from_number,
             status: row.status.to_string(),
             call_sid: row.call_sid,
-            session_id: row.session_id,
+            session_id: row.session_id.map(String::from),
             duration_seconds: row.duration_seconds,
             error: row.error,
             machine_detection: row.machine_detection,
@@ -205,16 +205,25 @@ async fn place_call(
             ),
         ));
     }
-    let developer_id = developer.id().to_string();
+    let developer_id = developer.id().clone();
     let agent = state
         .agents()
         .send(GetAgent {
             developer_id: developer_id.clone(),
-            agent_id,
+            agent_id: agent_id.as_str().into(),
         })
         .await??;
     let instance = match &request.instance_id {
-        Some(id) => resolve_instance(&state, &developer_id, &agent.id, Some(id), &to).await?,
+        Some(id) => {
+            resolve_instance(
+                &state,
+                &developer_id,
+                &agent.id,
+                Some(&InstanceId::from(id.as_str())),
+                &to,
+            )
+            .await?
+        }
         None => None,
     };
     let placed = outbound::place(
@@ -234,7 +243,7 @@ async fn place_call(
     )
     .await?;
     Ok(HttpResponse::Created().json(OutboundBody {
-        task_id: placed.task_id,
+        task_id: placed.task_id.into(),
         call_sid: placed.call_sid,
         status: placed.status.to_string(),
     }))
@@ -253,8 +262,8 @@ async fn get_task(
     let task = state
         .telephony()
         .send(GetTask {
-            developer_id: Some(developer.id().to_string()),
-            id: id.into_inner(),
+            developer_id: Some(developer.id().clone()),
+            id: id.into_inner().into(),
         })
         .await??;
     Ok(HttpResponse::Ok().json(TaskBody::from(task)))
@@ -348,7 +357,7 @@ async fn hang_up(
     let hung_up = control::hang_up(&state, developer.id(), &call_sid).await?;
     Ok(HttpResponse::Ok().json(HangUpBody {
         call_sid,
-        session_id: hung_up.session_id,
+        session_id: hung_up.session_id.into(),
         status: if hung_up.ended_now {
             "completed"
         } else {
@@ -378,7 +387,7 @@ async fn task_connect(
         .telephony()
         .send(GetTask {
             developer_id: None,
-            id: task_id.into_inner(),
+            id: task_id.into_inner().into(),
         })
         .await??;
     if task.status.is_terminal() {
@@ -402,7 +411,7 @@ async fn task_connect(
     };
     // One connect per task: the first claims the task for its session; a replay of the same
     // signed request (or a second answer) gets no relay token.
-    let session_id = new_id("ses");
+    let session_id = SessionId::new();
     let claimed = state
         .telephony()
         .send(ClaimTaskConnect {
@@ -492,13 +501,13 @@ async fn task_connect(
     Ok(twiml_response(issued.twiml))
 }
 
-async fn end_task(state: &AppState, task_id: &str, reason: &str) {
+async fn end_task(state: &AppState, task_id: &TaskId, reason: &str) {
     release_ringing(state, task_id);
     campaigns::task_ended(state, task_id, TaskStatus::Failed, Some(reason.to_string()));
     let _ = state
         .telephony()
         .send(UpdateTask {
-            id: task_id.to_string(),
+            id: task_id.clone(),
             changes: TaskChanges {
                 status: Some(TaskStatus::Failed),
                 error: Some(Some(reason.to_string())),
@@ -527,7 +536,7 @@ async fn task_status(
     RawWebhook(body): RawWebhook,
 ) -> Result<HttpResponse, ApiError> {
     let form = verify_webhook(&state, &req, &body)?;
-    let task_id = task_id.into_inner();
+    let task_id = TaskId::from(task_id.into_inner());
     // Known task (404 otherwise), whoever owns it: the signature is the proof.
     state
         .telephony()
@@ -639,7 +648,7 @@ async fn task_amd(
         .telephony()
         .send(GetTask {
             developer_id: None,
-            id: task_id.into_inner(),
+            id: task_id.into_inner().into(),
         })
         .await??;
     let verdict = Verdict::parse(

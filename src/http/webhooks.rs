@@ -113,7 +113,7 @@ async fn create_webhook(
     let endpoint = EndpointRow {
         seq: 0,
         id: new_id("wh"),
-        developer_id: developer.id().to_string(),
+        developer_id: developer.id().clone(),
         url: url.to_string(),
         events: serde_json::to_string(&events).expect("strings serialize"),
         secret: new_secret(),
@@ -177,7 +177,7 @@ async fn list_webhooks(
 ) -> Result<HttpResponse, ApiError> {
     let page = query.into_inner().validate()?;
     let ask = ListEndpoints {
-        developer_id: developer.id().to_string(),
+        developer_id: developer.id().clone(),
         page,
     };
     pagination::answer_page(state.webhooks(), ask, WebhookBody::from).await
@@ -196,7 +196,7 @@ async fn get_webhook(
     let endpoint = state
         .webhooks()
         .send(GetEndpoint {
-            developer_id: developer.id().to_string(),
+            developer_id: developer.id().clone(),
             endpoint_id: id.into_inner(),
         })
         .await??;
@@ -217,7 +217,7 @@ async fn delete_webhook(
     state
         .webhooks()
         .send(DeleteEndpoint {
-            developer_id: developer.id().to_string(),
+            developer_id: developer.id().clone(),
             endpoint_id: id.into_inner(),
         })
         .await??;
@@ -305,7 +305,7 @@ async fn list_deliveries(
 ) -> Result<HttpResponse, ApiError> {
     let page = query.into_inner().validate()?;
     let ask = ListDeliveries {
-        developer_id: developer.id().to_string(),
+        developer_id: developer.id().clone(),
         endpoint_id: id.into_inner(),
         page,
     };

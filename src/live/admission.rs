@@ -3,6 +3,7 @@
 //! for it.
 
 use crate::app::AppState;
+use crate::ids::{DeveloperId, KeyId, SessionId};
 use crate::registry::keys::{CheckIssuer, KeyCheck};
 use crate::registry::metering::CloseSession;
 use crate::registry::sessions::EndSession;
@@ -10,19 +11,19 @@ use crate::store::sessions::{SessionEnd, SessionStatus};
 
 /// Frees what a real-time session took before it started (its place among the tier's
 /// concurrent sessions, its providers' slots) when it cannot start after all.
-pub fn release_unstarted(state: &AppState, session_id: &str) {
+pub fn release_unstarted(state: &AppState, session_id: &SessionId) {
     state.metering().do_send(CloseSession {
-        session_id: session_id.to_string(),
+        session_id: session_id.clone(),
     });
 }
 
 /// A real-time session whose token was spent could not start: frees what it took and ends
 /// its record as `failed` with `endReason` `start_failed: <reason>`, so nothing of it outlives
 /// the refused socket and no record reads as active for ever.
-pub fn abandon_unstarted(state: &AppState, session_id: &str, reason: &str) {
+pub fn abandon_unstarted(state: &AppState, session_id: &SessionId, reason: &str) {
     release_unstarted(state, session_id);
     state.sessions().do_send(EndSession {
-        session_id: session_id.to_string(),
+        session_id: session_id.clone(),
         end: SessionEnd {
             status: SessionStatus::Failed,
             tool_executions: 0,
@@ -38,16 +39,16 @@ pub fn abandon_unstarted(state: &AppState, session_id: &str, reason: &str) {
 /// minted without a key, for Twilio's own webhooks, always do). `Err` says why not.
 pub async fn token_issuer_in_force(
     state: &AppState,
-    developer_id: &str,
-    issuer_key: Option<&str>,
+    developer_id: &DeveloperId,
+    issuer_key: Option<&KeyId>,
 ) -> Result<(), String> {
-    let Some(key_id) = issuer_key.map(str::to_string) else {
+    let Some(key_id) = issuer_key.cloned() else {
         return Ok(());
     };
     let check = state
         .keys()
         .send(CheckIssuer {
-            developer_id: developer_id.to_string(),
+            developer_id: developer_id.clone(),
             key_id,
         })
         .await

@@ -27,6 +27,7 @@ use crate::app::AppState;
 use crate::conversation::tools::{CallAction, CallControl};
 use crate::conversation::transfer::{TransferMode, TransferTarget};
 use crate::error::ApiError;
+use crate::ids::{DeveloperId, SessionId};
 use crate::registry::sessions::{GetSession, RecordEvent, SessionLookup, SettleEvent};
 use crate::registry::telephony::{RouteCall, TaskOfCall};
 use crate::store::sessions::{
@@ -267,7 +268,7 @@ impl OnCall<'_> {
 }
 
 /// The conference a warm transfer joins the caller and the person in.
-fn conference_room(session_id: &str) -> String {
+fn conference_room(session_id: &SessionId) -> String {
     format!("transfer-{session_id}")
 }
 
@@ -307,7 +308,7 @@ async fn resume_stream(
             opening,
             task_id,
         },
-        crate::registry::new_id("ses"),
+        SessionId::new(),
     )
     .await
 }
@@ -360,13 +361,13 @@ async fn settle_transfer(state: &AppState, session: &SessionRow, detail: serde_j
 /// The session a transfer webhook names, with its transfer event's detail.
 async fn transferred(
     state: &AppState,
-    session_id: &str,
+    session_id: &SessionId,
 ) -> Result<(SessionRow, serde_json::Value), ApiError> {
     let trace = state
         .sessions()
         .send(GetSession {
-            developer_id: String::new(),
-            lookup: SessionLookup::AnyId(session_id.to_string()),
+            developer_id: DeveloperId::from(String::new()),
+            lookup: SessionLookup::AnyId(session_id.clone()),
         })
         .await??;
     let detail = trace
@@ -386,7 +387,7 @@ async fn transferred(
 pub async fn dial_ended(
     state: &AppState,
     base: &str,
-    session_id: &str,
+    session_id: &SessionId,
     dial_status: &str,
     dial_seconds: Option<i64>,
 ) -> Result<String, ApiError> {
@@ -409,7 +410,7 @@ pub async fn dial_ended(
 pub async fn person_call_status(
     state: &AppState,
     base: &str,
-    session_id: &str,
+    session_id: &SessionId,
     call_status: &str,
 ) -> Result<(), ApiError> {
     let (session, mut detail) = transferred(state, session_id).await?;

@@ -16,6 +16,7 @@ use super::outbound::{self, OutboundCall};
 use super::voicemail::{MachineDetection, VoicemailPlan};
 use crate::app::AppState;
 use crate::error::ApiError;
+use crate::ids::TaskId;
 use crate::registry::campaigns::{
     ClaimContacts, ContactOutcome, ContactPlaced, LeaseCampaigns, Outcome, OutcomeOf, PauseCampaign,
 };
@@ -146,12 +147,12 @@ impl CallWindow {
 
 /// A campaign call's task ended with `status` (`completed`, `no-answer`, `busy`, `failed`,
 /// `canceled`): its contact's campaign hears of it. A task no campaign placed is left alone.
-pub fn task_ended(state: &AppState, task_id: &str, status: TaskStatus, error: Option<String>) {
+pub fn task_ended(state: &AppState, task_id: &TaskId, status: TaskStatus, error: Option<String>) {
     let Some(status) = status.outcome() else {
         return;
     };
     state.campaigns().do_send(ContactOutcome {
-        of: OutcomeOf::Task(task_id.to_string()),
+        of: OutcomeOf::Task(task_id.clone()),
         outcome: Outcome {
             status: status.to_string(),
             error,

@@ -10,6 +10,7 @@ use super::call::{AskedBy, OnCall};
 use crate::app::AppState;
 use crate::conversation::transfer::TransferTarget;
 use crate::error::ApiError;
+use crate::ids::{DeveloperId, SessionId};
 use crate::registry::sessions::{GetSession, RecordEvent, SessionLookup};
 use crate::store::sessions::{EventRow, SessionRow, SessionStatus, EVENT_HANGUP_REQUESTED};
 use crate::telephony::rest::{TwilioClient, TwilioError};
@@ -17,7 +18,7 @@ use crate::telephony::rest::{TwilioClient, TwilioError};
 /// What a hang-up found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HungUp {
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Twilio still had the call and ended it; `false` when it had ended there already.
     pub ended_now: bool,
 }
@@ -26,7 +27,7 @@ pub struct HungUp {
 /// 409 when its session already ended, 503 without a Twilio account, 502 when Twilio fails.
 pub async fn hang_up(
     state: &AppState,
-    developer_id: &str,
+    developer_id: &DeveloperId,
     call_sid: &str,
 ) -> Result<HungUp, ApiError> {
     let (twilio, session) = live_call(state, developer_id, call_sid).await?;
@@ -49,7 +50,7 @@ pub async fn hang_up(
 /// when the developer has no such call, 409 when its session already ended.
 async fn live_call<'a>(
     state: &'a AppState,
-    developer_id: &str,
+    developer_id: &DeveloperId,
     call_sid: &str,
 ) -> Result<(&'a TwilioClient, SessionRow), ApiError> {
     let twilio = state.twilio().as_ref().ok_or_else(|| {
@@ -60,7 +61,7 @@ async fn live_call<'a>(
     let trace = state
         .sessions()
         .send(GetSession {
-            developer_id: developer_id.to_string(),
+            developer_id: developer_id.clone(),
             lookup: SessionLookup::CallSid(call_sid.to_string()),
         })
         .await??;
@@ -80,12 +81,12 @@ async fn live_call<'a>(
 /// as [`hang_up`]'s.
 pub async fn transfer(
     state: &AppState,
-    developer_id: &str,
+    developer_id: &DeveloperId,
     call_sid: &str,
     base: &str,
     target: &TransferTarget,
     summary: &str,
-) -> Result<(String, &'static str), ApiError> {
+) -> Result<(SessionId, &'static str), ApiError> {
     let (twilio, session) = live_call(state, developer_id, call_sid).await?;
     // The session on this node ends as transferred when Twilio stops its stream.
     let running = state.drain().session(&session.id);

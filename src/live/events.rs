@@ -19,6 +19,7 @@ use switchboard_actors::session::{
 use super::post_call::PostCall;
 use super::SessionRequest;
 use crate::app::AppState;
+use crate::ids::{AgentId, DeveloperId, InstanceId, SessionId};
 use crate::observability::analysis::analyse;
 use crate::registry::metering::{Metering, SessionCost};
 use crate::registry::sessions::{Flush, GetSession, SessionLookup, SessionRegistry, SessionTrace};
@@ -31,10 +32,10 @@ use crate::webhooks::EventType;
 /// Who a session is, as its events describe it.
 #[derive(Debug, Clone)]
 struct Caller {
-    session_id: String,
-    developer_id: String,
-    agent_id: String,
-    instance_id: Option<String>,
+    session_id: SessionId,
+    developer_id: DeveloperId,
+    agent_id: AgentId,
+    instance_id: Option<InstanceId>,
     call_sid: Option<String>,
     from: Option<String>,
     to: Option<String>,
@@ -77,7 +78,10 @@ impl Notifying {
                 configured
             };
             // Phone calls' recordings are found by call SID, direct sessions' by session id.
-            let id = request.call_sid.as_deref().unwrap_or(&request.session_id);
+            let id = request
+                .call_sid
+                .as_deref()
+                .unwrap_or(request.session_id.as_str());
             format!("{base}/v1/recordings/{id}")
         });
         Arc::new(Notifying {

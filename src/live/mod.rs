@@ -45,6 +45,7 @@ pub use phone::{
 };
 pub use start::{admit, Admitted, Record};
 
+use crate::ids::{AgentId, DeveloperId, InstanceId, KeyId, SessionId, TaskId};
 use crate::telephony::token::RelayClaims;
 
 /// Who a live session is for, whatever carried it: the session, its developer and agent, the
@@ -52,23 +53,23 @@ use crate::telephony::token::RelayClaims;
 /// revocation ends what it handed out).
 #[derive(Debug, Clone, Default)]
 pub struct SessionRequest {
-    pub session_id: String,
-    pub developer_id: String,
-    pub agent_id: String,
-    pub instance_id: Option<String>,
+    pub session_id: SessionId,
+    pub developer_id: DeveloperId,
+    pub agent_id: AgentId,
+    pub instance_id: Option<InstanceId>,
     pub from: Option<String>,
     pub to: Option<String>,
     pub call_sid: Option<String>,
-    pub issuer_key: Option<String>,
+    pub issuer_key: Option<KeyId>,
     /// The public base URL Twilio reaches this service at (phone calls: where the call's
     /// webhooks and next streams point).
     pub public_base: Option<String>,
     /// The session of the same call this one carries on, and what the agent says first
     /// instead of its greeting.
-    pub resumes: Option<String>,
+    pub resumes: Option<SessionId>,
     pub opening: Option<String>,
     /// The outbound call task a phone call was placed as: its variables are the agent's.
-    pub task_id: Option<String>,
+    pub task_id: Option<TaskId>,
 }
 
 impl SessionRequest {

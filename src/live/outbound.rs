@@ -10,8 +10,8 @@ use std::time::Duration;
 use super::voicemail::VoicemailPlan;
 use crate::app::AppState;
 use crate::error::ApiError;
+use crate::ids::{AgentId, DeveloperId, InstanceId, KeyId, SessionId, TaskId};
 use crate::registry::metering::{CloseSession, OpenSession, SessionMetering};
-use crate::registry::new_id;
 use crate::registry::telephony::{CreateTask, RouteCall, UpdateTask};
 use crate::store::telephony::{CallTaskRow, TaskChanges, TaskStatus};
 use crate::telephony::rest::{NewCall, TwilioError};
@@ -20,11 +20,11 @@ use crate::time;
 /// A call to place.
 #[derive(Debug, Clone)]
 pub struct OutboundCall {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     /// The API key that placed it: its revocation refuses the call's stream.
-    pub key_id: Option<String>,
-    pub agent_id: String,
-    pub instance_id: Option<String>,
+    pub key_id: Option<KeyId>,
+    pub agent_id: AgentId,
+    pub instance_id: Option<InstanceId>,
     pub to: String,
     pub from: String,
     /// Twilio records the call on its side too.
@@ -39,7 +39,7 @@ pub struct OutboundCall {
 /// A call Twilio accepted.
 #[derive(Debug, Clone)]
 pub struct Placed {
-    pub task_id: String,
+    pub task_id: TaskId,
     pub call_sid: String,
     /// `queued` as a rule.
     pub status: TaskStatus,
@@ -52,18 +52,18 @@ pub async fn place(state: &AppState, call: OutboundCall) -> Result<Placed, ApiEr
     // Gated like every metered session: 402 without credits, 429 when the tier's concurrent
     // sessions are all live. The ringing call holds a slot (under the task's id) until it is
     // answered, ends, or the answer timeout passes.
-    let task_id = new_id("task");
+    let task_id = TaskId::new();
     state
         .metering()
         .send(OpenSession {
-            session_id: task_id.clone(),
+            session_id: SessionId::from(task_id.as_str()),
             developer_id: call.developer_id.clone(),
             metered: SessionMetering::ALL,
         })
         .await??;
     let hold = Duration::from_secs(state.config().telephony.outbound.answer_timeout_seconds);
     let metering = state.metering().clone();
-    let held = task_id.clone();
+    let held = SessionId::from(task_id.as_str());
     actix_web::rt::spawn(async move {
         tokio::time::sleep(hold).await;
         metering.do_send(CloseSession { session_id: held });
@@ -79,7 +79,7 @@ pub async fn place(state: &AppState, call: OutboundCall) -> Result<Placed, ApiEr
 /// and the number is one of the developer's own, proven when it was routed (400 on `from`).
 pub async fn can_call_from(
     state: &AppState,
-    developer_id: &str,
+    developer_id: &DeveloperId,
     from: &str,
 ) -> Result<(), ApiError> {
     if state.twilio().is_none() {
@@ -94,7 +94,7 @@ pub async fn can_call_from(
             number: from.to_string(),
         })
         .await??
-        .is_some_and(|route| route.developer_id == developer_id);
+        .is_some_and(|route| &route.developer_id == developer_id);
     if !own {
         return Err(ApiError::invalid(
             "from",
@@ -105,16 +105,16 @@ pub async fn can_call_from(
 }
 
 /// Frees the concurrent-session slot a placed call held while it rang.
-pub fn release_ringing(state: &AppState, task_id: &str) {
+pub fn release_ringing(state: &AppState, task_id: &TaskId) {
     state.metering().do_send(CloseSession {
-        session_id: task_id.to_string(),
+        session_id: SessionId::from(task_id.as_str()),
     });
 }
 
 /// Records the task and asks Twilio to place the call.
 async fn place_task(
     state: &AppState,
-    task_id: String,
+    task_id: TaskId,
     call: OutboundCall,
 ) -> Result<Placed, ApiError> {
     let twilio = state

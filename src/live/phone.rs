@@ -13,10 +13,10 @@ use super::admission::release_unstarted;
 use super::{admit, Record, SessionRequest};
 use crate::app::AppState;
 use crate::error::ApiError;
+use crate::ids::{AgentId, DeveloperId, InstanceId, KeyId, SessionId, TaskId};
 use crate::metrics::metrics;
 use crate::registry::instances::{GetInstance, InstanceLookup};
 use crate::registry::metering::HoldSession;
-use crate::registry::new_id;
 use crate::registry::sessions::CreateSession;
 use crate::store::agents::AgentRow;
 use crate::store::sessions::{SessionRow, SessionStatus};
@@ -40,20 +40,20 @@ pub fn warm_agent_voice(state: &AppState, agent: &AgentRow) {
 /// else the agent's instance whose phone number is `phone`, if any.
 pub async fn resolve_instance(
     state: &AppState,
-    developer_id: &str,
-    agent_id: &str,
-    instance_id: Option<&str>,
+    developer_id: &DeveloperId,
+    agent_id: &AgentId,
+    instance_id: Option<&InstanceId>,
     phone: &str,
-) -> Result<Option<String>, ApiError> {
+) -> Result<Option<InstanceId>, ApiError> {
     let lookup = match instance_id {
-        Some(id) => InstanceLookup::Id(id.to_string()),
+        Some(id) => InstanceLookup::Id(id.clone()),
         None => InstanceLookup::Phone(phone.to_string()),
     };
     let found = state
         .agents()
         .send(GetInstance {
-            developer_id: developer_id.to_string(),
-            agent_id: agent_id.to_string(),
+            developer_id: developer_id.clone(),
+            agent_id: agent_id.clone(),
             lookup,
         })
         .await?;
@@ -70,27 +70,27 @@ pub async fn resolve_instance(
 /// Who a phone session is for.
 #[derive(Debug, Clone, Default)]
 pub struct StreamFor {
-    pub developer_id: String,
-    pub agent_id: String,
+    pub developer_id: DeveloperId,
+    pub agent_id: AgentId,
     pub from: Option<String>,
     pub to: Option<String>,
-    pub instance_id: Option<String>,
+    pub instance_id: Option<InstanceId>,
     /// Known when Twilio asks for the markup itself (outbound connect, inbound webhook).
     pub call_sid: Option<String>,
     /// The API key asking for the session, when one does (`POST /v1/sessions/twilio`): its
     /// revocation also revokes the relay token.
-    pub key_id: Option<String>,
+    pub key_id: Option<KeyId>,
     /// The session of the same call this one carries on, and what the agent says first
     /// in place of its greeting (see [`RelayClaims::prev`]).
-    pub resumes: Option<String>,
+    pub resumes: Option<SessionId>,
     pub opening: Option<String>,
     /// The outbound call task the call was placed as (see [`RelayClaims::task`]).
-    pub task_id: Option<String>,
+    pub task_id: Option<TaskId>,
 }
 
 /// A pending phone session and the markup that connects a call to it.
 pub struct IssuedStream {
-    pub session_id: String,
+    pub session_id: SessionId,
     pub twiml: String,
     pub stream_url: String,
     /// The relay token the stream presents.
@@ -110,7 +110,7 @@ pub async fn issue_stream(
     req: &HttpRequest,
     target: StreamFor,
 ) -> Result<IssuedStream, ApiError> {
-    issue_stream_as(state, req, target, new_id("ses")).await
+    issue_stream_as(state, req, target, SessionId::new()).await
 }
 
 /// [`issue_stream`] for a session id chosen beforehand (an outbound task claims its one
@@ -119,7 +119,7 @@ pub async fn issue_stream_as(
     state: &AppState,
     req: &HttpRequest,
     target: StreamFor,
-    session_id: String,
+    session_id: SessionId,
 ) -> Result<IssuedStream, ApiError> {
     issue_stream_at(state, &state.public_base(req), target, session_id).await
 }
@@ -129,7 +129,7 @@ pub async fn issue_stream_at(
     state: &AppState,
     base: &str,
     target: StreamFor,
-    session_id: String,
+    session_id: SessionId,
 ) -> Result<IssuedStream, ApiError> {
     let now = time::now_ms();
     let ttl = state.config().telephony.token_ttl_seconds;

@@ -14,6 +14,7 @@ use crate::app::AppState;
 use crate::billing::Usage;
 use crate::conversation::analysis::{self, AnalysisSpec, CallAnalysis, Line};
 use crate::engines::pool::Lane;
+use crate::ids::DeveloperId;
 use crate::providers::{self, Caller};
 use crate::registry::meter;
 use crate::registry::sessions::{FinishAnalysis, SessionTrace, StartAnalysis};
@@ -129,7 +130,11 @@ impl PostCall {
 
     /// Puts the questions to the agent's language model; answers what came of them and the
     /// provider that answered.
-    async fn ask(&self, developer_id: &str, transcript: &str) -> (CallAnalysis, Option<String>) {
+    async fn ask(
+        &self,
+        developer_id: &DeveloperId,
+        transcript: &str,
+    ) -> (CallAnalysis, Option<String>) {
         let caller = Caller {
             developer_id,
             headers: None,

@@ -89,7 +89,7 @@ pub async fn admit<W: Wire>(
         }
         error
     };
-    token_issuer_in_force(state, &request.developer_id, request.issuer_key.as_deref())
+    token_issuer_in_force(state, &request.developer_id, request.issuer_key.as_ref())
         .await
         .map_err(|reason| refuse(ApiError::Unauthorized(reason)))?;
     let mut assembled = assemble(state, &request, W::NAME)
@@ -172,7 +172,7 @@ impl Admitted {
         let (output, outputs) = OutputQueue::with_clear_lane(wire.clear_lane(socket.clone()));
         let (caller, duties) =
             CallerSide::new(messages, wire.caller(&request.session_id), tap.clone());
-        let config = wire.config(request.session_id.clone(), assembled.profile);
+        let config = wire.config(request.session_id.to_string(), assembled.profile);
         let handle = CallSession::start_reading(
             config,
             assembled.engines,

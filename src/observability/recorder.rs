@@ -73,7 +73,7 @@ impl SessionRecorder {
 
     fn charge(&self, session_id: &str, usage: Usage) {
         self.metering.do_send(ChargeSession {
-            session_id: session_id.to_string(),
+            session_id: session_id.into(),
             usage,
         });
     }
@@ -215,7 +215,7 @@ impl SessionObserver for SessionRecorder {
         // The recogniser ran on it: its slot is not the next caller turn's.
         self.served.clear_stt();
         self.registry.do_send(RecordEvent(EventRow {
-            session_id: session_id.to_string(),
+            session_id: session_id.into(),
             kind: EVENT_UNRECOGNISED_SPEECH.to_string(),
             turn_index: speech.interrupted_turn.map(|t| t as i32),
             start_ms: speech.start_ms as i64,
@@ -260,7 +260,7 @@ impl SessionObserver for SessionRecorder {
         let [stt_provider, llm_provider, tts_provider] = providers;
         let barge_in = turn.barge_in.as_ref();
         self.registry.do_send(RecordTurn(TurnRow {
-            session_id: session_id.to_string(),
+            session_id: session_id.into(),
             turn_index: turn.index as i32,
             speaker: turn.speaker.as_str().to_string(),
             text: turn.text.clone(),
@@ -298,7 +298,7 @@ impl SessionObserver for SessionRecorder {
                 calls
                     .into_iter()
                     .map(|c| ToolCallRow {
-                        session_id: session_id.to_string(),
+                        session_id: session_id.into(),
                         turn_index: turn.index as i32,
                         call_id: c.call.id,
                         name: c.call.name,
@@ -333,10 +333,10 @@ impl SessionObserver for SessionRecorder {
         let reason = end_reason(&summary.reason);
         self.with_trace(|trace| trace.end(summary, status, &reason));
         self.metering.do_send(CloseSession {
-            session_id: session_id.to_string(),
+            session_id: session_id.into(),
         });
         self.registry.do_send(EndSession {
-            session_id: session_id.to_string(),
+            session_id: session_id.into(),
             end: SessionEnd {
                 status,
                 tool_executions: summary.tool_executions as i32,

@@ -26,6 +26,7 @@ use std::sync::{Arc, Mutex};
 
 use super::{masked, random_token, ActiveSession, Portal, SignedIn};
 use crate::error::ApiError;
+use crate::ids::DeveloperId;
 use crate::registry::keys::hash_key;
 use crate::store::portal::{self, MovePhone, NewSession, PhoneMove};
 use crate::time::now_ms;
@@ -125,7 +126,7 @@ impl Portal {
     pub async fn link(
         &self,
         session: &ActiveSession,
-        developer_id: &str,
+        developer_id: &DeveloperId,
     ) -> Result<Linked, ApiError> {
         let session_id = random_token();
         let expires_at = session.expires_at;
@@ -154,7 +155,7 @@ impl Portal {
                 );
                 Ok(Linked::Moved(SignedIn {
                     session_id,
-                    developer_id: developer_id.to_string(),
+                    developer_id: developer_id.clone(),
                     created: false,
                     expires_at,
                 }))

@@ -21,7 +21,7 @@ pub use writer::{RecordingTap, TapFormat, WriterPool, Written};
 
 use crate::cluster::drain::{Drain, RecordingHold};
 use crate::config::RecordingsConfig;
-use crate::ids::new_id;
+use crate::ids::{new_id, DeveloperId, SessionId};
 use crate::store::telephony::{RecordingRow, RecordingStatus};
 use crate::supervision::Notifier;
 use crate::time::now_ms;
@@ -68,8 +68,8 @@ pub struct Recordings {
 /// What a recording is of.
 #[derive(Debug, Clone)]
 pub struct RecordingOf {
-    pub session_id: String,
-    pub developer_id: String,
+    pub session_id: SessionId,
+    pub developer_id: DeveloperId,
     pub call_sid: Option<String>,
     pub format: TapFormat,
     pub rate: u32,
@@ -101,7 +101,7 @@ impl Recordings {
     /// written without waiting, so the call never waits for storage.
     pub fn start(&self, of: RecordingOf) -> Option<RecordingTap> {
         let id = new_id("rec");
-        let location = format!("{}/{}.wav", safe(&of.developer_id), id);
+        let location = format!("{}/{}.wav", safe(of.developer_id.as_str()), id);
         let row = RecordingRow {
             seq: 0,
             id: id.clone(),

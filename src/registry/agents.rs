@@ -10,6 +10,7 @@ use super::{cursor_position, Page, PageRequest};
 use crate::cluster::{Change, Changed, FeedState};
 use crate::config::RegistryConfig;
 use crate::error::ApiError;
+use crate::ids::{AgentId, CollectionId, DeveloperId};
 use crate::speech::languages;
 use crate::store::agents::{self, AgentChanges, AgentRow};
 use crate::store::{collections, Db, StoreError};
@@ -17,7 +18,7 @@ use crate::time;
 use crate::vendors::catalog::{Kind, DEFAULT_PROVIDER};
 use crate::vendors::fallback::fallback_ids;
 
-type AgentKey = (String, String);
+type AgentKey = (DeveloperId, AgentId);
 
 pub struct AgentRegistry {
     db: Db,
@@ -69,8 +70,8 @@ impl Actor for AgentRegistry {
 /// An attached collection must exist and belong to the same developer.
 async fn check_collection(
     db: &Db,
-    developer: &str,
-    collection: Option<&str>,
+    developer: &DeveloperId,
+    collection: Option<&CollectionId>,
 ) -> Result<(), ApiError> {
     if let Some(id) = collection {
         if collections::get(db, developer, id).await?.is_none() {
@@ -132,8 +133,8 @@ fn refused_language(message: String) -> ApiError {
     ApiError::invalid("language", message)
 }
 
-fn agent_not_found(id: &str) -> ApiError {
-    ApiError::not_found("agent", id)
+fn agent_not_found(id: &AgentId) -> ApiError {
+    ApiError::not_found("agent", id.as_str())
 }
 
 #[derive(Message)]
@@ -152,7 +153,7 @@ impl Handler<CreateAgent> for AgentRegistry {
             async move {
                 let agent = sealed?;
                 check_language(&agent).map_err(refused_language)?;
-                check_collection(&db, &agent.developer_id, agent.collection_id.as_deref()).await?;
+                check_collection(&db, &agent.developer_id, agent.collection_id.as_ref()).await?;
                 agents::insert(&db, &agent).await.map_err(|err| match err {
                     StoreError::Conflict(_) => ApiError::Conflict(format!(
                         "an agent with id '{}' already exists",
@@ -176,8 +177,8 @@ impl Handler<CreateAgent> for AgentRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<AgentRow, ApiError>")]
 pub struct GetAgent {
-    pub developer_id: String,
-    pub agent_id: String,
+    pub developer_id: DeveloperId,
+    pub agent_id: AgentId,
 }
 
 impl Handler<GetAgent> for AgentRegistry {
@@ -210,7 +211,7 @@ impl Handler<GetAgent> for AgentRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<Page<AgentRow>, ApiError>")]
 pub struct ListAgents {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub page: PageRequest,
 }
 
@@ -222,10 +223,13 @@ impl Handler<ListAgents> for AgentRegistry {
         Box::pin(async move {
             let dev = &msg.developer_id;
             let cursor = msg.page.cursor.as_deref();
-            let after =
-                cursor_position(cursor, agents::seq_of(&db, dev, cursor.unwrap_or(""))).await?;
+            let after = cursor_position(
+                cursor,
+                agents::seq_of(&db, dev, &AgentId::from(cursor.unwrap_or(""))),
+            )
+            .await?;
             let rows = agents::list(&db, dev, after, msg.page.limit + 1).await?;
-            Ok(Page::from_rows(rows, msg.page.limit, |row| &row.id))
+            Ok(Page::from_rows(rows, msg.page.limit, |row| row.id.as_str()))
         })
     }
 }
@@ -233,8 +237,8 @@ impl Handler<ListAgents> for AgentRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<AgentRow, ApiError>")]
 pub struct UpdateAgent {
-    pub developer_id: String,
-    pub agent_id: String,
+    pub developer_id: DeveloperId,
+    pub agent_id: AgentId,
     pub changes: AgentChanges,
 }
 
@@ -260,11 +264,7 @@ impl Handler<UpdateAgent> for AgentRegistry {
                             .map_err(refused_metadata)?,
                     );
                 }
-                let collection = msg
-                    .changes
-                    .collection_id
-                    .as_ref()
-                    .and_then(|c| c.as_deref());
+                let collection = msg.changes.collection_id.as_ref().and_then(|c| c.as_ref());
                 check_collection(&db, &msg.developer_id, collection).await?;
                 // Only a change to what the rule reads is held to it: an agent stored before
                 // the rule can still be renamed.
@@ -300,8 +300,8 @@ impl Handler<UpdateAgent> for AgentRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<(), ApiError>")]
 pub struct ArchiveAgent {
-    pub developer_id: String,
-    pub agent_id: String,
+    pub developer_id: DeveloperId,
+    pub agent_id: AgentId,
 }
 
 impl Handler<ArchiveAgent> for AgentRegistry {
@@ -333,8 +333,8 @@ impl Handler<ArchiveAgent> for AgentRegistry {
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct CollectionDeleted {
-    pub developer_id: String,
-    pub collection_id: String,
+    pub developer_id: DeveloperId,
+    pub collection_id: CollectionId,
 }
 
 impl Handler<CollectionDeleted> for AgentRegistry {
@@ -343,7 +343,7 @@ impl Handler<CollectionDeleted> for AgentRegistry {
     fn handle(&mut self, msg: CollectionDeleted, _: &mut Context<Self>) {
         self.cache.invalidate_where(|(developer, _), agent| {
             *developer == msg.developer_id
-                && agent.collection_id.as_deref() == Some(msg.collection_id.as_str())
+                && agent.collection_id.as_ref() == Some(&msg.collection_id)
         });
     }
 }

@@ -8,6 +8,7 @@ use actix::prelude::*;
 
 use super::{cursor_position, Page, PageRequest};
 use crate::error::ApiError;
+use crate::ids::{CampaignId, DeveloperId, TaskId};
 use crate::store::campaigns::{
     self, CampaignRow, CampaignStatus, ContactChanges, ContactRow, ContactStatus, StatusCounts,
 };
@@ -69,7 +70,7 @@ impl Handler<CreateCampaign> for CampaignRegistry {
             campaigns::insert(&db, &msg.campaign, &msg.contacts).await?;
             let stored = campaigns::by_id(&db, &msg.campaign.id)
                 .await?
-                .ok_or_else(|| ApiError::not_found("campaign", &msg.campaign.id))?;
+                .ok_or_else(|| ApiError::not_found("campaign", msg.campaign.id.as_str()))?;
             view(&db, stored, true).await
         })
     }
@@ -78,8 +79,8 @@ impl Handler<CreateCampaign> for CampaignRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<CampaignView, ApiError>")]
 pub struct GetCampaign {
-    pub developer_id: String,
-    pub id: String,
+    pub developer_id: DeveloperId,
+    pub id: CampaignId,
 }
 
 impl Handler<GetCampaign> for CampaignRegistry {
@@ -90,7 +91,7 @@ impl Handler<GetCampaign> for CampaignRegistry {
         Box::pin(async move {
             let row = campaigns::get(&db, &msg.developer_id, &msg.id)
                 .await?
-                .ok_or_else(|| ApiError::not_found("campaign", &msg.id))?;
+                .ok_or_else(|| ApiError::not_found("campaign", msg.id.as_str()))?;
             view(&db, row, true).await
         })
     }
@@ -99,7 +100,7 @@ impl Handler<GetCampaign> for CampaignRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<Page<CampaignView>, ApiError>")]
 pub struct ListCampaigns {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub page: PageRequest,
 }
 
@@ -111,10 +112,13 @@ impl Handler<ListCampaigns> for CampaignRegistry {
         Box::pin(async move {
             let dev = &msg.developer_id;
             let cursor = msg.page.cursor.as_deref();
-            let after =
-                cursor_position(cursor, campaigns::seq_of(&db, dev, cursor.unwrap_or(""))).await?;
+            let after = cursor_position(
+                cursor,
+                campaigns::seq_of(&db, dev, &CampaignId::from(cursor.unwrap_or(""))),
+            )
+            .await?;
             let rows = campaigns::list(&db, dev, after, msg.page.limit + 1).await?;
-            let page = Page::from_rows(rows, msg.page.limit, |row| &row.id);
+            let page = Page::from_rows(rows, msg.page.limit, |row| row.id.as_str());
             let mut items = Vec::with_capacity(page.items.len());
             for row in page.items {
                 items.push(view(&db, row, false).await?);
@@ -151,8 +155,8 @@ impl CampaignAction {
 #[derive(Message)]
 #[rtype(result = "Result<CampaignView, ApiError>")]
 pub struct ChangeCampaign {
-    pub developer_id: String,
-    pub id: String,
+    pub developer_id: DeveloperId,
+    pub id: CampaignId,
     pub action: CampaignAction,
 }
 
@@ -176,7 +180,7 @@ impl Handler<ChangeCampaign> for CampaignRegistry {
             let Some(row) = changed else {
                 let row = campaigns::get(&db, &msg.developer_id, &msg.id)
                     .await?
-                    .ok_or_else(|| ApiError::not_found("campaign", &msg.id))?;
+                    .ok_or_else(|| ApiError::not_found("campaign", msg.id.as_str()))?;
                 return Err(ApiError::Conflict(format!(
                     "campaign {} is {}: it cannot {}",
                     row.id,
@@ -335,7 +339,7 @@ async fn settle(
 #[rtype(result = "Result<(), ApiError>")]
 pub struct ContactPlaced {
     pub contact: ContactRow,
-    pub task_id: String,
+    pub task_id: TaskId,
 }
 
 impl Handler<ContactPlaced> for CampaignRegistry {
@@ -366,7 +370,7 @@ pub struct ContactOutcome {
 }
 
 pub enum OutcomeOf {
-    Task(String),
+    Task(TaskId),
     Contact(ContactRow),
 }
 

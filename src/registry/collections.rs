@@ -3,6 +3,7 @@
 //! agents may point at it. Other nodes' changes arrive as [`Changed`] notifications
 //! (PostgreSQL).
 
+use crate::ids::{CollectionId, DeveloperId};
 use crate::registry::Supervised;
 use actix::prelude::*;
 
@@ -16,7 +17,7 @@ use crate::store::collections::{self, CollectionRow};
 use crate::store::Db;
 use crate::time;
 
-type CollectionKey = (String, String);
+type CollectionKey = (DeveloperId, CollectionId);
 
 pub struct CollectionRegistry {
     db: Db,
@@ -84,8 +85,8 @@ impl Handler<CreateCollection> for CollectionRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<CollectionRow, ApiError>")]
 pub struct GetCollection {
-    pub developer_id: String,
-    pub collection_id: String,
+    pub developer_id: DeveloperId,
+    pub collection_id: CollectionId,
 }
 
 impl Handler<GetCollection> for CollectionRegistry {
@@ -109,7 +110,7 @@ impl Handler<GetCollection> for CollectionRegistry {
                     registry.cache.fill(generation, key, collection.clone());
                     Ok(collection)
                 }
-                None => Err(ApiError::not_found("collection", &key.1)),
+                None => Err(ApiError::not_found("collection", key.1.as_str())),
             }),
         )
     }
@@ -118,7 +119,7 @@ impl Handler<GetCollection> for CollectionRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<Page<CollectionRow>, ApiError>")]
 pub struct ListCollections {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub page: PageRequest,
 }
 
@@ -130,11 +131,13 @@ impl Handler<ListCollections> for CollectionRegistry {
         Box::pin(async move {
             let dev = &msg.developer_id;
             let cursor = msg.page.cursor.as_deref();
-            let after =
-                cursor_position(cursor, collections::seq_of(&db, dev, cursor.unwrap_or("")))
-                    .await?;
+            let after = cursor_position(
+                cursor,
+                collections::seq_of(&db, dev, &CollectionId::from(cursor.unwrap_or(""))),
+            )
+            .await?;
             let rows = collections::list(&db, dev, after, msg.page.limit + 1).await?;
-            Ok(Page::from_rows(rows, msg.page.limit, |row| &row.id))
+            Ok(Page::from_rows(rows, msg.page.limit, |row| row.id.as_str()))
         })
     }
 }
@@ -143,8 +146,8 @@ impl Handler<ListCollections> for CollectionRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<(), ApiError>")]
 pub struct DeleteCollection {
-    pub developer_id: String,
-    pub collection_id: String,
+    pub developer_id: DeveloperId,
+    pub collection_id: CollectionId,
 }
 
 impl Handler<DeleteCollection> for CollectionRegistry {
@@ -163,7 +166,7 @@ impl Handler<DeleteCollection> for CollectionRegistry {
             .map(|(key, deleted), registry, _| {
                 registry.cache.invalidate(&key);
                 if !deleted? {
-                    return Err(ApiError::not_found("collection", &key.1));
+                    return Err(ApiError::not_found("collection", key.1.as_str()));
                 }
                 registry.agents.do_send(CollectionDeleted {
                     developer_id: key.0,

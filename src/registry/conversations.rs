@@ -4,6 +4,7 @@
 use actix::prelude::*;
 
 use crate::error::ApiError;
+use crate::ids::{AgentId, ConversationId, DeveloperId};
 use crate::store::conversations::{self, ConversationRow, MessageRow};
 use crate::store::Db;
 use crate::time::now_ms;
@@ -29,9 +30,9 @@ impl Actor for ConversationRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<(ConversationRow, Vec<MessageRow>), ApiError>")]
 pub struct LoadConversation {
-    pub developer_id: String,
-    pub agent_id: String,
-    pub conversation_id: String,
+    pub developer_id: DeveloperId,
+    pub agent_id: AgentId,
+    pub conversation_id: ConversationId,
 }
 
 impl Handler<LoadConversation> for ConversationRegistry {
@@ -43,7 +44,9 @@ impl Handler<LoadConversation> for ConversationRegistry {
             let row =
                 conversations::get(&db, &msg.developer_id, &msg.agent_id, &msg.conversation_id)
                     .await?
-                    .ok_or_else(|| ApiError::not_found("conversation", &msg.conversation_id))?;
+                    .ok_or_else(|| {
+                        ApiError::not_found("conversation", msg.conversation_id.as_str())
+                    })?;
             let mut messages =
                 conversations::recent_messages(&db, &row.id, HISTORY_MESSAGES).await?;
             start_at_a_turn(&mut messages);

@@ -7,18 +7,19 @@ use actix::prelude::*;
 use super::agents::AgentRegistry;
 use super::{cursor_position, Page, PageRequest};
 use crate::error::ApiError;
+use crate::ids::{AgentId, DeveloperId, InstanceId};
 use crate::store::instances::{self, InstanceChanges, InstanceRow};
 use crate::store::{agents, Db, StoreError};
 
-async fn check_agent(db: &Db, developer: &str, agent: &str) -> Result<(), ApiError> {
+async fn check_agent(db: &Db, developer: &DeveloperId, agent: &AgentId) -> Result<(), ApiError> {
     match agents::get(db, developer, agent).await? {
         Some(_) => Ok(()),
-        None => Err(ApiError::not_found("agent", agent)),
+        None => Err(ApiError::not_found("agent", agent.as_str())),
     }
 }
 
-fn instance_not_found(id: &str) -> ApiError {
-    ApiError::not_found("instance", id)
+fn instance_not_found(id: &InstanceId) -> ApiError {
+    ApiError::not_found("instance", id.as_str())
 }
 
 fn phone_conflict(err: StoreError, phone: Option<&str>) -> ApiError {
@@ -58,14 +59,14 @@ impl Handler<CreateInstance> for AgentRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<InstanceRow, ApiError>")]
 pub struct GetInstance {
-    pub developer_id: String,
-    pub agent_id: String,
+    pub developer_id: DeveloperId,
+    pub agent_id: AgentId,
     pub lookup: InstanceLookup,
 }
 
 #[derive(Debug, Clone)]
 pub enum InstanceLookup {
-    Id(String),
+    Id(InstanceId),
     Phone(String),
 }
 
@@ -92,8 +93,8 @@ impl Handler<GetInstance> for AgentRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<Page<InstanceRow>, ApiError>")]
 pub struct ListInstances {
-    pub developer_id: String,
-    pub agent_id: String,
+    pub developer_id: DeveloperId,
+    pub agent_id: AgentId,
     pub page: PageRequest,
 }
 
@@ -108,11 +109,11 @@ impl Handler<ListInstances> for AgentRegistry {
             let cursor = msg.page.cursor.as_deref();
             let after = cursor_position(
                 cursor,
-                instances::seq_of(&db, dev, agent, cursor.unwrap_or("")),
+                instances::seq_of(&db, dev, agent, &InstanceId::from(cursor.unwrap_or(""))),
             )
             .await?;
             let rows = instances::list(&db, dev, agent, after, msg.page.limit + 1).await?;
-            Ok(Page::from_rows(rows, msg.page.limit, |row| &row.id))
+            Ok(Page::from_rows(rows, msg.page.limit, |row| row.id.as_str()))
         })
     }
 }
@@ -120,9 +121,9 @@ impl Handler<ListInstances> for AgentRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<InstanceRow, ApiError>")]
 pub struct UpdateInstance {
-    pub developer_id: String,
-    pub agent_id: String,
-    pub instance_id: String,
+    pub developer_id: DeveloperId,
+    pub agent_id: AgentId,
+    pub instance_id: InstanceId,
     pub changes: InstanceChanges,
 }
 
@@ -146,9 +147,9 @@ impl Handler<UpdateInstance> for AgentRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<(), ApiError>")]
 pub struct DeleteInstance {
-    pub developer_id: String,
-    pub agent_id: String,
-    pub instance_id: String,
+    pub developer_id: DeveloperId,
+    pub agent_id: AgentId,
+    pub instance_id: InstanceId,
 }
 
 impl Handler<DeleteInstance> for AgentRegistry {

@@ -4,6 +4,7 @@
 //! in the data directory until its job ends, so a job interrupted by a restart runs again
 //! when this server comes back instead of being lost.
 
+use crate::ids::DeveloperId;
 use crate::registry::Supervised;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -170,7 +171,7 @@ impl Actor for JobRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<JobRow, JobError>")]
 pub struct SubmitJob {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub request: JobRequest,
     pub upload: Option<Vec<u8>>,
 }
@@ -251,7 +252,7 @@ impl Handler<RunJob> for JobRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<Option<JobRow>, StoreError>")]
 pub struct GetJob {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub id: String,
 }
 

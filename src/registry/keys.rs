@@ -14,10 +14,11 @@ use rand::distr::{Alphanumeric, SampleString};
 use sha2::{Digest, Sha256};
 
 use super::cache::RegistryCache;
-use super::{cursor_position, new_id, Page, PageRequest};
+use super::{cursor_position, Page, PageRequest};
 use crate::cluster::{Change, Changed, FeedState};
 use crate::config::AuthConfig;
 use crate::error::ApiError;
+use crate::ids::{DeveloperId, KeyId};
 use crate::store::keys::{self, KeyRow, NewKey};
 use crate::store::{developers, Db, StoreError};
 use crate::time::{self, DAY_MS};
@@ -32,8 +33,8 @@ const REVOCATION_SLACK_MS: i64 = 10_000;
 /// Who a valid key belongs to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Principal {
-    pub developer_id: String,
-    pub key_id: String,
+    pub developer_id: DeveloperId,
+    pub key_id: KeyId,
 }
 
 /// The outcome of presenting a key.
@@ -58,7 +59,7 @@ enum CachedKey {
 /// A key as lists show it (never the raw key).
 #[derive(Debug, Clone)]
 pub struct KeyInfo {
-    pub id: String,
+    pub id: KeyId,
     pub name: String,
     pub prefix: String,
     pub created_at: i64,
@@ -88,7 +89,7 @@ pub fn hash_key(raw: &str) -> String {
 /// Generates a raw key and the row that stores it.
 pub fn mint_key(
     prefix: &str,
-    developer: &str,
+    developer: &DeveloperId,
     name: &str,
     created_at: i64,
     expires_at: Option<i64>,
@@ -98,8 +99,8 @@ pub fn mint_key(
         Alphanumeric.sample_string(&mut rand::rng(), KEY_RANDOM_CHARS)
     );
     let row = NewKey {
-        id: new_id("key"),
-        developer_id: developer.to_string(),
+        id: KeyId::new(),
+        developer_id: developer.clone(),
         name: name.to_string(),
         key_hash: hash_key(&raw),
         prefix: raw.chars().take(SHOWN_PREFIX_CHARS).collect(),
@@ -127,7 +128,7 @@ impl From<KeyRow> for KeyInfo {
 pub async fn create_key(
     db: &Db,
     prefix: &str,
-    developer: &str,
+    developer: &DeveloperId,
     name: &str,
     expires_in_days: Option<i64>,
 ) -> Result<IssuedKey, StoreError> {
@@ -147,7 +148,7 @@ pub struct KeyRegistry {
     config: AuthConfig,
     cache: RegistryCache<String, CachedKey>,
     /// Last-used times not yet written, by key id.
-    unflushed_last_used: HashMap<String, i64>,
+    unflushed_last_used: HashMap<KeyId, i64>,
     flushing: bool,
     polled_until: i64,
     polling: bool,
@@ -211,7 +212,7 @@ impl KeyRegistry {
             return;
         }
         self.flushing = true;
-        let batch: Vec<(String, i64)> = self.unflushed_last_used.drain().collect();
+        let batch: Vec<(KeyId, i64)> = self.unflushed_last_used.drain().collect();
         let db = self.db.clone();
         async move {
             let result = keys::touch_last_used(&db, &batch).await;
@@ -341,8 +342,8 @@ impl Handler<CheckKey> for KeyRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<KeyCheck, ApiError>")]
 pub struct CheckIssuer {
-    pub developer_id: String,
-    pub key_id: String,
+    pub developer_id: DeveloperId,
+    pub key_id: KeyId,
 }
 
 impl Handler<CheckIssuer> for KeyRegistry {
@@ -362,7 +363,7 @@ impl Handler<CheckIssuer> for KeyRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<IssuedKey, ApiError>")]
 pub struct CreateKey {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub name: String,
     pub expires_in_days: Option<i64>,
 }
@@ -389,7 +390,7 @@ impl Handler<CreateKey> for KeyRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<Page<KeyInfo>, ApiError>")]
 pub struct ListKeys {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub page: PageRequest,
 }
 
@@ -402,10 +403,13 @@ impl Handler<ListKeys> for KeyRegistry {
             async move {
                 let dev = &msg.developer_id;
                 let cursor = msg.page.cursor.as_deref();
-                let after =
-                    cursor_position(cursor, keys::seq_of(&db, dev, cursor.unwrap_or(""))).await?;
+                let after = cursor_position(
+                    cursor,
+                    keys::seq_of(&db, dev, &KeyId::from(cursor.unwrap_or(""))),
+                )
+                .await?;
                 let rows = keys::list(&db, dev, after, msg.page.limit + 1).await?;
-                Ok::<_, ApiError>(Page::from_rows(rows, msg.page.limit, |row| &row.id))
+                Ok::<_, ApiError>(Page::from_rows(rows, msg.page.limit, |row| row.id.as_str()))
             }
             .into_actor(self)
             .map(|result, registry, _| {
@@ -426,8 +430,8 @@ impl Handler<ListKeys> for KeyRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<bool, ApiError>")]
 pub struct RevokeKey {
-    pub developer_id: String,
-    pub key_id: String,
+    pub developer_id: DeveloperId,
+    pub key_id: KeyId,
 }
 
 impl Handler<RevokeKey> for KeyRegistry {
@@ -453,8 +457,8 @@ impl Handler<RevokeKey> for KeyRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<Option<IssuedKey>, ApiError>")]
 pub struct RotateKey {
-    pub developer_id: String,
-    pub key_id: String,
+    pub developer_id: DeveloperId,
+    pub key_id: KeyId,
 }
 
 impl Handler<RotateKey> for KeyRegistry {
@@ -511,7 +515,7 @@ impl Handler<FlushLastUsed> for KeyRegistry {
     type Result = ResponseActFuture<Self, ()>;
 
     fn handle(&mut self, _: FlushLastUsed, _: &mut Context<Self>) -> Self::Result {
-        let batch: Vec<(String, i64)> = self.unflushed_last_used.drain().collect();
+        let batch: Vec<(KeyId, i64)> = self.unflushed_last_used.drain().collect();
         let db = self.db.clone();
         Box::pin(
             async move {
@@ -538,7 +542,7 @@ mod tests {
 
     #[test]
     fn minted_keys_carry_the_prefix_and_40_base62_characters() {
-        let (raw, row) = mint_key("sb_live_", "dev", "n", 0, None);
+        let (raw, row) = mint_key("sb_live_", &"dev".into(), "n", 0, None);
         assert!(raw.starts_with("sb_live_"));
         assert_eq!(raw.len(), "sb_live_".len() + 40);
         assert!(raw["sb_live_".len()..]

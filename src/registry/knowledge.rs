@@ -18,6 +18,7 @@ use crate::background::BackgroundPriority;
 use crate::cluster::{Change, Changed, FeedState};
 use crate::config::RegistryConfig;
 use crate::error::ApiError;
+use crate::ids::{CollectionId, DeveloperId, DocumentId};
 use crate::knowledge::index::{ChunkRef, VectorIndex};
 use crate::store::documents::{self, ChunkRow, DocumentRow};
 use crate::store::Db;
@@ -30,7 +31,7 @@ pub type SharedIndex = Arc<RwLock<VectorIndex>>;
 pub struct KnowledgeIndex {
     db: Db,
     dimensions: usize,
-    cache: RegistryCache<String, SharedIndex>,
+    cache: RegistryCache<CollectionId, SharedIndex>,
     graph_min_chunks: usize,
     graph_search_ef: usize,
     /// Where graph jobs compute; `None` if its threads could not be started (exact search
@@ -85,17 +86,17 @@ impl KnowledgeIndex {
 
     /// Removes a document's vectors from a loaded index (an index that cannot be changed is
     /// dropped, to be rebuilt from storage).
-    fn remove_from_index(&mut self, collection: &str, document: &str) {
+    fn remove_from_index(&mut self, collection: &CollectionId, document: &DocumentId) {
         self.removals += 1;
-        let Some(shared) = self.cache.get(&collection.to_string()) else {
+        let Some(shared) = self.cache.get(collection) else {
             // A build in flight may have read the document: drop it.
-            self.cache.invalidate(&collection.to_string());
+            self.cache.invalidate(collection);
             return;
         };
         let removed = match shared.write() {
             Ok(mut index) => Some(
-                index.contains_document(document) && {
-                    index.remove_document(document);
+                index.contains_document(document.as_str()) && {
+                    index.remove_document(document.as_str());
                     true
                 },
             ),
@@ -104,7 +105,7 @@ impl KnowledgeIndex {
         match removed {
             Some(true) => self.maintain(&shared),
             Some(false) => {}
-            None => self.cache.invalidate(&collection.to_string()),
+            None => self.cache.invalidate(collection),
         }
     }
 }
@@ -172,7 +173,7 @@ impl Actor for KnowledgeIndex {
 #[derive(Message)]
 #[rtype(result = "Result<SharedIndex, ApiError>")]
 pub struct IndexOf {
-    pub collection_id: String,
+    pub collection_id: CollectionId,
 }
 
 impl Handler<IndexOf> for KnowledgeIndex {
@@ -270,12 +271,12 @@ impl KnowledgeIndex {
     /// after the ingest holds it before its notification comes).
     fn add_document(
         &mut self,
-        collection: &str,
-        document: &str,
+        collection: &CollectionId,
+        document: &DocumentId,
         chunks: &[i32],
         vectors: &[Vec<f32>],
     ) {
-        let collection = collection.to_string();
+        let collection = collection.clone();
         let Some(index) = self.cache.get(&collection) else {
             // A build in flight may have read storage before this document: drop it.
             self.cache.invalidate(&collection);
@@ -283,7 +284,7 @@ impl KnowledgeIndex {
         };
         let poisoned = match index.write() {
             Ok(mut index) => {
-                if index.contains_document(document) {
+                if index.contains_document(document.as_str()) {
                     return;
                 }
                 for (chunk_index, vector) in chunks.iter().zip(vectors) {
@@ -364,9 +365,9 @@ fn maintain_graph(index: &SharedIndex, pool: &Arc<rayon::ThreadPool>) {
 #[derive(Message)]
 #[rtype(result = "Result<bool, ApiError>")]
 pub struct DeleteDocument {
-    pub developer_id: String,
-    pub collection_id: String,
-    pub document_id: String,
+    pub developer_id: DeveloperId,
+    pub collection_id: CollectionId,
+    pub document_id: DocumentId,
 }
 
 impl Handler<DeleteDocument> for KnowledgeIndex {
@@ -397,7 +398,7 @@ impl Handler<DeleteDocument> for KnowledgeIndex {
 #[derive(Message)]
 #[rtype(result = "Result<Vec<(String, i32, String, String)>, ApiError>")]
 pub struct ChunkTexts {
-    pub collection_id: String,
+    pub collection_id: CollectionId,
     pub chunks: Vec<ChunkRef>,
 }
 
@@ -419,7 +420,7 @@ impl Handler<ChunkTexts> for KnowledgeIndex {
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct CollectionDropped {
-    pub collection_id: String,
+    pub collection_id: CollectionId,
 }
 
 impl Handler<CollectionDropped> for KnowledgeIndex {

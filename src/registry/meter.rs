@@ -9,14 +9,20 @@ use super::metering::{Charge, CheckCredits, Metering};
 use super::Supervised;
 use crate::billing::Usage;
 use crate::error::ApiError;
+use crate::ids::DeveloperId;
 
 /// Charges `usage` to `developer_id`'s current period (when `metered`).
-pub fn charge(metering: &Supervised<Metering>, developer_id: &str, usage: Usage, metered: bool) {
+pub fn charge(
+    metering: &Supervised<Metering>,
+    developer_id: &DeveloperId,
+    usage: Usage,
+    metered: bool,
+) {
     if !metered {
         return;
     }
     metering.do_send(Charge {
-        developer_id: developer_id.to_string(),
+        developer_id: developer_id.clone(),
         usage,
     });
 }
@@ -25,7 +31,7 @@ pub fn charge(metering: &Supervised<Metering>, developer_id: &str, usage: Usage,
 /// left and the tier allows no overage.
 pub async fn ensure_credits(
     metering: &Supervised<Metering>,
-    developer_id: &str,
+    developer_id: &DeveloperId,
     metered: bool,
 ) -> Result<(), ApiError> {
     if !metered {
@@ -33,7 +39,7 @@ pub async fn ensure_credits(
     }
     metering
         .send(CheckCredits {
-            developer_id: developer_id.to_string(),
+            developer_id: developer_id.clone(),
         })
         .await?
 }

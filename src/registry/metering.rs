@@ -19,6 +19,7 @@ use crate::billing::rate_limit::{RateDecision, RateLimiter};
 use crate::billing::FREE_TIER;
 use crate::config::{PricingConfig, RateLimitConfig, TierConfig};
 use crate::error::ApiError;
+use crate::ids::{DeveloperId, SessionId};
 use crate::store::developers::{self, DeveloperRow, SubscriptionChange};
 use crate::store::usage::{self, UsageRow};
 use crate::store::{rate_limits, Backend, Db};
@@ -65,7 +66,7 @@ struct Standing {
 }
 
 struct LiveSession {
-    developer_id: String,
+    developer_id: DeveloperId,
     metered: SessionMetering,
     /// A slot held for a phone call whose stream has not connected yet ([`HoldSession`]):
     /// it counts against the limit until then, and is free again after.
@@ -122,16 +123,16 @@ pub struct Metering {
     rate: RateLimitConfig,
     clock: Arc<dyn Clock>,
     flush_every: Duration,
-    standings: HashMap<String, Standing>,
+    standings: HashMap<DeveloperId, Standing>,
     /// Increments not yet in storage, by (developer, period).
-    unflushed: HashMap<(String, String), UsageRow>,
+    unflushed: HashMap<(DeveloperId, String), UsageRow>,
     flushing: bool,
     limiter: RateLimiter,
     shared: bool,
     syncing: bool,
-    sessions: HashMap<String, LiveSession>,
+    sessions: HashMap<SessionId, LiveSession>,
     /// What ended sessions cost, and when they ended, until read or [`ENDED_COST_KEPT`].
-    ended_costs: HashMap<String, (f64, Instant)>,
+    ended_costs: HashMap<SessionId, (f64, Instant)>,
 }
 
 impl Metering {
@@ -224,9 +225,9 @@ impl Metering {
         }
     }
 
-    fn unflushed_row(&mut self, developer: &str, period: &str) -> &mut UsageRow {
+    fn unflushed_row(&mut self, developer: &DeveloperId, period: &str) -> &mut UsageRow {
         self.unflushed
-            .entry((developer.to_string(), period.to_string()))
+            .entry((developer.clone(), period.to_string()))
             .or_insert_with(|| UsageRow::empty(developer, period))
     }
 
@@ -234,8 +235,8 @@ impl Metering {
     /// its carryover) first when it is not in memory or the period has rolled over.
     fn with_standing<R: 'static>(
         &mut self,
-        developer_id: String,
-        then: impl FnOnce(&mut Self, &str) -> Result<R, ApiError> + 'static,
+        developer_id: DeveloperId,
+        then: impl FnOnce(&mut Self, &DeveloperId) -> Result<R, ApiError> + 'static,
     ) -> ResponseActFuture<Self, Result<R, ApiError>> {
         let period = period::period_of(self.clock.now_ms());
         if let Some(standing) = self.standings.get_mut(&developer_id) {
@@ -297,7 +298,7 @@ impl Metering {
         )
     }
 
-    fn add_usage(&mut self, developer_id: &str, usage: Usage) {
+    fn add_usage(&mut self, developer_id: &DeveloperId, usage: Usage) {
         let credits = usage.credits(&self.pricing);
         let period = period::period_of(self.clock.now_ms());
         let add = |row: &mut UsageRow| match usage.kind() {
@@ -314,7 +315,7 @@ impl Metering {
         }
     }
 
-    fn credits_left(&self, developer_id: &str) -> Result<UsageSnapshot, ApiError> {
+    fn credits_left(&self, developer_id: &DeveloperId) -> Result<UsageSnapshot, ApiError> {
         let standing = self
             .standings
             .get(developer_id)
@@ -342,7 +343,7 @@ impl Metering {
         let stale = Duration::from_secs(600);
         self.standings.retain(|_, s| s.touched.elapsed() < stale);
         let period = period::period_of(self.clock.now_ms());
-        let ids: Vec<String> = self
+        let ids: Vec<DeveloperId> = self
             .standings
             .iter()
             .filter(|(_, s)| s.period == period)
@@ -471,7 +472,7 @@ impl Handler<crate::cluster::Changed> for Metering {
 #[derive(Message)]
 #[rtype(result = "Result<Admission, ApiError>")]
 pub struct Admit {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub key_id: String,
 }
 
@@ -503,7 +504,7 @@ impl Handler<Admit> for Metering {
 #[derive(Message)]
 #[rtype(result = "Option<UsageSnapshot>")]
 pub struct CurrentUsage {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
 }
 
 impl Handler<CurrentUsage> for Metering {
@@ -520,7 +521,7 @@ impl Handler<CurrentUsage> for Metering {
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct Charge {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub usage: Usage,
 }
 
@@ -537,7 +538,7 @@ impl Handler<Charge> for Metering {
 #[derive(Message)]
 #[rtype(result = "Result<(), ApiError>")]
 pub struct CheckCredits {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
 }
 
 impl Handler<CheckCredits> for Metering {
@@ -554,7 +555,7 @@ impl Handler<CheckCredits> for Metering {
 #[derive(Message)]
 #[rtype(result = "Result<UsageReport, ApiError>")]
 pub struct GetUsage {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
 }
 
 impl Handler<GetUsage> for Metering {
@@ -571,7 +572,7 @@ impl Handler<GetUsage> for Metering {
 #[derive(Message)]
 #[rtype(result = "Result<bool, ApiError>")]
 pub struct ChangeSubscription {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub change: SubscriptionChange,
 }
 
@@ -611,7 +612,7 @@ pub struct ApplyBillingEvent {
 /// What became of a webhook event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EventOutcome {
-    Applied { developer_id: Option<String> },
+    Applied { developer_id: Option<DeveloperId> },
     Replayed,
 }
 
@@ -639,7 +640,7 @@ impl Handler<ApplyBillingEvent> for Metering {
                     &db,
                     &msg.event_id,
                     &msg.event_type,
-                    developer_id.as_deref(),
+                    developer_id.as_ref(),
                     &msg.change,
                 )
                 .await?;
@@ -669,8 +670,8 @@ impl Handler<ApplyBillingEvent> for Metering {
 #[derive(Message)]
 #[rtype(result = "Result<(), ApiError>")]
 pub struct OpenSession {
-    pub session_id: String,
-    pub developer_id: String,
+    pub session_id: SessionId,
+    pub developer_id: DeveloperId,
     pub metered: SessionMetering,
 }
 
@@ -705,8 +706,8 @@ impl Handler<OpenSession> for Metering {
 #[derive(Message)]
 #[rtype(result = "Result<(), ApiError>")]
 pub struct HoldSession {
-    pub session_id: String,
-    pub developer_id: String,
+    pub session_id: SessionId,
+    pub developer_id: DeveloperId,
     pub for_: Duration,
 }
 
@@ -727,8 +728,8 @@ impl Metering {
     /// `session_limit` when the tier's are all taken. Holds that have lapsed are let go first.
     fn take_slot(
         &mut self,
-        developer_id: &str,
-        session_id: String,
+        developer_id: &DeveloperId,
+        session_id: SessionId,
         metered: SessionMetering,
         held_until: Option<Instant>,
     ) -> Result<(), ApiError> {
@@ -740,7 +741,7 @@ impl Metering {
         let live = self
             .sessions
             .values()
-            .filter(|s| s.developer_id == developer_id)
+            .filter(|s| &s.developer_id == developer_id)
             .count();
         if live >= cap as usize {
             return Err(ApiError::SessionLimit(format!(
@@ -751,7 +752,7 @@ impl Metering {
         self.sessions.insert(
             session_id,
             LiveSession {
-                developer_id: developer_id.to_string(),
+                developer_id: developer_id.clone(),
                 metered,
                 held_until,
                 credits: 0.0,
@@ -765,7 +766,7 @@ impl Metering {
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct ChargeSession {
-    pub session_id: String,
+    pub session_id: SessionId,
     pub usage: Usage,
 }
 
@@ -788,7 +789,7 @@ impl Handler<ChargeSession> for Metering {
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct CloseSession {
-    pub session_id: String,
+    pub session_id: SessionId,
 }
 
 impl Handler<CloseSession> for Metering {
@@ -812,7 +813,7 @@ impl Handler<CloseSession> for Metering {
 #[derive(Message)]
 #[rtype(result = "f64")]
 pub struct SessionCost {
-    pub session_id: String,
+    pub session_id: SessionId,
 }
 
 impl Handler<SessionCost> for Metering {

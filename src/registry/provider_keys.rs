@@ -3,6 +3,7 @@
 //! stored keys only through [`ProviderKeys`]; neither touches the store or the sealer.
 
 use crate::error::ApiError;
+use crate::ids::DeveloperId;
 use crate::store::provider_keys;
 pub use crate::store::provider_keys::ProviderKeyRow;
 use crate::store::Db;
@@ -37,12 +38,12 @@ impl ProviderKeys {
     /// stored before; the row says what lists show of it.
     pub async fn store(
         &self,
-        developer: &str,
+        developer: &DeveloperId,
         provider: &str,
         api_key: &str,
     ) -> Result<ProviderKeyRow, ApiError> {
         let row = ProviderKeyRow {
-            developer_id: developer.to_string(),
+            developer_id: developer.clone(),
             provider: provider.to_string(),
             sealed_key: self.sealer.seal(developer, provider, api_key),
             key_hint: hint(api_key),
@@ -54,12 +55,16 @@ impl ProviderKeys {
     }
 
     /// `developer`'s stored keys (their rows, never the keys).
-    pub async fn list(&self, developer: &str) -> Result<Vec<ProviderKeyRow>, ApiError> {
+    pub async fn list(&self, developer: &DeveloperId) -> Result<Vec<ProviderKeyRow>, ApiError> {
         Ok(provider_keys::list(&self.db, developer).await?)
     }
 
     /// `developer`'s key for `provider`, opened.
-    pub async fn open(&self, developer: &str, provider: &str) -> Result<StoredKey, ApiError> {
+    pub async fn open(
+        &self,
+        developer: &DeveloperId,
+        provider: &str,
+    ) -> Result<StoredKey, ApiError> {
         let Some(row) = provider_keys::get(&self.db, developer, provider).await? else {
             return Ok(StoredKey::Absent);
         };
@@ -72,12 +77,16 @@ impl ProviderKeys {
     }
 
     /// Notes that the vendor accepted `developer`'s key for `provider` just now.
-    pub async fn mark_verified(&self, developer: &str, provider: &str) -> Result<(), ApiError> {
+    pub async fn mark_verified(
+        &self,
+        developer: &DeveloperId,
+        provider: &str,
+    ) -> Result<(), ApiError> {
         Ok(provider_keys::mark_verified(&self.db, developer, provider, now_ms()).await?)
     }
 
     /// Deletes `developer`'s key for `provider`; false when none was stored.
-    pub async fn delete(&self, developer: &str, provider: &str) -> Result<bool, ApiError> {
+    pub async fn delete(&self, developer: &DeveloperId, provider: &str) -> Result<bool, ApiError> {
         Ok(provider_keys::delete(&self.db, developer, provider).await?)
     }
 }

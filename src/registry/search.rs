@@ -12,6 +12,7 @@ use super::knowledge::{ChunkTexts, IndexOf, KnowledgeIndex};
 use super::Supervised;
 use crate::engines::embeddings::Embedder;
 use crate::error::ApiError;
+use crate::ids::CollectionId;
 
 /// One search result.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -31,7 +32,7 @@ pub struct KnowledgeHit {
 pub async fn search_collection(
     embedder: &dyn Embedder,
     knowledge: &Supervised<KnowledgeIndex>,
-    collection_id: &str,
+    collection_id: &CollectionId,
     query: String,
     limit: usize,
     threshold: f32,
@@ -42,7 +43,7 @@ pub async fn search_collection(
         .ok_or_else(|| ApiError::Internal("the embedder returned nothing".into()))?;
     let index = knowledge
         .send(IndexOf {
-            collection_id: collection_id.to_string(),
+            collection_id: collection_id.clone(),
         })
         .await??;
     let hits = tokio::task::spawn_blocking(move || {
@@ -58,7 +59,7 @@ pub async fn search_collection(
     }
     let texts: HashMap<(String, i32), (String, String)> = knowledge
         .send(ChunkTexts {
-            collection_id: collection_id.to_string(),
+            collection_id: collection_id.clone(),
             chunks: hits.iter().map(|h| h.chunk.clone()).collect(),
         })
         .await??

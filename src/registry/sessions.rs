@@ -24,6 +24,7 @@ use actix::prelude::*;
 
 use super::{cursor_position, Page, PageRequest};
 use crate::error::ApiError;
+use crate::ids::{AgentId, DeveloperId, SessionId};
 use crate::metrics::metrics;
 use crate::store::sessions::{
     self, AnalysisResult, AnalysisRow, EventRow, InterruptionRow, RecordWrite, SessionEnd,
@@ -38,7 +39,7 @@ pub struct SessionRegistry {
     /// `sessions::fail_abandoned`).
     node_id: String,
     /// Sessions named by session tokens this node has let in, until the tokens expire.
-    claimed_tokens: HashMap<String, i64>,
+    claimed_tokens: HashMap<SessionId, i64>,
     /// Record writes waiting for the next transaction, in arrival order.
     pending: Vec<RecordWrite>,
     /// How many writes may wait before new ones (other than ends) are dropped.
@@ -270,7 +271,7 @@ impl Handler<CreateSession> for SessionRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<bool, ApiError>")]
 pub struct ClaimTokenSession {
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The token's expiry (epoch ms): past it the token is refused anyway, so it is forgotten.
     pub expires_at: i64,
 }
@@ -296,7 +297,7 @@ impl Handler<ClaimTokenSession> for SessionRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<Option<SessionRow>, ApiError>")]
 pub struct ClaimSession {
-    pub session_id: String,
+    pub session_id: SessionId,
     pub call_sid: Option<String>,
 }
 
@@ -362,7 +363,7 @@ impl Handler<RecordEvent> for SessionRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<bool, ApiError>")]
 pub struct SettleEvent {
-    pub session_id: String,
+    pub session_id: SessionId,
     pub kind: &'static str,
     pub detail: String,
 }
@@ -383,7 +384,7 @@ impl Handler<SettleEvent> for SessionRegistry {
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct EndSession {
-    pub session_id: String,
+    pub session_id: SessionId,
     pub end: SessionEnd,
 }
 
@@ -461,16 +462,16 @@ pub struct SessionTrace {
 #[derive(Message)]
 #[rtype(result = "Result<SessionTrace, ApiError>")]
 pub struct GetSession {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub lookup: SessionLookup,
 }
 
 pub enum SessionLookup {
-    Id(String),
+    Id(SessionId),
     CallSid(String),
     /// A session of any developer, by id: for Twilio's signed webhooks about a session,
     /// whose URL names it (the `developer_id` of the request is not read).
-    AnyId(String),
+    AnyId(SessionId),
 }
 
 impl Handler<GetSession> for SessionRegistry {
@@ -482,13 +483,13 @@ impl Handler<GetSession> for SessionRegistry {
             let row = match &msg.lookup {
                 SessionLookup::Id(id) => sessions::get(&db, &msg.developer_id, id)
                     .await?
-                    .ok_or_else(|| ApiError::not_found("session", id))?,
+                    .ok_or_else(|| ApiError::not_found("session", id.as_str()))?,
                 SessionLookup::CallSid(sid) => sessions::by_call_sid(&db, &msg.developer_id, sid)
                     .await?
                     .ok_or_else(|| ApiError::not_found("call", sid))?,
                 SessionLookup::AnyId(id) => sessions::by_id(&db, id)
                     .await?
-                    .ok_or_else(|| ApiError::not_found("session", id))?,
+                    .ok_or_else(|| ApiError::not_found("session", id.as_str()))?,
             };
             let turns = sessions::turns_of(&db, &row.id).await?;
             let tool_calls = sessions::tool_calls_of(&db, &row.id).await?;
@@ -526,7 +527,7 @@ impl Handler<StartAnalysis> for SessionRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<Option<AnalysisRow>, ApiError>")]
 pub struct FinishAnalysis {
-    pub session_id: String,
+    pub session_id: SessionId,
     pub result: AnalysisResult,
 }
 
@@ -574,8 +575,8 @@ impl Handler<GetInterruptions> for SessionRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<Page<SessionRow>, ApiError>")]
 pub struct ListSessions {
-    pub developer_id: String,
-    pub agent_id: Option<String>,
+    pub developer_id: DeveloperId,
+    pub agent_id: Option<AgentId>,
     /// Newest first instead of oldest first.
     pub newest_first: bool,
     pub page: PageRequest,
@@ -589,18 +590,21 @@ impl Handler<ListSessions> for SessionRegistry {
         Box::pin(async move {
             let dev = &msg.developer_id;
             let cursor = msg.page.cursor.as_deref();
-            let position =
-                cursor_position(cursor, sessions::seq_of(&db, dev, cursor.unwrap_or(""))).await?;
+            let position = cursor_position(
+                cursor,
+                sessions::seq_of(&db, dev, &SessionId::from(cursor.unwrap_or(""))),
+            )
+            .await?;
             let rows = sessions::list(
                 &db,
                 dev,
-                msg.agent_id.as_deref(),
+                msg.agent_id.as_ref(),
                 cursor.map(|_| position),
                 msg.newest_first,
                 msg.page.limit + 1,
             )
             .await?;
-            Ok(Page::from_rows(rows, msg.page.limit, |row| &row.id))
+            Ok(Page::from_rows(rows, msg.page.limit, |row| row.id.as_str()))
         })
     }
 }
@@ -646,7 +650,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let url = dir.path().join("db.sqlite").display().to_string();
         let db = Db::open(&url, 4, 10_000).await.expect("database opens");
-        crate::store::developers::ensure(&db, "dev")
+        crate::store::developers::ensure(&db, &"dev".into())
             .await
             .expect("developer stored");
         for id in ids {
@@ -703,7 +707,9 @@ mod tests {
         assert_eq!(trace.session.turn_count, 20);
         assert_eq!(trace.session.status, sessions::SessionStatus::Completed);
         assert_eq!(trace.events.len(), 1);
-        assert!(!sessions::exists(&db, "missing").await.expect("query runs"));
+        assert!(!sessions::exists(&db, &"missing".into())
+            .await
+            .expect("query runs"));
         // Nothing is left queued: a second settle answers at once.
         registry.send(Settle).await.expect("registry answers");
     }

@@ -11,6 +11,7 @@ use actix::prelude::*;
 use super::{cursor_position, Page, PageRequest};
 use crate::config::RecordingsConfig;
 use crate::error::ApiError;
+use crate::ids::{AgentId, DeveloperId, InstanceId, PhoneNumberId, SessionId, TaskId};
 use crate::recording::{RecordingFinished, RecordingStorage, StartRecording};
 use crate::store::telephony::{
     self, AgentSyncRow, CallTaskRow, ClaimCheck, PhoneNumberChanges, PhoneNumberRow, RecordingEnd,
@@ -106,9 +107,9 @@ impl Actor for TelephonyRegistry {
 
 async fn check_target(
     db: &Db,
-    developer: &str,
-    agent: &str,
-    instance: Option<&str>,
+    developer: &DeveloperId,
+    agent: &AgentId,
+    instance: Option<&InstanceId>,
 ) -> Result<(), ApiError> {
     if agents::get(db, developer, agent).await?.is_none() {
         return Err(ApiError::invalid(
@@ -161,7 +162,7 @@ impl Handler<CreatePhoneNumber> for TelephonyRegistry {
                 &db,
                 &row.developer_id,
                 &row.agent_id,
-                row.instance_id.as_deref(),
+                row.instance_id.as_ref(),
             )
             .await?;
             let pending = telephony::pending_claims(&db, &row.developer_id, now_ms()).await?;
@@ -185,8 +186,8 @@ impl Handler<CreatePhoneNumber> for TelephonyRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<PhoneNumberRow, ApiError>")]
 pub struct GetPhoneNumber {
-    pub developer_id: String,
-    pub id: String,
+    pub developer_id: DeveloperId,
+    pub id: PhoneNumberId,
 }
 
 impl Handler<GetPhoneNumber> for TelephonyRegistry {
@@ -197,7 +198,7 @@ impl Handler<GetPhoneNumber> for TelephonyRegistry {
         Box::pin(async move {
             telephony::get_number(&db, &msg.developer_id, &msg.id)
                 .await?
-                .ok_or_else(|| ApiError::not_found("phone number", &msg.id))
+                .ok_or_else(|| ApiError::not_found("phone number", msg.id.as_str()))
         })
     }
 }
@@ -205,7 +206,7 @@ impl Handler<GetPhoneNumber> for TelephonyRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<Page<PhoneNumberRow>, ApiError>")]
 pub struct ListPhoneNumbers {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub page: PageRequest,
 }
 
@@ -219,11 +220,11 @@ impl Handler<ListPhoneNumbers> for TelephonyRegistry {
             let cursor = msg.page.cursor.as_deref();
             let after = cursor_position(
                 cursor,
-                telephony::number_seq(&db, dev, cursor.unwrap_or("")),
+                telephony::number_seq(&db, dev, &PhoneNumberId::from(cursor.unwrap_or(""))),
             )
             .await?;
             let rows = telephony::list_numbers(&db, dev, after, msg.page.limit + 1).await?;
-            Ok(Page::from_rows(rows, msg.page.limit, |row| &row.id))
+            Ok(Page::from_rows(rows, msg.page.limit, |row| row.id.as_str()))
         })
     }
 }
@@ -231,8 +232,8 @@ impl Handler<ListPhoneNumbers> for TelephonyRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<PhoneNumberRow, ApiError>")]
 pub struct UpdatePhoneNumber {
-    pub developer_id: String,
-    pub id: String,
+    pub developer_id: DeveloperId,
+    pub id: PhoneNumberId,
     pub changes: PhoneNumberChanges,
 }
 
@@ -245,13 +246,13 @@ impl Handler<UpdatePhoneNumber> for TelephonyRegistry {
             let (dev, id) = (&msg.developer_id, &msg.id);
             let current = telephony::get_number(&db, dev, id)
                 .await?
-                .ok_or_else(|| ApiError::not_found("phone number", id))?;
+                .ok_or_else(|| ApiError::not_found("phone number", id.as_str()))?;
             let agent = msg.changes.agent_id.as_ref().unwrap_or(&current.agent_id);
             let instance = match &msg.changes.instance_id {
-                Some(changed) => changed.as_deref(),
+                Some(changed) => changed.as_ref(),
                 // A new agent does not have the old agent's instance.
                 None if msg.changes.agent_id.is_some() => None,
-                None => current.instance_id.as_deref(),
+                None => current.instance_id.as_ref(),
             };
             check_target(&db, dev, agent, instance).await?;
             let mut changes = msg.changes.clone();
@@ -273,7 +274,7 @@ impl Handler<UpdatePhoneNumber> for TelephonyRegistry {
             telephony::update_number(&db, dev, id, &changes)
                 .await
                 .map_err(|e| number_conflict(e, &number))?
-                .ok_or_else(|| ApiError::not_found("phone number", id))
+                .ok_or_else(|| ApiError::not_found("phone number", id.as_str()))
         })
     }
 }
@@ -282,8 +283,8 @@ impl Handler<UpdatePhoneNumber> for TelephonyRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<PhoneNumberRow, ApiError>")]
 pub struct VerifyPhoneNumber {
-    pub developer_id: String,
-    pub id: String,
+    pub developer_id: DeveloperId,
+    pub id: PhoneNumberId,
     /// Compares the presented code with the stored hash.
     pub matches: Box<dyn Fn(&str) -> bool + Send + Sync>,
     pub max_attempts: u32,
@@ -315,7 +316,7 @@ impl Handler<VerifyPhoneNumber> for TelephonyRegistry {
                 Err(StoreError::Conflict(_)) => return Err(taken()),
                 Err(e) => return Err(e.into()),
             };
-            match checked.ok_or_else(|| ApiError::not_found("phone number", &msg.id))? {
+            match checked.ok_or_else(|| ApiError::not_found("phone number", msg.id.as_str()))? {
                 ClaimCheck::Verified(row) | ClaimCheck::AlreadyVerified(row) => Ok(row),
                 ClaimCheck::Taken => Err(taken()),
                 ClaimCheck::NoCode => Err(ApiError::invalid(
@@ -346,8 +347,8 @@ impl Handler<VerifyPhoneNumber> for TelephonyRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<(), ApiError>")]
 pub struct DeletePhoneNumber {
-    pub developer_id: String,
-    pub id: String,
+    pub developer_id: DeveloperId,
+    pub id: PhoneNumberId,
 }
 
 impl Handler<DeletePhoneNumber> for TelephonyRegistry {
@@ -359,7 +360,7 @@ impl Handler<DeletePhoneNumber> for TelephonyRegistry {
             if telephony::delete_number(&db, &msg.developer_id, &msg.id).await? {
                 Ok(())
             } else {
-                Err(ApiError::not_found("phone number", &msg.id))
+                Err(ApiError::not_found("phone number", msg.id.as_str()))
             }
         })
     }
@@ -398,8 +399,8 @@ impl Handler<CreateTask> for TelephonyRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<CallTaskRow, ApiError>")]
 pub struct GetTask {
-    pub developer_id: Option<String>,
-    pub id: String,
+    pub developer_id: Option<DeveloperId>,
+    pub id: TaskId,
 }
 
 impl Handler<GetTask> for TelephonyRegistry {
@@ -408,23 +409,23 @@ impl Handler<GetTask> for TelephonyRegistry {
     fn handle(&mut self, msg: GetTask, _: &mut Context<Self>) -> Self::Result {
         let db = self.db.clone();
         Box::pin(async move {
-            telephony::get_task(&db, msg.developer_id.as_deref(), &msg.id)
+            telephony::get_task(&db, msg.developer_id.as_ref(), &msg.id)
                 .await?
-                .ok_or_else(|| ApiError::not_found("task", &msg.id))
+                .ok_or_else(|| ApiError::not_found("task", msg.id.as_str()))
         })
     }
 }
 
 /// The outbound task a developer's call was placed as; `None` for a call that came in.
 #[derive(Message)]
-#[rtype(result = "Result<Option<String>, ApiError>")]
+#[rtype(result = "Result<Option<TaskId>, ApiError>")]
 pub struct TaskOfCall {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub call_sid: String,
 }
 
 impl Handler<TaskOfCall> for TelephonyRegistry {
-    type Result = ResponseFuture<Result<Option<String>, ApiError>>;
+    type Result = ResponseFuture<Result<Option<TaskId>, ApiError>>;
 
     fn handle(&mut self, msg: TaskOfCall, _: &mut Context<Self>) -> Self::Result {
         let db = self.db.clone();
@@ -438,7 +439,7 @@ impl Handler<TaskOfCall> for TelephonyRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<Option<CallTaskRow>, ApiError>")]
 pub struct UpdateTask {
-    pub id: String,
+    pub id: TaskId,
     pub changes: TaskChanges,
 }
 
@@ -456,8 +457,8 @@ impl Handler<UpdateTask> for TelephonyRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<Option<CallTaskRow>, ApiError>")]
 pub struct ClaimTaskConnect {
-    pub id: String,
-    pub session_id: String,
+    pub id: TaskId,
+    pub session_id: SessionId,
 }
 
 impl Handler<ClaimTaskConnect> for TelephonyRegistry {
@@ -476,7 +477,7 @@ impl Handler<ClaimTaskConnect> for TelephonyRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<Option<CallTaskRow>, ApiError>")]
 pub struct ClaimVerdict {
-    pub id: String,
+    pub id: TaskId,
     pub answered_by: String,
     pub action: String,
 }
@@ -499,7 +500,7 @@ impl Handler<ClaimVerdict> for TelephonyRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<bool, ApiError>")]
 pub struct ReleaseVerdict {
-    pub id: String,
+    pub id: TaskId,
     pub answered_by: String,
 }
 
@@ -518,7 +519,7 @@ impl Handler<ReleaseVerdict> for TelephonyRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<Option<CallTaskRow>, ApiError>")]
 pub struct AdvanceTask {
-    pub id: String,
+    pub id: TaskId,
     pub sequence: i64,
     pub changes: TaskChanges,
 }
@@ -605,7 +606,7 @@ impl Handler<RecordingFinished> for TelephonyRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<RecordingRow, ApiError>")]
 pub struct GetRecording {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub call_id: String,
 }
 
@@ -626,8 +627,8 @@ impl Handler<GetRecording> for TelephonyRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<Option<AgentSyncRow>, ApiError>")]
 pub struct GetAgentSync {
-    pub developer_id: String,
-    pub agent_id: String,
+    pub developer_id: DeveloperId,
+    pub agent_id: AgentId,
     pub provider: String,
 }
 
@@ -659,7 +660,7 @@ impl Handler<SaveAgentSync> for TelephonyRegistry {
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct EndUnconnectedSession {
-    pub session_id: String,
+    pub session_id: SessionId,
     pub reason: String,
 }
 

@@ -14,6 +14,7 @@
 
 use serde_json::{json, Map, Value};
 
+use crate::ids::DeveloperId;
 use crate::vendors::sealing::{hint, KeySealer};
 
 /// Associated data beside the developer's id, so a tool secret never opens as a provider key.
@@ -78,7 +79,7 @@ impl ToolSecrets {
 
     /// The value behind `value` for `developer`: `Err` names why it cannot be used (sealed
     /// under another master key or for another account, or a keep with nothing behind it).
-    pub fn open(&self, developer: &str, value: &SecretValue) -> Result<String, String> {
+    pub fn open(&self, developer: &DeveloperId, value: &SecretValue) -> Result<String, String> {
         match value {
             SecretValue::Plain(text) => Ok(text.clone()),
             SecretValue::Sealed { sealed, .. } => {
@@ -97,7 +98,7 @@ impl ToolSecrets {
     /// `Err` names the value that asked to keep something that is not stored.
     pub fn seal_metadata(
         &self,
-        developer: &str,
+        developer: &DeveloperId,
         metadata: &str,
         previous: Option<&str>,
     ) -> Result<String, String> {
@@ -145,7 +146,7 @@ impl ToolSecrets {
 
     fn seal_value(
         &self,
-        developer: &str,
+        developer: &DeveloperId,
         value: &Value,
         kept: Option<&Value>,
     ) -> Result<Value, String> {
@@ -222,16 +223,21 @@ mod tests {
             json!("signing-secret-0001"),
             json!({"Authorization": "Bearer live-key-9876"}),
         );
-        let stored = secrets.seal_metadata("dev_a", &written, None).unwrap();
+        let stored = secrets
+            .seal_metadata(&"dev_a".into(), &written, None)
+            .unwrap();
         assert!(!stored.contains("signing-secret"), "{stored}");
         assert!(!stored.contains("live-key"), "{stored}");
         let stored: Value = serde_json::from_str(&stored).unwrap();
         let header = SecretValue::read(&stored["tools"][0]["headers"]["Authorization"]).unwrap();
         assert_eq!(
-            secrets.open("dev_a", &header).unwrap(),
+            secrets.open(&"dev_a".into(), &header).unwrap(),
             "Bearer live-key-9876"
         );
-        assert!(secrets.open("dev_b", &header).is_err(), "another account");
+        assert!(
+            secrets.open(&"dev_b".into(), &header).is_err(),
+            "another account"
+        );
         let shown = shown(&stored);
         assert_eq!(shown["tools"][0]["secret"], json!({"hint": "0001"}));
         assert_eq!(
@@ -246,7 +252,7 @@ mod tests {
         let secrets = secrets();
         let first = secrets
             .seal_metadata(
-                "dev_a",
+                &"dev_a".into(),
                 &tools(json!("signing-secret-0001"), json!({"X-Key": "first"})),
                 None,
             )
@@ -254,10 +260,11 @@ mod tests {
         // What a read gave back, sent again with the header's name in another case.
         let again = tools(json!({"hint": "0001"}), json!({"x-key": {"hint": "t"}}));
         let second = secrets
-            .seal_metadata("dev_a", &again, Some(&first))
+            .seal_metadata(&"dev_a".into(), &again, Some(&first))
             .unwrap();
         let second: Value = serde_json::from_str(&second).unwrap();
-        let open = |value: &Value| secrets.open("dev_a", &SecretValue::read(value).unwrap());
+        let open =
+            |value: &Value| secrets.open(&"dev_a".into(), &SecretValue::read(value).unwrap());
         assert_eq!(
             open(&second["tools"][0]["secret"]).unwrap(),
             "signing-secret-0001"
@@ -269,7 +276,7 @@ mod tests {
 
         let replaced = secrets
             .seal_metadata(
-                "dev_a",
+                &"dev_a".into(),
                 &tools(json!("signing-secret-0002"), json!({"X-Key": "second"})),
                 Some(&first),
             )
@@ -286,7 +293,7 @@ mod tests {
         let secrets = secrets();
         let err = secrets
             .seal_metadata(
-                "dev_a",
+                &"dev_a".into(),
                 &tools(
                     json!("signing-secret-0001"),
                     json!({"X-Key": {"hint": "abc"}}),
@@ -306,7 +313,7 @@ mod tests {
             serde_json::from_str(&tools(json!("signing-secret-0001"), json!({}))).unwrap();
         let value = SecretValue::read(&old["tools"][0]["secret"]).unwrap();
         assert_eq!(
-            secrets.open("dev_a", &value).unwrap(),
+            secrets.open(&"dev_a".into(), &value).unwrap(),
             "signing-secret-0001"
         );
         assert_eq!(shown(&old)["tools"][0]["secret"], json!({"hint": "0001"}));

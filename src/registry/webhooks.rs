@@ -20,7 +20,7 @@ use super::{cursor_position, Page, PageRequest};
 use crate::config::WebhooksConfig;
 use crate::error::ApiError;
 use crate::fetch::Fetcher;
-use crate::ids::new_id;
+use crate::ids::{new_id, DeveloperId};
 use crate::store::webhooks::{
     self, AttemptResult, AttemptRow, DeliveryRow, DeliveryStatus, EndpointRow,
 };
@@ -222,7 +222,7 @@ impl Handler<CreateEndpoint> for WebhookRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<EndpointRow, ApiError>")]
 pub struct GetEndpoint {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub endpoint_id: String,
 }
 
@@ -235,7 +235,11 @@ impl Handler<GetEndpoint> for WebhookRegistry {
     }
 }
 
-async fn owned_endpoint(db: &Db, developer: &str, id: &str) -> Result<EndpointRow, ApiError> {
+async fn owned_endpoint(
+    db: &Db,
+    developer: &DeveloperId,
+    id: &str,
+) -> Result<EndpointRow, ApiError> {
     webhooks::get_endpoint(db, developer, id)
         .await?
         .ok_or_else(|| ApiError::not_found("webhook", id))
@@ -244,7 +248,7 @@ async fn owned_endpoint(db: &Db, developer: &str, id: &str) -> Result<EndpointRo
 #[derive(Message)]
 #[rtype(result = "Result<Page<EndpointRow>, ApiError>")]
 pub struct ListEndpoints {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub page: PageRequest,
 }
 
@@ -268,7 +272,7 @@ impl Handler<ListEndpoints> for WebhookRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<(), ApiError>")]
 pub struct DeleteEndpoint {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub endpoint_id: String,
 }
 
@@ -298,7 +302,7 @@ pub struct DeliveryTrace {
 #[derive(Message)]
 #[rtype(result = "Result<Page<DeliveryTrace>, ApiError>")]
 pub struct ListDeliveries {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub endpoint_id: String,
     pub page: PageRequest,
 }
@@ -338,7 +342,7 @@ impl Handler<ListDeliveries> for WebhookRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<bool, ApiError>")]
 pub struct Subscribed {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub kind: EventType,
 }
 
@@ -366,7 +370,7 @@ fn receives(endpoint: &EndpointRow, kind: EventType) -> bool {
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct Emit {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub kind: EventType,
     pub data: Value,
 }

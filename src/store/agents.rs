@@ -8,14 +8,15 @@ use super::schema::agents;
 pub use super::status::AgentStatus;
 use super::{Db, StoreError, StoreResult};
 use crate::db_tx;
+use crate::ids::{AgentId, CollectionId, DeveloperId};
 
 #[derive(Debug, Clone, Queryable, Selectable, Insertable)]
 #[diesel(table_name = agents)]
 pub struct AgentRow {
     #[diesel(skip_insertion)]
     pub seq: i64,
-    pub id: String,
-    pub developer_id: String,
+    pub id: AgentId,
+    pub developer_id: DeveloperId,
     pub name: String,
     pub description: Option<String>,
     pub system_prompt: Option<String>,
@@ -26,7 +27,7 @@ pub struct AgentRow {
     pub stt_provider: String,
     pub llm_provider: String,
     pub llm_model: Option<String>,
-    pub collection_id: Option<String>,
+    pub collection_id: Option<CollectionId>,
     pub style_profile: Option<String>,
     pub language: String,
     pub temperature: f64,
@@ -69,7 +70,7 @@ pub struct AgentChanges {
     pub stt_provider: Option<String>,
     pub llm_provider: Option<String>,
     pub llm_model: Option<Option<String>>,
-    pub collection_id: Option<Option<String>>,
+    pub collection_id: Option<Option<CollectionId>>,
     pub style_profile: Option<Option<String>>,
     pub language: Option<String>,
     pub temperature: Option<f64>,
@@ -86,18 +87,18 @@ store_fns! {
     insert pub fn insert(agent: &AgentRow);
 
     /// A developer's agent unless archived.
-    get pub fn get(developer: &str, id: &str)
+    get pub fn get(developer: &DeveloperId, id: &AgentId)
         where developer_id.eq(developer), id.eq(id), status.ne(AgentStatus::Archived);
 
     /// A developer's agents that are not archived, in creation order after `after` (a `seq`).
-    list pub fn list(developer: &str)
+    list pub fn list(developer: &DeveloperId)
         where developer_id.eq(developer), status.ne(AgentStatus::Archived);
 
     /// The position of one of the developer's agents (archived ones too), for cursors.
-    seq pub fn seq_of(developer: &str, id: &str) where developer_id.eq(developer), id.eq(id);
+    seq pub fn seq_of(developer: &DeveloperId, id: &AgentId) where developer_id.eq(developer), id.eq(id);
 
     /// Archives a live agent; answers whether there was one.
-    mark pub fn archive(developer: &str, id: &str, now: i64)
+    mark pub fn archive(developer: &DeveloperId, id: &AgentId, now: i64)
         set ((agents::status.eq(AgentStatus::Archived), agents::updated_at.eq(now)))
         where developer_id.eq(developer), id.eq(id), status.ne(AgentStatus::Archived);
 }
@@ -107,8 +108,8 @@ store_fns! {
 /// or `None` if there is no such agent.
 pub async fn update(
     db: &Db,
-    developer: &str,
-    id: &str,
+    developer: &DeveloperId,
+    id: &AgentId,
     changes: &AgentChanges,
     check: fn(&AgentRow) -> Result<(), String>,
 ) -> StoreResult<Option<AgentRow>> {

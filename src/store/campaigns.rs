@@ -9,6 +9,7 @@ use super::crud::store_fns;
 use super::schema::{campaign_contacts as contacts, campaigns};
 pub use super::status::{CampaignStatus, ContactStatus};
 use super::{Db, StoreError, StoreResult};
+use crate::ids::{AgentId, CampaignId, DeveloperId, KeyId, TaskId};
 use crate::{db_run, db_tx};
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
@@ -16,9 +17,9 @@ use crate::{db_run, db_tx};
 pub struct CampaignRow {
     #[diesel(skip_insertion)]
     pub seq: i64,
-    pub id: String,
-    pub developer_id: String,
-    pub agent_id: String,
+    pub id: CampaignId,
+    pub developer_id: DeveloperId,
+    pub agent_id: AgentId,
     pub name: Option<String>,
     pub from_number: String,
     pub status: CampaignStatus,
@@ -33,7 +34,7 @@ pub struct CampaignRow {
     pub machine_detection: String,
     pub voicemail_message: Option<String>,
     pub record: bool,
-    pub key_id: Option<String>,
+    pub key_id: Option<KeyId>,
     pub public_base: String,
     pub runner_node: Option<String>,
     pub lease_until: i64,
@@ -47,7 +48,7 @@ pub struct CampaignRow {
 pub struct ContactRow {
     #[diesel(skip_insertion)]
     pub seq: i64,
-    pub campaign_id: String,
+    pub campaign_id: CampaignId,
     pub contact_index: i32,
     pub to_number: String,
     /// A JSON object.
@@ -55,7 +56,7 @@ pub struct ContactRow {
     pub status: ContactStatus,
     pub attempts: i32,
     pub next_attempt_at: i64,
-    pub task_id: Option<String>,
+    pub task_id: Option<TaskId>,
     pub last_outcome: Option<String>,
     pub error: Option<String>,
     pub updated_at: i64,
@@ -85,17 +86,17 @@ pub async fn insert(db: &Db, campaign: &CampaignRow, list: &[ContactRow]) -> Sto
 store_fns! {
     table = campaigns, row = CampaignRow;
 
-    get pub fn get(developer: &str, id: &str) where developer_id.eq(developer), id.eq(id);
+    get pub fn get(developer: &DeveloperId, id: &CampaignId) where developer_id.eq(developer), id.eq(id);
 
-    get pub fn by_id(id: &str) where id.eq(id);
+    get pub fn by_id(id: &CampaignId) where id.eq(id);
 
-    list pub fn list(developer: &str) where developer_id.eq(developer);
+    list pub fn list(developer: &DeveloperId) where developer_id.eq(developer);
 
-    seq pub fn seq_of(developer: &str, id: &str) where developer_id.eq(developer), id.eq(id);
+    seq pub fn seq_of(developer: &DeveloperId, id: &CampaignId) where developer_id.eq(developer), id.eq(id);
 
     /// Moves the developer's campaign from one of `from` to `status`; `None` when it is
     /// unknown or in none of them.
-    update pub fn set_status(developer: &str, id: &str, from: &'static [CampaignStatus], status: CampaignStatus,
+    update pub fn set_status(developer: &DeveloperId, id: &CampaignId, from: &'static [CampaignStatus], status: CampaignStatus,
                              reason: Option<&str>, at: i64)
         set ((
             campaigns::status.eq(status),
@@ -105,7 +106,7 @@ store_fns! {
         where developer_id.eq(developer), id.eq(id), status.eq_any(from);
 
     /// Marks an active campaign completed.
-    update pub fn complete(id: &str, at: i64)
+    update pub fn complete(id: &CampaignId, at: i64)
         set ((
             campaigns::status.eq(CampaignStatus::Completed),
             campaigns::updated_at.eq(at),
@@ -170,13 +171,13 @@ pub async fn lease_active(
 store_fns! {
     table = contacts, row = ContactRow;
 
-    all pub fn contacts_of(campaign: &str) where campaign_id.eq(campaign);
+    all pub fn contacts_of(campaign: &CampaignId) where campaign_id.eq(campaign);
 
-    get pub fn contact_of_task(task: &str) where task_id.eq(task);
+    get pub fn contact_of_task(task: &TaskId) where task_id.eq(task);
 }
 
 /// How many of the campaign's contacts are in each status.
-pub async fn counts(db: &Db, campaign: &str) -> StoreResult<StatusCounts> {
+pub async fn counts(db: &Db, campaign: &CampaignId) -> StoreResult<StatusCounts> {
     db_run!(db, |conn| {
         Ok(contacts::table
             .filter(contacts::campaign_id.eq(campaign))
@@ -192,7 +193,7 @@ pub async fn counts(db: &Db, campaign: &str) -> StoreResult<StatusCounts> {
 /// left out).
 pub async fn claim_due(
     db: &Db,
-    campaign: &str,
+    campaign: &CampaignId,
     now: i64,
     limit: i64,
 ) -> StoreResult<Vec<ContactRow>> {
@@ -246,7 +247,7 @@ pub struct ContactChanges {
     pub status: Option<ContactStatus>,
     pub attempts: Option<i32>,
     pub next_attempt_at: Option<i64>,
-    pub task_id: Option<Option<String>>,
+    pub task_id: Option<Option<TaskId>>,
     pub last_outcome: Option<Option<String>>,
     pub error: Option<Option<String>>,
     pub updated_at: i64,
@@ -274,7 +275,7 @@ pub async fn settle_contact(
 }
 
 /// Cancels the campaign's contacts that are still waiting for a call.
-pub async fn cancel_pending(db: &Db, campaign: &str, at: i64) -> StoreResult<usize> {
+pub async fn cancel_pending(db: &Db, campaign: &CampaignId, at: i64) -> StoreResult<usize> {
     db_run!(db, |conn| {
         Ok(diesel::update(
             contacts::table
@@ -291,7 +292,11 @@ pub async fn cancel_pending(db: &Db, campaign: &str, at: i64) -> StoreResult<usi
 }
 
 /// The contacts `calling` since before `before`: calls whose outcome never arrived.
-pub async fn stale_calls(db: &Db, campaign: &str, before: i64) -> StoreResult<Vec<ContactRow>> {
+pub async fn stale_calls(
+    db: &Db,
+    campaign: &CampaignId,
+    before: i64,
+) -> StoreResult<Vec<ContactRow>> {
     db_run!(db, |conn| {
         Ok(contacts::table
             .filter(contacts::campaign_id.eq(campaign))

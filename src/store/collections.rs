@@ -7,14 +7,15 @@ use super::crud::store_fns;
 use super::schema::{agents, chunks, collections, documents};
 use super::{Db, StoreResult};
 use crate::db_tx;
+use crate::ids::{CollectionId, DeveloperId};
 
 #[derive(Debug, Clone, Queryable, Selectable, Insertable)]
 #[diesel(table_name = collections)]
 pub struct CollectionRow {
     #[diesel(skip_insertion)]
     pub seq: i64,
-    pub id: String,
-    pub developer_id: String,
+    pub id: CollectionId,
+    pub developer_id: DeveloperId,
     pub name: String,
     pub description: Option<String>,
     pub metadata: String,
@@ -26,17 +27,22 @@ store_fns! {
 
     insert pub fn insert(collection: &CollectionRow);
 
-    get pub fn get(developer: &str, id: &str) where developer_id.eq(developer), id.eq(id);
+    get pub fn get(developer: &DeveloperId, id: &CollectionId) where developer_id.eq(developer), id.eq(id);
 
     /// A developer's collections in creation order after `after` (a `seq`).
-    list pub fn list(developer: &str) where developer_id.eq(developer);
+    list pub fn list(developer: &DeveloperId) where developer_id.eq(developer);
 
-    seq pub fn seq_of(developer: &str, id: &str) where developer_id.eq(developer), id.eq(id);
+    seq pub fn seq_of(developer: &DeveloperId, id: &CollectionId) where developer_id.eq(developer), id.eq(id);
 }
 
 /// Removes a collection with all its documents and chunks, and detaches it from the
 /// developer's agents, in one transaction. Answers whether the collection existed.
-pub async fn delete(db: &Db, developer: &str, id: &str, now: i64) -> StoreResult<bool> {
+pub async fn delete(
+    db: &Db,
+    developer: &DeveloperId,
+    id: &CollectionId,
+    now: i64,
+) -> StoreResult<bool> {
     db_tx!(db, |conn| {
         let owned: Option<i64> = collections::table
             .filter(collections::developer_id.eq(developer))

@@ -6,6 +6,7 @@ use diesel_async::RunQueryDsl;
 use super::crud::store_fns;
 use super::schema::{conversation_messages as messages, conversations};
 use super::{Db, StoreResult};
+use crate::ids::{AgentId, ConversationId, DeveloperId, InstanceId};
 use crate::{db_run, db_tx};
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
@@ -13,10 +14,10 @@ use crate::{db_run, db_tx};
 pub struct ConversationRow {
     #[diesel(skip_insertion)]
     pub seq: i64,
-    pub id: String,
-    pub developer_id: String,
-    pub agent_id: String,
-    pub instance_id: Option<String>,
+    pub id: ConversationId,
+    pub developer_id: DeveloperId,
+    pub agent_id: AgentId,
+    pub instance_id: Option<InstanceId>,
     /// Turns completed so far.
     pub turns: i32,
     /// Set when the agent ended the conversation (the `end_conversation` tool).
@@ -28,7 +29,7 @@ pub struct ConversationRow {
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
 #[diesel(table_name = messages)]
 pub struct MessageRow {
-    pub conversation_id: String,
+    pub conversation_id: ConversationId,
     pub turn_index: i32,
     /// `user`, `assistant` or `tool`.
     pub role: String,
@@ -42,14 +43,14 @@ pub struct MessageRow {
 store_fns! {
     table = conversations, row = ConversationRow;
 
-    get pub fn get(developer: &str, agent: &str, id: &str)
+    get pub fn get(developer: &DeveloperId, agent: &AgentId, id: &ConversationId)
         where developer_id.eq(developer), agent_id.eq(agent), id.eq(id);
 }
 
 /// The last `limit` messages of a conversation, oldest first.
 pub async fn recent_messages(
     db: &Db,
-    conversation: &str,
+    conversation: &ConversationId,
     limit: i64,
 ) -> StoreResult<Vec<MessageRow>> {
     db_run!(db, |conn| {

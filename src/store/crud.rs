@@ -15,7 +15,7 @@
 //!     table = agents, row = AgentRow;
 //!
 //!     /// A developer's agent unless archived.
-//!     get pub fn get(developer: &str, id: &str)
+//!     get pub fn get(developer: &DeveloperId, id: &str)
 //!         where developer_id.eq(developer), id.eq(id), status.ne(AgentStatus::Archived);
 //! }
 //! ```

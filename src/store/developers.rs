@@ -7,13 +7,14 @@ use diesel_async::RunQueryDsl;
 use super::crud::store_fns;
 use super::schema::{developers, stripe_events};
 use super::{Db, StoreResult};
+use crate::ids::DeveloperId;
 use crate::{db_run, db_tx, time};
 
 #[derive(Debug, Clone, Queryable, Selectable)]
 #[diesel(table_name = developers)]
 pub struct DeveloperRow {
     pub seq: i64,
-    pub id: String,
+    pub id: DeveloperId,
     pub name: Option<String>,
     pub tier: String,
     pub created_at: i64,
@@ -39,7 +40,7 @@ impl SubscriptionChange {
 }
 
 /// Creates the developer unless it exists; answers whether it was created.
-pub async fn ensure(db: &Db, id: &str) -> StoreResult<bool> {
+pub async fn ensure(db: &Db, id: &DeveloperId) -> StoreResult<bool> {
     db_run!(db, |conn| {
         let inserted = diesel::insert_into(developers::table)
             .values((
@@ -57,14 +58,14 @@ pub async fn ensure(db: &Db, id: &str) -> StoreResult<bool> {
 store_fns! {
     table = developers, row = DeveloperRow;
 
-    get pub fn get(id: &str) where id.eq(id);
+    get pub fn get(id: &DeveloperId) where id.eq(id);
 
     /// The developer a payment-processor customer belongs to.
     get pub fn by_stripe_customer(customer: &str) where stripe_customer_id.eq(customer);
 }
 
 /// Several developers at once (for refreshing cached tiers).
-pub async fn get_many(db: &Db, ids: &[String]) -> StoreResult<Vec<DeveloperRow>> {
+pub async fn get_many(db: &Db, ids: &[DeveloperId]) -> StoreResult<Vec<DeveloperRow>> {
     db_run!(db, |conn| {
         Ok(developers::table
             .filter(developers::id.eq_any(ids))
@@ -85,7 +86,7 @@ pub async fn count(db: &Db) -> StoreResult<i64> {
 /// whether the developer exists.
 macro_rules! apply_change {
     ($conn:ident, $id:expr, $change:expr) => {{
-        let id: &str = $id;
+        let id: &DeveloperId = $id;
         let change: &SubscriptionChange = $change;
         let found = diesel::select(diesel::dsl::exists(
             developers::table.filter(developers::id.eq(id)),
@@ -123,7 +124,7 @@ macro_rules! apply_change {
 /// Applies `change` to developer `id`; answers whether the developer exists.
 pub async fn change_subscription(
     db: &Db,
-    id: &str,
+    id: &DeveloperId,
     change: &SubscriptionChange,
 ) -> StoreResult<bool> {
     db_tx!(db, |conn| Ok(apply_change!(conn, id, change)))
@@ -135,7 +136,7 @@ pub async fn apply_event(
     db: &Db,
     event_id: &str,
     event_type: &str,
-    developer_id: Option<&str>,
+    developer_id: Option<&DeveloperId>,
     change: &SubscriptionChange,
 ) -> StoreResult<bool> {
     db_tx!(db, |conn| {

@@ -6,14 +6,15 @@ use diesel_async::RunQueryDsl;
 
 use super::schema::{chunks, collections, documents};
 use super::{Db, StoreResult};
+use crate::ids::{CollectionId, DeveloperId, DocumentId};
 use crate::{db_run, db_tx};
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
 #[diesel(table_name = documents)]
 pub struct DocumentRow {
-    pub id: String,
-    pub developer_id: String,
-    pub collection_id: String,
+    pub id: DocumentId,
+    pub developer_id: DeveloperId,
+    pub collection_id: CollectionId,
     pub content_type: String,
     pub source_url: Option<String>,
     pub metadata: String,
@@ -27,8 +28,8 @@ pub struct DocumentRow {
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
 #[diesel(table_name = chunks, treat_none_as_default_value = false)]
 pub struct ChunkRow {
-    pub document_id: String,
-    pub collection_id: String,
+    pub document_id: DocumentId,
+    pub collection_id: CollectionId,
     pub chunk_index: i32,
     pub content: String,
     pub metadata: String,
@@ -116,9 +117,9 @@ pub async fn insert(db: &Db, document: &DocumentRow, rows: &[ChunkRow]) -> Store
 /// Deletes a document of a collection and its chunks. Answers whether it existed.
 pub async fn delete(
     db: &Db,
-    developer: &str,
-    collection: &str,
-    document: &str,
+    developer: &DeveloperId,
+    collection: &CollectionId,
+    document: &DocumentId,
 ) -> StoreResult<bool> {
     db_tx!(db, |conn| {
         let found: Option<i64> = documents::table
@@ -144,7 +145,10 @@ pub async fn delete(
 
 /// Every embedded chunk of a collection as (document id, chunk index, embedding bytes), in
 /// storage order: what the in-memory index is built from.
-pub async fn vectors(db: &Db, collection: &str) -> StoreResult<Vec<(String, i32, Vec<u8>)>> {
+pub async fn vectors(
+    db: &Db,
+    collection: &CollectionId,
+) -> StoreResult<Vec<(String, i32, Vec<u8>)>> {
     db_run!(db, |conn| {
         let rows: Vec<(String, i32, Option<Vec<u8>>)> = chunks::table
             .filter(chunks::collection_id.eq(collection))
@@ -163,8 +167,8 @@ pub async fn vectors(db: &Db, collection: &str) -> StoreResult<Vec<(String, i32,
 /// a node adds to its index when another node ingested the document.
 pub async fn document_vectors(
     db: &Db,
-    collection: &str,
-    document: &str,
+    collection: &CollectionId,
+    document: &DocumentId,
 ) -> StoreResult<Vec<(i32, Vec<u8>)>> {
     db_run!(db, |conn| {
         let rows: Vec<(i32, Option<Vec<u8>>)> = chunks::table
@@ -186,7 +190,7 @@ pub async fn document_vectors(
 /// combinations; callers match exact pairs.
 pub async fn chunk_texts(
     db: &Db,
-    collection: &str,
+    collection: &CollectionId,
     document_ids: &[String],
     chunk_indices: &[i32],
 ) -> StoreResult<Vec<(String, i32, String, String)>> {

@@ -7,14 +7,16 @@ use diesel_async::RunQueryDsl;
 use super::crud::store_fns;
 use super::schema::agent_instances as instances;
 
+use crate::ids::{AgentId, DeveloperId, InstanceId};
+
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
 #[diesel(table_name = instances)]
 pub struct InstanceRow {
     #[diesel(skip_insertion)]
     pub seq: i64,
-    pub id: String,
-    pub developer_id: String,
-    pub agent_id: String,
+    pub id: InstanceId,
+    pub developer_id: DeveloperId,
+    pub agent_id: AgentId,
     pub name: Option<String>,
     pub phone_number: Option<String>,
     pub context: String,
@@ -40,23 +42,23 @@ store_fns! {
 
     insert pub fn insert(row: &InstanceRow);
 
-    get pub fn get(developer: &str, agent: &str, id: &str)
+    get pub fn get(developer: &DeveloperId, agent: &AgentId, id: &InstanceId)
         where developer_id.eq(developer), agent_id.eq(agent), id.eq(id);
 
     /// The agent's instance for a caller's phone number (E.164, as stored).
-    get pub fn by_phone(developer: &str, agent: &str, phone: &str)
+    get pub fn by_phone(developer: &DeveloperId, agent: &AgentId, phone: &str)
         where developer_id.eq(developer), agent_id.eq(agent), phone_number.eq(phone);
 
-    list pub fn list(developer: &str, agent: &str)
+    list pub fn list(developer: &DeveloperId, agent: &AgentId)
         where developer_id.eq(developer), agent_id.eq(agent);
 
-    seq pub fn seq_of(developer: &str, agent: &str, id: &str)
+    seq pub fn seq_of(developer: &DeveloperId, agent: &AgentId, id: &InstanceId)
         where developer_id.eq(developer), agent_id.eq(agent), id.eq(id);
 
-    update pub fn update(developer: &str, agent: &str, id: &str, changes: &InstanceChanges)
+    update pub fn update(developer: &DeveloperId, agent: &AgentId, id: &InstanceId, changes: &InstanceChanges)
         set (changes)
         where developer_id.eq(developer), agent_id.eq(agent), id.eq(id);
 
-    delete pub fn delete(developer: &str, agent: &str, id: &str)
+    delete pub fn delete(developer: &DeveloperId, agent: &AgentId, id: &InstanceId)
         where developer_id.eq(developer), agent_id.eq(agent), id.eq(id);
 }

@@ -8,12 +8,13 @@ use super::schema::transcription_jobs;
 pub use super::status::JobStatus;
 use super::{Db, StoreResult};
 use crate::db_run;
+use crate::ids::DeveloperId;
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
 #[diesel(table_name = transcription_jobs)]
 pub struct JobRow {
     pub id: String,
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub node_id: String,
     pub status: JobStatus,
     /// JSON of the job's request (options and source).
@@ -42,7 +43,7 @@ store_fns! {
     table = transcription_jobs, row = JobRow;
 
     /// A developer's job; another developer's id is not found.
-    get pub fn get(developer: &str, id: &str) where id.eq(id), developer_id.eq(developer);
+    get pub fn get(developer: &DeveloperId, id: &str) where id.eq(id), developer_id.eq(developer);
 
     /// This node's jobs still processing, oldest first: at start-up, those its previous run
     /// left unfinished.

@@ -6,14 +6,15 @@ use diesel_async::RunQueryDsl;
 use super::crud::store_fns;
 use super::schema::api_keys;
 use super::{Db, StoreResult};
+use crate::ids::{DeveloperId, KeyId};
 use crate::{db_run, db_tx};
 
 #[derive(Debug, Clone, Queryable, Selectable)]
 #[diesel(table_name = api_keys)]
 pub struct KeyRow {
     pub seq: i64,
-    pub id: String,
-    pub developer_id: String,
+    pub id: KeyId,
+    pub developer_id: DeveloperId,
     pub name: String,
     pub key_hash: String,
     pub prefix: String,
@@ -26,8 +27,8 @@ pub struct KeyRow {
 #[derive(Debug, Clone, Insertable)]
 #[diesel(table_name = api_keys)]
 pub struct NewKey {
-    pub id: String,
-    pub developer_id: String,
+    pub id: KeyId,
+    pub developer_id: DeveloperId,
     pub name: String,
     pub key_hash: String,
     pub prefix: String,
@@ -43,22 +44,27 @@ store_fns! {
     /// The key with this hash, revoked or not.
     get pub fn find_by_hash(hash: &str) where key_hash.eq(hash);
 
-    get pub fn find_by_id(id: &str) where id.eq(id);
+    get pub fn find_by_id(id: &KeyId) where id.eq(id);
 
     /// A developer's live (not revoked) keys in creation order, after `after` (a `seq`).
-    list pub fn list(developer: &str) where developer_id.eq(developer), revoked_at.is_null();
+    list pub fn list(developer: &DeveloperId) where developer_id.eq(developer), revoked_at.is_null();
 
     /// The position of one of the developer's keys, for cursors.
-    seq pub fn seq_of(developer: &str, id: &str) where developer_id.eq(developer), id.eq(id);
+    seq pub fn seq_of(developer: &DeveloperId, id: &KeyId) where developer_id.eq(developer), id.eq(id);
 
     /// Revokes a live key of any developer (operator use); answers whether there was one.
-    mark pub fn revoke_any(id: &str, now: i64)
+    mark pub fn revoke_any(id: &KeyId, now: i64)
         set (api_keys::revoked_at.eq(now))
         where id.eq(id), revoked_at.is_null();
 }
 
 /// Revokes a live key; answers its hash, or `None` when there was no such live key.
-pub async fn revoke(db: &Db, developer: &str, id: &str, now: i64) -> StoreResult<Option<String>> {
+pub async fn revoke(
+    db: &Db,
+    developer: &DeveloperId,
+    id: &KeyId,
+    now: i64,
+) -> StoreResult<Option<String>> {
     db_run!(db, |conn| {
         Ok(diesel::update(
             api_keys::table
@@ -78,8 +84,8 @@ pub async fn revoke(db: &Db, developer: &str, id: &str, now: i64) -> StoreResult
 /// row (as it was) and the new row, or `None` when there was no such live key.
 pub async fn rotate(
     db: &Db,
-    developer: &str,
-    id: &str,
+    developer: &DeveloperId,
+    id: &KeyId,
     replacement: impl FnOnce(&KeyRow) -> NewKey + Send,
     now: i64,
 ) -> StoreResult<Option<(KeyRow, KeyRow)>> {
@@ -119,7 +125,7 @@ pub async fn revoked_since(db: &Db, since: i64) -> StoreResult<Vec<String>> {
 }
 
 /// Writes back a batch of last-used times (key id, epoch ms).
-pub async fn touch_last_used(db: &Db, batch: &[(String, i64)]) -> StoreResult<()> {
+pub async fn touch_last_used(db: &Db, batch: &[(KeyId, i64)]) -> StoreResult<()> {
     db_tx!(db, |conn| {
         for (id, at) in batch {
             diesel::update(api_keys::table.filter(api_keys::id.eq(id)))

@@ -11,6 +11,7 @@ use super::schema::{
     portal_sessions, provider_keys,
 };
 use super::{Db, StoreResult};
+use crate::ids::DeveloperId;
 use crate::{db_run, db_tx};
 
 /// A portal session as stored.
@@ -18,7 +19,7 @@ use crate::{db_run, db_tx};
 #[diesel(table_name = portal_sessions)]
 pub struct PortalSessionRow {
     pub id_hash: String,
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub phone: String,
     pub created_at: i64,
     pub last_seen_at: i64,
@@ -56,7 +57,10 @@ pub enum Verification {
     /// Wrong code; `remaining` tries are left (0: the code is burnt).
     Wrong { remaining: i32 },
     /// Right code: the session is stored. `created` when the developer was new.
-    SignedIn { developer_id: String, created: bool },
+    SignedIn {
+        developer_id: DeveloperId,
+        created: bool,
+    },
 }
 
 /// Which codes a request limit counts: those to a number, from a client address, or only
@@ -190,7 +194,7 @@ pub async fn burn_code(db: &Db, seq: i64, now: i64) -> StoreResult<()> {
 pub async fn verify(
     db: &Db,
     attempt: &Attempt<'_>,
-    new_developer_id: &str,
+    new_developer_id: &DeveloperId,
     session: &NewSession,
 ) -> StoreResult<Verification> {
     let Attempt {
@@ -254,7 +258,7 @@ pub async fn verify(
         if used != 1 {
             return Ok(Verification::NoCode);
         }
-        let owner: Option<String> = developer_phones::table
+        let owner: Option<DeveloperId> = developer_phones::table
             .filter(developer_phones::phone.eq(phone))
             .select(developer_phones::developer_id)
             .first(conn)
@@ -279,7 +283,7 @@ pub async fn verify(
                     ))
                     .execute(conn)
                     .await?;
-                (new_developer_id.to_string(), true)
+                (new_developer_id.clone(), true)
             }
         };
         diesel::insert_into(portal_sessions::table)
@@ -334,12 +338,17 @@ pub enum Link {
     /// The number already signs in to this developer.
     AlreadyLinked,
     /// The number signs in to another developer (named).
-    TakenBy(String),
+    TakenBy(DeveloperId),
     NoSuchDeveloper,
 }
 
 /// Attaches `phone` to the existing developer `developer_id` (operator use).
-pub async fn link_phone(db: &Db, developer_id: &str, phone: &str, now: i64) -> StoreResult<Link> {
+pub async fn link_phone(
+    db: &Db,
+    developer_id: &DeveloperId,
+    phone: &str,
+    now: i64,
+) -> StoreResult<Link> {
     db_tx!(db, |conn| {
         let exists = diesel::select(diesel::dsl::exists(
             developers::table.filter(developers::id.eq(developer_id)),
@@ -349,14 +358,14 @@ pub async fn link_phone(db: &Db, developer_id: &str, phone: &str, now: i64) -> S
         if !exists {
             return Ok(Link::NoSuchDeveloper);
         }
-        let owner: Option<String> = developer_phones::table
+        let owner: Option<DeveloperId> = developer_phones::table
             .filter(developer_phones::phone.eq(phone))
             .select(developer_phones::developer_id)
             .first(conn)
             .await
             .optional()?;
         match owner {
-            Some(owner) if owner == developer_id => Ok(Link::AlreadyLinked),
+            Some(owner) if &owner == developer_id => Ok(Link::AlreadyLinked),
             Some(owner) => Ok(Link::TakenBy(owner)),
             None => {
                 diesel::insert_into(developer_phones::table)
@@ -393,9 +402,9 @@ pub enum PhoneMove {
 pub struct MovePhone<'a> {
     pub phone: &'a str,
     /// The developer the session signed in to (created empty by its first sign-in).
-    pub from: &'a str,
+    pub from: &'a DeveloperId,
     /// The developer whose API key the signed-in developer presented.
-    pub to: &'a str,
+    pub to: &'a DeveloperId,
     /// The session opened for `to` when the number moves.
     pub session: &'a NewSession,
     pub now: i64,
@@ -413,13 +422,13 @@ pub async fn move_phone(db: &Db, request: &MovePhone<'_>) -> StoreResult<PhoneMo
         now,
     } = *request;
     db_tx!(db, |conn| {
-        let owner: Option<String> = developer_phones::table
+        let owner: Option<DeveloperId> = developer_phones::table
             .filter(developer_phones::phone.eq(phone))
             .select(developer_phones::developer_id)
             .first(conn)
             .await
             .optional()?;
-        match owner.as_deref() {
+        match owner.as_ref() {
             Some(owner) if owner == to => return Ok(PhoneMove::AlreadyLinked),
             Some(owner) if owner == from => {}
             _ => return Ok(PhoneMove::SourceChanged),

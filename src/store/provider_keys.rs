@@ -9,11 +9,12 @@ use super::crud::store_fns;
 use super::schema::provider_keys;
 use super::{Db, StoreResult};
 use crate::db_run;
+use crate::ids::DeveloperId;
 
 #[derive(Debug, Clone, Queryable, Selectable, Insertable)]
 #[diesel(table_name = provider_keys)]
 pub struct ProviderKeyRow {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub provider: String,
     pub sealed_key: String,
     pub key_hint: String,
@@ -44,12 +45,12 @@ pub async fn upsert(db: &Db, row: &ProviderKeyRow) -> StoreResult<()> {
 store_fns! {
     table = provider_keys, row = ProviderKeyRow;
 
-    get pub fn get(developer: &str, provider: &str)
+    get pub fn get(developer: &DeveloperId, provider: &str)
         where developer_id.eq(developer), provider.eq(provider);
 }
 
 /// The developer's keys, by provider id.
-pub async fn list(db: &Db, developer: &str) -> StoreResult<Vec<ProviderKeyRow>> {
+pub async fn list(db: &Db, developer: &DeveloperId) -> StoreResult<Vec<ProviderKeyRow>> {
     db_run!(db, |conn| {
         Ok(provider_keys::table
             .filter(provider_keys::developer_id.eq(developer))
@@ -61,7 +62,7 @@ pub async fn list(db: &Db, developer: &str) -> StoreResult<Vec<ProviderKeyRow>> 
 }
 
 /// Deletes a key; answers whether there was one.
-pub async fn delete(db: &Db, developer: &str, provider: &str) -> StoreResult<bool> {
+pub async fn delete(db: &Db, developer: &DeveloperId, provider: &str) -> StoreResult<bool> {
     db_run!(db, |conn| {
         let deleted = diesel::delete(
             provider_keys::table
@@ -75,7 +76,12 @@ pub async fn delete(db: &Db, developer: &str, provider: &str) -> StoreResult<boo
 }
 
 /// Records that a key was checked against its vendor and worked.
-pub async fn mark_verified(db: &Db, developer: &str, provider: &str, at: i64) -> StoreResult<()> {
+pub async fn mark_verified(
+    db: &Db,
+    developer: &DeveloperId,
+    provider: &str,
+    at: i64,
+) -> StoreResult<()> {
     db_run!(db, |conn| {
         diesel::update(
             provider_keys::table

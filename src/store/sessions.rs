@@ -11,6 +11,7 @@ use super::schema::{session_analyses as analyses, session_events as events};
 use super::schema::{session_turns as turns, sessions};
 pub use super::status::{AnalysisStatus, SessionStatus};
 use super::{Db, StoreResult};
+use crate::ids::{AgentId, DeveloperId, InstanceId, SessionId};
 use crate::{db_run, db_tx};
 
 /// Event kind: caller speech in which the recogniser found no words.
@@ -31,8 +32,8 @@ pub const EVENT_MACHINE_DETECTION: &str = "machine_detection";
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
 #[diesel(table_name = analyses)]
 pub struct AnalysisRow {
-    pub session_id: String,
-    pub developer_id: String,
+    pub session_id: SessionId,
+    pub developer_id: DeveloperId,
     /// Running, completed (at least one part answered) or failed (no part could be).
     pub status: AnalysisStatus,
     pub summary: Option<String>,
@@ -71,15 +72,15 @@ pub struct AnalysisResult {
 pub struct SessionRow {
     #[diesel(skip_insertion)]
     pub seq: i64,
-    pub id: String,
-    pub developer_id: String,
-    pub agent_id: String,
+    pub id: SessionId,
+    pub developer_id: DeveloperId,
+    pub agent_id: AgentId,
     /// `twilio` or `direct`.
     pub transport: String,
     pub call_sid: Option<String>,
     pub from_number: Option<String>,
     pub to_number: Option<String>,
-    pub instance_id: Option<String>,
+    pub instance_id: Option<InstanceId>,
     pub status: SessionStatus,
     pub turn_count: i32,
     pub tool_executions: i32,
@@ -96,18 +97,18 @@ impl SessionRow {
     /// its media stream) or `active` (started now). Who called whom, the call and the
     /// instance are filled in by the caller where it knows them.
     pub fn new(
-        id: &str,
-        developer_id: &str,
-        agent_id: &str,
+        id: &SessionId,
+        developer_id: &DeveloperId,
+        agent_id: &AgentId,
         transport: &str,
         status: SessionStatus,
         now: i64,
     ) -> Self {
         Self {
             seq: 0,
-            id: id.to_string(),
-            developer_id: developer_id.to_string(),
-            agent_id: agent_id.to_string(),
+            id: id.clone(),
+            developer_id: developer_id.clone(),
+            agent_id: agent_id.clone(),
             transport: transport.to_string(),
             call_sid: None,
             from_number: None,
@@ -129,7 +130,7 @@ impl SessionRow {
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
 #[diesel(table_name = turns)]
 pub struct TurnRow {
-    pub session_id: String,
+    pub session_id: SessionId,
     pub turn_index: i32,
     /// `user` or `agent`.
     pub speaker: String,
@@ -197,7 +198,7 @@ impl TurnRow {
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
 #[diesel(table_name = tool_calls)]
 pub struct ToolCallRow {
-    pub session_id: String,
+    pub session_id: SessionId,
     pub turn_index: i32,
     pub call_id: String,
     pub name: String,
@@ -212,7 +213,7 @@ pub struct ToolCallRow {
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
 #[diesel(table_name = events)]
 pub struct EventRow {
-    pub session_id: String,
+    pub session_id: SessionId,
     pub kind: String,
     /// For unrecognised speech that interrupted the agent: the interrupted turn.
     pub turn_index: Option<i32>,
@@ -241,7 +242,7 @@ impl EventRow {
 /// One interruption of an agent turn, for aggregates over sessions.
 #[derive(Debug, Clone, PartialEq, Queryable)]
 pub struct InterruptionRow {
-    pub session_id: String,
+    pub session_id: SessionId,
     pub turn_index: i32,
     pub detection_ms: Option<i64>,
     pub stop_ms: Option<i64>,
@@ -266,7 +267,7 @@ store_fns! {
 
     /// Moves a pending session to active (its stream connected) on `node`, once. Answers the
     /// session when this call claimed it; `None` if it is unknown or was already claimed.
-    update pub fn activate(id: &str, call_sid: Option<&str>, node: &str, at: i64)
+    update pub fn activate(id: &SessionId, call_sid: Option<&str>, node: &str, at: i64)
         set ((
             sessions::status.eq(SessionStatus::Active),
             sessions::call_sid.eq(call_sid),
@@ -275,22 +276,22 @@ store_fns! {
         ))
         where id.eq(id), status.eq(SessionStatus::Pending);
 
-    get pub fn get(developer: &str, id: &str) where developer_id.eq(developer), id.eq(id);
+    get pub fn get(developer: &DeveloperId, id: &SessionId) where developer_id.eq(developer), id.eq(id);
 
     /// A session of any developer (for a webhook that names it).
-    get pub fn by_id(id: &str) where id.eq(id);
+    get pub fn by_id(id: &SessionId) where id.eq(id);
 
     /// The developer's latest session for a Twilio call SID.
-    latest pub fn by_call_sid(developer: &str, call_sid: &str)
+    latest pub fn by_call_sid(developer: &DeveloperId, call_sid: &str)
         where developer_id.eq(developer), call_sid.eq(call_sid);
 
-    seq pub fn seq_of(developer: &str, id: &str) where developer_id.eq(developer), id.eq(id);
+    seq pub fn seq_of(developer: &DeveloperId, id: &SessionId) where developer_id.eq(developer), id.eq(id);
 }
 
 store_fns! {
     table = tool_calls, row = ToolCallRow;
 
-    all pub fn tool_calls_of(session: &str) where session_id.eq(session);
+    all pub fn tool_calls_of(session: &SessionId) where session_id.eq(session);
 }
 
 store_fns! {
@@ -299,10 +300,10 @@ store_fns! {
     /// Records that a session's analysis started (`pending`).
     insert pub fn insert_analysis(row: &AnalysisRow);
 
-    get pub fn analysis_of(session: &str) where session_id.eq(session);
+    get pub fn analysis_of(session: &SessionId) where session_id.eq(session);
 
     /// Stores what a session's analysis came to.
-    update pub fn finish_analysis(session: &str, result: &AnalysisResult)
+    update pub fn finish_analysis(session: &SessionId, result: &AnalysisResult)
         set (result)
         where session_id.eq(session);
 }
@@ -310,10 +311,10 @@ store_fns! {
 store_fns! {
     table = events, row = EventRow;
 
-    all pub fn events_of(session: &str) where session_id.eq(session);
+    all pub fn events_of(session: &SessionId) where session_id.eq(session);
 
     /// Sets the detail of the session's events of `kind` (a transfer's outcome, once known).
-    mark pub fn settle_events(session: &str, kind: &str, detail: &str)
+    mark pub fn settle_events(session: &SessionId, kind: &str, detail: &str)
         set (events::detail.eq(Some(detail)))
         where session_id.eq(session), kind.eq(kind);
 }
@@ -330,19 +331,22 @@ pub enum RecordWrite {
     /// A session event.
     Event(EventRow),
     /// The session ended, with its summary.
-    End { session_id: String, end: SessionEnd },
+    End {
+        session_id: SessionId,
+        end: SessionEnd,
+    },
 }
 
 impl RecordWrite {
     /// The session the write belongs to, for logs.
     pub fn session_id(&self) -> &str {
         match self {
-            RecordWrite::Turn(row) => &row.session_id,
+            RecordWrite::Turn(row) => row.session_id.as_str(),
             RecordWrite::ToolCalls(rows) => {
                 rows.iter().next().map_or("", |r| r.session_id.as_str())
             }
-            RecordWrite::Event(row) => &row.session_id,
-            RecordWrite::End { session_id, .. } => session_id,
+            RecordWrite::Event(row) => row.session_id.as_str(),
+            RecordWrite::End { session_id, .. } => session_id.as_str(),
         }
     }
 }
@@ -427,8 +431,8 @@ pub async fn write_records(db: &Db, writes: Arc<[RecordWrite]>) -> StoreResult<(
 /// `[from, to)` (epoch ms; open ends when `None`). Sessions never connected are left out.
 #[derive(Debug, Clone, Default)]
 pub struct SessionScope {
-    pub developer_id: String,
-    pub agent_id: Option<String>,
+    pub developer_id: DeveloperId,
+    pub agent_id: Option<AgentId>,
     pub from: Option<i64>,
     pub to: Option<i64>,
 }
@@ -565,7 +569,7 @@ pub async fn fail_abandoned_analyses(db: &Db, node: &str, at: i64) -> StoreResul
 }
 
 /// Whether a session with this id was ever recorded (by any developer, on any node).
-pub async fn exists(db: &Db, id: &str) -> StoreResult<bool> {
+pub async fn exists(db: &Db, id: &SessionId) -> StoreResult<bool> {
     db_run!(db, |conn| {
         let found: i64 = sessions::table
             .filter(sessions::id.eq(id))
@@ -576,7 +580,7 @@ pub async fn exists(db: &Db, id: &str) -> StoreResult<bool> {
     })
 }
 
-pub async fn turns_of(db: &Db, session: &str) -> StoreResult<Vec<TurnRow>> {
+pub async fn turns_of(db: &Db, session: &SessionId) -> StoreResult<Vec<TurnRow>> {
     db_run!(db, |conn| {
         Ok(turns::table
             .filter(turns::session_id.eq(session))
@@ -591,8 +595,8 @@ pub async fn turns_of(db: &Db, session: &str) -> StoreResult<Vec<TurnRow>> {
 /// first, or newest first when `newest_first`.
 pub async fn list(
     db: &Db,
-    developer: &str,
-    agent: Option<&str>,
+    developer: &DeveloperId,
+    agent: Option<&AgentId>,
     cursor: Option<i64>,
     newest_first: bool,
     limit: i64,
@@ -603,7 +607,7 @@ pub async fn list(
             .filter(sessions::status.ne(SessionStatus::Pending))
             .into_boxed();
         if let Some(agent) = agent {
-            query = query.filter(sessions::agent_id.eq(agent.to_string()));
+            query = query.filter(sessions::agent_id.eq(agent.clone()));
         }
         query = match (newest_first, cursor) {
             (false, cursor) => query

@@ -9,6 +9,7 @@ use super::schema::{agent_syncs, call_tasks, phone_numbers, recordings, sessions
 use super::sessions::SessionStatus;
 pub use super::status::{RecordingStatus, TaskStatus};
 use super::{Db, StoreResult};
+use crate::ids::{AgentId, DeveloperId, InstanceId, KeyId, PhoneNumberId, SessionId, TaskId};
 use crate::{db_run, db_tx};
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
@@ -16,12 +17,12 @@ use crate::{db_run, db_tx};
 pub struct PhoneNumberRow {
     #[diesel(skip_insertion)]
     pub seq: i64,
-    pub id: String,
-    pub developer_id: String,
+    pub id: PhoneNumberId,
+    pub developer_id: DeveloperId,
     /// E.164, unique across the service.
     pub phone_number: String,
-    pub agent_id: String,
-    pub instance_id: Option<String>,
+    pub agent_id: AgentId,
+    pub instance_id: Option<InstanceId>,
     pub name: Option<String>,
     pub created_at: i64,
     pub updated_at: i64,
@@ -54,8 +55,8 @@ pub enum ClaimCheck {
 #[diesel(table_name = phone_numbers)]
 pub struct PhoneNumberChanges {
     pub phone_number: Option<String>,
-    pub agent_id: Option<String>,
-    pub instance_id: Option<Option<String>>,
+    pub agent_id: Option<AgentId>,
+    pub instance_id: Option<Option<InstanceId>>,
     pub name: Option<Option<String>>,
     pub updated_at: i64,
 }
@@ -65,28 +66,28 @@ store_fns! {
 
     insert pub fn insert_number(row: &PhoneNumberRow);
 
-    get pub fn get_number(developer: &str, id: &str)
+    get pub fn get_number(developer: &DeveloperId, id: &PhoneNumberId)
         where developer_id.eq(developer), id.eq(id);
 
     /// The verified route of a called number, whoever owns it (the inbound webhook's lookup
     /// and the owner of an outbound caller id). Pending claims are not routes.
     get pub fn route_of(number: &str) where phone_number.eq(number), verified_at.is_not_null();
 
-    list pub fn list_numbers(developer: &str) where developer_id.eq(developer);
+    list pub fn list_numbers(developer: &DeveloperId) where developer_id.eq(developer);
 
-    seq pub fn number_seq(developer: &str, id: &str)
+    seq pub fn number_seq(developer: &DeveloperId, id: &PhoneNumberId)
         where developer_id.eq(developer), id.eq(id);
 
-    update pub fn update_number(developer: &str, id: &str, changes: &PhoneNumberChanges)
+    update pub fn update_number(developer: &DeveloperId, id: &PhoneNumberId, changes: &PhoneNumberChanges)
         set (changes)
         where developer_id.eq(developer), id.eq(id);
 
-    delete pub fn delete_number(developer: &str, id: &str)
+    delete pub fn delete_number(developer: &DeveloperId, id: &PhoneNumberId)
         where developer_id.eq(developer), id.eq(id);
 }
 
 /// How many of the developer's routes are still waiting for their code.
-pub async fn pending_claims(db: &Db, developer: &str, now: i64) -> StoreResult<i64> {
+pub async fn pending_claims(db: &Db, developer: &DeveloperId, now: i64) -> StoreResult<i64> {
     db_run!(db, |conn| {
         Ok(phone_numbers::table
             .filter(phone_numbers::developer_id.eq(developer))
@@ -103,8 +104,8 @@ pub async fn pending_claims(db: &Db, developer: &str, now: i64) -> StoreResult<i
 /// right one verifies the route, unless another developer verified the number first.
 pub async fn verify_claim(
     db: &Db,
-    developer: &str,
-    id: &str,
+    developer: &DeveloperId,
+    id: &PhoneNumberId,
     matches: &(dyn Fn(&str) -> bool + Sync),
     max_attempts: i32,
     now: i64,
@@ -175,15 +176,15 @@ pub async fn verify_claim(
 pub struct CallTaskRow {
     #[diesel(skip_insertion)]
     pub seq: i64,
-    pub id: String,
-    pub developer_id: String,
-    pub agent_id: String,
-    pub instance_id: Option<String>,
+    pub id: TaskId,
+    pub developer_id: DeveloperId,
+    pub agent_id: AgentId,
+    pub instance_id: Option<InstanceId>,
     pub to_number: String,
     pub from_number: String,
     pub status: TaskStatus,
     pub call_sid: Option<String>,
-    pub session_id: Option<String>,
+    pub session_id: Option<SessionId>,
     pub record: bool,
     pub last_sequence: i64,
     pub duration_seconds: Option<i64>,
@@ -191,7 +192,7 @@ pub struct CallTaskRow {
     pub created_at: i64,
     pub updated_at: i64,
     /// The API key that placed the call; its stream is refused once the key is revoked.
-    pub key_id: Option<String>,
+    pub key_id: Option<KeyId>,
     /// Answering-machine detection asked for: `off`, `hangup` or `message`
     /// (see `crate::live::voicemail`).
     pub machine_detection: String,
@@ -211,7 +212,7 @@ pub struct CallTaskRow {
 pub struct TaskChanges {
     pub status: Option<TaskStatus>,
     pub call_sid: Option<Option<String>>,
-    pub session_id: Option<Option<String>>,
+    pub session_id: Option<Option<SessionId>>,
     pub last_sequence: Option<i64>,
     pub duration_seconds: Option<Option<i64>>,
     pub error: Option<Option<String>>,
@@ -224,13 +225,13 @@ store_fns! {
     insert pub fn insert_task(row: &CallTaskRow);
 
     /// Applies `changes` unless the task has already ended; answers the task as it is after.
-    update pub fn update_task(id: &str, changes: &TaskChanges)
+    update pub fn update_task(id: &TaskId, changes: &TaskChanges)
         set (changes)
         where id.eq(id), status.ne_all(TaskStatus::TERMINAL);
 
     /// Marks the task as connected to `session_id`, once: only a live task that no connect
     /// has reached yet is changed, so a replayed connect webhook finds `None`.
-    update pub fn claim_connect(id: &str, session_id: &str, updated_at: i64)
+    update pub fn claim_connect(id: &TaskId, session_id: &SessionId, updated_at: i64)
         set ((
             call_tasks::session_id.eq(Some(session_id)),
             call_tasks::updated_at.eq(updated_at),
@@ -239,13 +240,13 @@ store_fns! {
 
     /// Records a status callback: applied only if its sequence number is newer than the last
     /// one applied and the task has not ended (Twilio does not promise arrival order).
-    update pub fn advance_task(id: &str, sequence: i64, changes: &TaskChanges)
+    update pub fn advance_task(id: &TaskId, sequence: i64, changes: &TaskChanges)
         set (changes)
         where id.eq(id), last_sequence.lt(sequence), status.ne_all(TaskStatus::TERMINAL);
 
     /// Records the answering machine's verdict on a task and what is done about it, once:
     /// only a task with no verdict yet changes, so a repeated callback finds `None`.
-    update pub fn claim_verdict(id: &str, verdict: &str, action: &str, updated_at: i64)
+    update pub fn claim_verdict(id: &TaskId, verdict: &str, action: &str, updated_at: i64)
         set ((
             call_tasks::answered_by.eq(Some(verdict)),
             call_tasks::machine_action.eq(Some(action)),
@@ -255,7 +256,7 @@ store_fns! {
 
     /// Gives up a verdict claimed by [`claim_verdict`] whose action could not be carried out,
     /// so that the task shows no verdict and Twilio's retry can act on it.
-    mark pub fn release_verdict(id: &str, verdict: &str)
+    mark pub fn release_verdict(id: &TaskId, verdict: &str)
         set ((
             call_tasks::answered_by.eq(None::<String>),
             call_tasks::machine_action.eq(None::<String>),
@@ -267,13 +268,13 @@ store_fns! {
 /// callbacks, which are proven by their signature instead of a key.
 pub async fn get_task(
     db: &Db,
-    developer: Option<&str>,
-    id: &str,
+    developer: Option<&DeveloperId>,
+    id: &TaskId,
 ) -> StoreResult<Option<CallTaskRow>> {
     db_run!(db, |conn| {
         let mut query = call_tasks::table.filter(call_tasks::id.eq(id)).into_boxed();
         if let Some(developer) = developer {
-            query = query.filter(call_tasks::developer_id.eq(developer.to_string()));
+            query = query.filter(call_tasks::developer_id.eq(developer.clone()));
         }
         Ok(query
             .select(CallTaskRow::as_select())
@@ -284,13 +285,17 @@ pub async fn get_task(
 }
 
 /// The id of the outbound task `developer`'s call `call_sid` was placed as, if it was one.
-pub async fn task_of_call(db: &Db, developer: &str, call_sid: &str) -> StoreResult<Option<String>> {
+pub async fn task_of_call(
+    db: &Db,
+    developer: &DeveloperId,
+    call_sid: &str,
+) -> StoreResult<Option<TaskId>> {
     db_run!(db, |conn| {
         Ok(call_tasks::table
             .filter(call_tasks::developer_id.eq(developer))
             .filter(call_tasks::call_sid.eq(call_sid))
             .select(call_tasks::id)
-            .first::<String>(conn)
+            .first::<TaskId>(conn)
             .await
             .optional()?)
     })
@@ -302,8 +307,8 @@ pub struct RecordingRow {
     #[diesel(skip_insertion)]
     pub seq: i64,
     pub id: String,
-    pub developer_id: String,
-    pub session_id: String,
+    pub developer_id: DeveloperId,
+    pub session_id: SessionId,
     pub call_sid: Option<String>,
     pub sample_rate: i32,
     pub status: RecordingStatus,
@@ -398,7 +403,7 @@ store_fns! {
     table = recordings, row = RecordingRow;
 
     /// The developer's latest recording of a call (by Twilio call SID) or session (by id).
-    latest pub fn recording_of(developer: &str, call: &str)
+    latest pub fn recording_of(developer: &DeveloperId, call: &str)
         where developer_id.eq(developer), call_sid.eq(call).or(recordings::session_id.eq(call));
 }
 
@@ -432,8 +437,8 @@ pub async fn delete_recording(db: &Db, id: &str) -> StoreResult<()> {
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
 #[diesel(table_name = agent_syncs)]
 pub struct AgentSyncRow {
-    pub developer_id: String,
-    pub agent_id: String,
+    pub developer_id: DeveloperId,
+    pub agent_id: AgentId,
     pub provider: String,
     pub external_agent_id: String,
     pub synced_at: i64,
@@ -442,7 +447,7 @@ pub struct AgentSyncRow {
 store_fns! {
     table = agent_syncs, row = AgentSyncRow;
 
-    get pub fn get_sync(developer: &str, agent: &str, provider: &str)
+    get pub fn get_sync(developer: &DeveloperId, agent: &AgentId, provider: &str)
         where developer_id.eq(developer), agent_id.eq(agent), provider.eq(provider);
 }
 
@@ -473,7 +478,7 @@ store_fns! {
     /// Ends a phone session whose stream never connected (the outbound call was not
     /// answered): `failed` with the call's final status as the reason. Sessions that
     /// connected are ended by their stream.
-    mark pub fn end_unconnected_session(session: &str, reason: &str, at: i64)
+    mark pub fn end_unconnected_session(session: &SessionId, reason: &str, at: i64)
         set ((
             sessions::status.eq(SessionStatus::Failed),
             sessions::end_reason.eq(Some(reason)),

@@ -8,11 +8,12 @@ use super::crud::store_fns;
 use super::schema::usage_counters;
 use super::{Db, StoreResult};
 use crate::db_run;
+use crate::ids::DeveloperId;
 
 #[derive(Debug, Clone, Default, Queryable, Selectable, Insertable)]
 #[diesel(table_name = usage_counters)]
 pub struct UsageRow {
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub period: String,
     pub request_count: i64,
     pub credits_tts: f64,
@@ -25,9 +26,9 @@ pub struct UsageRow {
 
 impl UsageRow {
     /// An empty row of `developer`'s `period`.
-    pub fn empty(developer: &str, period: &str) -> UsageRow {
+    pub fn empty(developer: &DeveloperId, period: &str) -> UsageRow {
         UsageRow {
-            developer_id: developer.to_string(),
+            developer_id: developer.clone(),
             period: period.to_string(),
             ..UsageRow::default()
         }
@@ -51,7 +52,7 @@ impl UsageRow {
 /// an earlier start opened it); answers the stored row either way.
 pub async fn open(
     db: &Db,
-    developer: &str,
+    developer: &DeveloperId,
     period: &str,
     carryover_credits: f64,
 ) -> StoreResult<UsageRow> {
@@ -74,7 +75,11 @@ pub async fn open(
 }
 
 /// The rows of `period` for several developers at once.
-pub async fn get_many(db: &Db, developers: &[String], period: &str) -> StoreResult<Vec<UsageRow>> {
+pub async fn get_many(
+    db: &Db,
+    developers: &[DeveloperId],
+    period: &str,
+) -> StoreResult<Vec<UsageRow>> {
     db_run!(db, |conn| {
         Ok(usage_counters::table
             .filter(usage_counters::developer_id.eq_any(developers))
@@ -88,7 +93,7 @@ pub async fn get_many(db: &Db, developers: &[String], period: &str) -> StoreResu
 store_fns! {
     table = usage_counters, row = UsageRow;
 
-    get pub fn get(developer: &str, period: &str)
+    get pub fn get(developer: &DeveloperId, period: &str)
         where developer_id.eq(developer), period.eq(period);
 }
 

@@ -10,6 +10,7 @@ use super::crud::store_fns;
 use super::schema::{webhook_attempts, webhook_deliveries, webhook_endpoints};
 pub use super::status::DeliveryStatus;
 use super::{Db, StoreResult};
+use crate::ids::DeveloperId;
 use crate::{db_run, db_tx};
 
 #[derive(Debug, Clone, Queryable, Selectable, Insertable)]
@@ -18,7 +19,7 @@ pub struct EndpointRow {
     #[diesel(skip_insertion)]
     pub seq: i64,
     pub id: String,
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub url: String,
     /// A JSON array of event type names.
     pub events: String,
@@ -41,7 +42,7 @@ pub struct DeliveryRow {
     pub seq: i64,
     pub id: String,
     pub endpoint_id: String,
-    pub developer_id: String,
+    pub developer_id: DeveloperId,
     pub event_id: String,
     pub event_type: String,
     pub payload: String,
@@ -68,19 +69,19 @@ pub struct AttemptRow {
 store_fns! {
     table = webhook_endpoints, row = EndpointRow;
 
-    get pub fn get_endpoint(developer: &str, id: &str) where developer_id.eq(developer), id.eq(id);
+    get pub fn get_endpoint(developer: &DeveloperId, id: &str) where developer_id.eq(developer), id.eq(id);
 
     /// An endpoint by id alone, for delivering to it.
     get pub fn endpoint_by_id(id: &str) where id.eq(id);
 
     /// A developer's endpoints in creation order after `after` (a `seq`).
-    list pub fn list_endpoints(developer: &str) where developer_id.eq(developer);
+    list pub fn list_endpoints(developer: &DeveloperId) where developer_id.eq(developer);
 
-    seq pub fn endpoint_seq_of(developer: &str, id: &str)
+    seq pub fn endpoint_seq_of(developer: &DeveloperId, id: &str)
         where developer_id.eq(developer), id.eq(id);
 
     /// Every endpoint of a developer, to see which are subscribed to an event.
-    all pub fn endpoints_of(developer: &str) where developer_id.eq(developer);
+    all pub fn endpoints_of(developer: &DeveloperId) where developer_id.eq(developer);
 }
 
 store_fns! {
@@ -120,7 +121,7 @@ pub async fn insert_endpoint(
 
 /// Removes a developer's endpoint with its deliveries and their attempts, in one
 /// transaction. Answers whether the endpoint existed.
-pub async fn delete_endpoint(db: &Db, developer: &str, id: &str) -> StoreResult<bool> {
+pub async fn delete_endpoint(db: &Db, developer: &DeveloperId, id: &str) -> StoreResult<bool> {
     db_tx!(db, |conn| {
         let owned: Option<i64> = webhook_endpoints::table
             .filter(webhook_endpoints::developer_id.eq(developer))

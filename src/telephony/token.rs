@@ -11,29 +11,31 @@ use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
+use crate::ids::{AgentId, DeveloperId, InstanceId, KeyId, SessionId, TaskId};
+
 type HmacSha256 = Hmac<Sha256>;
 
 /// What a token vouches for.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct RelayClaims {
     /// The session record the stream belongs to.
-    pub sid: String,
-    pub dev: String,
-    pub agent: String,
+    pub sid: SessionId,
+    pub dev: DeveloperId,
+    pub agent: AgentId,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub inst: Option<String>,
+    pub inst: Option<InstanceId>,
     /// The API key that minted the token, when one did: the token is refused once that key is
     /// revoked or expires, even before its own expiry.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub key: Option<String>,
+    pub key: Option<KeyId>,
     /// The session of the same call this one carries on (after keys pressed or a transfer
     /// that failed): its conversation is the agent's context.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prev: Option<String>,
+    pub prev: Option<SessionId>,
     /// What the agent says first in place of its greeting, in a session that carries on
     /// another (`None`: nothing, it listens).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -41,7 +43,7 @@ pub struct RelayClaims {
     /// The outbound call task the call was placed as, when it was: the variables it was
     /// placed with are the agent's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub task: Option<String>,
+    pub task: Option<TaskId>,
     /// Expiry, Unix epoch milliseconds.
     pub exp: i64,
 }

@@ -26,6 +26,7 @@ use switchboard_actors::session::{
     TransportClosed,
 };
 
+use crate::ids::SessionId;
 use crate::recording::{RecordingTap, TapFormat};
 use socket::caller_side::{CallerProtocol, Duties, SocketDuty};
 use socket::{CloseCode, CloseReason, SocketWriter};
@@ -48,7 +49,7 @@ pub trait Wire: 'static {
     fn tap_format(&self) -> TapFormat;
 
     /// The reader of the caller's messages for session `session_id`.
-    fn caller(&self, session_id: &str) -> Self::Caller;
+    fn caller(&self, session_id: &SessionId) -> Self::Caller;
 
     /// Writes a barge-in's clear on `socket` from the session's own turn.
     fn clear_lane(&self, socket: SocketWriter) -> Arc<dyn ClearLane>;

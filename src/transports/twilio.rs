@@ -25,6 +25,7 @@ use switchboard_actors::session::{
 use super::socket::caller_side::{CallerProtocol, Read};
 use super::socket::{self, ClientMessage, CloseCode, CloseReason, Messages, SocketWriter};
 use super::{Frame, Wire};
+use crate::ids::SessionId;
 use crate::recording::TapFormat;
 
 /// How long a new stream may take to send `start`.
@@ -106,7 +107,7 @@ impl ClearLane for ClearNow {
 /// and skipped.
 pub struct TwilioCaller {
     audio: BytesMut,
-    session_id: String,
+    session_id: SessionId,
 }
 
 impl CallerProtocol for TwilioCaller {
@@ -354,10 +355,10 @@ impl Wire for TwilioWire {
         TapFormat::Mulaw8k
     }
 
-    fn caller(&self, session_id: &str) -> TwilioCaller {
+    fn caller(&self, session_id: &SessionId) -> TwilioCaller {
         TwilioCaller {
             audio: BytesMut::new(),
-            session_id: session_id.to_string(),
+            session_id: session_id.clone(),
         }
     }
 

@@ -11,6 +11,8 @@ use aes_gcm::{AeadCore, Aes256Gcm, Key, Nonce};
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
 
+use crate::ids::DeveloperId;
+
 const VERSION: &str = "v1";
 const MASTER_KEY_FILE: &str = "provider-keys.key";
 
@@ -57,7 +59,7 @@ impl KeySealer {
     }
 
     /// Seals `secret` for one developer's provider: `v1:<base64 nonce||ciphertext>`.
-    pub fn seal(&self, developer: &str, provider: &str, secret: &str) -> String {
+    pub fn seal(&self, developer: &DeveloperId, provider: &str, secret: &str) -> String {
         let nonce = Aes256Gcm::generate_nonce(&mut OsRng);
         let aad = associated_data(developer, provider);
         let ciphertext = self
@@ -77,7 +79,7 @@ impl KeySealer {
 
     /// Opens what `seal` made for the same developer and provider; `None` when it was sealed
     /// under another master key, for another row, or tampered with.
-    pub fn open(&self, developer: &str, provider: &str, sealed: &str) -> Option<String> {
+    pub fn open(&self, developer: &DeveloperId, provider: &str, sealed: &str) -> Option<String> {
         let body = sealed.strip_prefix(VERSION)?.strip_prefix(':')?;
         let bytes = BASE64.decode(body).ok()?;
         if bytes.len() < 12 {
@@ -107,7 +109,7 @@ pub fn hint(secret: &str) -> String {
     chars[chars.len() - shown..].iter().collect()
 }
 
-fn associated_data(developer: &str, provider: &str) -> Vec<u8> {
+fn associated_data(developer: &DeveloperId, provider: &str) -> Vec<u8> {
     format!("{developer}\u{0}{provider}").into_bytes()
 }
 
@@ -154,31 +156,31 @@ mod tests {
     #[test]
     fn sealed_keys_open_only_for_their_row() {
         let sealer = KeySealer::new(&[7u8; 32]);
-        let sealed = sealer.seal("dev_a", "openai", "sk-secret-1234");
+        let sealed = sealer.seal(&"dev_a".into(), "openai", "sk-secret-1234");
         assert!(!sealed.contains("sk-secret"));
         assert_eq!(
-            sealer.open("dev_a", "openai", &sealed).as_deref(),
+            sealer.open(&"dev_a".into(), "openai", &sealed).as_deref(),
             Some("sk-secret-1234")
         );
-        assert_eq!(sealer.open("dev_b", "openai", &sealed), None);
-        assert_eq!(sealer.open("dev_a", "deepgram", &sealed), None);
+        assert_eq!(sealer.open(&"dev_b".into(), "openai", &sealed), None);
+        assert_eq!(sealer.open(&"dev_a".into(), "deepgram", &sealed), None);
         assert_eq!(
-            KeySealer::new(&[8u8; 32]).open("dev_a", "openai", &sealed),
+            KeySealer::new(&[8u8; 32]).open(&"dev_a".into(), "openai", &sealed),
             None
         );
         let mut tampered = sealed.clone();
         tampered.pop();
         tampered.push('A');
-        assert_eq!(sealer.open("dev_a", "openai", &tampered), None);
+        assert_eq!(sealer.open(&"dev_a".into(), "openai", &tampered), None);
     }
 
     #[test]
     fn master_key_is_generated_once_with_owner_only_permissions() {
         let dir = tempfile::tempdir().unwrap();
         let first = KeySealer::load("", dir.path()).unwrap();
-        let sealed = first.seal("d", "p", "k");
+        let sealed = first.seal(&"d".into(), "p", "k");
         let second = KeySealer::load("", dir.path()).unwrap();
-        assert_eq!(second.open("d", "p", &sealed).as_deref(), Some("k"));
+        assert_eq!(second.open(&"d".into(), "p", &sealed).as_deref(), Some("k"));
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;

@@ -28,6 +28,7 @@ use super::socket::caller_side::{CallerProtocol, Read};
 use super::socket::SocketWriter;
 use super::{Frame, Wire};
 use crate::error::ApiError;
+use crate::ids::SessionId;
 use crate::recording::TapFormat;
 
 /// How the client wants the socket's audio: its rate, its encoding, its playback acks.
@@ -113,7 +114,7 @@ impl Wire for DirectWire {
         }
     }
 
-    fn caller(&self, _session_id: &str) -> DirectCaller {
+    fn caller(&self, _session_id: &SessionId) -> DirectCaller {
         DirectCaller
     }
 
