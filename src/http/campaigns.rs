@@ -430,7 +430,7 @@ async fn create_campaign(
         machine_detection: plan.mode.as_str().to_string(),
         voicemail_message: plan.message,
         record: request.record.unwrap_or(false),
-        key_id: Some(developer.0.key_id.clone()),
+        key_id: developer.api_key_id().cloned(),
         public_base: state.public_base(&req),
         runner_node: None,
         lease_until: 0,

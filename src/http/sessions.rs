@@ -120,7 +120,7 @@ async fn create_twilio_session(
             to: request.to,
             instance_id: instance,
             call_sid: None,
-            key_id: Some(developer.0.key_id.clone()),
+            key_id: developer.api_key_id().cloned(),
             ..Default::default()
         },
     )

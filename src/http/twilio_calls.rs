@@ -230,7 +230,7 @@ async fn place_call(
         &state,
         OutboundCall {
             developer_id,
-            key_id: Some(developer.0.key_id.clone()),
+            key_id: developer.api_key_id().cloned(),
             agent_id: agent.id,
             instance_id: instance,
             to,
