@@ -71,6 +71,14 @@ pub fn softmax_last_dim(x: &Tensor) -> Result<Tensor> {
     x.contiguous()?.apply_op1_no_bwd(&SoftmaxLastDim)
 }
 
+/// A kernel over blocks of an f32 tensor's values: `block` values at a time in parallel (0:
+/// a row of the last dimension), each block written by `kernel`.
+struct Blockwise {
+    name: &'static str,
+    block: usize,
+    kernel: fn(&[f32], &mut [f32]),
+}
+
 struct SoftmaxLastDim;
 
 impl CustomOp1 for SoftmaxLastDim {
@@ -79,20 +87,12 @@ impl CustomOp1 for SoftmaxLastDim {
     }
 
     fn cpu_fwd(&self, storage: &CpuStorage, layout: &Layout) -> Result<(CpuStorage, Shape)> {
-        let CpuStorage::F32(values) = storage else {
-            candle_core::bail!("the softmax reads f32 scores");
+        let op = Blockwise {
+            name: "softmax",
+            block: 0,
+            kernel: widest!(softmax_row),
         };
-        let Some((start, end)) = layout.contiguous_offsets() else {
-            candle_core::bail!("the softmax reads contiguous scores");
-        };
-        let src = &values[start..end];
-        let width = layout.shape().dims().last().copied().unwrap_or(1).max(1);
-        let mut dst = vec![0f32; src.len()];
-        let kernel = widest!(softmax_row);
-        src.par_chunks(width)
-            .zip(dst.par_chunks_mut(width))
-            .for_each(|(src, dst)| kernel(src, dst));
-        Ok((CpuStorage::F32(dst), layout.shape().clone()))
+        op.run(storage, layout)
     }
 }
 
@@ -104,17 +104,33 @@ impl CustomOp1 for GeluErf {
     }
 
     fn cpu_fwd(&self, storage: &CpuStorage, layout: &Layout) -> Result<(CpuStorage, Shape)> {
+        let op = Blockwise {
+            name: "GELU",
+            block: GELU_BLOCK,
+            kernel: widest!(gelu_block),
+        };
+        op.run(storage, layout)
+    }
+}
+
+impl Blockwise {
+    fn run(&self, storage: &CpuStorage, layout: &Layout) -> Result<(CpuStorage, Shape)> {
         let CpuStorage::F32(values) = storage else {
-            candle_core::bail!("the GELU reads f32 values");
+            candle_core::bail!("the {} reads f32 values", self.name);
         };
         let Some((start, end)) = layout.contiguous_offsets() else {
-            candle_core::bail!("the GELU reads contiguous values");
+            candle_core::bail!("the {} reads contiguous values", self.name);
         };
         let src = &values[start..end];
+        let block = match self.block {
+            0 => layout.shape().dims().last().copied().unwrap_or(1),
+            block => block,
+        }
+        .max(1);
         let mut dst = vec![0f32; src.len()];
-        let kernel = widest!(gelu_block);
-        src.par_chunks(GELU_BLOCK)
-            .zip(dst.par_chunks_mut(GELU_BLOCK))
+        let kernel = self.kernel;
+        src.par_chunks(block)
+            .zip(dst.par_chunks_mut(block))
             .for_each(|(src, dst)| kernel(src, dst));
         Ok((CpuStorage::F32(dst), layout.shape().clone()))
     }
@@ -216,7 +232,7 @@ fn exp(x: f32) -> f32 {
     let p = p * r + 8.333_452e-3;
     let p = p * r + 4.166_579_6e-2;
     let p = p * r + 1.666_666_5e-1;
-    let p = p * r + 5.000_000_1e-1;
+    let p = p * r + 0.5;
     let e_r = p * r * r + r + 1.0;
     // 2^n built in the exponent bits: `shifted`'s low mantissa bits hold n (within
     // [-126, 128)), so n + 127 shifted into the exponent field is 2^n, with integer
