@@ -5,9 +5,11 @@
 //!
 //! This file holds the actor, its start and end, and the transport's messages. `caller.rs`
 //! handles the caller's side of a turn (audio frames, endpointing, transcripts), `reply.rs`
-//! the agent's (model rounds, tools, playback, barge-in, failures).
+//! the agent's (model rounds, tools, playback, barge-in, failures), `history.rs` the
+//! conversation history's rules.
 
 mod caller;
+mod history;
 mod reply;
 
 pub use caller::MAX_UTTERANCE_MS;
@@ -21,7 +23,7 @@ use tokio::time::Instant;
 
 use crate::audio::{SpeechTracker, SpeechTrackerConfig};
 use crate::engine::{
-    ChatMessage, KnowledgeRetriever, LanguageModel, Role, SpeechToText, TextToSpeech, ToolExecutor,
+    ChatMessage, KnowledgeRetriever, LanguageModel, SpeechToText, TextToSpeech, ToolExecutor,
     TranscribeOptions, TurnEndModel, STT_SAMPLE_RATE,
 };
 
@@ -466,29 +468,11 @@ impl CallSession {
         &self.history
     }
 
-    /// Adds a caller turn to the history and, past [`HISTORY_MESSAGES`], keeps only the
-    /// latest half of it. What is kept starts at a caller turn (models expect one there, and a
-    /// tool answer never loses its call) and never cuts into the reply in progress.
+    /// Adds a caller turn to the history, kept to its latest exchanges without cutting into
+    /// the reply in progress (see [`history::push_caller_turn`]).
     fn push_caller_turn(&mut self, text: String) {
-        self.history.push(ChatMessage::new(Role::User, text));
-        if self.history.len() <= HISTORY_MESSAGES {
-            return;
-        }
-        let earliest = self.history.len() - HISTORY_MESSAGES / 2;
-        let Some(cut) = self.history[earliest..]
-            .iter()
-            .position(|m| m.role == Role::User)
-            .map(|i| earliest + i)
-        else {
-            return;
-        };
-        if let Some(reply) = self.reply.as_mut() {
-            if reply.history_from < cut {
-                return;
-            }
-            reply.history_from -= cut;
-        }
-        self.history.drain(..cut);
+        let reply_from = self.reply.as_mut().map(|r| &mut r.history_from);
+        history::push_caller_turn(&mut self.history, text, reply_from);
     }
 }
 

@@ -19,14 +19,14 @@ use super::super::llm::{
 use super::super::messages::Shutdown;
 use super::super::messages::{PlaybackMark, SessionEvent};
 use super::super::observer::{BargeInRecord, EndReason, Speaker, TurnLatency, TurnRecord};
-use super::super::playback::{first_words, PlaybackLedger};
+use super::super::playback::PlaybackLedger;
 use super::super::sentences::split_text;
 use super::super::tools::{CancelTools, RunTools, ToolRunner, ToolsFinished};
 use super::super::tts::{
     EndOfResponse, PlaybackDrained, PlaybackLinks, PlaybackStarted, SegmentQueued, Speak,
     TtsFailed, TtsPlayback, Voice,
 };
-use super::{AnswerTiming, CallSession, TurnState};
+use super::{history, AnswerTiming, CallSession, TurnState};
 
 /// What a reply is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,9 +91,6 @@ impl Reply {
         }
     }
 }
-
-/// Most characters of the caller's words used as a knowledge query.
-const RETRIEVAL_QUERY_CHARS: usize = 2_000;
 
 fn ms_between(from: Instant, to: Instant) -> u64 {
     to.saturating_duration_since(from).as_millis() as u64
@@ -207,30 +204,13 @@ impl CallSession {
         let response_id = reply.id;
         self.reply = Some(reply);
         self.state = TurnState::Thinking;
-        match (self.engines.knowledge.clone(), self.retrieval_query()) {
+        let query = history::retrieval_query(&self.history);
+        match (self.engines.knowledge.clone(), query) {
             (Some(knowledge), Some(query)) => {
                 self.retrieve_then_answer(response_id, knowledge, query, ctx)
             }
             _ => self.start_llm_round(ctx),
         }
-    }
-
-    /// What to look up for the answer: the caller's latest turn, then the one before it (a
-    /// follow-up question often names its subject only there).
-    fn retrieval_query(&self) -> Option<String> {
-        let mut turns = self
-            .history
-            .iter()
-            .rev()
-            .filter(|m| m.role == Role::User)
-            .map(|m| m.content.trim())
-            .filter(|c| !c.is_empty());
-        let latest = turns.next()?;
-        let query = match turns.next() {
-            Some(previous) => format!("{latest}\n{previous}"),
-            None => latest.to_string(),
-        };
-        Some(query.chars().take(RETRIEVAL_QUERY_CHARS).collect())
     }
 
     /// Looks `query` up, then starts the model with what was found. A lookup that fails or
@@ -317,8 +297,8 @@ impl CallSession {
                 response_id: reply.id,
             });
             reply.stop_children(self.tools.as_ref());
-            self.close_dangling_tool_calls(&reply);
-            self.truncate_history(&reply, 0);
+            history::close_tool_calls(&mut self.history, &reply.tools_pending);
+            history::truncate_to_heard(&mut self.history, reply.history_from, 0, &reply.ledger);
             if reply.kind == ReplyKind::Answer {
                 // The caller turn it answered is still unanswered.
                 self.awaiting_answer = true;
@@ -370,8 +350,8 @@ impl CallSession {
                 requested: true,
             },
         };
-        self.close_dangling_tool_calls(&reply);
-        self.truncate_history(&reply, played);
+        history::close_tool_calls(&mut self.history, &reply.tools_pending);
+        history::truncate_to_heard(&mut self.history, reply.history_from, played, &reply.ledger);
         self.totals.interruptions += 1;
         let text = reply.ledger.words_between(0, played);
         self.finish_agent_turn(&reply, text, true, None, Some(record));
@@ -397,8 +377,8 @@ impl CallSession {
         reply.stop_children(self.tools.as_ref());
         self.barge_in.disarm();
         let played = reply.ledger.words_played_at(Instant::now());
-        self.close_dangling_tool_calls(&reply);
-        self.truncate_history(&reply, played);
+        history::close_tool_calls(&mut self.history, &reply.tools_pending);
+        history::truncate_to_heard(&mut self.history, reply.history_from, played, &reply.ledger);
         self.emit(SessionEvent::Error {
             code: error.code(),
             message: error.to_string(),
@@ -480,50 +460,6 @@ impl CallSession {
             endpoint: None,
         };
         self.record_turn(turn);
-    }
-
-    /// Tool calls of the reply still running get a "cancelled" answer, so the history never
-    /// holds a call without its result.
-    fn close_dangling_tool_calls(&mut self, reply: &Reply) {
-        for call in &reply.tools_pending {
-            let mut msg = ChatMessage::new(Role::Tool, "cancelled: the caller interrupted");
-            msg.tool_call_id = Some(call.id.clone());
-            self.history.push(msg);
-        }
-    }
-
-    /// Keeps only the first `played` words of the reply's assistant text in the history.
-    fn truncate_history(&mut self, reply: &Reply, played: usize) {
-        let mut remaining = played;
-        let mut consumed = 0;
-        let from = reply.history_from.min(self.history.len());
-        for msg in &mut self.history[from..] {
-            if msg.role != Role::Assistant {
-                continue;
-            }
-            let words = msg.content.split_whitespace().count();
-            let kept = words.min(remaining);
-            if kept < words {
-                msg.content = first_words(&msg.content, kept);
-            }
-            remaining -= kept;
-            consumed += kept;
-        }
-        let mut index = from;
-        self.history.retain(|m| {
-            let keep = index < from
-                || m.role != Role::Assistant
-                || !m.content.is_empty()
-                || !m.tool_calls.is_empty();
-            index += 1;
-            keep
-        });
-        if remaining > 0 {
-            let rest = reply.ledger.words_between(consumed, played);
-            if !rest.is_empty() {
-                self.history.push(ChatMessage::new(Role::Assistant, rest));
-            }
-        }
     }
 }
 
