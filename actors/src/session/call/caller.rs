@@ -139,7 +139,7 @@ impl CallSession {
         answer: Result<f32, crate::engine::EngineError>,
         ctx: &mut Context<Self>,
     ) {
-        if self.ended || self.state != TurnState::UserSpeaking {
+        if self.liveness.ended || self.state != TurnState::UserSpeaking {
             return;
         }
         if let Verdict::EndNow(SpeechEvent::SpeechEnded { at_ms }) =
@@ -340,11 +340,11 @@ impl Handler<AudioIn> for CallSession {
     type Result = ();
 
     fn handle(&mut self, msg: AudioIn, ctx: &mut Self::Context) {
-        if self.ended {
+        if self.liveness.ended {
             return;
         }
         let now = Instant::now();
-        self.last_audio_at = now;
+        self.liveness.caller_heard(now);
         self.audio.push(&msg.0);
         loop {
             match self.audio.next_frame() {
@@ -381,7 +381,7 @@ impl Handler<TranscriptPartial> for CallSession {
     type Result = ();
 
     fn handle(&mut self, msg: TranscriptPartial, _: &mut Self::Context) {
-        if !self.ended {
+        if !self.liveness.ended {
             self.emit(SessionEvent::TranscriptPartial { text: msg.0 });
         }
     }
@@ -391,7 +391,7 @@ impl Handler<TranscriptFinal> for CallSession {
     type Result = ();
 
     fn handle(&mut self, msg: TranscriptFinal, ctx: &mut Self::Context) {
-        if self.ended {
+        if self.liveness.ended {
             return;
         }
         let now = Instant::now();
@@ -491,7 +491,7 @@ impl Handler<SttFailed> for CallSession {
     type Result = ();
 
     fn handle(&mut self, msg: SttFailed, ctx: &mut Self::Context) {
-        if self.ended {
+        if self.liveness.ended {
             return;
         }
         if msg.fatal {

@@ -3,10 +3,10 @@
 //! history and the turn records, starts and stops the child actors, and is the only actor a
 //! transport talks to.
 //!
-//! This file holds the actor, its start and end, and the transport's messages. `caller.rs`
-//! handles the caller's side of a turn (audio frames, endpointing, transcripts), `reply.rs`
-//! the agent's (model rounds, tools, playback, barge-in, failures), `history.rs` the
-//! conversation history's rules.
+//! This file holds the actor, its start and end, the transport's messages and [`Liveness`]
+//! (whether the call is still on). `caller.rs` handles the caller's side of a turn (audio
+//! frames, endpointing, transcripts), `reply.rs` the agent's (model rounds, tools, playback,
+//! barge-in, failures), `history.rs` the conversation history's rules.
 
 mod caller;
 mod history;
@@ -170,6 +170,95 @@ struct Totals {
     failed_turns: u32,
 }
 
+/// Whether the call is still on, as the session watches it: its transport as the writing side
+/// sees it, whether the session still reads the caller's side, when the caller was last heard
+/// (for the idle timeout), and how and whether the session has ended.
+struct Liveness {
+    /// A write to the transport failed, or its clear lane was gone.
+    transport_gone: bool,
+    /// The session reads the caller's side of the socket itself
+    /// ([`CallSession::start_reading`]) and that side has not ended yet.
+    reading: bool,
+    /// When the transport was first seen gone from the writing side while the caller's side
+    /// was still being read: see [`CallSession::transport_lost`].
+    transport_lost_at: Option<Instant>,
+    /// When the caller last sent audio or text.
+    last_heard_at: Instant,
+    /// Why the session ends when its transport goes away ([`EndAs`]).
+    end_as: Option<EndReason>,
+    /// The task that asks the session to check its liveness ([`CheckLiveness`]); aborted when
+    /// the session stops.
+    ticks: Option<tokio::task::JoinHandle<()>>,
+    /// The session has ended: it reported its summary and takes no more input.
+    ended: bool,
+}
+
+/// What a session does about its transport gone from the writing side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TransportLoss {
+    /// End the session now.
+    End,
+    /// Read on what the caller sent before it went, and look again after [`READER_GRACE`].
+    ReadOn,
+    /// Still reading, within the grace.
+    StillReading,
+}
+
+impl Liveness {
+    /// A call just started at `now`.
+    fn new(now: Instant) -> Self {
+        Self {
+            transport_gone: false,
+            reading: false,
+            transport_lost_at: None,
+            last_heard_at: now,
+            end_as: None,
+            ticks: None,
+            ended: false,
+        }
+    }
+
+    /// The caller sent audio or text at `at`.
+    fn caller_heard(&mut self, at: Instant) {
+        self.last_heard_at = at;
+    }
+
+    /// Whether the caller has sent nothing for `idle_timeout` by `now`.
+    fn is_idle(&self, now: Instant, idle_timeout: Duration) -> bool {
+        now.saturating_duration_since(self.last_heard_at) >= idle_timeout
+    }
+
+    /// The transport is gone from the writing side, seen at `now` (see
+    /// [`CallSession::transport_lost`]).
+    fn transport_lost(&mut self, now: Instant) -> TransportLoss {
+        if !self.reading {
+            return TransportLoss::End;
+        }
+        match self.transport_lost_at {
+            None => {
+                self.transport_lost_at = Some(now);
+                TransportLoss::ReadOn
+            }
+            Some(at) if now.saturating_duration_since(at) >= READER_GRACE => TransportLoss::End,
+            Some(_) => TransportLoss::StillReading,
+        }
+    }
+
+    /// Marks the session ended: false if it had already.
+    fn end(&mut self) -> bool {
+        !std::mem::replace(&mut self.ended, true)
+    }
+
+    /// Why a session ending for `reason` ends: a caller hanging up or a transport going
+    /// away ends it as the transport asked ([`EndAs`]), if it did.
+    fn end_reason(&mut self, reason: EndReason) -> EndReason {
+        match reason {
+            EndReason::Hangup | EndReason::TransportClosed => self.end_as.take().unwrap_or(reason),
+            other => other,
+        }
+    }
+}
+
 /// One call (see the module docs).
 pub struct CallSession {
     config: SessionConfig,
@@ -209,24 +298,11 @@ pub struct CallSession {
     /// utterance's transcript arrives.
     barge_in_turn: Option<u32>,
     answer_timing: Option<AnswerTiming>,
-    last_audio_at: Instant,
     /// When each moment of the caller's audio was due (see [`StreamClock`]).
     stream_clock: StreamClock,
     bad_frames: u64,
-    transport_gone: bool,
-    /// The session reads the caller's side of the socket itself ([`Self::start_reading`]) and
-    /// that side has not ended yet.
-    reading: bool,
-    /// When the transport was first seen gone from the writing side while the caller's side
-    /// was still being read: see [`Self::transport_lost`].
-    transport_lost_at: Option<Instant>,
-    /// The task that asks the session to check its liveness ([`CheckLiveness`]); aborted when
-    /// the session stops.
-    liveness_ticks: Option<tokio::task::JoinHandle<()>>,
+    liveness: Liveness,
     totals: Totals,
-    ended: bool,
-    /// Why the session ends when its transport goes away ([`EndAs`]).
-    end_as: Option<EndReason>,
     _live: LiveGuard,
 }
 
@@ -261,7 +337,7 @@ impl CallSession {
         S: Stream<Item = CallerInput> + 'static,
     {
         let (mut session, live) = Self::new(config, engines, output, observer)?;
-        session.reading = true;
+        session.liveness.reading = true;
         let addr = CallSession::create(move |ctx| {
             ctx.add_stream(input);
             session
@@ -323,16 +399,10 @@ impl CallSession {
             awaiting_answer: false,
             barge_in_turn: None,
             answer_timing: None,
-            last_audio_at: now,
             stream_clock: StreamClock::default(),
             bad_frames: 0,
-            transport_gone: false,
-            reading: false,
-            transport_lost_at: None,
-            liveness_ticks: None,
+            liveness: Liveness::new(now),
             totals: Totals::default(),
-            ended: false,
-            end_as: None,
             config,
         };
         Ok((session, live))
@@ -346,7 +416,7 @@ impl CallSession {
     /// Sends `output` to the transport, noticing when it is gone.
     fn send(&mut self, output: SessionOutput) {
         if !self.output.send(output) {
-            self.transport_gone = true;
+            self.liveness.transport_gone = true;
         }
     }
 
@@ -354,7 +424,7 @@ impl CallSession {
     /// lane when it has one, else in the queue followed by `audio.clear`.
     fn clear_client(&mut self, response_id: u64) {
         match self.output.clear(response_id) {
-            None => self.transport_gone = true,
+            None => self.liveness.transport_gone = true,
             Some(true) => {}
             Some(false) => self.emit(SessionEvent::AudioClear { response_id }),
         }
@@ -389,17 +459,12 @@ impl CallSession {
     /// ends the session. Should that side stay open (a client that stopped reading but still
     /// sends), the session ends after [`READER_GRACE`].
     fn transport_lost(&mut self, ctx: &mut Context<Self>) {
-        if !self.reading {
-            self.end(EndReason::TransportClosed, ctx);
-            return;
-        }
-        match self.transport_lost_at {
-            None => {
-                self.transport_lost_at = Some(Instant::now());
+        match self.liveness.transport_lost(Instant::now()) {
+            TransportLoss::End => self.end(EndReason::TransportClosed, ctx),
+            TransportLoss::ReadOn => {
                 ctx.run_later(READER_GRACE, |act, ctx| act.transport_lost(ctx));
             }
-            Some(at) if at.elapsed() >= READER_GRACE => self.end(EndReason::TransportClosed, ctx),
-            Some(_) => {}
+            TransportLoss::StillReading => {}
         }
     }
 
@@ -410,14 +475,10 @@ impl CallSession {
     }
 
     fn finish(&mut self, reason: EndReason) {
-        if self.ended {
+        if !self.liveness.end() {
             return;
         }
-        self.ended = true;
-        let reason = match reason {
-            EndReason::Hangup | EndReason::TransportClosed => self.end_as.take().unwrap_or(reason),
-            other => other,
-        };
+        let reason = self.liveness.end_reason(reason);
         self.gate.close();
         if let Some(reply) = self.reply.take() {
             reply.stop_children(self.tools.as_ref());
@@ -519,11 +580,11 @@ impl Actor for CallSession {
         let idle = self.config.idle_timeout;
         let every = (idle / 10).clamp(Duration::from_millis(10), Duration::from_secs(1));
         let ticks = liveness_ticks(ctx.address().downgrade(), every, self.live.guard());
-        self.liveness_ticks = Some(ticks);
+        self.liveness.ticks = Some(ticks);
     }
 
     fn stopped(&mut self, _: &mut Self::Context) {
-        if let Some(ticks) = self.liveness_ticks.take() {
+        if let Some(ticks) = self.liveness.ticks.take() {
             ticks.abort();
         }
         self.finish(EndReason::TransportClosed);
@@ -564,9 +625,12 @@ impl Handler<CheckLiveness> for CallSession {
     type Result = ();
 
     fn handle(&mut self, _: CheckLiveness, ctx: &mut Self::Context) {
-        if self.transport_gone || self.output.is_closed() {
+        if self.liveness.transport_gone || self.output.is_closed() {
             self.transport_lost(ctx);
-        } else if self.last_audio_at.elapsed() >= self.config.idle_timeout {
+        } else if self
+            .liveness
+            .is_idle(Instant::now(), self.config.idle_timeout)
+        {
             self.end(EndReason::IdleTimeout, ctx);
         }
     }
@@ -588,10 +652,10 @@ impl Handler<TextIn> for CallSession {
     type Result = ();
 
     fn handle(&mut self, msg: TextIn, ctx: &mut Self::Context) {
-        if self.ended {
+        if self.liveness.ended {
             return;
         }
-        self.last_audio_at = Instant::now();
+        self.liveness.caller_heard(Instant::now());
         self.typed_turn(msg.0, ctx);
     }
 }
@@ -600,7 +664,7 @@ impl Handler<Dtmf> for CallSession {
     type Result = ();
 
     fn handle(&mut self, msg: Dtmf, ctx: &mut Self::Context) {
-        if self.ended {
+        if self.liveness.ended {
             return;
         }
         self.typed_turn(format!("DTMF {}", msg.digit), ctx);
@@ -611,7 +675,7 @@ impl Handler<Interrupt> for CallSession {
     type Result = ();
 
     fn handle(&mut self, _: Interrupt, ctx: &mut Self::Context) {
-        if self.ended || self.reply.is_none() {
+        if self.liveness.ended || self.reply.is_none() {
             return;
         }
         self.interrupt_reply(None, ctx);
@@ -632,7 +696,7 @@ impl Handler<EndAs> for CallSession {
     type Result = ();
 
     fn handle(&mut self, msg: EndAs, _: &mut Self::Context) {
-        self.end_as = msg.0;
+        self.liveness.end_as = msg.0;
     }
 }
 
@@ -668,7 +732,93 @@ impl StreamHandler<CallerInput> for CallSession {
 
     /// The socket's caller side ended.
     fn finished(&mut self, ctx: &mut Self::Context) {
-        self.reading = false;
+        self.liveness.reading = false;
         self.end(EndReason::TransportClosed, ctx);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn a_session_that_does_not_read_the_caller_ends_when_its_transport_is_lost() {
+        let t0 = Instant::now();
+        let mut liveness = Liveness::new(t0);
+        assert_eq!(liveness.transport_lost(t0), TransportLoss::End);
+    }
+
+    #[test]
+    fn a_reading_session_reads_on_for_the_grace_before_it_ends() {
+        let t0 = Instant::now();
+        let mut liveness = Liveness::new(t0);
+        liveness.reading = true;
+        assert_eq!(liveness.transport_lost(t0), TransportLoss::ReadOn);
+        // Seen again within the grace (a failed write, a liveness check): no second timer.
+        assert_eq!(
+            liveness.transport_lost(t0 + READER_GRACE - ms(1)),
+            TransportLoss::StillReading
+        );
+        assert_eq!(
+            liveness.transport_lost(t0 + READER_GRACE),
+            TransportLoss::End
+        );
+        // Once the caller's side has ended, nothing is left to read.
+        let mut liveness = Liveness::new(t0);
+        liveness.reading = true;
+        assert_eq!(liveness.transport_lost(t0), TransportLoss::ReadOn);
+        liveness.reading = false;
+        assert_eq!(liveness.transport_lost(t0 + ms(10)), TransportLoss::End);
+    }
+
+    #[test]
+    fn the_caller_is_idle_after_the_timeout_since_they_were_last_heard() {
+        let t0 = Instant::now();
+        let timeout = ms(10_000);
+        let mut liveness = Liveness::new(t0);
+        assert!(!liveness.is_idle(t0 + timeout - ms(1), timeout));
+        assert!(liveness.is_idle(t0 + timeout, timeout));
+        liveness.caller_heard(t0 + ms(5_000));
+        assert!(!liveness.is_idle(t0 + timeout, timeout));
+        assert!(liveness.is_idle(t0 + ms(5_000) + timeout, timeout));
+    }
+
+    #[test]
+    fn the_transport_decides_how_a_hangup_or_its_own_close_ends_the_session() {
+        let mut liveness = Liveness::new(Instant::now());
+        assert_eq!(liveness.end_reason(EndReason::Hangup), EndReason::Hangup);
+        liveness.end_as = Some(EndReason::Transferred);
+        // Other endings are the session's own.
+        assert_eq!(
+            liveness.end_reason(EndReason::IdleTimeout),
+            EndReason::IdleTimeout
+        );
+        assert_eq!(
+            liveness.end_reason(EndReason::TransportClosed),
+            EndReason::Transferred
+        );
+        assert_eq!(
+            liveness.end_reason(EndReason::TransportClosed),
+            EndReason::TransportClosed
+        );
+        liveness.end_as = Some(EndReason::Redirected);
+        assert_eq!(
+            liveness.end_reason(EndReason::Hangup),
+            EndReason::Redirected
+        );
+    }
+
+    #[test]
+    fn a_session_ends_once() {
+        let mut liveness = Liveness::new(Instant::now());
+        assert!(!liveness.ended);
+        assert!(liveness.end());
+        assert!(liveness.ended);
+        assert!(!liveness.end());
+        assert!(liveness.ended);
     }
 }

@@ -630,7 +630,7 @@ impl Handler<PlaybackMark> for CallSession {
     type Result = ();
 
     fn handle(&mut self, msg: PlaybackMark, ctx: &mut Self::Context) {
-        if self.ended {
+        if self.liveness.ended {
             return;
         }
         // Marks of replies already cleared or finished were discarded, not played: only the
@@ -693,7 +693,7 @@ impl Handler<TtsFailed> for CallSession {
 impl CallSession {
     /// The caller interrupted: cut the reply short and start the caller's turn at the onset.
     pub(super) fn barged_in(&mut self, msg: BargeInDetected, ctx: &mut Context<Self>) {
-        if self.ended || self.current_reply(msg.response_id).is_none() {
+        if self.liveness.ended || self.current_reply(msg.response_id).is_none() {
             return;
         }
         self.interrupt_reply(Some(msg), ctx);
