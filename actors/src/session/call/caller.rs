@@ -25,7 +25,8 @@ use super::super::error::TurnError;
 use super::super::messages::{AudioIn, SessionEvent};
 use super::super::observer::{EndReason, EndpointSource, Speaker, TurnRecord, UnrecognisedSpeech};
 use super::super::stt::{SttFailed, SttFeed, SttRestart, TranscriptFinal, TranscriptPartial};
-use super::{AnswerTiming, CallSession, PendingUtterance, TurnState};
+use super::reply::AnswerTiming;
+use super::{CallSession, PendingUtterance, TurnState};
 
 /// Captured caller audio is sent to the recognizer in chunks of this length.
 const STT_CHUNK_MS: u32 = 100;
@@ -207,7 +208,7 @@ impl CallSession {
 
     /// The caller started speaking at stream time `onset_ms`: capture for the recognizer.
     pub(super) fn user_started(&mut self, onset_ms: u64) {
-        if self.reply.as_ref().is_some_and(|r| !r.audio_started) {
+        if self.replies.is_silent() {
             // The caller went on talking before the agent said anything: the reply is stale.
             self.drop_silent_reply();
         }
@@ -293,7 +294,7 @@ impl CallSession {
             code: error.code(),
             message: error.to_string(),
         });
-        if self.reply.is_none() && self.state != TurnState::UserSpeaking {
+        if !self.replies.is_replying() && self.state != TurnState::UserSpeaking {
             let apology = self.config.apology_text.clone();
             self.start_fixed_reply(super::reply::ReplyKind::Apology, &apology, ctx);
         }
@@ -305,7 +306,7 @@ impl CallSession {
         if text.is_empty() {
             return;
         }
-        if self.reply.is_some() {
+        if self.replies.is_replying() {
             self.interrupt_reply(None, ctx);
         }
         let now_ms = self.session_ms(Instant::now());
@@ -328,8 +329,7 @@ impl CallSession {
         };
         self.record_turn(turn);
         self.push_caller_turn(text);
-        self.awaiting_answer = true;
-        self.answer_timing = None;
+        self.replies.await_answer(None);
         if self.state != TurnState::UserSpeaking && self.pending.is_empty() {
             self.start_answer(ctx);
         }
@@ -470,17 +470,16 @@ impl Handler<TranscriptFinal> for CallSession {
             };
             self.record_turn(turn);
             self.push_caller_turn(text);
-            self.awaiting_answer = true;
-            self.answer_timing = Some(AnswerTiming {
+            self.replies.await_answer(Some(AnswerTiming {
                 speech_end_at: pending.speech_end_at,
                 endpoint_ms,
                 stt_ms,
-            });
+            }));
         }
         if self.pending.is_empty() && self.state != TurnState::UserSpeaking {
-            if self.awaiting_answer && self.reply.is_none() {
+            if self.replies.answer_due() {
                 self.start_answer(ctx);
-            } else if self.reply.is_none() {
+            } else if !self.replies.is_replying() {
                 self.state = TurnState::Listening;
             }
         }
@@ -517,7 +516,7 @@ impl Handler<SttFailed> for CallSession {
             self.state = TurnState::Listening;
         } else if self.state == TurnState::Thinking
             && self.pending.is_empty()
-            && self.reply.is_none()
+            && !self.replies.is_replying()
         {
             self.state = TurnState::Listening;
         }

@@ -44,9 +44,8 @@ use super::observer::{
 use super::stream_clock::StreamClock;
 use super::stt::{SttLinks, SttStream};
 use super::tools::ToolRunner;
-use super::tts::PlaybackGate;
 
-use reply::Reply;
+use reply::Replies;
 
 /// The engines one session calls, resolved once when it starts.
 #[derive(Clone)]
@@ -149,14 +148,6 @@ struct PendingUtterance {
     end_ms: u64,
     speech_end_at: Instant,
     end_of_utterance_at: Instant,
-}
-
-/// Timing of the caller turn a reply answers.
-#[derive(Debug, Clone, Copy)]
-struct AnswerTiming {
-    speech_end_at: Instant,
-    endpoint_ms: u64,
-    stt_ms: u64,
 }
 
 /// Running totals for the summary.
@@ -280,9 +271,8 @@ pub struct CallSession {
     /// Decides, frame by frame while the agent talks, that the caller interrupted.
     barge_in: BargeIn,
     tools: Option<Addr<ToolRunner>>,
-    gate: PlaybackGate,
-    reply: Option<Reply>,
-    next_reply_id: u64,
+    /// The agent's side: the reply in progress and the answer owed.
+    replies: Replies,
     /// Stream time of the current caller utterance's onset, while it is being captured.
     utterance_onset_ms: Option<u64>,
     /// Stream time at the end of the last caller speech frame.
@@ -292,12 +282,9 @@ pub struct CallSession {
     /// earlier one awaits its transcript (see [`PendingUtterance::replay`]).
     replay: Option<Vec<Arc<[i16]>>>,
     next_utterance_seq: u64,
-    /// A caller turn is in the history and not yet answered.
-    awaiting_answer: bool,
     /// The agent turn the caller's current utterance interrupted (a barge-in), until that
     /// utterance's transcript arrives.
     barge_in_turn: Option<u32>,
-    answer_timing: Option<AnswerTiming>,
     /// When each moment of the caller's audio was due (see [`StreamClock`]).
     stream_clock: StreamClock,
     bad_frames: u64,
@@ -388,17 +375,13 @@ impl CallSession {
             stt: None,
             barge_in: BargeIn::new(config.turn.barge_in_sustain_ms, config.echo_gate),
             tools: None,
-            gate: PlaybackGate::default(),
-            reply: None,
-            next_reply_id: 1,
+            replies: Replies::new(),
             utterance_onset_ms: None,
             last_speech_end_ms: 0,
             pending: VecDeque::new(),
             replay: None,
             next_utterance_seq: 1,
-            awaiting_answer: false,
             barge_in_turn: None,
-            answer_timing: None,
             stream_clock: StreamClock::default(),
             bad_frames: 0,
             liveness: Liveness::new(now),
@@ -479,8 +462,7 @@ impl CallSession {
             return;
         }
         let reason = self.liveness.end_reason(reason);
-        self.gate.close();
-        if let Some(reply) = self.reply.take() {
+        if let Some(reply) = self.replies.end() {
             reply.stop_children(self.tools.as_ref());
             // The call ended over the agent: its turn is what the caller heard of it.
             if reply.audio_started {
@@ -532,8 +514,7 @@ impl CallSession {
     /// Adds a caller turn to the history, kept to its latest exchanges without cutting into
     /// the reply in progress (see [`history::push_caller_turn`]).
     fn push_caller_turn(&mut self, text: String) {
-        let reply_from = self.reply.as_mut().map(|r| &mut r.history_from);
-        history::push_caller_turn(&mut self.history, text, reply_from);
+        history::push_caller_turn(&mut self.history, text, self.replies.history_from_mut());
     }
 }
 
@@ -675,7 +656,7 @@ impl Handler<Interrupt> for CallSession {
     type Result = ();
 
     fn handle(&mut self, _: Interrupt, ctx: &mut Self::Context) {
-        if self.liveness.ended || self.reply.is_none() {
+        if self.liveness.ended || !self.replies.is_replying() {
             return;
         }
         self.interrupt_reply(None, ctx);
