@@ -14,7 +14,6 @@ mod reply;
 
 pub use caller::MAX_UTTERANCE_MS;
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -38,13 +37,11 @@ use super::messages::{
     AudioIn, CallerInput, Dtmf, EndAs, Hangup, Interrupt, OutputQueue, PlaybackMark,
     ServerShutdown, SessionEvent, SessionOutput, Shutdown, TextIn, TransportClosed,
 };
-use super::observer::{
-    EndReason, EndpointSource, SessionObserver, SessionStatus, SessionSummary, TurnRecord,
-};
-use super::stream_clock::StreamClock;
+use super::observer::{EndReason, SessionObserver, SessionStatus, SessionSummary, TurnRecord};
 use super::stt::{SttLinks, SttStream};
 use super::tools::ToolRunner;
 
+use caller::CallerSide;
 use reply::Replies;
 
 /// The engines one session calls, resolved once when it starts.
@@ -129,25 +126,6 @@ impl SessionHandle {
     pub fn live_actors(&self) -> usize {
         self.live.get()
     }
-}
-
-/// A caller utterance whose transcript is awaited.
-#[derive(Debug)]
-struct PendingUtterance {
-    seq: u64,
-    /// The audio the recognizer was given for it, kept when it was spoken while an earlier
-    /// utterance still awaited its transcript: should the recognizer be restarted for that one,
-    /// this one is given to the new stream again.
-    replay: Vec<Arc<[i16]>>,
-    /// The recognizer's timeout for this utterance, cancelled when its transcript (or failure)
-    /// arrives: a timer left in the context is polled on every caller frame until it fires.
-    timeout: Option<SpawnHandle>,
-    /// What ended it: VAD silence, or the length limit.
-    source: EndpointSource,
-    start_ms: u64,
-    end_ms: u64,
-    speech_end_at: Instant,
-    end_of_utterance_at: Instant,
 }
 
 /// Running totals for the summary.
@@ -262,32 +240,17 @@ pub struct CallSession {
     tracker: SpeechTracker,
     /// Puts the caller's pauses to the end-of-turn model (smart turn detection).
     end_of_turn: EndOfTurn,
-    /// The recognizer was told the caller paused ([`crate::engine::SttInput::Paused`]) and
-    /// not yet that they spoke again.
-    recognizing_early: bool,
     state: TurnState,
     history: Vec<ChatMessage>,
     stt: Option<Addr<SttStream>>,
     /// Decides, frame by frame while the agent talks, that the caller interrupted.
     barge_in: BargeIn,
     tools: Option<Addr<ToolRunner>>,
+    /// The caller's side: the utterance being captured, those awaiting their transcripts, how
+    /// the caller's audio arrives.
+    caller: CallerSide,
     /// The agent's side: the reply in progress and the answer owed.
     replies: Replies,
-    /// Stream time of the current caller utterance's onset, while it is being captured.
-    utterance_onset_ms: Option<u64>,
-    /// Stream time at the end of the last caller speech frame.
-    last_speech_end_ms: u64,
-    pending: VecDeque<PendingUtterance>,
-    /// The audio given to the recognizer for the utterance being captured, kept while an
-    /// earlier one awaits its transcript (see [`PendingUtterance::replay`]).
-    replay: Option<Vec<Arc<[i16]>>>,
-    next_utterance_seq: u64,
-    /// The agent turn the caller's current utterance interrupted (a barge-in), until that
-    /// utterance's transcript arrives.
-    barge_in_turn: Option<u32>,
-    /// When each moment of the caller's audio was due (see [`StreamClock`]).
-    stream_clock: StreamClock,
-    bad_frames: u64,
     liveness: Liveness,
     totals: Totals,
     _live: LiveGuard,
@@ -370,20 +333,12 @@ impl CallSession {
             audio,
             tracker,
             end_of_turn,
-            recognizing_early: false,
             state: TurnState::Listening,
             stt: None,
             barge_in: BargeIn::new(config.turn.barge_in_sustain_ms, config.echo_gate),
             tools: None,
+            caller: CallerSide::new(),
             replies: Replies::new(),
-            utterance_onset_ms: None,
-            last_speech_end_ms: 0,
-            pending: VecDeque::new(),
-            replay: None,
-            next_utterance_seq: 1,
-            barge_in_turn: None,
-            stream_clock: StreamClock::default(),
-            bad_frames: 0,
             liveness: Liveness::new(now),
             totals: Totals::default(),
             config,

@@ -580,7 +580,7 @@ impl CallSession {
         let played = reply.ledger.words_played_at(cleared_at);
         let record = match detected {
             Some(d) => {
-                let late = self.stream_clock.lateness(d.decided_ms, d.decided_at);
+                let late = self.caller.lateness(d.decided_ms, d.decided_at);
                 barge_in_record(&d, late, &reply.ledger, played, cleared_at)
             }
             None => BargeInRecord {
@@ -905,7 +905,7 @@ impl CallSession {
         // The interrupted turn was just recorded: if the speech that interrupted it yields no
         // words, the interruption was a false one.
         let interrupted_turn = self.next_turn_index().checked_sub(1);
-        self.barge_in_turn = interrupted_turn;
+        self.caller.interrupted(interrupted_turn);
         // The interrupting speech is the start of the caller's next turn: put the tracker in
         // the speaking state from the onset and send the audio since the caller's voice began
         // (words too soft for the echo gate included) to the recognizer.
@@ -919,7 +919,7 @@ impl CallSession {
     /// Starts the answer to a caller turn that came in while a reply was still finishing.
     fn answer_if_waiting(&mut self, ctx: &mut Context<Self>) {
         if self.replies.answer_due()
-            && self.pending.is_empty()
+            && !self.caller.awaits_transcript()
             && self.state == TurnState::Listening
         {
             self.start_answer(ctx);
