@@ -196,6 +196,21 @@ typed_id! {
     pub struct PhoneNumberId = "pn";
 }
 
+typed_id! {
+    /// A webhook endpoint: a URL a developer's events are posted to.
+    pub struct WebhookId = "wh";
+}
+
+typed_id! {
+    /// One event's delivery to one webhook endpoint.
+    pub struct DeliveryId = "whd";
+}
+
+typed_id! {
+    /// An event posted to webhooks (the same on every endpoint it goes to).
+    pub struct EventId = "evt";
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
