@@ -211,6 +211,11 @@ typed_id! {
     pub struct EventId = "evt";
 }
 
+typed_id! {
+    /// A call or session recording.
+    pub struct RecordingId = "rec";
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

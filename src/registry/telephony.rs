@@ -607,6 +607,7 @@ impl Handler<RecordingFinished> for TelephonyRegistry {
 #[rtype(result = "Result<RecordingRow, ApiError>")]
 pub struct GetRecording {
     pub developer_id: DeveloperId,
+    /// A Twilio call SID or a session id, as the caller gave it: text, since it is either.
     pub call_id: String,
 }
 

@@ -9,7 +9,9 @@ use super::schema::{agent_syncs, call_tasks, phone_numbers, recordings, sessions
 use super::sessions::SessionStatus;
 pub use super::status::{RecordingStatus, TaskStatus};
 use super::{Db, StoreResult};
-use crate::ids::{AgentId, DeveloperId, InstanceId, KeyId, PhoneNumberId, SessionId, TaskId};
+use crate::ids::{
+    AgentId, DeveloperId, InstanceId, KeyId, PhoneNumberId, RecordingId, SessionId, TaskId,
+};
 use crate::{db_run, db_tx};
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
@@ -306,7 +308,7 @@ pub async fn task_of_call(
 pub struct RecordingRow {
     #[diesel(skip_insertion)]
     pub seq: i64,
-    pub id: String,
+    pub id: RecordingId,
     pub developer_id: DeveloperId,
     pub session_id: SessionId,
     pub call_sid: Option<String>,
@@ -403,6 +405,7 @@ store_fns! {
     table = recordings, row = RecordingRow;
 
     /// The developer's latest recording of a call (by Twilio call SID) or session (by id).
+    /// `call` stays text: it may be either, so it is no one kind of id.
     latest pub fn recording_of(developer: &DeveloperId, call: &str)
         where developer_id.eq(developer), call_sid.eq(call).or(recordings::session_id.eq(call));
 }
@@ -425,7 +428,7 @@ pub async fn expired_recordings(
     })
 }
 
-pub async fn delete_recording(db: &Db, id: &str) -> StoreResult<()> {
+pub async fn delete_recording(db: &Db, id: &RecordingId) -> StoreResult<()> {
     db_run!(db, |conn| {
         diesel::delete(recordings::table.filter(recordings::id.eq(id)))
             .execute(conn)
