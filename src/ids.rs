@@ -216,6 +216,11 @@ typed_id! {
     pub struct RecordingId = "rec";
 }
 
+typed_id! {
+    /// An asynchronous transcription job.
+    pub struct JobId = "job";
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
