@@ -221,6 +221,12 @@ typed_id! {
     pub struct JobId = "job";
 }
 
+typed_id! {
+    /// A server node: its stable identity, kept in its data dir, which the sessions,
+    /// recordings, jobs and campaigns it runs carry.
+    pub struct NodeId = "node";
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,7 +4,7 @@
 //! in the data directory until its job ends, so a job interrupted by a restart runs again
 //! when this server comes back instead of being lost.
 
-use crate::ids::{DeveloperId, JobId};
+use crate::ids::{DeveloperId, JobId, NodeId};
 use crate::registry::Supervised;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -84,7 +84,7 @@ pub struct JobRegistry {
     db: Db,
     engines: Engines,
     fetcher: Fetcher,
-    node_id: String,
+    node_id: NodeId,
     upload_dir: PathBuf,
     max_pending: usize,
     timeout: Duration,
@@ -100,7 +100,7 @@ impl JobRegistry {
         db: Db,
         engines: Engines,
         fetcher: Fetcher,
-        node_id: String,
+        node_id: NodeId,
         data_dir: &Path,
         config: &JobsConfig,
         metering: Supervised<Metering>,

@@ -24,7 +24,7 @@ use actix::prelude::*;
 
 use super::{cursor_position, Page, PageRequest};
 use crate::error::ApiError;
-use crate::ids::{AgentId, DeveloperId, SessionId};
+use crate::ids::{AgentId, DeveloperId, NodeId, SessionId};
 use crate::metrics::metrics;
 use crate::store::sessions::{
     self, AnalysisResult, AnalysisRow, EventRow, InterruptionRow, RecordWrite, SessionEnd,
@@ -37,7 +37,7 @@ pub struct SessionRegistry {
     db: Db,
     /// This node: the sessions it runs carry it, so that after a crash it ends them (see
     /// `sessions::fail_abandoned`).
-    node_id: String,
+    node_id: NodeId,
     /// Sessions named by session tokens this node has let in, until the tokens expire.
     claimed_tokens: HashMap<SessionId, i64>,
     /// Record writes waiting for the next transaction, in arrival order.
@@ -79,7 +79,7 @@ const MAX_WRITES_PER_TRANSACTION: usize = 256;
 pub const MAX_PENDING_WRITES: usize = 100_000;
 
 impl SessionRegistry {
-    pub fn new(db: Db, node_id: String) -> Self {
+    pub fn new(db: Db, node_id: NodeId) -> Self {
         Self {
             db,
             node_id,
@@ -261,7 +261,7 @@ impl Handler<CreateSession> for SessionRegistry {
         let db = self.db.clone();
         // A session that starts active runs here; a pending one is placed when claimed.
         let node = (msg.0.status == sessions::SessionStatus::Active).then(|| self.node_id.clone());
-        Box::pin(async move { Ok(sessions::insert(&db, &msg.0, node.as_deref()).await?) })
+        Box::pin(async move { Ok(sessions::insert(&db, &msg.0, node.as_ref()).await?) })
     }
 }
 
@@ -654,7 +654,7 @@ mod tests {
             .await
             .expect("developer stored");
         for id in ids {
-            sessions::insert(&db, &session(id), Some("node"))
+            sessions::insert(&db, &session(id), Some(&NodeId::from("node")))
                 .await
                 .expect("session stored");
         }

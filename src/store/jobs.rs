@@ -8,14 +8,14 @@ use super::schema::transcription_jobs;
 pub use super::status::JobStatus;
 use super::{Db, StoreResult};
 use crate::db_run;
-use crate::ids::{DeveloperId, JobId};
+use crate::ids::{DeveloperId, JobId, NodeId};
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
 #[diesel(table_name = transcription_jobs)]
 pub struct JobRow {
     pub id: JobId,
     pub developer_id: DeveloperId,
-    pub node_id: String,
+    pub node_id: NodeId,
     pub status: JobStatus,
     /// JSON of the job's request (options and source).
     pub request: String,
@@ -47,7 +47,7 @@ store_fns! {
 
     /// This node's jobs still processing, oldest first: at start-up, those its previous run
     /// left unfinished.
-    all pub fn unfinished(node: &str) where node_id.eq(node), status.eq(JobStatus::Processing);
+    all pub fn unfinished(node: &NodeId) where node_id.eq(node), status.eq(JobStatus::Processing);
 }
 
 /// Counts one more run of a job about to start; answers the runs so far, this one included.

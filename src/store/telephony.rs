@@ -10,7 +10,7 @@ use super::sessions::SessionStatus;
 pub use super::status::{RecordingStatus, TaskStatus};
 use super::{Db, StoreResult};
 use crate::ids::{
-    AgentId, DeveloperId, InstanceId, KeyId, PhoneNumberId, RecordingId, SessionId, TaskId,
+    AgentId, DeveloperId, InstanceId, KeyId, NodeId, PhoneNumberId, RecordingId, SessionId, TaskId,
 };
 use crate::{db_run, db_tx};
 
@@ -338,7 +338,7 @@ pub struct RecordingEnd {
 
 /// Records a recording's start by `node`, the node writing it; nothing if its end was
 /// recorded first (a very short call).
-pub async fn insert_recording(db: &Db, row: &RecordingRow, node: &str) -> StoreResult<()> {
+pub async fn insert_recording(db: &Db, row: &RecordingRow, node: &NodeId) -> StoreResult<()> {
     db_run!(db, |conn| {
         diesel::insert_into(recordings::table)
             .values((row, recordings::node_id.eq(Some(node))))
@@ -353,7 +353,11 @@ pub async fn insert_recording(db: &Db, row: &RecordingRow, node: &str) -> StoreR
 /// At a node's start: the recordings its previous process was still writing when it died
 /// can never be finished; they become `failed`. Answers their locations, so that their
 /// partial files can be removed (a failed recording is not kept).
-pub async fn fail_abandoned_recordings(db: &Db, node: &str, at: i64) -> StoreResult<Vec<String>> {
+pub async fn fail_abandoned_recordings(
+    db: &Db,
+    node: &NodeId,
+    at: i64,
+) -> StoreResult<Vec<String>> {
     db_run!(db, |conn| {
         Ok(diesel::update(
             recordings::table
