@@ -7,8 +7,9 @@
 //! outside (a URL path, a request body) is taken as it is, without checking its prefix: a
 //! wrong one simply finds nothing.
 
-/// A fresh identifier with a type prefix, e.g. `agent_0f3c…`.
-pub fn new_id(prefix: &str) -> String {
+/// A fresh identifier with a type prefix, e.g. `agent_0f3c…`: made only through an id type's
+/// `new()`, so every stored kind of id is one of the types below.
+fn new_id(prefix: &str) -> String {
     format!("{prefix}_{}", uuid::Uuid::new_v4().simple())
 }
 
