@@ -429,7 +429,7 @@ pub async fn write_records(db: &Db, writes: Arc<[RecordWrite]>) -> StoreResult<(
 
 /// Which of a developer's sessions an aggregate covers: one agent's or all, started within
 /// `[from, to)` (epoch ms; open ends when `None`). Sessions never connected are left out.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct SessionScope {
     pub developer_id: DeveloperId,
     pub agent_id: Option<AgentId>,
