@@ -469,9 +469,6 @@ pub struct GetSession {
 pub enum SessionLookup {
     Id(SessionId),
     CallSid(String),
-    /// A session of any developer, by id: for Twilio's signed webhooks about a session,
-    /// whose URL names it (the `developer_id` of the request is not read).
-    AnyId(SessionId),
 }
 
 impl Handler<GetSession> for SessionRegistry {
@@ -487,23 +484,47 @@ impl Handler<GetSession> for SessionRegistry {
                 SessionLookup::CallSid(sid) => sessions::by_call_sid(&db, &msg.developer_id, sid)
                     .await?
                     .ok_or_else(|| ApiError::not_found("call", sid))?,
-                SessionLookup::AnyId(id) => sessions::by_id(&db, id)
-                    .await?
-                    .ok_or_else(|| ApiError::not_found("session", id.as_str()))?,
             };
-            let turns = sessions::turns_of(&db, &row.id).await?;
-            let tool_calls = sessions::tool_calls_of(&db, &row.id).await?;
-            let events = sessions::events_of(&db, &row.id).await?;
-            let analysis = sessions::analysis_of(&db, &row.id).await?;
-            Ok(SessionTrace {
-                session: row,
-                turns,
-                tool_calls,
-                events,
-                analysis,
-            })
+            trace_of(&db, row).await
         })
     }
+}
+
+/// A session of any developer with its trace, by id: for Twilio's signed webhooks about a
+/// session, whose URL names it and which carry no developer.
+#[derive(Message)]
+#[rtype(result = "Result<SessionTrace, ApiError>")]
+pub struct GetAnySession {
+    pub session_id: SessionId,
+}
+
+impl Handler<GetAnySession> for SessionRegistry {
+    type Result = ResponseFuture<Result<SessionTrace, ApiError>>;
+
+    fn handle(&mut self, msg: GetAnySession, _: &mut Context<Self>) -> Self::Result {
+        let db = self.db.clone();
+        Box::pin(async move {
+            let row = sessions::by_id(&db, &msg.session_id)
+                .await?
+                .ok_or_else(|| ApiError::not_found("session", msg.session_id.as_str()))?;
+            trace_of(&db, row).await
+        })
+    }
+}
+
+/// The trace of a session read: its turns, tool calls, events and analysis.
+async fn trace_of(db: &Db, row: SessionRow) -> Result<SessionTrace, ApiError> {
+    let turns = sessions::turns_of(db, &row.id).await?;
+    let tool_calls = sessions::tool_calls_of(db, &row.id).await?;
+    let events = sessions::events_of(db, &row.id).await?;
+    let analysis = sessions::analysis_of(db, &row.id).await?;
+    Ok(SessionTrace {
+        session: row,
+        turns,
+        tool_calls,
+        events,
+        analysis,
+    })
 }
 
 /// Records that a session's post-call analysis started.
