@@ -5,10 +5,12 @@
 //! an agent and a session cannot be handed them the other way round. An id is stored and
 //! shown exactly as its text: the same column values, the same JSON. An id arriving from
 //! outside (a URL path, a request body) is taken as it is, without checking its prefix: a
-//! wrong one simply finds nothing.
+//! wrong one simply finds nothing. No id has a default value: where one may be absent, the
+//! field is an `Option`.
 
-/// A fresh identifier with a type prefix, e.g. `agent_0f3c…`.
-pub fn new_id(prefix: &str) -> String {
+/// A fresh identifier with a type prefix, e.g. `agent_0f3c…`: made only through an id type's
+/// `new()`, so every stored kind of id is one of the types below.
+fn new_id(prefix: &str) -> String {
     format!("{prefix}_{}", uuid::Uuid::new_v4().simple())
 }
 
@@ -20,7 +22,6 @@ macro_rules! typed_id {
         #[derive(
             Debug,
             Clone,
-            Default,
             PartialEq,
             Eq,
             Hash,
@@ -39,8 +40,10 @@ macro_rules! typed_id {
             /// The prefix of this kind's fresh ids.
             pub const PREFIX: &'static str = $prefix;
 
-            /// A fresh id of this kind. (Its `Default` is the empty text, which names nothing,
-            /// as a `String` field's default did.)
+            /// A fresh id of this kind. (An id has no `Default`: an empty one would name
+            /// nothing, and a fresh one made unasked would name nothing stored either, so an
+            /// id is made fresh here, read from storage, or taken from outside.)
+            #[allow(clippy::new_without_default)]
             pub fn new() -> $name {
                 $name(new_id($prefix))
             }
@@ -194,6 +197,37 @@ typed_id! {
 typed_id! {
     /// A phone number routed to an agent.
     pub struct PhoneNumberId = "pn";
+}
+
+typed_id! {
+    /// A webhook endpoint: a URL a developer's events are posted to.
+    pub struct WebhookId = "wh";
+}
+
+typed_id! {
+    /// One event's delivery to one webhook endpoint.
+    pub struct DeliveryId = "whd";
+}
+
+typed_id! {
+    /// An event posted to webhooks (the same on every endpoint it goes to).
+    pub struct EventId = "evt";
+}
+
+typed_id! {
+    /// A call or session recording.
+    pub struct RecordingId = "rec";
+}
+
+typed_id! {
+    /// An asynchronous transcription job.
+    pub struct JobId = "job";
+}
+
+typed_id! {
+    /// A server node: its stable identity, kept in its data dir, which the sessions,
+    /// recordings, jobs and campaigns it runs carry.
+    pub struct NodeId = "node";
 }
 
 #[cfg(test)]

@@ -26,7 +26,7 @@ use crate::config::Config;
 use crate::engines::Engines;
 use crate::fetch::Fetcher;
 use crate::http;
-use crate::ids::DeveloperId;
+use crate::ids::{DeveloperId, NodeId};
 use crate::observability::otlp::TraceExport;
 use crate::portal::{Delivery, Portal};
 use crate::recording::{RecordingReports, RecordingStorage, Recordings};
@@ -468,7 +468,7 @@ async fn bootstrap_first_key(db: &Db, config: &Config) -> anyhow::Result<()> {
 /// `JobRegistry`.)
 async fn end_abandoned_work(
     db: &Db,
-    node: &str,
+    node: &NodeId,
     recording_storage: &RecordingStorage,
 ) -> anyhow::Result<()> {
     let now = crate::time::now_ms();
@@ -499,16 +499,17 @@ async fn end_abandoned_work(
 
 /// This server's stable identity, kept in the data dir: jobs it accepted are resumed by it
 /// after a restart, and only by it.
-fn node_id(data_dir: &std::path::Path) -> anyhow::Result<String> {
+fn node_id(data_dir: &std::path::Path) -> anyhow::Result<NodeId> {
     let path = data_dir.join("node-id");
     if let Ok(existing) = std::fs::read_to_string(&path) {
         let existing = existing.trim();
         if !existing.is_empty() {
-            return Ok(existing.to_string());
+            return Ok(NodeId::from(existing));
         }
     }
-    let id = crate::registry::new_id("node");
-    std::fs::write(&path, &id).with_context(|| format!("cannot write {}", path.display()))?;
+    let id = NodeId::new();
+    std::fs::write(&path, id.as_str())
+        .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(id)
 }
 

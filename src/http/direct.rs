@@ -75,8 +75,10 @@ async fn session_token(
         // A token minted in the portal has no API key behind it to revoke it with; it is the
         // signed-in developer's, for its ten minutes.
         key: developer.api_key_id().cloned(),
+        prev: None,
+        say: None,
+        task: None,
         exp: expires,
-        ..Default::default()
     });
     let base = state.public_base(&req);
     let ws_base = base
@@ -191,7 +193,13 @@ pub async fn direct_session(
         issuer_key,
         // Where its recording is served, for the developer's webhooks.
         public_base: Some(state.public_base(&req)),
-        ..SessionRequest::default()
+        instance_id: None,
+        from: None,
+        to: None,
+        call_sid: None,
+        resumes: None,
+        opening: None,
+        task_id: None,
     };
     let admitted = live::admit(&state, request, Record::New, &wire)
         .await

@@ -121,7 +121,9 @@ async fn create_twilio_session(
             instance_id: instance,
             call_sid: None,
             key_id: developer.api_key_id().cloned(),
-            ..Default::default()
+            resumes: None,
+            opening: None,
+            task_id: None,
         },
     )
     .await;

@@ -15,7 +15,7 @@ use super::validate;
 use crate::app::AppState;
 use crate::billing::Usage;
 use crate::error::{ApiError, ErrorBody};
-use crate::ids::DeveloperId;
+use crate::ids::{DeveloperId, JobId};
 use crate::media::check_header;
 use crate::providers;
 use crate::registry::jobs::{extension_of, GetJob, JobRequest, SubmitJob};
@@ -97,7 +97,7 @@ impl From<JobRow> for JobBody {
             })
             .flatten();
         JobBody {
-            id: row.id,
+            id: row.id.into(),
             error: (row.status == JobStatus::Failed).then(|| row.error.unwrap_or_default()),
             status: row.status.to_string(),
             result,
@@ -203,7 +203,7 @@ async fn transcribe_async(
     Ok(HttpResponse::Accepted()
         .insert_header(("Location", format!("/v1/transcribe/{}", row.id)))
         .json(AcceptedJobBody {
-            id: row.id,
+            id: row.id.into(),
             status: row.status.to_string(),
             created_at: iso(row.created_at),
         }))
@@ -221,7 +221,7 @@ async fn get_job(
     developer: Developer,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = path.into_inner();
+    let id = JobId::from(path.into_inner());
     let row = state
         .jobs()
         .send(GetJob {
@@ -229,7 +229,7 @@ async fn get_job(
             id: id.clone(),
         })
         .await??
-        .ok_or_else(|| ApiError::not_found("transcription job", &id))?;
+        .ok_or_else(|| ApiError::not_found("transcription job", id.as_str()))?;
     Ok(HttpResponse::Ok().json(JobBody::from(row)))
 }
 

@@ -463,7 +463,8 @@ async fn task_connect(
             key_id: task.key_id.clone(),
             // A call placed with variables (a campaign's) gives them to its agent.
             task_id: task.variables.is_some().then(|| task.id.clone()),
-            ..Default::default()
+            resumes: None,
+            opening: None,
         },
         session_id,
     )
@@ -725,7 +726,9 @@ async fn inbound_call(
             instance_id: instance,
             call_sid: form.get("CallSid").map(str::to_string),
             key_id: None,
-            ..Default::default()
+            resumes: None,
+            opening: None,
+            task_id: None,
         },
     )
     .await;

@@ -13,7 +13,7 @@ use super::methods;
 use super::pagination::{self, PageBody, PageQuery};
 use crate::app::AppState;
 use crate::error::{ApiError, ErrorBody};
-use crate::registry::new_id;
+use crate::ids::WebhookId;
 use crate::registry::webhooks::{
     CreateEndpoint, DeleteEndpoint, DeliveryTrace, GetEndpoint, ListDeliveries, ListEndpoints,
 };
@@ -50,7 +50,7 @@ impl From<EndpointRow> for WebhookBody {
     fn from(row: EndpointRow) -> Self {
         WebhookBody {
             events: row.event_names(),
-            id: row.id,
+            id: row.id.into(),
             url: row.url,
             created_at: iso(row.created_at),
         }
@@ -112,7 +112,7 @@ async fn create_webhook(
     let events = event_types(request.events)?;
     let endpoint = EndpointRow {
         seq: 0,
-        id: new_id("wh"),
+        id: WebhookId::new(),
         developer_id: developer.id().clone(),
         url: url.to_string(),
         events: serde_json::to_string(&events).expect("strings serialize"),
@@ -122,7 +122,7 @@ async fn create_webhook(
     let created = state.webhooks().send(CreateEndpoint { endpoint }).await??;
     Ok(HttpResponse::Created().json(CreatedWebhookBody {
         events: created.event_names(),
-        id: created.id,
+        id: created.id.into(),
         url: created.url,
         secret: created.secret,
         created_at: iso(created.created_at),
@@ -197,7 +197,7 @@ async fn get_webhook(
         .webhooks()
         .send(GetEndpoint {
             developer_id: developer.id().clone(),
-            endpoint_id: id.into_inner(),
+            endpoint_id: id.into_inner().into(),
         })
         .await??;
     Ok(HttpResponse::Ok().json(WebhookBody::from(endpoint)))
@@ -218,7 +218,7 @@ async fn delete_webhook(
         .webhooks()
         .send(DeleteEndpoint {
             developer_id: developer.id().clone(),
-            endpoint_id: id.into_inner(),
+            endpoint_id: id.into_inner().into(),
         })
         .await??;
     Ok(HttpResponse::NoContent().finish())
@@ -269,8 +269,8 @@ impl From<DeliveryTrace> for DeliveryBody {
         DeliveryBody {
             next_attempt_at: (d.status == DeliveryStatus::Pending).then(|| iso(d.next_attempt_at)),
             payload: serde_json::from_str(&d.payload).unwrap_or(Value::Null),
-            id: d.id,
-            event_id: d.event_id,
+            id: d.id.into(),
+            event_id: d.event_id.into(),
             kind: d.event_type,
             status: d.status.to_string(),
             created_at: iso(d.created_at),
@@ -306,7 +306,7 @@ async fn list_deliveries(
     let page = query.into_inner().validate()?;
     let ask = ListDeliveries {
         developer_id: developer.id().clone(),
-        endpoint_id: id.into_inner(),
+        endpoint_id: id.into_inner().into(),
         page,
     };
     pagination::answer_page(state.webhooks(), ask, DeliveryBody::from).await

@@ -27,8 +27,8 @@ use crate::app::AppState;
 use crate::conversation::tools::{CallAction, CallControl};
 use crate::conversation::transfer::{TransferMode, TransferTarget};
 use crate::error::ApiError;
-use crate::ids::{DeveloperId, SessionId};
-use crate::registry::sessions::{GetSession, RecordEvent, SessionLookup, SettleEvent};
+use crate::ids::SessionId;
+use crate::registry::sessions::{GetAnySession, RecordEvent, SettleEvent};
 use crate::registry::telephony::{RouteCall, TaskOfCall};
 use crate::store::sessions::{
     EventRow, SessionRow, EVENT_AGENT_HUNG_UP, EVENT_KEYPAD, EVENT_TRANSFER,
@@ -365,9 +365,8 @@ async fn transferred(
 ) -> Result<(SessionRow, serde_json::Value), ApiError> {
     let trace = state
         .sessions()
-        .send(GetSession {
-            developer_id: DeveloperId::from(String::new()),
-            lookup: SessionLookup::AnyId(session_id.clone()),
+        .send(GetAnySession {
+            session_id: session_id.clone(),
         })
         .await??;
     let detail = trace

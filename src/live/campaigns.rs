@@ -16,7 +16,7 @@ use super::outbound::{self, OutboundCall};
 use super::voicemail::{MachineDetection, VoicemailPlan};
 use crate::app::AppState;
 use crate::error::ApiError;
-use crate::ids::TaskId;
+use crate::ids::{NodeId, TaskId};
 use crate::registry::campaigns::{
     ClaimContacts, ContactOutcome, ContactPlaced, LeaseCampaigns, Outcome, OutcomeOf, PauseCampaign,
 };
@@ -164,13 +164,13 @@ pub fn task_ended(state: &AppState, task_id: &TaskId, status: TaskStatus, error:
 /// Places the calls of the campaigns this node runs (see the module doc).
 pub struct CampaignRunner {
     state: web::Data<AppState>,
-    node_id: String,
+    node_id: NodeId,
     /// A look is under way: the next tick is skipped rather than run beside it.
     busy: bool,
 }
 
 impl CampaignRunner {
-    pub fn new(state: web::Data<AppState>, node_id: String) -> Self {
+    pub fn new(state: web::Data<AppState>, node_id: NodeId) -> Self {
         Self {
             state,
             node_id,
@@ -199,7 +199,7 @@ impl Actor for CampaignRunner {
 }
 
 /// One look: the campaigns leased, the contacts due, their calls placed.
-async fn run_due(state: &web::Data<AppState>, node_id: String) {
+async fn run_due(state: &web::Data<AppState>, node_id: NodeId) {
     let config = &state.config().campaigns;
     let leased = state
         .campaigns()

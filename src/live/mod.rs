@@ -51,7 +51,7 @@ use crate::telephony::token::RelayClaims;
 /// Who a live session is for, whatever carried it: the session, its developer and agent, the
 /// instance, numbers and call of a phone call, and the API key that vouched for it (whose
 /// revocation ends what it handed out).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct SessionRequest {
     pub session_id: SessionId,
     pub developer_id: DeveloperId,

@@ -68,7 +68,7 @@ pub async fn resolve_instance(
 }
 
 /// Who a phone session is for.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct StreamFor {
     pub developer_id: DeveloperId,
     pub agent_id: AgentId,

@@ -21,7 +21,7 @@ pub use writer::{RecordingTap, TapFormat, WriterPool, Written};
 
 use crate::cluster::drain::{Drain, RecordingHold};
 use crate::config::RecordingsConfig;
-use crate::ids::{new_id, DeveloperId, SessionId};
+use crate::ids::{DeveloperId, RecordingId, SessionId};
 use crate::store::telephony::{RecordingRow, RecordingStatus};
 use crate::supervision::Notifier;
 use crate::time::now_ms;
@@ -100,7 +100,7 @@ impl Recordings {
     /// Starts recording a session; `None` (logged) if the writer cannot start. The row is
     /// written without waiting, so the call never waits for storage.
     pub fn start(&self, of: RecordingOf) -> Option<RecordingTap> {
-        let id = new_id("rec");
+        let id = RecordingId::new();
         let location = format!("{}/{}.wav", safe(of.developer_id.as_str()), id);
         let row = RecordingRow {
             seq: 0,

@@ -20,6 +20,7 @@ use switchboard_actors::audio::{mulaw, OpusDecoder, SampleRate};
 
 use super::page_aligned::PageAlignedWriter;
 use super::timeline::{Frames, Timeline};
+use crate::ids::RecordingId;
 
 /// How the transport's audio is encoded (both directions use the same).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,12 +115,12 @@ pub struct RecordingTap {
     queue: usize,
     started: Instant,
     dropped: Arc<AtomicU64>,
-    id: String,
+    id: RecordingId,
 }
 
 impl RecordingTap {
     /// The recording's id.
-    pub fn id(&self) -> &str {
+    pub fn id(&self) -> &RecordingId {
         &self.id
     }
 
@@ -210,7 +211,7 @@ impl WriterPool {
     /// complete (or as soon as the recording fails).
     pub fn start(
         &self,
-        id: String,
+        id: RecordingId,
         path: PathBuf,
         format: TapFormat,
         rate: u32,
@@ -557,7 +558,7 @@ mod tests {
         let (tx, rx) = mpsc::channel();
         let tap = pool
             .start(
-                "rec_1".into(),
+                RecordingId::from("rec_1"),
                 path.to_path_buf(),
                 TapFormat::Mulaw8k,
                 8_000,

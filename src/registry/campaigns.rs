@@ -8,7 +8,7 @@ use actix::prelude::*;
 
 use super::{cursor_position, Page, PageRequest};
 use crate::error::ApiError;
-use crate::ids::{CampaignId, DeveloperId, TaskId};
+use crate::ids::{CampaignId, DeveloperId, NodeId, TaskId};
 use crate::store::campaigns::{
     self, CampaignRow, CampaignStatus, ContactChanges, ContactRow, ContactStatus, StatusCounts,
 };
@@ -200,7 +200,7 @@ impl Handler<ChangeCampaign> for CampaignRegistry {
 #[derive(Message)]
 #[rtype(result = "Result<Vec<CampaignRow>, ApiError>")]
 pub struct LeaseCampaigns {
-    pub node_id: String,
+    pub node_id: NodeId,
     pub lease_ms: i64,
 }
 

@@ -4,7 +4,7 @@
 //! in the data directory until its job ends, so a job interrupted by a restart runs again
 //! when this server comes back instead of being lost.
 
-use crate::ids::DeveloperId;
+use crate::ids::{DeveloperId, JobId, NodeId};
 use crate::registry::Supervised;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -17,7 +17,6 @@ use switchboard_actors::engine::{SttMode, TranscribeOptions};
 use tokio::sync::Semaphore;
 
 use super::meter;
-use super::new_id;
 use crate::billing::Usage;
 use crate::config::JobsConfig;
 use crate::engines::Engines;
@@ -85,7 +84,7 @@ pub struct JobRegistry {
     db: Db,
     engines: Engines,
     fetcher: Fetcher,
-    node_id: String,
+    node_id: NodeId,
     upload_dir: PathBuf,
     max_pending: usize,
     timeout: Duration,
@@ -101,7 +100,7 @@ impl JobRegistry {
         db: Db,
         engines: Engines,
         fetcher: Fetcher,
-        node_id: String,
+        node_id: NodeId,
         data_dir: &Path,
         config: &JobsConfig,
         metering: Supervised<Metering>,
@@ -186,7 +185,7 @@ impl Handler<SubmitJob> for JobRegistry {
             let max = self.max_pending;
             return Box::pin(async move { Err(JobError::Full(max)) });
         }
-        let id = new_id("job");
+        let id = JobId::new();
         let db = self.db.clone();
         let counter = self.pending.clone();
         let audio_path = msg
@@ -253,7 +252,7 @@ impl Handler<RunJob> for JobRegistry {
 #[rtype(result = "Result<Option<JobRow>, StoreError>")]
 pub struct GetJob {
     pub developer_id: DeveloperId,
-    pub id: String,
+    pub id: JobId,
 }
 
 impl Handler<GetJob> for JobRegistry {

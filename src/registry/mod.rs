@@ -112,5 +112,3 @@ where
         }),
     }
 }
-
-pub use crate::ids::new_id;

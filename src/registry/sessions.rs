@@ -24,7 +24,7 @@ use actix::prelude::*;
 
 use super::{cursor_position, Page, PageRequest};
 use crate::error::ApiError;
-use crate::ids::{AgentId, DeveloperId, SessionId};
+use crate::ids::{AgentId, DeveloperId, NodeId, SessionId};
 use crate::metrics::metrics;
 use crate::store::sessions::{
     self, AnalysisResult, AnalysisRow, EventRow, InterruptionRow, RecordWrite, SessionEnd,
@@ -37,7 +37,7 @@ pub struct SessionRegistry {
     db: Db,
     /// This node: the sessions it runs carry it, so that after a crash it ends them (see
     /// `sessions::fail_abandoned`).
-    node_id: String,
+    node_id: NodeId,
     /// Sessions named by session tokens this node has let in, until the tokens expire.
     claimed_tokens: HashMap<SessionId, i64>,
     /// Record writes waiting for the next transaction, in arrival order.
@@ -79,7 +79,7 @@ const MAX_WRITES_PER_TRANSACTION: usize = 256;
 pub const MAX_PENDING_WRITES: usize = 100_000;
 
 impl SessionRegistry {
-    pub fn new(db: Db, node_id: String) -> Self {
+    pub fn new(db: Db, node_id: NodeId) -> Self {
         Self {
             db,
             node_id,
@@ -261,7 +261,7 @@ impl Handler<CreateSession> for SessionRegistry {
         let db = self.db.clone();
         // A session that starts active runs here; a pending one is placed when claimed.
         let node = (msg.0.status == sessions::SessionStatus::Active).then(|| self.node_id.clone());
-        Box::pin(async move { Ok(sessions::insert(&db, &msg.0, node.as_deref()).await?) })
+        Box::pin(async move { Ok(sessions::insert(&db, &msg.0, node.as_ref()).await?) })
     }
 }
 
@@ -469,9 +469,6 @@ pub struct GetSession {
 pub enum SessionLookup {
     Id(SessionId),
     CallSid(String),
-    /// A session of any developer, by id: for Twilio's signed webhooks about a session,
-    /// whose URL names it (the `developer_id` of the request is not read).
-    AnyId(SessionId),
 }
 
 impl Handler<GetSession> for SessionRegistry {
@@ -487,23 +484,47 @@ impl Handler<GetSession> for SessionRegistry {
                 SessionLookup::CallSid(sid) => sessions::by_call_sid(&db, &msg.developer_id, sid)
                     .await?
                     .ok_or_else(|| ApiError::not_found("call", sid))?,
-                SessionLookup::AnyId(id) => sessions::by_id(&db, id)
-                    .await?
-                    .ok_or_else(|| ApiError::not_found("session", id.as_str()))?,
             };
-            let turns = sessions::turns_of(&db, &row.id).await?;
-            let tool_calls = sessions::tool_calls_of(&db, &row.id).await?;
-            let events = sessions::events_of(&db, &row.id).await?;
-            let analysis = sessions::analysis_of(&db, &row.id).await?;
-            Ok(SessionTrace {
-                session: row,
-                turns,
-                tool_calls,
-                events,
-                analysis,
-            })
+            trace_of(&db, row).await
         })
     }
+}
+
+/// A session of any developer with its trace, by id: for Twilio's signed webhooks about a
+/// session, whose URL names it and which carry no developer.
+#[derive(Message)]
+#[rtype(result = "Result<SessionTrace, ApiError>")]
+pub struct GetAnySession {
+    pub session_id: SessionId,
+}
+
+impl Handler<GetAnySession> for SessionRegistry {
+    type Result = ResponseFuture<Result<SessionTrace, ApiError>>;
+
+    fn handle(&mut self, msg: GetAnySession, _: &mut Context<Self>) -> Self::Result {
+        let db = self.db.clone();
+        Box::pin(async move {
+            let row = sessions::by_id(&db, &msg.session_id)
+                .await?
+                .ok_or_else(|| ApiError::not_found("session", msg.session_id.as_str()))?;
+            trace_of(&db, row).await
+        })
+    }
+}
+
+/// The trace of a session read: its turns, tool calls, events and analysis.
+async fn trace_of(db: &Db, row: SessionRow) -> Result<SessionTrace, ApiError> {
+    let turns = sessions::turns_of(db, &row.id).await?;
+    let tool_calls = sessions::tool_calls_of(db, &row.id).await?;
+    let events = sessions::events_of(db, &row.id).await?;
+    let analysis = sessions::analysis_of(db, &row.id).await?;
+    Ok(SessionTrace {
+        session: row,
+        turns,
+        tool_calls,
+        events,
+        analysis,
+    })
 }
 
 /// Records that a session's post-call analysis started.
@@ -654,7 +675,7 @@ mod tests {
             .await
             .expect("developer stored");
         for id in ids {
-            sessions::insert(&db, &session(id), Some("node"))
+            sessions::insert(&db, &session(id), Some(&NodeId::from("node")))
                 .await
                 .expect("session stored");
         }

@@ -11,7 +11,7 @@ use actix::prelude::*;
 use super::{cursor_position, Page, PageRequest};
 use crate::config::RecordingsConfig;
 use crate::error::ApiError;
-use crate::ids::{AgentId, DeveloperId, InstanceId, PhoneNumberId, SessionId, TaskId};
+use crate::ids::{AgentId, DeveloperId, InstanceId, NodeId, PhoneNumberId, SessionId, TaskId};
 use crate::recording::{RecordingFinished, RecordingStorage, StartRecording};
 use crate::store::telephony::{
     self, AgentSyncRow, CallTaskRow, ClaimCheck, PhoneNumberChanges, PhoneNumberRow, RecordingEnd,
@@ -30,7 +30,7 @@ pub struct TelephonyRegistry {
     recordings: RecordingsConfig,
     sweeping: bool,
     /// This node: recordings it writes carry it (see `fail_abandoned_recordings`).
-    node_id: String,
+    node_id: NodeId,
 }
 
 impl TelephonyRegistry {
@@ -38,7 +38,7 @@ impl TelephonyRegistry {
         db: Db,
         storage: RecordingStorage,
         recordings: RecordingsConfig,
-        node_id: String,
+        node_id: NodeId,
     ) -> Self {
         Self {
             db,
@@ -607,6 +607,7 @@ impl Handler<RecordingFinished> for TelephonyRegistry {
 #[rtype(result = "Result<RecordingRow, ApiError>")]
 pub struct GetRecording {
     pub developer_id: DeveloperId,
+    /// A Twilio call SID or a session id, as the caller gave it: text, since it is either.
     pub call_id: String,
 }
 

@@ -20,7 +20,7 @@ use super::{cursor_position, Page, PageRequest};
 use crate::config::WebhooksConfig;
 use crate::error::ApiError;
 use crate::fetch::Fetcher;
-use crate::ids::{new_id, DeveloperId};
+use crate::ids::{DeliveryId, DeveloperId, EventId, WebhookId};
 use crate::store::webhooks::{
     self, AttemptResult, AttemptRow, DeliveryRow, DeliveryStatus, EndpointRow,
 };
@@ -59,7 +59,7 @@ impl WebhookRegistry {
     }
 
     /// What an endpoint's secret is sealed under: its developer and its own id.
-    fn purpose(endpoint_id: &str) -> String {
+    fn purpose(endpoint_id: &WebhookId) -> String {
         format!("webhook:{endpoint_id}")
     }
 
@@ -223,7 +223,7 @@ impl Handler<CreateEndpoint> for WebhookRegistry {
 #[rtype(result = "Result<EndpointRow, ApiError>")]
 pub struct GetEndpoint {
     pub developer_id: DeveloperId,
-    pub endpoint_id: String,
+    pub endpoint_id: WebhookId,
 }
 
 impl Handler<GetEndpoint> for WebhookRegistry {
@@ -238,11 +238,11 @@ impl Handler<GetEndpoint> for WebhookRegistry {
 async fn owned_endpoint(
     db: &Db,
     developer: &DeveloperId,
-    id: &str,
+    id: &WebhookId,
 ) -> Result<EndpointRow, ApiError> {
     webhooks::get_endpoint(db, developer, id)
         .await?
-        .ok_or_else(|| ApiError::not_found("webhook", id))
+        .ok_or_else(|| ApiError::not_found("webhook", id.as_str()))
 }
 
 #[derive(Message)]
@@ -260,10 +260,13 @@ impl Handler<ListEndpoints> for WebhookRegistry {
         Box::pin(async move {
             let dev = &msg.developer_id;
             let cursor = msg.page.cursor.as_deref();
-            let seq = webhooks::endpoint_seq_of(&db, dev, cursor.unwrap_or(""));
-            let after = cursor_position(cursor, seq).await?;
+            let after = cursor_position(
+                cursor,
+                webhooks::endpoint_seq_of(&db, dev, &WebhookId::from(cursor.unwrap_or(""))),
+            )
+            .await?;
             let rows = webhooks::list_endpoints(&db, dev, after, msg.page.limit + 1).await?;
-            Ok(Page::from_rows(rows, msg.page.limit, |row| &row.id))
+            Ok(Page::from_rows(rows, msg.page.limit, |row| row.id.as_str()))
         })
     }
 }
@@ -273,7 +276,7 @@ impl Handler<ListEndpoints> for WebhookRegistry {
 #[rtype(result = "Result<(), ApiError>")]
 pub struct DeleteEndpoint {
     pub developer_id: DeveloperId,
-    pub endpoint_id: String,
+    pub endpoint_id: WebhookId,
 }
 
 impl Handler<DeleteEndpoint> for WebhookRegistry {
@@ -285,7 +288,7 @@ impl Handler<DeleteEndpoint> for WebhookRegistry {
             if webhooks::delete_endpoint(&db, &msg.developer_id, &msg.endpoint_id).await? {
                 Ok(())
             } else {
-                Err(ApiError::not_found("webhook", &msg.endpoint_id))
+                Err(ApiError::not_found("webhook", msg.endpoint_id.as_str()))
             }
         })
     }
@@ -303,7 +306,7 @@ pub struct DeliveryTrace {
 #[rtype(result = "Result<Page<DeliveryTrace>, ApiError>")]
 pub struct ListDeliveries {
     pub developer_id: DeveloperId,
-    pub endpoint_id: String,
+    pub endpoint_id: WebhookId,
     pub page: PageRequest,
 }
 
@@ -315,12 +318,19 @@ impl Handler<ListDeliveries> for WebhookRegistry {
         Box::pin(async move {
             let endpoint = owned_endpoint(&db, &msg.developer_id, &msg.endpoint_id).await?;
             let cursor = msg.page.cursor.as_deref();
-            let seq = webhooks::delivery_seq_of(&db, &endpoint.id, cursor.unwrap_or(""));
-            let after = cursor_position(cursor, seq).await?;
+            let after = cursor_position(
+                cursor,
+                webhooks::delivery_seq_of(
+                    &db,
+                    &endpoint.id,
+                    &DeliveryId::from(cursor.unwrap_or("")),
+                ),
+            )
+            .await?;
             let rows =
                 webhooks::list_deliveries(&db, &endpoint.id, after, msg.page.limit + 1).await?;
-            let page = Page::from_rows(rows, msg.page.limit, |row| &row.id);
-            let ids: Vec<String> = page.items.iter().map(|d| d.id.clone()).collect();
+            let page = Page::from_rows(rows, msg.page.limit, |row| row.id.as_str());
+            let ids: Vec<DeliveryId> = page.items.iter().map(|d| d.id.clone()).collect();
             let mut attempts = webhooks::attempts_of(&db, &ids).await?;
             Ok(page.map(|delivery| {
                 let (mine, rest): (Vec<AttemptRow>, Vec<AttemptRow>) =
@@ -383,14 +393,14 @@ impl Handler<Emit> for WebhookRegistry {
         let stored = async move {
             let endpoints = webhooks::endpoints_of(&db, &msg.developer_id).await?;
             let now = now_ms();
-            let event_id = new_id("evt");
+            let event_id = EventId::new();
             let payload = Envelope::body(&event_id, msg.kind, now, &msg.data);
             let deliveries: Vec<DeliveryRow> = endpoints
                 .iter()
                 .filter(|e| receives(e, msg.kind))
                 .map(|endpoint| DeliveryRow {
                     seq: 0,
-                    id: new_id("whd"),
+                    id: DeliveryId::new(),
                     endpoint_id: endpoint.id.clone(),
                     developer_id: msg.developer_id.clone(),
                     event_id: event_id.clone(),

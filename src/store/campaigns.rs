@@ -9,7 +9,7 @@ use super::crud::store_fns;
 use super::schema::{campaign_contacts as contacts, campaigns};
 pub use super::status::{CampaignStatus, ContactStatus};
 use super::{Db, StoreError, StoreResult};
-use crate::ids::{AgentId, CampaignId, DeveloperId, KeyId, TaskId};
+use crate::ids::{AgentId, CampaignId, DeveloperId, KeyId, NodeId, TaskId};
 use crate::{db_run, db_tx};
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
@@ -36,7 +36,7 @@ pub struct CampaignRow {
     pub record: bool,
     pub key_id: Option<KeyId>,
     pub public_base: String,
-    pub runner_node: Option<String>,
+    pub runner_node: Option<NodeId>,
     pub lease_until: i64,
     pub created_at: i64,
     pub updated_at: i64,
@@ -119,7 +119,7 @@ store_fns! {
 /// to `node` until `until` (a conditional update per campaign, so one node runs each).
 pub async fn lease_active(
     db: &Db,
-    node: &str,
+    node: &NodeId,
     now: i64,
     until: i64,
 ) -> StoreResult<Vec<CampaignRow>> {

@@ -8,14 +8,14 @@ use super::schema::transcription_jobs;
 pub use super::status::JobStatus;
 use super::{Db, StoreResult};
 use crate::db_run;
-use crate::ids::DeveloperId;
+use crate::ids::{DeveloperId, JobId, NodeId};
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
 #[diesel(table_name = transcription_jobs)]
 pub struct JobRow {
-    pub id: String,
+    pub id: JobId,
     pub developer_id: DeveloperId,
-    pub node_id: String,
+    pub node_id: NodeId,
     pub status: JobStatus,
     /// JSON of the job's request (options and source).
     pub request: String,
@@ -43,15 +43,15 @@ store_fns! {
     table = transcription_jobs, row = JobRow;
 
     /// A developer's job; another developer's id is not found.
-    get pub fn get(developer: &DeveloperId, id: &str) where id.eq(id), developer_id.eq(developer);
+    get pub fn get(developer: &DeveloperId, id: &JobId) where id.eq(id), developer_id.eq(developer);
 
     /// This node's jobs still processing, oldest first: at start-up, those its previous run
     /// left unfinished.
-    all pub fn unfinished(node: &str) where node_id.eq(node), status.eq(JobStatus::Processing);
+    all pub fn unfinished(node: &NodeId) where node_id.eq(node), status.eq(JobStatus::Processing);
 }
 
 /// Counts one more run of a job about to start; answers the runs so far, this one included.
-pub async fn start_run(db: &Db, id: &str) -> StoreResult<i32> {
+pub async fn start_run(db: &Db, id: &JobId) -> StoreResult<i32> {
     use transcription_jobs as t;
     db_run!(db, |conn| {
         diesel::update(t::table.filter(t::id.eq(id)))
@@ -70,7 +70,7 @@ pub async fn start_run(db: &Db, id: &str) -> StoreResult<i32> {
 /// a job still processing changes, so a job finishes once.
 pub async fn finish(
     db: &Db,
-    id: &str,
+    id: &JobId,
     outcome: Result<String, String>,
     at: i64,
 ) -> StoreResult<bool> {

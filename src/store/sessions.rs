@@ -11,7 +11,7 @@ use super::schema::{session_analyses as analyses, session_events as events};
 use super::schema::{session_turns as turns, sessions};
 pub use super::status::{AnalysisStatus, SessionStatus};
 use super::{Db, StoreResult};
-use crate::ids::{AgentId, DeveloperId, InstanceId, SessionId};
+use crate::ids::{AgentId, DeveloperId, InstanceId, NodeId, SessionId};
 use crate::{db_run, db_tx};
 
 /// Event kind: caller speech in which the recogniser found no words.
@@ -252,7 +252,7 @@ pub struct InterruptionRow {
 
 /// Records a new session. `node` is the node that runs it (for a session that starts
 /// active); a pending session gets its node when a stream claims it ([`activate`]).
-pub async fn insert(db: &Db, row: &SessionRow, node: Option<&str>) -> StoreResult<()> {
+pub async fn insert(db: &Db, row: &SessionRow, node: Option<&NodeId>) -> StoreResult<()> {
     db_run!(db, |conn| {
         diesel::insert_into(sessions::table)
             .values((row, sessions::node_id.eq(node)))
@@ -267,7 +267,7 @@ store_fns! {
 
     /// Moves a pending session to active (its stream connected) on `node`, once. Answers the
     /// session when this call claimed it; `None` if it is unknown or was already claimed.
-    update pub fn activate(id: &SessionId, call_sid: Option<&str>, node: &str, at: i64)
+    update pub fn activate(id: &SessionId, call_sid: Option<&str>, node: &NodeId, at: i64)
         set ((
             sessions::status.eq(SessionStatus::Active),
             sessions::call_sid.eq(call_sid),
@@ -429,7 +429,7 @@ pub async fn write_records(db: &Db, writes: Arc<[RecordWrite]>) -> StoreResult<(
 
 /// Which of a developer's sessions an aggregate covers: one agent's or all, started within
 /// `[from, to)` (epoch ms; open ends when `None`). Sessions never connected are left out.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct SessionScope {
     pub developer_id: DeveloperId,
     pub agent_id: Option<AgentId>,
@@ -526,7 +526,7 @@ pub const ABANDONED_REASON: &str = "node_restarted: the server stopped before th
 /// At a node's start: its sessions still `active` ran on its previous process, which is gone,
 /// so nothing will ever end them. They become `failed` with [`ABANDONED_REASON`]; sessions of
 /// other nodes sharing the database are theirs to end. Answers how many were ended.
-pub async fn fail_abandoned(db: &Db, node: &str, at: i64) -> StoreResult<usize> {
+pub async fn fail_abandoned(db: &Db, node: &NodeId, at: i64) -> StoreResult<usize> {
     db_run!(db, |conn| {
         Ok(diesel::update(
             sessions::table
@@ -548,7 +548,7 @@ pub const ANALYSIS_ABANDONED: &str = "the server stopped before the analysis fin
 
 /// Fails the post-call analyses still pending for sessions of `node`, which a previous run
 /// left unfinished (it ran them in memory after the calls ended); answers how many.
-pub async fn fail_abandoned_analyses(db: &Db, node: &str, at: i64) -> StoreResult<usize> {
+pub async fn fail_abandoned_analyses(db: &Db, node: &NodeId, at: i64) -> StoreResult<usize> {
     db_run!(db, |conn| {
         let of_node = sessions::table
             .filter(sessions::node_id.eq(node))

@@ -9,7 +9,9 @@ use super::schema::{agent_syncs, call_tasks, phone_numbers, recordings, sessions
 use super::sessions::SessionStatus;
 pub use super::status::{RecordingStatus, TaskStatus};
 use super::{Db, StoreResult};
-use crate::ids::{AgentId, DeveloperId, InstanceId, KeyId, PhoneNumberId, SessionId, TaskId};
+use crate::ids::{
+    AgentId, DeveloperId, InstanceId, KeyId, NodeId, PhoneNumberId, RecordingId, SessionId, TaskId,
+};
 use crate::{db_run, db_tx};
 
 #[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable)]
@@ -306,7 +308,7 @@ pub async fn task_of_call(
 pub struct RecordingRow {
     #[diesel(skip_insertion)]
     pub seq: i64,
-    pub id: String,
+    pub id: RecordingId,
     pub developer_id: DeveloperId,
     pub session_id: SessionId,
     pub call_sid: Option<String>,
@@ -336,7 +338,7 @@ pub struct RecordingEnd {
 
 /// Records a recording's start by `node`, the node writing it; nothing if its end was
 /// recorded first (a very short call).
-pub async fn insert_recording(db: &Db, row: &RecordingRow, node: &str) -> StoreResult<()> {
+pub async fn insert_recording(db: &Db, row: &RecordingRow, node: &NodeId) -> StoreResult<()> {
     db_run!(db, |conn| {
         diesel::insert_into(recordings::table)
             .values((row, recordings::node_id.eq(Some(node))))
@@ -351,7 +353,11 @@ pub async fn insert_recording(db: &Db, row: &RecordingRow, node: &str) -> StoreR
 /// At a node's start: the recordings its previous process was still writing when it died
 /// can never be finished; they become `failed`. Answers their locations, so that their
 /// partial files can be removed (a failed recording is not kept).
-pub async fn fail_abandoned_recordings(db: &Db, node: &str, at: i64) -> StoreResult<Vec<String>> {
+pub async fn fail_abandoned_recordings(
+    db: &Db,
+    node: &NodeId,
+    at: i64,
+) -> StoreResult<Vec<String>> {
     db_run!(db, |conn| {
         Ok(diesel::update(
             recordings::table
@@ -403,6 +409,7 @@ store_fns! {
     table = recordings, row = RecordingRow;
 
     /// The developer's latest recording of a call (by Twilio call SID) or session (by id).
+    /// `call` stays text: it may be either, so it is no one kind of id.
     latest pub fn recording_of(developer: &DeveloperId, call: &str)
         where developer_id.eq(developer), call_sid.eq(call).or(recordings::session_id.eq(call));
 }
@@ -425,7 +432,7 @@ pub async fn expired_recordings(
     })
 }
 
-pub async fn delete_recording(db: &Db, id: &str) -> StoreResult<()> {
+pub async fn delete_recording(db: &Db, id: &RecordingId) -> StoreResult<()> {
     db_run!(db, |conn| {
         diesel::delete(recordings::table.filter(recordings::id.eq(id)))
             .execute(conn)

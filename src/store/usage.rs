@@ -10,7 +10,7 @@ use super::{Db, StoreResult};
 use crate::db_run;
 use crate::ids::DeveloperId;
 
-#[derive(Debug, Clone, Default, Queryable, Selectable, Insertable)]
+#[derive(Debug, Clone, Queryable, Selectable, Insertable)]
 #[diesel(table_name = usage_counters)]
 pub struct UsageRow {
     pub developer_id: DeveloperId,
@@ -30,7 +30,12 @@ impl UsageRow {
         UsageRow {
             developer_id: developer.clone(),
             period: period.to_string(),
-            ..UsageRow::default()
+            request_count: 0,
+            credits_tts: 0.0,
+            credits_stt: 0.0,
+            credits_llm: 0.0,
+            credits_rag: 0.0,
+            carryover: 0.0,
         }
     }
 

@@ -10,7 +10,7 @@ use super::crud::store_fns;
 use super::schema::{webhook_attempts, webhook_deliveries, webhook_endpoints};
 pub use super::status::DeliveryStatus;
 use super::{Db, StoreResult};
-use crate::ids::DeveloperId;
+use crate::ids::{DeliveryId, DeveloperId, EventId, WebhookId};
 use crate::{db_run, db_tx};
 
 #[derive(Debug, Clone, Queryable, Selectable, Insertable)]
@@ -18,7 +18,7 @@ use crate::{db_run, db_tx};
 pub struct EndpointRow {
     #[diesel(skip_insertion)]
     pub seq: i64,
-    pub id: String,
+    pub id: WebhookId,
     pub developer_id: DeveloperId,
     pub url: String,
     /// A JSON array of event type names.
@@ -40,10 +40,10 @@ impl EndpointRow {
 pub struct DeliveryRow {
     #[diesel(skip_insertion)]
     pub seq: i64,
-    pub id: String,
-    pub endpoint_id: String,
+    pub id: DeliveryId,
+    pub endpoint_id: WebhookId,
     pub developer_id: DeveloperId,
-    pub event_id: String,
+    pub event_id: EventId,
     pub event_type: String,
     pub payload: String,
     pub status: DeliveryStatus,
@@ -58,7 +58,7 @@ pub struct DeliveryRow {
 pub struct AttemptRow {
     #[diesel(skip_insertion)]
     pub seq: i64,
-    pub delivery_id: String,
+    pub delivery_id: DeliveryId,
     pub attempt: i32,
     pub attempted_at: i64,
     pub duration_ms: i64,
@@ -69,15 +69,15 @@ pub struct AttemptRow {
 store_fns! {
     table = webhook_endpoints, row = EndpointRow;
 
-    get pub fn get_endpoint(developer: &DeveloperId, id: &str) where developer_id.eq(developer), id.eq(id);
+    get pub fn get_endpoint(developer: &DeveloperId, id: &WebhookId) where developer_id.eq(developer), id.eq(id);
 
     /// An endpoint by id alone, for delivering to it.
-    get pub fn endpoint_by_id(id: &str) where id.eq(id);
+    get pub fn endpoint_by_id(id: &WebhookId) where id.eq(id);
 
     /// A developer's endpoints in creation order after `after` (a `seq`).
     list pub fn list_endpoints(developer: &DeveloperId) where developer_id.eq(developer);
 
-    seq pub fn endpoint_seq_of(developer: &DeveloperId, id: &str)
+    seq pub fn endpoint_seq_of(developer: &DeveloperId, id: &WebhookId)
         where developer_id.eq(developer), id.eq(id);
 
     /// Every endpoint of a developer, to see which are subscribed to an event.
@@ -88,9 +88,9 @@ store_fns! {
     table = webhook_deliveries, row = DeliveryRow;
 
     /// An endpoint's deliveries in creation order after `after` (a `seq`).
-    list pub fn list_deliveries(endpoint: &str) where endpoint_id.eq(endpoint);
+    list pub fn list_deliveries(endpoint: &WebhookId) where endpoint_id.eq(endpoint);
 
-    seq pub fn delivery_seq_of(endpoint: &str, id: &str) where endpoint_id.eq(endpoint), id.eq(id);
+    seq pub fn delivery_seq_of(endpoint: &WebhookId, id: &DeliveryId) where endpoint_id.eq(endpoint), id.eq(id);
 }
 
 /// Stores `endpoint` unless its developer has `max` already (checked in the same
@@ -121,7 +121,11 @@ pub async fn insert_endpoint(
 
 /// Removes a developer's endpoint with its deliveries and their attempts, in one
 /// transaction. Answers whether the endpoint existed.
-pub async fn delete_endpoint(db: &Db, developer: &DeveloperId, id: &str) -> StoreResult<bool> {
+pub async fn delete_endpoint(
+    db: &Db,
+    developer: &DeveloperId,
+    id: &WebhookId,
+) -> StoreResult<bool> {
     db_tx!(db, |conn| {
         let owned: Option<i64> = webhook_endpoints::table
             .filter(webhook_endpoints::developer_id.eq(developer))
@@ -133,7 +137,7 @@ pub async fn delete_endpoint(db: &Db, developer: &DeveloperId, id: &str) -> Stor
         if owned.is_none() {
             return Ok(false);
         }
-        let deliveries: Vec<String> = webhook_deliveries::table
+        let deliveries: Vec<DeliveryId> = webhook_deliveries::table
             .filter(webhook_deliveries::endpoint_id.eq(id))
             .select(webhook_deliveries::id)
             .load(conn)
@@ -190,7 +194,12 @@ pub async fn due_deliveries(db: &Db, now: i64, limit: i64) -> StoreResult<Vec<De
 /// Claims `delivery` for one attempt: still pending and still due when it was read as
 /// `seen_due`, it is moved to `lease_until` (when the claim lapses) and its attempt counted.
 /// Answers whether this caller won it.
-pub async fn claim(db: &Db, delivery: &str, seen_due: i64, lease_until: i64) -> StoreResult<bool> {
+pub async fn claim(
+    db: &Db,
+    delivery: &DeliveryId,
+    seen_due: i64,
+    lease_until: i64,
+) -> StoreResult<bool> {
     db_run!(db, |conn| {
         let changed = diesel::update(
             webhook_deliveries::table
@@ -257,7 +266,7 @@ pub async fn record_attempt(
 }
 
 /// The attempts made of `deliveries`, in order.
-pub async fn attempts_of(db: &Db, deliveries: &[String]) -> StoreResult<Vec<AttemptRow>> {
+pub async fn attempts_of(db: &Db, deliveries: &[DeliveryId]) -> StoreResult<Vec<AttemptRow>> {
     if deliveries.is_empty() {
         return Ok(Vec::new());
     }

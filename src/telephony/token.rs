@@ -16,7 +16,7 @@ use crate::ids::{AgentId, DeveloperId, InstanceId, KeyId, SessionId, TaskId};
 type HmacSha256 = Hmac<Sha256>;
 
 /// What a token vouches for.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RelayClaims {
     /// The session record the stream belongs to.
     pub sid: SessionId,
@@ -131,8 +131,10 @@ mod tests {
             to: Some("+14155550199".into()),
             inst: None,
             key: Some("key_1".into()),
+            prev: None,
+            say: None,
+            task: None,
             exp,
-            ..Default::default()
         }
     }
 

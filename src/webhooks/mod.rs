@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use crate::config::WebhooksConfig;
 use crate::fetch::{FetchError, Fetcher};
+use crate::ids::EventId;
 use crate::signature;
 use crate::time::iso;
 
@@ -63,7 +64,7 @@ impl EventType {
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Envelope<'a> {
-    pub id: &'a str,
+    pub id: &'a EventId,
     #[serde(rename = "type")]
     pub kind: &'static str,
     pub created_at: String,
@@ -72,7 +73,7 @@ pub struct Envelope<'a> {
 
 impl Envelope<'_> {
     /// The body posted: compact JSON, the bytes the signature covers.
-    pub fn body(id: &str, kind: EventType, created_at_ms: i64, data: &Value) -> String {
+    pub fn body(id: &EventId, kind: EventType, created_at_ms: i64, data: &Value) -> String {
         let envelope = Envelope {
             id,
             kind: kind.as_str(),
@@ -221,7 +222,7 @@ mod tests {
     #[test]
     fn the_envelope_carries_id_type_time_and_data() {
         let body = Envelope::body(
-            "evt_1",
+            &EventId::from("evt_1"),
             EventType::CallEnded,
             0,
             &serde_json::json!({"a": 1}),
