@@ -22,6 +22,10 @@
 //! through `/v1/audio/transcriptions`, one request after another, for as long as the calls
 //! last: a node that serves calls while its inference workers are kept busy).
 //!
+//! The server loads its embedded models at start (`engines.preload`) only when the agent uses
+//! one (`--tts default`, `--stt default`, `--transcribing N`): against the vendor stand-ins the
+//! memory figures are the sessions' own.
+//!
 //! As a soak (`--duration 600` or `3600`), the RSS at the start, middle and end of the
 //! window with every session live shows whether memory stays flat, and the server's own
 //! `/metrics` after the callers hang up show whether any session or session actor leaked.
@@ -176,10 +180,19 @@ fn cli(bin: &str, data: &Path, args: &[&str]) -> anyhow::Result<String> {
     Ok(String::from_utf8(out.stdout)?)
 }
 
-fn start_server(bin: &str, data: &Path, vendors: &FixedVendors) -> anyhow::Result<ServerProcess> {
+/// Starts the server. `embedded` says whether the agent uses an embedded engine: only then does
+/// the server load its models at start (`engines.preload`), so a run against the vendor
+/// stand-ins measures the sessions, not a gigabyte of models loading in the background.
+fn start_server(
+    bin: &str,
+    data: &Path,
+    vendors: &FixedVendors,
+    embedded: bool,
+) -> anyhow::Result<ServerProcess> {
     let log = std::fs::File::create(data.join("server.log"))?;
     let mut child = Command::new(bin)
         .arg("serve")
+        .env("SWITCHBOARD__ENGINES__PRELOAD", embedded.to_string())
         .env("SWITCHBOARD_DATA_DIR", data)
         .env("SWITCHBOARD_BIND", "127.0.0.1:0")
         .env(
@@ -384,7 +397,8 @@ fn main() -> anyhow::Result<()> {
         data.path(),
         &["developers", "set-tier", "bench", "scale"],
     )?;
-    let server = start_server(bin, data.path(), &vendors)?;
+    let embedded = o.tts == "default" || o.stt == "default" || o.transcribing > 0;
+    let server = start_server(bin, data.path(), &vendors, embedded)?;
     let pid = server.child.id();
     let audio = caller_audio(data.path())?;
 
