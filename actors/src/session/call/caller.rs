@@ -322,7 +322,7 @@ impl CallSession {
                 energy_dbfs: frame.vad.energy_dbfs,
             };
             if let Some(detected) = self.barge_in.hear(voice, Instant::now()) {
-                self.barged_in(detected, ctx);
+                self.barged_in(detected);
             }
             return;
         }
@@ -494,23 +494,11 @@ impl CallSession {
     /// A caller turn could not be transcribed: record it, apologise, go on.
     fn caller_turn_failed(&mut self, error: TurnError, ctx: &mut Context<Self>) {
         self.caller.forget_interruption();
-        let now_ms = self.session_ms(Instant::now());
-        let turn = TurnRecord {
-            index: self.next_turn_index(),
-            speaker: Speaker::User,
-            response_id: None,
-            text: String::new(),
-            start_ms: now_ms,
-            end_ms: now_ms,
-            stt_ms: 0,
-            llm_ms: 0,
-            tts_ms: 0,
-            interrupted: false,
-            error: Some(format!("{}: {}", error.code(), error)),
-            latency: None,
-            barge_in: None,
-            endpoint: None,
-        };
+        let turn = self.caller_turn_now(
+            String::new(),
+            Some(format!("{}: {}", error.code(), error)),
+            None,
+        );
         self.record_turn(turn);
         self.emit(SessionEvent::Error {
             code: error.code(),
@@ -522,6 +510,33 @@ impl CallSession {
         }
     }
 
+    /// A caller turn that takes no time, recorded as of now: typed text, or a turn that
+    /// failed before it had words.
+    fn caller_turn_now(
+        &self,
+        text: String,
+        error: Option<String>,
+        endpoint: Option<EndpointSource>,
+    ) -> TurnRecord {
+        let now_ms = self.session_ms(Instant::now());
+        TurnRecord {
+            index: self.next_turn_index(),
+            speaker: Speaker::User,
+            response_id: None,
+            text,
+            start_ms: now_ms,
+            end_ms: now_ms,
+            stt_ms: 0,
+            llm_ms: 0,
+            tts_ms: 0,
+            interrupted: false,
+            error,
+            latency: None,
+            barge_in: None,
+            endpoint,
+        }
+    }
+
     /// Typed text or a DTMF digit: a complete caller turn.
     pub(super) fn typed_turn(&mut self, text: String, ctx: &mut Context<Self>) {
         let text = text.trim().to_owned();
@@ -529,26 +544,10 @@ impl CallSession {
             return;
         }
         if self.replies.is_replying() {
-            self.interrupt_reply(None, ctx);
+            self.interrupt_reply(None);
         }
-        let now_ms = self.session_ms(Instant::now());
         self.emit(SessionEvent::TranscriptFinal { text: text.clone() });
-        let turn = TurnRecord {
-            index: self.next_turn_index(),
-            speaker: Speaker::User,
-            response_id: None,
-            text: text.clone(),
-            start_ms: now_ms,
-            end_ms: now_ms,
-            stt_ms: 0,
-            llm_ms: 0,
-            tts_ms: 0,
-            interrupted: false,
-            error: None,
-            latency: None,
-            barge_in: None,
-            endpoint: Some(EndpointSource::Text),
-        };
+        let turn = self.caller_turn_now(text.clone(), None, Some(EndpointSource::Text));
         self.record_turn(turn);
         self.push_caller_turn(text);
         self.replies.await_answer(None);

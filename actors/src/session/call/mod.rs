@@ -610,11 +610,11 @@ impl Handler<Dtmf> for CallSession {
 impl Handler<Interrupt> for CallSession {
     type Result = ();
 
-    fn handle(&mut self, _: Interrupt, ctx: &mut Self::Context) {
+    fn handle(&mut self, _: Interrupt, _: &mut Self::Context) {
         if self.liveness.ended || !self.replies.is_replying() {
             return;
         }
-        self.interrupt_reply(None, ctx);
+        self.interrupt_reply(None);
         self.state = TurnState::Listening;
         self.tracker.reset();
     }

@@ -563,11 +563,7 @@ impl CallSession {
     }
 
     /// Cuts the reply short: a barge-in (`detected`) or a client's request (`None`).
-    pub(super) fn interrupt_reply(
-        &mut self,
-        detected: Option<BargeInDetected>,
-        _ctx: &mut Context<Self>,
-    ) {
+    pub(super) fn interrupt_reply(&mut self, detected: Option<BargeInDetected>) {
         let Some(reply) = self.replies.end() else {
             return;
         };
@@ -897,11 +893,11 @@ impl Handler<TtsFailed> for CallSession {
 
 impl CallSession {
     /// The caller interrupted: cut the reply short and start the caller's turn at the onset.
-    pub(super) fn barged_in(&mut self, msg: BargeInDetected, ctx: &mut Context<Self>) {
+    pub(super) fn barged_in(&mut self, msg: BargeInDetected) {
         if self.liveness.ended || !self.replies.is_current(msg.response_id) {
             return;
         }
-        self.interrupt_reply(Some(msg), ctx);
+        self.interrupt_reply(Some(msg));
         // The interrupted turn was just recorded: if the speech that interrupted it yields no
         // words, the interruption was a false one.
         let interrupted_turn = self.next_turn_index().checked_sub(1);
