@@ -23,7 +23,7 @@ use super::decode::{decode_window, DecodeRequest};
 use super::language;
 use super::mel::{MelFrontEnd, HOP_LENGTH, N_FRAMES};
 use super::model::WhisperModel;
-use super::timestamps::{align_words, split_segments, RawSegment};
+use super::timestamps::{align_words, segment_span, split_segments, RawSegment};
 use super::vocab::Vocab;
 use crate::engines::pool::{Lane, WorkerPool};
 use crate::speech::languages::{self, language_code};
@@ -642,10 +642,17 @@ fn run(
             seek += window_frames;
             continue;
         }
-        let (window_segments, advance) =
+        let (mut window_segments, advance) =
             split_segments(vocab, &decoded.tokens, time_offset, window_frames);
         if options.word_timestamps && !window_segments.is_empty() {
             let spaced = !UNSPACED_LANGUAGES.contains(&language);
+            // Where the windows before ended, in their words and segments.
+            let not_before = words
+                .last()
+                .map(|w| w.end)
+                .into_iter()
+                .chain(segments.last().map(|(s, _)| s.end))
+                .fold(time_offset, f32::max);
             let aligned = align_words(
                 &m.model,
                 vocab,
@@ -654,10 +661,18 @@ fn run(
                 &window_segments,
                 &m.alignment_heads,
                 time_offset,
+                not_before,
                 window_frames,
                 spaced,
             )
             .map_err(inference)?;
+            // A segment spans its words, as in the reference implementations: the model's
+            // timestamp tokens can be coarser than the words (whole seconds on some audio).
+            let mut previous_end = not_before;
+            for (segment, timed) in window_segments.iter_mut().zip(&aligned) {
+                (segment.start, segment.end) = segment_span(segment, timed, previous_end);
+                previous_end = segment.end;
+            }
             for timing in aligned.into_iter().flatten() {
                 let word = vocab.decode(&timing.tokens).trim().to_string();
                 if !word.is_empty() {

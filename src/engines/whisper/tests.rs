@@ -154,6 +154,43 @@ fn jfk_fast_mode_is_accurate_with_word_timestamps() {
     );
 }
 
+/// A telephone conversation on which tiny.en writes its timestamp tokens on whole seconds
+/// only: words keep their aligned times (faster-whisper 1.2.1 on the same model and file, word
+/// timestamps on: "Diane" 13.02-13.28 s, "Jersey." 13.70-14.12 s), and a segment spans its
+/// words rather than the coarse tokens (which end "This is Diane in New Jersey." at 13.00 s).
+#[test]
+fn words_keep_their_aligned_times_when_the_timestamp_tokens_are_coarse() {
+    let audio = decode_file(&models_dir().join("turn-eval/conversation.wav"))
+        .expect("the turn-evaluation conversation (scripts/fetch-models)")
+        .mono_16k();
+    let t = engine()
+        .transcribe_blocking(&audio, &options(SttMode::Fast, Some("en"), true))
+        .unwrap();
+    check_timestamps(&t);
+    let word = |text: &str| {
+        t.words
+            .iter()
+            .find(|w| w.word.contains(text))
+            .unwrap_or_else(|| panic!("no {text:?} in {:?}", t.words))
+    };
+    let diane = word("Diane");
+    assert!(diane.start > 12.8 && diane.start < 13.3, "{diane:?}");
+    let jersey = word("Jersey");
+    assert!(jersey.end > 13.6 && jersey.end < 14.4, "{jersey:?}");
+    let segment = t
+        .segments
+        .iter()
+        .find(|s| s.text.contains("Diane"))
+        .expect("the segment with Diane");
+    assert!(segment.end >= jersey.end - 1e-3, "{segment:?} {jersey:?}");
+    for w in &t.words {
+        assert!(
+            w.end - w.start <= 1.5,
+            "a word stretched over a pause: {w:?}"
+        );
+    }
+}
+
 #[test]
 fn jfk_accurate_mode_detects_english() {
     let audio = fixture_mono("jfk.flac");

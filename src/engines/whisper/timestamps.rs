@@ -7,8 +7,12 @@
 //! standardised per frame across tokens, median-filtered over time (width 7) and averaged
 //! over heads; dynamic time warping on the negated matrix gives a monotonic token-to-frame
 //! path, and each word starts where the path first reaches its first token and ends where
-//! it reaches the first token of the next word. Times are then kept inside the word's
-//! segment and in order.
+//! it reaches the first token of the next word. Times are then kept inside the window and in
+//! order, and a word at a sentence's end (or starting the next) that the path stretched over
+//! the pause after it is cut to twice the median word's length (at most 1.4 s), as the
+//! reference implementations do. Words are not held inside their segment's timestamp tokens:
+//! on some audio the model writes those on whole seconds only, and a segment's times are then
+//! taken from its words instead ([`segment_span`]).
 
 use candle_core::Result;
 
@@ -123,7 +127,8 @@ pub fn group_words(vocab: &Vocab, tokens: &[u32], spaced: bool) -> Vec<Vec<u32>>
     words
 }
 
-/// Word timings for every segment of one window (one list per segment).
+/// Word timings for every segment of one window (one list per segment), none starting before
+/// `not_before` (where the words of the windows before ended).
 #[allow(clippy::too_many_arguments)]
 pub fn align_words(
     model: &WhisperModel,
@@ -133,6 +138,7 @@ pub fn align_words(
     segments: &[RawSegment],
     heads: &[(usize, usize)],
     time_offset: f32,
+    not_before: f32,
     window_frames: usize,
     spaced: bool,
 ) -> Result<Vec<Vec<WordTiming>>> {
@@ -200,19 +206,20 @@ pub fn align_words(
             jump_times[r] = time_offset + c as f32 * SECONDS_PER_AUDIO_FRAME;
         }
     }
+    let window_end = time_offset + frames as f32 * SECONDS_PER_AUDIO_FRAME;
     let mut out = Vec::with_capacity(segments.len());
     let mut token_pos = 0;
-    let mut previous_end = segments.first().map_or(time_offset, |s| s.start);
-    for (segment, words) in segments.iter().zip(per_segment) {
+    let mut previous_end = not_before.max(time_offset);
+    for words in per_segment {
         let mut timed = Vec::with_capacity(words.len());
         for word in words {
             let first = token_pos;
             token_pos += word.len();
             let start = jump_times[first.min(n - 1)];
             let end = jump_times[token_pos.min(n - 1)];
-            // Inside the segment, in order, never negative in length.
-            let start = start.max(segment.start).max(previous_end).min(segment.end);
-            let end = end.min(segment.end).max(start);
+            // Inside the window, in order, never negative in length.
+            let start = start.max(previous_end).min(window_end);
+            let end = end.min(window_end).max(start);
             previous_end = end;
             timed.push(WordTiming {
                 start,
@@ -222,7 +229,60 @@ pub fn align_words(
         }
         out.push(timed);
     }
+    let sentence_end = |tokens: &[u32]| {
+        vocab
+            .decode(tokens)
+            .trim_end()
+            .ends_with(['.', '!', '?', '。', '！', '？'])
+    };
+    trim_long_words_at_sentence_ends(&mut out, sentence_end);
     Ok(out)
+}
+
+/// Cuts words the alignment stretched over the pause at a sentence's end: a word longer than
+/// twice the median word (the median taken at most 0.7 s) that ends a sentence keeps its start,
+/// and one that follows a sentence's end keeps its end. What is cut is the pause, which the
+/// path crossed on one token.
+fn trim_long_words_at_sentence_ends(
+    words: &mut [Vec<WordTiming>],
+    sentence_end: impl Fn(&[u32]) -> bool,
+) {
+    let mut durations: Vec<f32> = words
+        .iter()
+        .flatten()
+        .map(|w| w.end - w.start)
+        .filter(|d| *d > 0.0)
+        .collect();
+    if durations.is_empty() {
+        return;
+    }
+    durations.sort_by(f32::total_cmp);
+    let median = durations[durations.len() / 2].min(0.7);
+    let longest = 2.0 * median;
+    let mut after_sentence = false;
+    for word in words.iter_mut().flatten() {
+        let ends_sentence = sentence_end(&word.tokens);
+        if word.end - word.start > longest {
+            if ends_sentence {
+                word.end = word.start + longest;
+            } else if after_sentence {
+                word.start = word.end - longest;
+            }
+        }
+        after_sentence = ends_sentence;
+    }
+}
+
+/// The span of a segment whose words were timed: from its first word's start to its last
+/// word's end, kept after `previous_end` (the segment before it). A segment without words
+/// keeps its timestamp tokens' span, moved no earlier than `previous_end`.
+pub fn segment_span(segment: &RawSegment, words: &[WordTiming], previous_end: f32) -> (f32, f32) {
+    let (start, end) = match (words.first(), words.last()) {
+        (Some(first), Some(last)) => (first.start, last.end),
+        _ => (segment.start, segment.end),
+    };
+    let start = start.max(previous_end);
+    (start, end.max(start))
 }
 
 /// Standardises every column of a row-major `(rows, cols)` matrix (zero mean, unit variance
@@ -368,5 +428,74 @@ mod tests {
     fn median_filter_removes_spikes() {
         let x = [0.0, 0.0, 0.0, 9.0, 0.0, 0.0, 0.0, 0.0];
         assert!(median_filter(&x, 7).iter().all(|&v| v == 0.0));
+    }
+
+    /// Words as (start, end, token), the token 1 standing for a word that ends a sentence.
+    fn timed(words: &[(f32, f32, u32)]) -> Vec<Vec<WordTiming>> {
+        vec![words
+            .iter()
+            .map(|&(start, end, token)| WordTiming {
+                start,
+                end,
+                tokens: vec![token],
+            })
+            .collect()]
+    }
+
+    fn spans(words: &[Vec<WordTiming>]) -> Vec<(f32, f32)> {
+        words.iter().flatten().map(|w| (w.start, w.end)).collect()
+    }
+
+    #[test]
+    fn words_stretched_over_a_sentences_pause_are_cut_to_twice_the_median() {
+        // Median word 0.3 s, so at most 0.6 s: "there." ran on over the pause after it and
+        // "Okay" was reached early; "long" is long but inside a sentence, and stays.
+        let mut words = timed(&[
+            (0.0, 0.3, 0),
+            (0.3, 0.6, 0),
+            (0.6, 0.9, 0),
+            (0.9, 1.2, 0),
+            (1.2, 1.5, 0),
+            (1.5, 1.8, 0),
+            (1.8, 2.6, 0),
+            (2.6, 4.2, 1),
+            (4.2, 5.7, 0),
+            (5.7, 6.0, 0),
+        ]);
+        trim_long_words_at_sentence_ends(&mut words, |tokens| tokens == [1]);
+        let expected = [
+            (0.0, 0.3),
+            (0.3, 0.6),
+            (0.6, 0.9),
+            (0.9, 1.2),
+            (1.2, 1.5),
+            (1.5, 1.8),
+            (1.8, 2.6),
+            (2.6, 3.2),
+            (5.1, 5.7),
+            (5.7, 6.0),
+        ];
+        for ((start, end), (want_start, want_end)) in spans(&words).into_iter().zip(expected) {
+            assert!(
+                (start - want_start).abs() < 1e-5 && (end - want_end).abs() < 1e-5,
+                "{:?}",
+                spans(&words)
+            );
+        }
+    }
+
+    #[test]
+    fn a_segment_spans_its_words_and_follows_the_one_before() {
+        let segment = RawSegment {
+            start: 12.0,
+            end: 13.0,
+            tokens: vec![],
+        };
+        let words = &timed(&[(12.66, 13.02, 0), (13.7, 14.12, 1)])[0];
+        assert_eq!(segment_span(&segment, words, 11.0), (12.66, 14.12));
+        assert_eq!(segment_span(&segment, words, 12.8), (12.8, 14.12));
+        // Without words: its tokens' span, no earlier than the segment before.
+        assert_eq!(segment_span(&segment, &[], 11.0), (12.0, 13.0));
+        assert_eq!(segment_span(&segment, &[], 13.5), (13.5, 13.5));
     }
 }
