@@ -223,10 +223,9 @@ impl Handler<ListAgents> for AgentRegistry {
         Box::pin(async move {
             let dev = &msg.developer_id;
             let cursor = msg.page.cursor.as_deref();
-            let after = cursor_position(
-                cursor,
-                agents::seq_of(&db, dev, &AgentId::from(cursor.unwrap_or(""))),
-            )
+            let after = cursor_position(cursor, async |id: AgentId| {
+                agents::seq_of(&db, dev, &id).await
+            })
             .await?;
             let rows = agents::list(&db, dev, after, msg.page.limit + 1).await?;
             Ok(Page::from_rows(rows, msg.page.limit, |row| row.id.as_str()))

@@ -112,10 +112,9 @@ impl Handler<ListCampaigns> for CampaignRegistry {
         Box::pin(async move {
             let dev = &msg.developer_id;
             let cursor = msg.page.cursor.as_deref();
-            let after = cursor_position(
-                cursor,
-                campaigns::seq_of(&db, dev, &CampaignId::from(cursor.unwrap_or(""))),
-            )
+            let after = cursor_position(cursor, async |id: CampaignId| {
+                campaigns::seq_of(&db, dev, &id).await
+            })
             .await?;
             let rows = campaigns::list(&db, dev, after, msg.page.limit + 1).await?;
             let page = Page::from_rows(rows, msg.page.limit, |row| row.id.as_str());

@@ -131,10 +131,9 @@ impl Handler<ListCollections> for CollectionRegistry {
         Box::pin(async move {
             let dev = &msg.developer_id;
             let cursor = msg.page.cursor.as_deref();
-            let after = cursor_position(
-                cursor,
-                collections::seq_of(&db, dev, &CollectionId::from(cursor.unwrap_or(""))),
-            )
+            let after = cursor_position(cursor, async |id: CollectionId| {
+                collections::seq_of(&db, dev, &id).await
+            })
             .await?;
             let rows = collections::list(&db, dev, after, msg.page.limit + 1).await?;
             Ok(Page::from_rows(rows, msg.page.limit, |row| row.id.as_str()))

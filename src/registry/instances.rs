@@ -107,10 +107,9 @@ impl Handler<ListInstances> for AgentRegistry {
             let (dev, agent) = (&msg.developer_id, &msg.agent_id);
             check_agent(&db, dev, agent).await?;
             let cursor = msg.page.cursor.as_deref();
-            let after = cursor_position(
-                cursor,
-                instances::seq_of(&db, dev, agent, &InstanceId::from(cursor.unwrap_or(""))),
-            )
+            let after = cursor_position(cursor, async |id: InstanceId| {
+                instances::seq_of(&db, dev, agent, &id).await
+            })
             .await?;
             let rows = instances::list(&db, dev, agent, after, msg.page.limit + 1).await?;
             Ok(Page::from_rows(rows, msg.page.limit, |row| row.id.as_str()))

@@ -403,11 +403,9 @@ impl Handler<ListKeys> for KeyRegistry {
             async move {
                 let dev = &msg.developer_id;
                 let cursor = msg.page.cursor.as_deref();
-                let after = cursor_position(
-                    cursor,
-                    keys::seq_of(&db, dev, &KeyId::from(cursor.unwrap_or(""))),
-                )
-                .await?;
+                let after =
+                    cursor_position(cursor, async |id: KeyId| keys::seq_of(&db, dev, &id).await)
+                        .await?;
                 let rows = keys::list(&db, dev, after, msg.page.limit + 1).await?;
                 Ok::<_, ApiError>(Page::from_rows(rows, msg.page.limit, |row| row.id.as_str()))
             }

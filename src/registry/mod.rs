@@ -97,14 +97,19 @@ impl<T> Page<T> {
     }
 }
 
-/// Resolves a page request's cursor to the storage position after which to list.
-pub async fn cursor_position<F>(cursor: Option<&str>, seq_of: F) -> Result<i64, ApiError>
+/// Resolves a page request's cursor to the storage position after which to list: the first
+/// page starts at 0, and a cursor is looked up as the id of its kind by `seq_of` (a cursor that
+/// names no item of the list is a 400 on `cursor`).
+pub async fn cursor_position<Id>(
+    cursor: Option<&str>,
+    seq_of: impl AsyncFnOnce(Id) -> StoreResult<Option<i64>>,
+) -> Result<i64, ApiError>
 where
-    F: std::future::Future<Output = StoreResult<Option<i64>>>,
+    Id: for<'a> From<&'a str>,
 {
     match cursor {
         None => Ok(0),
-        Some(cursor) => seq_of.await?.ok_or_else(|| {
+        Some(cursor) => seq_of(Id::from(cursor)).await?.ok_or_else(|| {
             ApiError::invalid(
                 "cursor",
                 format!("cursor '{cursor}' does not match any item of this list"),

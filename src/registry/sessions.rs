@@ -611,10 +611,9 @@ impl Handler<ListSessions> for SessionRegistry {
         Box::pin(async move {
             let dev = &msg.developer_id;
             let cursor = msg.page.cursor.as_deref();
-            let position = cursor_position(
-                cursor,
-                sessions::seq_of(&db, dev, &SessionId::from(cursor.unwrap_or(""))),
-            )
+            let position = cursor_position(cursor, async |id: SessionId| {
+                sessions::seq_of(&db, dev, &id).await
+            })
             .await?;
             let rows = sessions::list(
                 &db,

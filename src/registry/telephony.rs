@@ -218,10 +218,9 @@ impl Handler<ListPhoneNumbers> for TelephonyRegistry {
         Box::pin(async move {
             let dev = &msg.developer_id;
             let cursor = msg.page.cursor.as_deref();
-            let after = cursor_position(
-                cursor,
-                telephony::number_seq(&db, dev, &PhoneNumberId::from(cursor.unwrap_or(""))),
-            )
+            let after = cursor_position(cursor, async |id: PhoneNumberId| {
+                telephony::number_seq(&db, dev, &id).await
+            })
             .await?;
             let rows = telephony::list_numbers(&db, dev, after, msg.page.limit + 1).await?;
             Ok(Page::from_rows(rows, msg.page.limit, |row| row.id.as_str()))

@@ -260,10 +260,9 @@ impl Handler<ListEndpoints> for WebhookRegistry {
         Box::pin(async move {
             let dev = &msg.developer_id;
             let cursor = msg.page.cursor.as_deref();
-            let after = cursor_position(
-                cursor,
-                webhooks::endpoint_seq_of(&db, dev, &WebhookId::from(cursor.unwrap_or(""))),
-            )
+            let after = cursor_position(cursor, async |id: WebhookId| {
+                webhooks::endpoint_seq_of(&db, dev, &id).await
+            })
             .await?;
             let rows = webhooks::list_endpoints(&db, dev, after, msg.page.limit + 1).await?;
             Ok(Page::from_rows(rows, msg.page.limit, |row| row.id.as_str()))
@@ -318,14 +317,9 @@ impl Handler<ListDeliveries> for WebhookRegistry {
         Box::pin(async move {
             let endpoint = owned_endpoint(&db, &msg.developer_id, &msg.endpoint_id).await?;
             let cursor = msg.page.cursor.as_deref();
-            let after = cursor_position(
-                cursor,
-                webhooks::delivery_seq_of(
-                    &db,
-                    &endpoint.id,
-                    &DeliveryId::from(cursor.unwrap_or("")),
-                ),
-            )
+            let after = cursor_position(cursor, async |id: DeliveryId| {
+                webhooks::delivery_seq_of(&db, &endpoint.id, &id).await
+            })
             .await?;
             let rows =
                 webhooks::list_deliveries(&db, &endpoint.id, after, msg.page.limit + 1).await?;
