@@ -31,7 +31,7 @@ use super::super::observer::{EndReason, EndpointSource, Speaker, TurnRecord, Unr
 use super::super::stream_clock::StreamClock;
 use super::super::stt::{SttFailed, SttFeed, SttRestart, TranscriptFinal, TranscriptPartial};
 use super::reply::AnswerTiming;
-use super::{CallSession, TurnState};
+use super::{ms_between, CallSession, TurnState};
 
 /// Captured caller audio is sent to the recognizer in chunks of this length.
 const STT_CHUNK_MS: u32 = 100;
@@ -67,10 +67,6 @@ impl SpokenUtterance {
             stt_ms: ms_between(self.end_of_utterance_at, transcript_at),
         }
     }
-}
-
-fn ms_between(from: Instant, to: Instant) -> u64 {
-    to.saturating_duration_since(from).as_millis() as u64
 }
 
 /// A caller utterance whose transcript is awaited.

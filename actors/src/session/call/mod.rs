@@ -128,6 +128,11 @@ impl SessionHandle {
     }
 }
 
+/// Whole milliseconds from `from` to `to` (0 if `to` is earlier).
+fn ms_between(from: Instant, to: Instant) -> u64 {
+    to.saturating_duration_since(from).as_millis() as u64
+}
+
 /// Running totals for the summary.
 #[derive(Debug, Default)]
 struct Totals {
@@ -348,7 +353,7 @@ impl CallSession {
 
     /// Milliseconds since the session started, at `at`.
     fn session_ms(&self, at: Instant) -> u64 {
-        at.saturating_duration_since(self.started_at).as_millis() as u64
+        ms_between(self.started_at, at)
     }
 
     /// Sends `output` to the transport, noticing when it is gone.

@@ -31,7 +31,7 @@ use super::super::tts::{
     EndOfResponse, PlaybackDrained, PlaybackGate, PlaybackLinks, PlaybackStarted, SegmentQueued,
     Speak, TtsFailed, TtsPlayback, Voice,
 };
-use super::{history, CallSession, TurnState};
+use super::{history, ms_between, CallSession, TurnState};
 
 /// Timing of the caller turn a reply answers.
 #[derive(Debug, Clone, Copy)]
@@ -171,7 +171,7 @@ impl Reply {
     /// Synthesis time: the first sentence handed to it to the first audio sent.
     fn tts_ms(&self) -> u64 {
         match (self.first_sentence_at, self.first_audio_at) {
-            (Some(s), Some(a)) => a.saturating_duration_since(s).as_millis() as u64,
+            (Some(s), Some(a)) => ms_between(s, a),
             _ => 0,
         }
     }
@@ -350,10 +350,6 @@ impl Replies {
             self.awaiting_answer = true;
         }
     }
-}
-
-fn ms_between(from: Instant, to: Instant) -> u64 {
-    to.saturating_duration_since(from).as_millis() as u64
 }
 
 /// How the caller's interruption `detected` went, timed as the caller lived it: the frame that
