@@ -11,7 +11,7 @@ use super::voicemail::VoicemailPlan;
 use crate::app::AppState;
 use crate::error::ApiError;
 use crate::ids::{AgentId, DeveloperId, InstanceId, KeyId, SessionId, TaskId};
-use crate::registry::metering::{CloseSession, OpenSession, SessionMetering};
+use crate::registry::metering::{CloseSession, HoldSession};
 use crate::registry::telephony::{CreateTask, RouteCall, UpdateTask};
 use crate::store::telephony::{CallTaskRow, TaskChanges, TaskStatus};
 use crate::telephony::rest::{NewCall, TwilioError};
@@ -51,23 +51,17 @@ pub async fn place(state: &AppState, call: OutboundCall) -> Result<Placed, ApiEr
     can_call_from(state, &call.developer_id, &call.from).await?;
     // Gated like every metered session: 402 without credits, 429 when the tier's concurrent
     // sessions are all live. The ringing call holds a slot (under the task's id) until it is
-    // answered, ends, or the answer timeout passes.
+    // answered, ends, or the answer timeout passes (the hold then lapses by itself).
     let task_id = TaskId::new();
     state
         .metering()
-        .send(OpenSession {
+        .send(HoldSession {
             session_id: SessionId::from(task_id.as_str()),
             developer_id: call.developer_id.clone(),
-            metered: SessionMetering::ALL,
+            for_: Duration::from_secs(state.config().telephony.outbound.answer_timeout_seconds),
+            check_credits: true,
         })
         .await??;
-    let hold = Duration::from_secs(state.config().telephony.outbound.answer_timeout_seconds);
-    let metering = state.metering().clone();
-    let held = SessionId::from(task_id.as_str());
-    actix_web::rt::spawn(async move {
-        tokio::time::sleep(hold).await;
-        metering.do_send(CloseSession { session_id: held });
-    });
     let placed = place_task(state, task_id.clone(), call).await;
     if placed.is_err() {
         release_ringing(state, &task_id);

@@ -142,6 +142,7 @@ pub async fn issue_stream_at(
             session_id: session_id.clone(),
             developer_id: target.developer_id.clone(),
             for_: STREAM_HOLD.min(Duration::from_secs(ttl)),
+            check_credits: false,
         })
         .await
         .map_err(ApiError::from)

@@ -700,15 +700,19 @@ impl Handler<OpenSession> for Metering {
     }
 }
 
-/// Holds a concurrent-session slot for a phone call whose markup is being answered, until
-/// its stream connects ([`OpenSession`]) or `for_` has passed: a call over the tier's limit is
-/// told the lines are busy instead of being connected and then dropped.
+/// Holds a concurrent-session slot for a phone call that is not connected yet, until its
+/// stream connects ([`OpenSession`]), the hold is closed ([`CloseSession`], which leaves no
+/// cost behind) or `for_` has passed: an inbound call whose markup is being answered (a call
+/// over the tier's limit is told the lines are busy instead of being connected and then
+/// dropped), or an outbound call while it rings. `check_credits` refuses the hold (402) to a
+/// developer without credits, as opening a metered session would.
 #[derive(Message)]
 #[rtype(result = "Result<(), ApiError>")]
 pub struct HoldSession {
     pub session_id: SessionId,
     pub developer_id: DeveloperId,
     pub for_: Duration,
+    pub check_credits: bool,
 }
 
 impl Handler<HoldSession> for Metering {
@@ -717,6 +721,9 @@ impl Handler<HoldSession> for Metering {
     fn handle(&mut self, msg: HoldSession, _: &mut Context<Self>) -> Self::Result {
         let until = Instant::now() + msg.for_;
         self.with_standing(msg.developer_id, move |metering, developer_id| {
+            if msg.check_credits {
+                metering.credits_left(developer_id)?;
+            }
             let metered = SessionMetering::NONE;
             metering.take_slot(developer_id, msg.session_id, metered, Some(until))
         })
