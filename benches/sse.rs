@@ -34,6 +34,7 @@ fn conversation() -> ChatRequest {
         tools: Vec::new(),
         temperature: 0.7,
         max_tokens: 200,
+        conversation: None,
     }
 }
 

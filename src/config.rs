@@ -292,6 +292,8 @@ pub struct EnginesConfig {
     /// How the embedded recognizer decodes callers' turns: `fast` (greedy; tiny.en for an
     /// agent whose language is English) or `accurate` (beam search on the multilingual model).
     pub live_recognition: String,
+    /// Conversations whose prompt state the embedded language model keeps (0: none).
+    pub llm_prompt_cache: usize,
 }
 
 impl EnginesConfig {
@@ -740,6 +742,7 @@ mod tests {
         // Callers' turns: recognised from a 200 ms pause on, decoded greedily.
         assert_eq!(config.engines.early_recognition_ms, 200);
         assert_eq!(config.engines.live_recognition, "fast");
+        assert_eq!(config.engines.llm_prompt_cache, 4);
     }
 
     #[test]

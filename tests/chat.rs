@@ -3,9 +3,12 @@
 //! the documented limits.
 
 mod common;
+#[path = "common/vendor_mock.rs"]
+mod vendor_mock;
 
 use common::*;
 use serde_json::{json, Value};
+use vendor_mock::VendorMock;
 
 async fn chat(server: &Server, key: &str, agent: &str, body: Value) -> (u16, Value) {
     call(server.post(&format!("/v1/agents/{agent}/chat"), key, body)).await
@@ -66,6 +69,100 @@ async fn answers_come_from_the_agents_knowledge() {
     assert_eq!(second["conversationId"], conversation.as_str());
     assert_eq!(second["turnIndex"], 1);
     assert!(!second["reply"].as_str().unwrap().is_empty());
+}
+
+/// Each turn's request to the model begins with the previous turn's, up to that turn's
+/// facts: the system prompt stays the same and the facts come right before the message, so a
+/// model's prompt cache keeps the conversation (here the OpenAI wire format, as sent).
+#[tokio::test]
+async fn each_turns_request_begins_with_the_last_one() {
+    let vendors = VendorMock::start();
+    let server = vendors
+        .server(&[("SWITCHBOARD__VENDORS__OPENAI__API_KEY", "platform-extract")])
+        .await;
+    let key = server.key().to_string();
+    let (status, provisioned) = call(server.post(
+        "/v1/agents/provision",
+        &key,
+        json!({
+            "name": "Returns desk",
+            "systemPrompt": "You answer questions about returns for the Acme store.",
+            "llmProvider": "openai",
+            "initialContent": [{"content": "Acme accepts returns within 45 days of purchase. \
+                Refunds are paid to the original card within 5 business days."}]
+        }),
+    ))
+    .await;
+    assert_eq!(status, 201, "{provisioned}");
+    let agent = provisioned["agent"]["id"].as_str().unwrap().to_string();
+    let (status, first) = chat(
+        &server,
+        &key,
+        &agent,
+        json!({"message": "How many days do I have to return something?"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{first}");
+    assert!(
+        first["reply"].as_str().unwrap().contains("45 days"),
+        "{first}"
+    );
+    let conversation = first["conversationId"].as_str().unwrap().to_string();
+    let (status, second) = chat(
+        &server,
+        &key,
+        &agent,
+        json!({"message": "And how soon are refunds paid?", "conversationId": conversation}),
+    )
+    .await;
+    assert_eq!(status, 200, "{second}");
+    assert!(
+        second["reply"]
+            .as_str()
+            .unwrap()
+            .contains("5 business days"),
+        "{second}"
+    );
+
+    let requests: Vec<Vec<Value>> = vendors
+        .seen_at("/chat/completions")
+        .iter()
+        .map(|seen| {
+            seen.body["messages"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .collect();
+    assert_eq!(requests.len(), 2, "{requests:?}");
+    let roles = |messages: &[Value]| -> Vec<String> {
+        messages
+            .iter()
+            .map(|m| m["role"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    assert_eq!(roles(&requests[0]), ["system", "system", "user"]);
+    assert_eq!(
+        roles(&requests[1]),
+        ["system", "user", "assistant", "system", "user"]
+    );
+    let facts = |m: &Value| {
+        m["content"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("Facts:")
+    };
+    assert!(!facts(&requests[0][0]) && facts(&requests[0][1]) && facts(&requests[1][3]));
+    assert!(!requests[0][0]["content"]
+        .as_str()
+        .unwrap()
+        .contains("45 days"));
+    // The second request is the first one without its facts, then the answer, the second
+    // turn's facts and the new message.
+    assert_eq!(requests[1][0], requests[0][0]);
+    assert_eq!(requests[1][1], requests[0][2]);
+    assert_eq!(requests[1][2]["content"], first["reply"]);
+    assert_eq!(requests[1][4]["content"], "And how soon are refunds paid?");
 }
 
 #[tokio::test]

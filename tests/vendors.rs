@@ -620,6 +620,7 @@ fn user_asks(text: &str, max_tokens: u32) -> ChatRequest {
         tools: Vec::new(),
         temperature: 0.0,
         max_tokens,
+        conversation: None,
     }
 }
 

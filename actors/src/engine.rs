@@ -438,6 +438,10 @@ pub struct ChatRequest {
     pub tools: Vec<ToolSpec>,
     pub temperature: f32,
     pub max_tokens: u32,
+    /// The conversation this request continues (a session's or a chat's id), for a model that
+    /// keeps conversations' prompts: the embedded model keeps one entry of its prompt cache
+    /// per conversation. `None` for a request that stands alone.
+    pub conversation: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -820,7 +820,7 @@ async fn a_hundred_concurrent_sessions() {
     }
 }
 
-/// Knowledge found for the caller's words goes into the model's system prompt; a lookup that
+/// Knowledge found for the caller's words goes to the model right before them; a lookup that
 /// misses its deadline leaves the prompt as it was and the answer still comes.
 #[actix::test]
 async fn knowledge_is_looked_up_before_the_model_answers() {
@@ -857,13 +857,26 @@ async fn knowledge_is_looked_up_before_the_model_answers() {
         assert_eq!(queries, vec!["What are your opening hours?".to_string()]);
         let requests = h.engines.llm.requests.lock().expect("not poisoned").clone();
         assert_eq!(requests.len(), 1);
-        let system = &requests[0].messages[0];
-        assert_eq!(system.role, Role::System);
+        let messages = &requests[0].messages;
+        let roles: Vec<Role> = messages.iter().map(|m| m.role).collect();
+        // The knowledge is a system message of its own, right before the caller's words;
+        // the system prompt stays as the agent wrote it.
+        let expected_roles = if expect_knowledge {
+            vec![Role::System, Role::System, Role::User]
+        } else {
+            vec![Role::System, Role::User]
+        };
         assert_eq!(
-            system.content.contains("opens at nine and closes at six"),
+            roles, expected_roles,
+            "lookup delay {delay:?}: {messages:?}"
+        );
+        assert!(!messages[0].content.contains("opens at nine"));
+        assert_eq!(
+            messages[messages.len() - 2]
+                .content
+                .contains("opens at nine and closes at six"),
             expect_knowledge,
-            "lookup delay {delay:?}: system prompt {:?}",
-            system.content
+            "lookup delay {delay:?}: {messages:?}"
         );
         hang_up_and_check_all_stopped(&mut h).await;
     }
@@ -913,6 +926,21 @@ async fn a_long_call_keeps_its_latest_exchanges_and_sends_the_model_no_more() {
         "the prompt's start changed {} times",
         starts.len() - 1
     );
+    // Each cut is made as the answer before it ends, and the model is asked to read the kept
+    // history then (after the start's read of the greeting): the caller's next turn only adds
+    // to what it read.
+    let warmed = h.engines.llm.warmed.lock().unwrap().clone();
+    assert_eq!(warmed.len(), starts.len(), "one read ahead per cut");
+    for ahead in &warmed[1..] {
+        let read = ahead.messages.len();
+        let next = requests
+            .iter()
+            .find(|r| r.messages.len() > read && r.messages[..read] == ahead.messages[..])
+            .expect("a later turn begins with what was read ahead");
+        assert_eq!(next.messages[1].role, Role::User);
+        assert_eq!(ahead.conversation, next.conversation);
+    }
+    assert_eq!(warmed[1].conversation.as_deref(), Some("CA-test"));
     let last = requests.last().unwrap();
     assert!(
         last.messages.len() <= HISTORY_MESSAGES + 1,

@@ -400,6 +400,7 @@ async fn complete(
             tools: Vec::new(),
             temperature: 0.0,
             max_tokens,
+            conversation: None,
         })
         .map_err(|e| e.to_string())?;
     let mut answer = Answer {

@@ -1,7 +1,12 @@
-//! The system prompt of a conversation turn: the agent's prompt with the instance's
-//! `{{variables}}` filled in, the instance's context, the grounding rule (no number, price,
-//! date or address the model was not given), and the knowledge retrieved for the turn within
-//! a character budget, with a short instruction to answer from it.
+//! The prompt of a conversation turn. The system prompt is the agent's prompt with the
+//! instance's `{{variables}}` filled in, the instance's context and the grounding rule (no
+//! number, price, date or address the model was not given): it is the same at every turn.
+//! The knowledge retrieved for the turn, within a character budget and with a short
+//! instruction to answer from it, is a system message of its own placed right before the
+//! caller's latest words ([`knowledge_section`]). So the conversation before it is the same
+//! prefix from one turn to the next: the embedded model's prompt cache, and a vendor's prefix
+//! cache, keep it, and a turn re-reads only the last exchange and its own knowledge, not the
+//! whole history behind a changed system prompt.
 //!
 //! For a model that is offered no tools, [`without_tool_mentions`] takes the sentences that
 //! name the agent's tools out of its prompt: a model told to "use the check_availability
@@ -55,12 +60,11 @@ pub fn substitute(template: &str, variables: &Map<String, Value>) -> String {
     out
 }
 
-/// Builds the system prompt for one turn.
+/// Builds the system prompt of a conversation (the same at every turn).
 pub fn system_prompt(
     agent_prompt: Option<&str>,
     variables: &Map<String, Value>,
     instance_context: Option<&str>,
-    knowledge: &[KnowledgeHit],
 ) -> String {
     let mut prompt = substitute(
         agent_prompt
@@ -74,14 +78,12 @@ pub fn system_prompt(
     }
     prompt.push_str("\n\n");
     prompt.push_str(GROUNDING_RULE);
-    if let Some(section) = knowledge_section(knowledge) {
-        prompt.push_str(&section);
-    }
     prompt
 }
 
-/// The part of a system prompt that hands the model the retrieved knowledge, best hits first
-/// within [`KNOWLEDGE_BUDGET_CHARS`]; `None` when no hit fits.
+/// The system message that hands the model the knowledge retrieved for a turn, best hits
+/// first within [`KNOWLEDGE_BUDGET_CHARS`], to be placed right before the caller's latest
+/// words; `None` when no hit fits.
 pub fn knowledge_section(knowledge: &[KnowledgeHit]) -> Option<String> {
     let mut budget = KNOWLEDGE_BUDGET_CHARS;
     let mut facts = Vec::new();
@@ -96,7 +98,7 @@ pub fn knowledge_section(knowledge: &[KnowledgeHit]) -> Option<String> {
     if facts.is_empty() {
         return None;
     }
-    let mut section = String::from("\n\nFacts:");
+    let mut section = String::from("Facts:");
     for fact in facts {
         section.push_str("\n- ");
         section.push_str(fact);
@@ -197,17 +199,23 @@ mod tests {
             Some("You help {{name}}."),
             &vars(json!({"name": "Ana"})),
             Some("Gold member"),
-            &[hit("Returns within 30 days."), hit(&long)],
         );
-        assert!(prompt.starts_with("You help Ana."));
-        assert!(prompt.contains("About this caller: Gold member"));
-        assert!(prompt.contains("- Returns within 30 days."));
-        assert!(!prompt.contains(&long), "over-budget knowledge is left out");
-        assert!(prompt.contains(GROUNDING_RULE) && prompt.ends_with(FACTS_RULE));
         assert_eq!(
-            system_prompt(None, &Map::new(), None, &[]),
+            prompt,
+            format!("You help Ana.\n\nAbout this caller: Gold member\n\n{GROUNDING_RULE}")
+        );
+        assert_eq!(
+            system_prompt(None, &Map::new(), None),
             format!("{DEFAULT_SYSTEM_PROMPT}\n\n{GROUNDING_RULE}")
         );
+        let section = knowledge_section(&[hit("Returns within 30 days."), hit(&long)])
+            .expect("the first hit fits");
+        assert_eq!(
+            section,
+            format!("Facts:\n- Returns within 30 days.\n\n{FACTS_RULE}"),
+            "over-budget knowledge is left out"
+        );
+        assert_eq!(knowledge_section(&[]), None);
     }
 
     #[test]

@@ -42,7 +42,7 @@ pub struct TurnOutcome {
 }
 
 /// The model's settings for a turn.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct TurnSettings {
     pub temperature: f32,
     pub max_tokens: u32,
@@ -50,6 +50,8 @@ pub struct TurnSettings {
     /// Offer the tools to the model. Off for models that cannot call tools: the tool
     /// instructions only confuse them (retrieval then happens before the model instead).
     pub offer_tools: bool,
+    /// The conversation the turn continues (see [`ChatRequest::conversation`]).
+    pub conversation: Option<String>,
 }
 
 /// Runs a turn on `messages` (system prompt, history, the user's message).
@@ -86,6 +88,7 @@ pub async fn run_turn(
             tools: offered,
             temperature: settings.temperature,
             max_tokens: settings.max_tokens,
+            conversation: settings.conversation.clone(),
         })?;
         let mut text = String::new();
         let mut calls: Vec<ToolCall> = Vec::new();

@@ -70,7 +70,14 @@ impl Engines {
                 ..TtsOptions::default()
             },
         );
-        let local_llm = LocalLlm::from_models_dir(models, pool.clone());
+        let local_llm = LocalLlm::new(
+            models.join(llm::MODEL_FILE),
+            pool.clone(),
+            llm::LlmOptions {
+                prompt_cache_entries: config.engines.llm_prompt_cache,
+                ..llm::LlmOptions::default()
+            },
+        );
         let minilm = MiniLmEmbedder::from_models_dir(models, pool.clone());
         let turn = SmartTurn::new(models, pool.clone());
         let set = |lane| EngineSet {

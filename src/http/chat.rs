@@ -17,7 +17,7 @@ use super::validate;
 use crate::app::AppState;
 use crate::billing::Usage;
 use crate::conversation::grounding::GroundedModel;
-use crate::conversation::prompt::{system_prompt, without_tool_mentions};
+use crate::conversation::prompt::{knowledge_section, system_prompt, without_tool_mentions};
 use crate::conversation::retrieval;
 use crate::conversation::tools::{http_tools, tool_names, AgentTools, CallContext, HttpTools};
 use crate::conversation::turn::{run_turn, ToolCallRecord, TurnSettings};
@@ -235,13 +235,17 @@ async fn chat(
         agent.system_prompt.as_deref(),
         &variables,
         instance.as_ref().map(|i| i.context.as_str()),
-        &knowledge,
     );
     if !offer_tools {
         system = without_tool_mentions(&system, &tool_names(&tools));
     }
     let mut messages = vec![ChatMessage::new(Role::System, system)];
     messages.extend(history.iter().filter_map(to_chat_message));
+    // The turn's knowledge right before the message, so what comes before it is the prompt
+    // the last turn began with (see `conversation::prompt`).
+    if let Some(section) = knowledge_section(&knowledge) {
+        messages.push(ChatMessage::new(Role::System, section));
+    }
     messages.push(ChatMessage::new(Role::User, message.clone()));
 
     let agent_tools = AgentTools::new(
@@ -269,6 +273,7 @@ async fn chat(
             .map_or(DEFAULT_MAX_TOKENS, |t| t.max(1) as u32),
         max_steps: max_steps as u32,
         offer_tools,
+        conversation: Some(conversation.id.to_string()),
     };
     meter::ensure_credits(state.metering(), &developer_id, llm.metered_up_front()).await?;
     // No number, price, date or address the model was not given reaches the caller.

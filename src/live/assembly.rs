@@ -118,7 +118,6 @@ pub async fn assemble(
         agent.system_prompt.as_deref(),
         &variables,
         instance.as_ref().map(|i| i.context.as_str()),
-        &[],
     );
     if !offer_tools {
         prompt = without_tool_mentions(&prompt, &tool_names(&http));

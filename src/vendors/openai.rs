@@ -525,6 +525,7 @@ mod tests {
             ],
             temperature: 0.5,
             max_tokens: 40,
+            conversation: None,
         };
         let body: Value = serde_json::from_slice(&chat_body("gpt-4o-mini", &request).unwrap())
             .expect("the body is JSON");

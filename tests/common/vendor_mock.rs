@@ -10,7 +10,7 @@
 //! (path, query, key headers, JSON or text body) so tests can check what reached it.
 //!
 //! The key a request carries picks the behaviour: `*-extract` has the chat model answer with
-//! the sentence of its system prompt's `Facts:` that shares the most words with the caller's
+//! the sentence of its system messages' `Facts:` that shares the most words with the caller's
 //! question (a reader that never invents, so what it measures is whether retrieval put the
 //! answer in the prompt), `*-invent` has it answer with a phone number and a price it was
 //! never given, `*-bad` answers 401 with the vendor's error
@@ -478,7 +478,7 @@ fn review_call(messages: &[Value]) -> Option<String> {
     Some(format!("```json\n{}\n```", Value::Object(fields)))
 }
 
-/// The sentence of the system prompt's `Facts:` sharing the most words with the last
+/// The sentence of the system messages' `Facts:` sharing the most words with the last
 /// user message (at least two, or all of a shorter question's), else "I don't have that
 /// information".
 fn extract(messages: &[Value]) -> String {
@@ -495,11 +495,13 @@ fn extract(messages: &[Value]) -> String {
             .collect()
     };
     let content = |m: &Value| m["content"].as_str().unwrap_or_default().to_string();
-    let system = messages
+    // The facts come in a system message of their own, before the question.
+    let system: String = messages
         .iter()
-        .find(|m| m["role"] == "system")
+        .filter(|m| m["role"] == "system")
         .map(content)
-        .unwrap_or_default();
+        .collect::<Vec<_>>()
+        .join("\n\n");
     let question = messages
         .iter()
         .rev()

@@ -153,15 +153,6 @@ impl LocalLlm {
         }
     }
 
-    /// The default model ([`MODEL_FILE`]) under `models_dir`, with default options.
-    pub fn from_models_dir(models_dir: impl AsRef<Path>, pool: WorkerPool) -> Self {
-        Self::new(
-            models_dir.as_ref().join(MODEL_FILE),
-            pool,
-            LlmOptions::default(),
-        )
-    }
-
     /// The GGUF file this engine reads.
     pub fn path(&self) -> &Path {
         &self.shared.path
@@ -372,7 +363,10 @@ fn generate(
     let budget = (request.max_tokens as usize).min(context - prompt.len());
     shared.requests.fetch_add(1, Ordering::Relaxed);
 
-    let checked = shared.cache.checkout(&prompt, || model.new_cache());
+    let conversation = request.conversation.as_deref();
+    let checked = shared
+        .cache
+        .checkout(&prompt, conversation, || model.new_cache());
     let mut kv = checked.kv;
     let reused = checked.tokens.len();
     let mut fed = checked.tokens;
@@ -385,7 +379,7 @@ fn generate(
     for piece in prompt[reused..].chunks(PREFILL_CHUNK) {
         if tx.is_closed() {
             // The KV cache holds exactly `fed`: a later turn reuses what was fed.
-            shared.cache.checkin(fed, kv);
+            shared.cache.checkin(fed, kv, conversation);
             return Ok(());
         }
         logits = Some(model.forward(piece, &mut kv)?);
@@ -458,7 +452,7 @@ fn generate(
         .completion
         .fetch_add(completion as u64, Ordering::Relaxed);
     // The KV cache holds exactly `fed`, whichever way the loop ended.
-    shared.cache.checkin(fed, kv);
+    shared.cache.checkin(fed, kv, conversation);
 
     if let Ending::Finished(reason) = ending {
         let mut rest = parser.push(&utf8.finish());

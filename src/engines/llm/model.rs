@@ -108,6 +108,33 @@ impl KvCache {
         self.len = len;
     }
 
+    /// A new cache holding a copy of the first `len` positions (fewer if it holds fewer), for
+    /// a conversation that shares them with this one, which keeps its own.
+    pub fn copy_prefix(&self, len: usize) -> candle_core::Result<KvCache> {
+        let len = len.min(self.len);
+        let mut copy = KvCache::new(self.layers.len());
+        if len == 0 {
+            return Ok(copy);
+        }
+        let capacity = len.div_ceil(KV_CHUNK) * KV_CHUNK;
+        for (slot, held) in copy.layers.iter_mut().zip(&self.layers) {
+            let Some((k, v)) = held else {
+                candle_core::bail!("KV cache holds {} positions without buffers", self.len);
+            };
+            let (_, kv_heads, _, head_dim) = k.dims4()?;
+            let rows = |t: &Tensor| -> candle_core::Result<Tensor> {
+                let buffer =
+                    Tensor::zeros((1, kv_heads, capacity, head_dim), DType::F32, t.device())?;
+                buffer.slice_set(&t.narrow(2, 0, len)?.contiguous()?, 2, 0)?;
+                Ok(buffer)
+            };
+            *slot = Some((rows(k)?, rows(v)?));
+        }
+        copy.len = len;
+        copy.capacity = capacity;
+        Ok(copy)
+    }
+
     /// Bytes held by the buffers (allocated capacity, not only the used length).
     pub fn memory_bytes(&self) -> usize {
         self.layers

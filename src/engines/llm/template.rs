@@ -94,16 +94,20 @@ fn pieces(messages: &[ChatMessage], tools: &[ToolSpec]) -> Vec<Piece> {
         .filter(|m| m.role == Role::System)
         .map(|m| m.content.as_str());
     let mut system = explicit_system.unwrap_or(DEFAULT_SYSTEM_PROMPT).to_string();
+    let facts = facts_for_the_latest_turn(messages);
+    if let Some(index) = facts {
+        system.push_str("\n\n");
+        system.push_str(&messages[index].content);
+    }
     if !tools.is_empty() {
         system.push_str(&tool_prompt(tools));
     }
     push_turn(&mut out, "system", &system);
-    let rest = if explicit_system.is_some() {
-        &messages[1..]
-    } else {
-        messages
-    };
-    for message in rest {
+    let first = usize::from(explicit_system.is_some());
+    for (index, message) in messages.iter().enumerate().skip(first) {
+        if Some(index) == facts {
+            continue;
+        }
         match message.role {
             // A system message after the first is an instruction mid-conversation: ChatML
             // carries it as its own system turn.
@@ -133,6 +137,20 @@ fn pieces(messages: &[ChatMessage], tools: &[ToolSpec]) -> Vec<Piece> {
     out.push(Piece::Start);
     out.push(Piece::Text("assistant\n".to_string()));
     out
+}
+
+/// The system message right before the latest user turn (the facts looked up for it), which
+/// this model reads at the end of its system turn instead. SmolLM2 was tuned with one system
+/// turn, at the start: on the evaluation set (tests/evaluation.rs, the CI subset of 18
+/// questions) the facts in a system turn of their own before the question, or at the head of
+/// the user's turn, gave 8 right answers against 9 or more in the system turn, and after the
+/// question none. So on this model the system turn changes with each turn's facts, and a
+/// conversation with knowledge is read again from there at every turn; a vendor's model gets
+/// them where they are sent, and keeps the conversation before them.
+fn facts_for_the_latest_turn(messages: &[ChatMessage]) -> Option<usize> {
+    let latest = messages.iter().rposition(|m| m.role == Role::User)?;
+    let before = latest.checked_sub(1).filter(|&i| i > 0)?;
+    (messages[before].role == Role::System).then_some(before)
 }
 
 fn push_turn(out: &mut Vec<Piece>, role: &str, content: &str) {
@@ -205,6 +223,39 @@ mod tests {
         );
         assert!(text.starts_with("<|im_start|>system\nBe brief.<|im_end|>\n"));
         assert!(!text.contains(DEFAULT_SYSTEM_PROMPT));
+    }
+
+    #[test]
+    fn the_facts_before_the_latest_turn_are_read_in_the_system_turn() {
+        let text = render_text(
+            &[
+                ChatMessage::new(Role::System, "Be brief."),
+                ChatMessage::new(Role::User, "Hi"),
+                ChatMessage::new(Role::Assistant, "Hello."),
+                ChatMessage::new(Role::System, "Facts:\n- Open at nine."),
+                ChatMessage::new(Role::User, "When do you open?"),
+            ],
+            &[],
+        );
+        assert_eq!(
+            text,
+            "<|im_start|>system\nBe brief.\n\nFacts:\n- Open at nine.<|im_end|>\n\
+             <|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nHello.<|im_end|>\n\
+             <|im_start|>user\nWhen do you open?<|im_end|>\n<|im_start|>assistant\n"
+        );
+        // Anywhere else a system message is a turn of its own.
+        let text = render_text(
+            &[
+                ChatMessage::new(Role::System, "Be brief."),
+                ChatMessage::new(Role::User, "Hi"),
+                ChatMessage::new(Role::System, "Wrap up."),
+            ],
+            &[],
+        );
+        assert!(text.ends_with(
+            "<|im_start|>user\nHi<|im_end|>\n<|im_start|>system\nWrap up.<|im_end|>\n\
+             <|im_start|>assistant\n"
+        ));
     }
 
     #[test]

@@ -40,6 +40,7 @@ fn request(messages: Vec<ChatMessage>, max_tokens: u32) -> ChatRequest {
         tools: Vec::new(),
         temperature: 0.0,
         max_tokens,
+        conversation: None,
     }
 }
 

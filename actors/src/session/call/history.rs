@@ -21,24 +21,75 @@ pub(super) fn push_caller_turn(
     reply_from: Option<&mut usize>,
 ) {
     history.push(ChatMessage::new(Role::User, text));
-    if history.len() <= HISTORY_MESSAGES {
-        return;
+    cut_to_latest_half(history, reply_from, 0);
+}
+
+/// Makes now the cut that the next caller turn would make ([`push_caller_turn`]), so that the
+/// model can read the history that will be kept before that turn comes: a cut history shares
+/// only its system prompt with the model's cached state, and reading it again on the caller's
+/// turn would delay that answer by a second or more on the embedded model. True when it cut.
+pub(super) fn cut_before_next_turn(
+    history: &mut Vec<ChatMessage>,
+    reply_from: Option<&mut usize>,
+) -> bool {
+    cut_to_latest_half(history, reply_from, 1)
+}
+
+/// Keeps the latest half of `history` once it and `incoming` messages still to come are past
+/// [`HISTORY_MESSAGES`] (see [`push_caller_turn`]). True when it cut.
+fn cut_to_latest_half(
+    history: &mut Vec<ChatMessage>,
+    reply_from: Option<&mut usize>,
+    incoming: usize,
+) -> bool {
+    let length = history.len() + incoming;
+    if length <= HISTORY_MESSAGES {
+        return false;
     }
-    let earliest = history.len() - HISTORY_MESSAGES / 2;
+    let earliest = (length - HISTORY_MESSAGES / 2).min(history.len());
     let Some(cut) = history[earliest..]
         .iter()
         .position(|m| m.role == Role::User)
         .map(|i| earliest + i)
     else {
-        return;
+        return false;
     };
     if let Some(reply_from) = reply_from {
         if *reply_from < cut {
-            return;
+            return false;
         }
         *reply_from -= cut;
     }
     history.drain(..cut);
+    true
+}
+
+/// The messages for the model: the system prompt, then `history` with the turn's `knowledge`
+/// as a system message of its own right before the caller's latest words. The system prompt
+/// stays the same from turn to turn, and the knowledge of earlier turns is not kept, so each
+/// request starts with the one before it up to the last exchange: a model's prompt cache (the
+/// embedded one's, a vendor's) keeps that prefix, where knowledge inside the system prompt
+/// would change the first message at every turn and have the whole history read again.
+pub(super) fn with_knowledge(
+    system_prompt: &str,
+    history: &[ChatMessage],
+    knowledge: Option<&str>,
+) -> Vec<ChatMessage> {
+    let mut messages = Vec::with_capacity(history.len() + 2);
+    messages.push(ChatMessage::new(Role::System, system_prompt));
+    match knowledge.map(str::trim).filter(|k| !k.is_empty()) {
+        Some(knowledge) => {
+            let at = history
+                .iter()
+                .rposition(|m| m.role == Role::User)
+                .unwrap_or(history.len());
+            messages.extend_from_slice(&history[..at]);
+            messages.push(ChatMessage::new(Role::System, knowledge));
+            messages.extend_from_slice(&history[at..]);
+        }
+        None => messages.extend_from_slice(history),
+    }
+    messages
 }
 
 /// Tool calls still running when their reply ended get a "cancelled" answer, so the history
@@ -165,6 +216,55 @@ mod tests {
     }
 
     #[test]
+    fn knowledge_goes_right_before_the_callers_latest_words_and_nowhere_else() {
+        let mut with_tool = agent("");
+        with_tool.tool_calls = vec![call("c1")];
+        let mut answer = ChatMessage::new(Role::Tool, "done");
+        answer.tool_call_id = Some("c1".into());
+        let history = vec![
+            user("hello"),
+            agent("hi"),
+            user("when do you open"),
+            with_tool,
+            answer,
+        ];
+        let messages = with_knowledge("Be kind.", &history, Some("Facts:\n- Open at nine."));
+        let shape: Vec<(Role, &str)> = messages
+            .iter()
+            .map(|m| (m.role, m.content.as_str()))
+            .collect();
+        assert_eq!(
+            shape,
+            vec![
+                (Role::System, "Be kind."),
+                (Role::User, "hello"),
+                (Role::Assistant, "hi"),
+                (Role::System, "Facts:\n- Open at nine."),
+                (Role::User, "when do you open"),
+                (Role::Assistant, ""),
+                (Role::Tool, "done"),
+            ]
+        );
+        // The next turn's request starts with this one up to its knowledge.
+        let mut next = history.clone();
+        next.extend([agent("We open at nine."), user("and close")]);
+        let later = with_knowledge("Be kind.", &next, Some("Facts:\n- Close at six."));
+        assert_eq!(later[..3], messages[..3]);
+        assert_eq!(later[3], messages[4], "the earlier knowledge is not kept");
+        assert_eq!(later[later.len() - 2].content, "Facts:\n- Close at six.");
+        // No knowledge (or none found) leaves the history as it is.
+        for knowledge in [None, Some("  ")] {
+            let plain = with_knowledge("Be kind.", &history, knowledge);
+            assert_eq!(plain.len(), history.len() + 1);
+            assert_eq!(plain[1..], history[..]);
+        }
+        // Knowledge before any caller turn (a greeting's reply) goes last.
+        let first = with_knowledge("Be kind.", &[], Some("Facts:\n- x"));
+        assert_eq!(first.len(), 2);
+        assert_eq!(first[1].role, Role::System);
+    }
+
+    #[test]
     fn a_history_within_the_limit_is_kept_whole() {
         let mut history = conversation(HISTORY_MESSAGES / 2 - 1);
         let mut reply_from = 3;
@@ -187,6 +287,30 @@ mod tests {
             (Role::User, "q11")
         );
         assert_eq!(history.last().map(|m| m.content.as_str()), Some("next"));
+    }
+
+    #[test]
+    fn the_cut_before_the_next_turn_is_the_one_that_turn_would_make() {
+        for length in [HISTORY_MESSAGES - 1, HISTORY_MESSAGES] {
+            let mut history: Vec<ChatMessage> = conversation(HISTORY_MESSAGES / 2);
+            history.truncate(length);
+            let mut then = history.clone();
+            push_caller_turn(&mut then, "next".into(), None);
+            let mut reply_from = length - 1;
+            let cut = cut_before_next_turn(&mut history, Some(&mut reply_from));
+            assert_eq!(cut, length == HISTORY_MESSAGES, "{length} messages");
+            if cut {
+                assert_eq!(reply_from, length - 1 - (length - history.len()));
+            }
+            // The caller's turn then adds to what was kept, and cuts nothing more.
+            push_caller_turn(&mut history, "next".into(), None);
+            assert_eq!(history, then, "{length} messages");
+        }
+        // Nothing is cut out of the reply in progress.
+        let mut history = conversation(HISTORY_MESSAGES / 2);
+        let mut reply_from = 1;
+        assert!(!cut_before_next_turn(&mut history, Some(&mut reply_from)));
+        assert_eq!(history.len(), HISTORY_MESSAGES);
     }
 
     #[test]

@@ -328,6 +328,11 @@ impl Replies {
         self.answer_timing = timing;
     }
 
+    /// Whether a caller turn awaits its answer, with or without a reply in the way.
+    pub(super) fn answer_owed(&self) -> bool {
+        self.awaiting_answer
+    }
+
     /// Whether a caller turn awaits its answer and no reply is in the way.
     pub(super) fn answer_due(&self) -> bool {
         self.awaiting_answer && self.current.is_none()
@@ -510,23 +515,19 @@ impl CallSession {
         }));
     }
 
-    /// The model's request for the conversation so far: the system prompt (with what the
-    /// knowledge base said, if anything) and the history.
+    /// The model's request for the conversation so far: the system prompt, the history, and
+    /// what the knowledge base said for this turn, if anything (see
+    /// [`history::with_knowledge`]).
     pub(super) fn model_request(&self, knowledge: Option<&str>) -> ChatRequest {
         let agent = &self.config.agent;
-        let mut system = agent.system_prompt.clone();
-        if let Some(knowledge) = knowledge {
-            system.push_str(knowledge);
-        }
-        let mut messages = Vec::with_capacity(self.history.len() + 1);
-        messages.push(ChatMessage::new(Role::System, system));
-        messages.extend(self.history.iter().cloned());
+        let messages = history::with_knowledge(&agent.system_prompt, &self.history, knowledge);
         ChatRequest {
             model: agent.model.clone(),
             messages,
             tools: agent.tools.clone(),
             temperature: agent.temperature,
             max_tokens: agent.max_tokens,
+            conversation: Some(self.config.session_id.clone()),
         }
     }
 
@@ -734,6 +735,16 @@ impl Handler<LlmFinished> for CallSession {
             if !msg.content.trim().is_empty() {
                 self.history
                     .push(ChatMessage::new(Role::Assistant, msg.content.trim()));
+            }
+            // A history the caller's next turn would cut is cut now, and the model reads what
+            // is kept while the answer plays, not after the caller has spoken. Not for an
+            // agent with knowledge: the embedded model reads each turn's facts in its system
+            // turn, so what it would read ahead is not the start of the next prompt.
+            if !self.replies.answer_owed()
+                && history::cut_before_next_turn(&mut self.history, self.replies.history_from_mut())
+                && self.engines.knowledge.is_none()
+            {
+                self.engines.llm.warm(self.model_request(None));
             }
             self.maybe_complete(false, ctx);
             self.answer_if_waiting(ctx);
