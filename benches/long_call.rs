@@ -153,7 +153,7 @@ fn facts(clinic: &Clinic, question: &str) -> String {
         .iter()
         .map(|p| (words(p).iter().filter(|w| asked.contains(w)).count(), p))
         .collect();
-    ranked.sort_by(|a, b| b.0.cmp(&a.0));
+    ranked.sort_by_key(|&(shared, _)| std::cmp::Reverse(shared));
     let mut out = String::from("Facts:");
     for (_, paragraph) in ranked.iter().take(3) {
         out.push_str("\n- ");
