@@ -3,14 +3,18 @@
 //!
 //! Run: `cargo bench --bench llm` (needs `models/smollm2-135m-instruct`).
 
+#[path = "support/llm_requests.rs"]
+mod llm_requests;
+
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, SamplingMode, Throughput};
+use llm_requests::{request, timed};
 use switchboard::engines::llm::model::LlamaModel;
 use switchboard::engines::llm::{LlmOptions, LocalLlm, MODEL_FILE};
 use switchboard::engines::pool::WorkerPool;
-use switchboard_actors::engine::{ChatMessage, ChatRequest, LanguageModel, LlmEvent, Role};
+use switchboard_actors::engine::{ChatMessage, Role};
 
 const SYSTEM: &str = "You are Ava, the receptionist of the Harbour Street Dental Clinic. You \
 answer phone calls. Keep every answer to one or two short sentences, because the caller hears \
@@ -27,17 +31,6 @@ fn models_file() -> PathBuf {
         .join(MODEL_FILE)
 }
 
-fn request(messages: Vec<ChatMessage>, max_tokens: u32) -> ChatRequest {
-    ChatRequest {
-        model: None,
-        messages,
-        tools: Vec::new(),
-        temperature: 0.0,
-        max_tokens,
-        conversation: None,
-    }
-}
-
 fn first_turn(conversation: usize) -> Vec<ChatMessage> {
     vec![
         ChatMessage::new(Role::System, format!("Call {conversation}. {SYSTEM}")),
@@ -46,25 +39,6 @@ fn first_turn(conversation: usize) -> Vec<ChatMessage> {
             "Hello, I would like to book a cleaning next week.",
         ),
     ]
-}
-
-/// Streams `request`; returns the time to the first text and the whole answer.
-async fn timed(llm: &LocalLlm, request: ChatRequest) -> (Duration, String) {
-    let started = Instant::now();
-    let mut rx = llm.stream(request).expect("stream starts");
-    let mut first = None;
-    let mut text = String::new();
-    while let Some(event) = rx.recv().await {
-        match event.expect("no engine error") {
-            LlmEvent::TextDelta(delta) => {
-                first.get_or_insert_with(|| started.elapsed());
-                text.push_str(&delta);
-            }
-            LlmEvent::ToolCall(_) => {}
-            LlmEvent::Done { .. } => break,
-        }
-    }
-    (first.unwrap_or_else(|| started.elapsed()), text)
 }
 
 fn llm(c: &mut Criterion) {
@@ -82,7 +56,7 @@ fn llm(c: &mut Criterion) {
         },
     );
     let prompt = cold
-        .prompt_tokens(&request(first_turn(0), 1))
+        .prompt_tokens(&request(first_turn(0), 1, None))
         .expect("prompt renders");
     eprintln!("prompt: {} tokens", prompt.len());
     let mut kv = model.new_cache();
@@ -103,7 +77,7 @@ fn llm(c: &mut Criterion) {
     group.measurement_time(Duration::from_secs(20));
     group.bench_function("cold_180_token_prompt", |b| {
         b.to_async(&runtime)
-            .iter(|| async { timed(&cold, request(first_turn(0), 1)).await })
+            .iter(|| async { timed(&cold, request(first_turn(0), 1, None)).await })
     });
 
     // Second turn: each iteration is a new conversation whose first turn runs untimed.
@@ -118,13 +92,13 @@ fn llm(c: &mut Criterion) {
                 let mut total = Duration::ZERO;
                 for i in 0..iters as usize {
                     let mut messages = first_turn(base + i);
-                    let (_, answer) = timed(&cached, request(messages.clone(), 32)).await;
+                    let (_, answer) = timed(&cached, request(messages.clone(), 32, None)).await;
                     messages.push(ChatMessage::new(Role::Assistant, answer));
                     messages.push(ChatMessage::new(
                         Role::User,
                         "Tuesday morning, if possible.",
                     ));
-                    total += timed(&cached, request(messages, 1)).await.0;
+                    total += timed(&cached, request(messages, 1, None)).await.0;
                 }
                 total
             }

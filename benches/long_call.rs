@@ -24,17 +24,23 @@
 //! Each row prints the time to the first answer text per turn (p50, p90, max) and the prompt
 //! tokens the model read per turn (mean, max), from the engine's own counters.
 
-use std::path::PathBuf;
-use std::time::{Duration, Instant};
+#[path = "support/llm_requests.rs"]
+mod llm_requests;
 
+use std::path::PathBuf;
+use std::time::Duration;
+
+use llm_requests::{request, timed};
 use serde_json::Value;
 use switchboard::engines::llm::{LlmOptions, LocalLlm, MODEL_FILE};
 use switchboard::engines::pool::WorkerPool;
-use switchboard_actors::engine::{ChatMessage, ChatRequest, LanguageModel, LlmEvent, Role};
+use switchboard_actors::engine::{ChatMessage, Role};
 
 /// Messages a session keeps before it cuts the history to its latest half.
 const HISTORY_MESSAGES: usize = 40;
 const TURNS: usize = 30;
+/// The call's conversation, for the model's prompt cache.
+const CONVERSATION: &str = "long-call";
 
 #[derive(Clone, Copy, PartialEq)]
 enum Layout {
@@ -95,14 +101,14 @@ async fn call(llm: &LocalLlm, clinic: &Clinic, layout: Layout, label: &str) {
         }
         messages.push(history[history.len() - 1].clone());
         let before = llm.counters().prompt_tokens_fed;
-        let (wait, answer) = timed(llm, request(messages, 48)).await;
+        let (wait, answer) = timed(llm, request(messages, 48, Some(CONVERSATION))).await;
         waits.push(wait);
         read.push(llm.counters().prompt_tokens_fed - before);
         history.push(ChatMessage::new(Role::Assistant, answer.trim()));
         if layout == Layout::CutAhead && cut(&mut history, 1) {
             let mut messages = vec![ChatMessage::new(Role::System, clinic.prompt.clone())];
             messages.extend(history.iter().cloned());
-            read_ahead += timed(llm, request(messages, 1)).await.0;
+            read_ahead += timed(llm, request(messages, 1, Some(CONVERSATION))).await.0;
         }
     }
     waits.sort_unstable();
@@ -187,34 +193,4 @@ fn clinic(root: &std::path::Path) -> Clinic {
             .collect(),
         questions,
     }
-}
-
-fn request(messages: Vec<ChatMessage>, max_tokens: u32) -> ChatRequest {
-    ChatRequest {
-        model: None,
-        messages,
-        tools: Vec::new(),
-        temperature: 0.0,
-        max_tokens,
-        conversation: Some("long-call".into()),
-    }
-}
-
-/// Streams `request`; returns the time to the first text and the whole answer.
-async fn timed(llm: &LocalLlm, request: ChatRequest) -> (Duration, String) {
-    let started = Instant::now();
-    let mut rx = llm.stream(request).expect("stream starts");
-    let mut first = None;
-    let mut text = String::new();
-    while let Some(event) = rx.recv().await {
-        match event.expect("no engine error") {
-            LlmEvent::TextDelta(delta) => {
-                first.get_or_insert_with(|| started.elapsed());
-                text.push_str(&delta);
-            }
-            LlmEvent::ToolCall(_) => {}
-            LlmEvent::Done { .. } => break,
-        }
-    }
-    (first.unwrap_or_else(|| started.elapsed()), text)
 }

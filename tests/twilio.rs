@@ -678,21 +678,31 @@ async fn a_phone_call_runs_on_vendor_engines_when_the_agent_names_them() {
             .contains("What are your opening hours?")
     });
     assert!(asked, "the model was not given the caller's words");
+    // The knowledge comes as a system message right before the caller's words; the system
+    // prompt itself stays as the agent wrote it.
+    let facts = "open from nine in the morning until six";
     let informed = chats.iter().any(|c| {
-        c.body["messages"][0]["role"] == "system"
-            && c.body["messages"][0]["content"]
-                .as_str()
-                .unwrap_or_default()
-                .contains("open from nine in the morning until six")
+        let messages = c.body["messages"].as_array().cloned().unwrap_or_default();
+        messages.windows(2).skip(1).any(|pair| {
+            pair[0]["role"] == "system"
+                && pair[0]["content"]
+                    .as_str()
+                    .is_some_and(|text| text.contains(facts))
+                && pair[1]["role"] == "user"
+        })
     });
     assert!(
         informed,
         "the knowledge was not in the model's prompt: {:?}",
         chats
             .iter()
-            .map(|c| &c.body["messages"][0])
+            .map(|c| &c.body["messages"])
             .collect::<Vec<_>>()
     );
+    assert!(chats.iter().all(|c| !c.body["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .contains(facts)));
     assert!(mock.seen_at("/audio/speech").len() >= 2);
 
     let detail = ended_session(&server, &key, &session_id).await;
