@@ -122,13 +122,11 @@ impl KvCache {
                 candle_core::bail!("KV cache holds {} positions without buffers", self.len);
             };
             let (_, kv_heads, _, head_dim) = k.dims4()?;
-            let rows = |t: &Tensor| -> candle_core::Result<Tensor> {
-                let buffer =
-                    Tensor::zeros((1, kv_heads, capacity, head_dim), DType::F32, t.device())?;
-                buffer.slice_set(&t.narrow(2, 0, len)?.contiguous()?, 2, 0)?;
-                Ok(buffer)
-            };
-            *slot = Some((rows(k)?, rows(v)?));
+            let shape = (1, kv_heads, capacity, head_dim);
+            *slot = Some((
+                buffer_with(Some(k), len, shape, k.device())?,
+                buffer_with(Some(v), len, shape, v.device())?,
+            ));
         }
         copy.len = len;
         copy.capacity = capacity;
@@ -158,15 +156,15 @@ impl KvCache {
         }
         let capacity = needed.div_ceil(KV_CHUNK) * KV_CHUNK;
         for slot in self.layers.iter_mut() {
-            let k = Tensor::zeros((1, kv_heads, capacity, head_dim), DType::F32, device)?;
-            let v = Tensor::zeros((1, kv_heads, capacity, head_dim), DType::F32, device)?;
-            if let Some((old_k, old_v)) = slot.as_ref() {
-                if self.len > 0 {
-                    k.slice_set(&old_k.narrow(2, 0, self.len)?.contiguous()?, 2, 0)?;
-                    v.slice_set(&old_v.narrow(2, 0, self.len)?.contiguous()?, 2, 0)?;
-                }
-            }
-            *slot = Some((k, v));
+            let (k, v) = match slot.as_ref() {
+                Some((k, v)) => (Some(k), Some(v)),
+                None => (None, None),
+            };
+            let shape = (1, kv_heads, capacity, head_dim);
+            *slot = Some((
+                buffer_with(k, self.len, shape, device)?,
+                buffer_with(v, self.len, shape, device)?,
+            ));
         }
         self.capacity = capacity;
         Ok(())
@@ -191,6 +189,20 @@ impl KvCache {
             v_all.narrow(2, 0, self.len + seq)?,
         ))
     }
+}
+
+/// A zeroed key or value buffer of `shape` holding the first `rows` positions of `held`.
+fn buffer_with(
+    held: Option<&Tensor>,
+    rows: usize,
+    shape: (usize, usize, usize, usize),
+    device: &Device,
+) -> candle_core::Result<Tensor> {
+    let buffer = Tensor::zeros(shape, DType::F32, device)?;
+    if let Some(held) = held.filter(|_| rows > 0) {
+        buffer.slice_set(&held.narrow(2, 0, rows)?.contiguous()?, 2, 0)?;
+    }
+    Ok(buffer)
 }
 
 /// Reads one tensor, requantizing block formats without a fast CPU kernel to Q8_0.
