@@ -1,5 +1,6 @@
-//! The embedded language model: decode speed, and time to first token for a 180-token prompt
-//! cold (no prompt cache) and on a second turn served from the prompt cache.
+//! The embedded language model: decode speed, a forward pass over prompt chunks of several
+//! lengths both ways (quantized kernels, dequantized weights), and time to first token for a
+//! 180-token prompt cold (no prompt cache) and on a second turn served from the prompt cache.
 //!
 //! Run: `cargo bench --bench llm` (needs `models/smollm2-135m-instruct`).
 
@@ -11,7 +12,7 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, SamplingMode, Throughput};
 use llm_requests::{request, timed};
-use switchboard::engines::llm::model::LlamaModel;
+use switchboard::engines::llm::model::{LlamaModel, Products};
 use switchboard::engines::llm::{LlmOptions, LocalLlm, MODEL_FILE};
 use switchboard::engines::pool::WorkerPool;
 use switchboard_actors::engine::{ChatMessage, Role};
@@ -69,6 +70,29 @@ fn llm(c: &mut Criterion) {
             kv.truncate(prompt.len());
         })
     });
+    drop(group);
+
+    // Prefill: a chunk of `n` prompt tokens after the system prompt, each way.
+    let mut group = c.benchmark_group("llm_prefill");
+    group.sample_size(20);
+    let base = 64;
+    let tokens: Vec<u32> = prompt.iter().copied().cycle().take(base + 512).collect();
+    for n in [8usize, 16, 32, 64, 128, 256, 512] {
+        group.throughput(Throughput::Elements(n as u64));
+        for (name, products) in [
+            ("quantized", Products::Quantized),
+            ("dense", Products::Dense),
+        ] {
+            group.bench_function(format!("{name}_{n}_tokens"), |b| {
+                b.iter(|| {
+                    kv.truncate(base);
+                    model
+                        .forward_with(&tokens[base..base + n], &mut kv, products)
+                        .expect("prefill")
+                })
+            });
+        }
+    }
     drop(group);
 
     let mut group = c.benchmark_group("llm_ttft");

@@ -9,6 +9,14 @@
 //! dequantized and requantized to Q8_0 at load time: Q8_0 matrix-vector products use the
 //! AVX2 / AVX-512 integer kernels, which makes decoding several times faster than Q4_1 at the
 //! price of about twice the weight memory (~145 MB for SmolLM2-135M).
+//!
+//! Those integer kernels compute one dot product at a time, which suits decoding (one token)
+//! but leaves a prompt's many tokens far from what the CPU can do. A forward pass over at
+//! least [`DENSE_FROM_TOKENS`] tokens therefore dequantizes each layer's weights to f32 as it
+//! reaches the layer and multiplies through `gemm`'s blocked kernels ([`Products::Dense`]).
+//! Dequantizing and packing the weights cost about 130 ms a pass on 2 cores, repaid from about
+//! 64 tokens on. No dense copy of the weights is kept, so the model's memory stays what the
+//! quantized weights take.
 
 use std::fs::File;
 use std::io::BufReader;
@@ -22,8 +30,34 @@ use switchboard_actors::engine::EngineError;
 /// Rows of the KV cache added at once when a sequence outgrows its cache.
 const KV_CHUNK: usize = 256;
 
-/// Prompt tokens fed per forward pass, which bounds the attention matrix of long prompts.
-pub const PREFILL_CHUNK: usize = 256;
+/// Queries whose attention is computed at once, which bounds the score matrix of long inputs.
+const ATTENTION_CHUNK: usize = 256;
+
+/// Forward passes over at least this many tokens multiply by dequantized weights
+/// (`cargo bench --bench llm`, `llm_prefill`: on 2 cores the crossover is between 32 and 64
+/// tokens; 512 tokens read 2.2 times faster dense).
+pub const DENSE_FROM_TOKENS: usize = 64;
+
+/// How a forward pass multiplies by the weight matrices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Products {
+    /// The quantized integer kernels, one dot product at a time: fastest for a few tokens.
+    Quantized,
+    /// Each layer's weights dequantized to f32 for the pass and multiplied by blocked
+    /// matrix products: fastest for many tokens.
+    Dense,
+}
+
+impl Products {
+    /// The faster way for a pass over `tokens` tokens.
+    pub fn for_tokens(tokens: usize) -> Self {
+        if tokens >= DENSE_FROM_TOKENS {
+            Self::Dense
+        } else {
+            Self::Quantized
+        }
+    }
+}
 
 /// The model's dimensions, read from the GGUF metadata.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,16 +74,84 @@ pub struct LlamaConfig {
     pub context_length: usize,
 }
 
+/// A weight matrix `(out, in)`: its quantized product, and the stored tensor it dequantizes.
+struct Linear {
+    quantized: QMatMul,
+    stored: Arc<QTensor>,
+}
+
+impl Linear {
+    fn new(tensor: QTensor, name: &str) -> Result<Self, EngineError> {
+        let stored = Arc::new(tensor);
+        let quantized = QMatMul::from_arc(Arc::clone(&stored))
+            .map_err(model_error(&format!("preparing {name}")))?;
+        Ok(Self { quantized, stored })
+    }
+
+    /// The weights as an f32 tensor `(out, in)`.
+    fn dequantize(&self) -> candle_core::Result<Tensor> {
+        self.stored.dequantize(&Device::Cpu)
+    }
+
+    /// `x · Wᵀ`, through `dense` (this matrix dequantized) when given.
+    fn forward(&self, x: &Tensor, dense: Option<&Tensor>) -> candle_core::Result<Tensor> {
+        match dense {
+            Some(weights) => x.broadcast_matmul(&weights.t()?),
+            None => self.quantized.forward(x),
+        }
+    }
+}
+
 struct Layer {
     attn_norm: Tensor,
-    wq: QMatMul,
-    wk: QMatMul,
-    wv: QMatMul,
-    wo: QMatMul,
+    wq: Linear,
+    wk: Linear,
+    wv: Linear,
+    wo: Linear,
     ffn_norm: Tensor,
-    gate: QMatMul,
-    up: QMatMul,
-    down: QMatMul,
+    gate: Linear,
+    up: Linear,
+    down: Linear,
+}
+
+/// One layer's weight matrices dequantized for a [`Products::Dense`] pass.
+struct DenseLayer {
+    wq: Tensor,
+    wk: Tensor,
+    wv: Tensor,
+    wo: Tensor,
+    gate: Tensor,
+    up: Tensor,
+    down: Tensor,
+}
+
+impl Layer {
+    /// Dequantizes the seven matrices, spread over the rayon pool.
+    fn dequantize(&self) -> candle_core::Result<DenseLayer> {
+        use rayon::prelude::*;
+        let linears = [
+            &self.wq, &self.wk, &self.wv, &self.wo, &self.gate, &self.up, &self.down,
+        ];
+        let mut dense = linears
+            .par_iter()
+            .map(|linear| linear.dequantize())
+            .collect::<candle_core::Result<Vec<_>>>()?
+            .into_iter();
+        let mut next = || {
+            dense
+                .next()
+                .ok_or_else(|| candle_core::Error::Msg("a layer lost a matrix".into()))
+        };
+        Ok(DenseLayer {
+            wq: next()?,
+            wk: next()?,
+            wv: next()?,
+            wo: next()?,
+            gate: next()?,
+            up: next()?,
+            down: next()?,
+        })
+    }
 }
 
 /// A quantized llama decoder (SmolLM2 and kin), read from a GGUF file.
@@ -205,17 +307,29 @@ fn buffer_with(
     Ok(buffer)
 }
 
-/// Reads one tensor, requantizing block formats without a fast CPU kernel to Q8_0.
+/// How the weights are held once loaded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Weights {
+    /// Block formats without a fast CPU kernel requantized to Q8_0 (what serving uses).
+    Requantized,
+    /// Exactly as the file stores them: the reference the served model is checked against.
+    AsStored,
+}
+
+/// Reads one tensor, requantizing it when `weights` says so.
 fn load_weight(
     content: &gguf_file::Content,
     reader: &mut BufReader<File>,
     name: &str,
-    device: &Device,
+    weights: Weights,
 ) -> Result<QTensor, EngineError> {
     let tensor = content
-        .tensor(reader, name, device)
+        .tensor(reader, name, &Device::Cpu)
         .map_err(model_error(&format!("reading tensor {name}")))?;
-    requantize(tensor, name)
+    match weights {
+        Weights::Requantized => requantize(tensor, name),
+        Weights::AsStored => Ok(tensor),
+    }
 }
 
 /// Requantizes `tensor` to Q8_0 unless it is already Q8_0, a float tensor, or has rows that do
@@ -268,12 +382,22 @@ impl LlamaModel {
         Ok((content, reader))
     }
 
-    /// Loads the weights of a llama-architecture GGUF, attending over at most
+    /// Loads the weights of a llama-architecture GGUF for serving, attending over at most
     /// `max_context` positions.
     pub fn load(
         content: &gguf_file::Content,
         reader: &mut BufReader<File>,
         max_context: usize,
+    ) -> Result<Self, EngineError> {
+        Self::load_as(content, reader, max_context, Weights::Requantized)
+    }
+
+    /// [`LlamaModel::load`] with the weights held as `weights` says.
+    pub fn load_as(
+        content: &gguf_file::Content,
+        reader: &mut BufReader<File>,
+        max_context: usize,
+        weights: Weights,
     ) -> Result<Self, EngineError> {
         let device = Device::Cpu;
         let arch = content
@@ -307,11 +431,11 @@ impl LlamaModel {
         let rope_theta = metadata_f32(content, "llama.rope.freq_base").unwrap_or(10_000.0);
         let context_length = model_context.min(max_context.max(1));
 
-        let embeddings = load_weight(content, reader, "token_embd.weight", &device)?;
+        let embeddings = load_weight(content, reader, "token_embd.weight", weights)?;
         let vocab_size = embeddings.shape().dims().first().copied().unwrap_or(0);
         let embeddings = Arc::new(embeddings);
         let output = if content.tensor_infos.contains_key("output.weight") {
-            QMatMul::from_qtensor(load_weight(content, reader, "output.weight", &device)?)
+            QMatMul::from_qtensor(load_weight(content, reader, "output.weight", weights)?)
         } else {
             // Tied embeddings: the output projection is the embedding matrix.
             QMatMul::from_arc(Arc::clone(&embeddings))
@@ -323,14 +447,12 @@ impl LlamaModel {
                 .dequantize(&device)
                 .map_err(model_error(&format!("reading {name}")))
         };
-        let matmul = |tensor: QTensor, name: &str| {
-            QMatMul::from_qtensor(tensor).map_err(model_error(&format!("preparing {name}")))
-        };
+        let matmul = |tensor: QTensor, name: &str| Linear::new(tensor, name);
         let mut layers = Vec::with_capacity(layers_count);
         for index in 0..layers_count {
             let mut weight = |suffix: &str| {
                 let name = format!("blk.{index}.{suffix}.weight");
-                load_weight(content, reader, &name, &device).map(|t| (t, name))
+                load_weight(content, reader, &name, weights).map(|t| (t, name))
             };
             let (t, n) = weight("attn_norm")?;
             let attn_norm = dense(t, &n)?;
@@ -363,7 +485,7 @@ impl LlamaModel {
             });
         }
         let norm = dense(
-            load_weight(content, reader, "output_norm.weight", &device)?,
+            load_weight(content, reader, "output_norm.weight", weights)?,
             "output_norm.weight",
         )?;
         let (cos, sin) = rope_tables(head_dim, rope_theta, context_length, &device)
@@ -401,8 +523,24 @@ impl LlamaModel {
     }
 
     /// Feeds `tokens` after the positions already in `cache` and returns the logits of the
-    /// last one (`vocab_size` values). Long inputs are fed in chunks of [`PREFILL_CHUNK`].
+    /// last one (`vocab_size` values), multiplying the faster way for their number
+    /// ([`Products::for_tokens`]).
     pub fn forward(&self, tokens: &[u32], cache: &mut KvCache) -> Result<Vec<f32>, EngineError> {
+        self.forward_with(tokens, cache, Products::for_tokens(tokens.len()))
+    }
+
+    /// [`LlamaModel::forward`] multiplying by `products` (benches, and the tests that hold
+    /// the two ways to the same answers).
+    ///
+    /// The pass goes layer by layer over all the tokens at once, so a dense pass dequantizes
+    /// each layer once however long the input; only the attention goes in query chunks of
+    /// [`ATTENTION_CHUNK`], which bounds its score matrix.
+    pub fn forward_with(
+        &self,
+        tokens: &[u32],
+        cache: &mut KvCache,
+        products: Products,
+    ) -> Result<Vec<f32>, EngineError> {
         if tokens.is_empty() {
             return Err(EngineError::internal("forward pass over no tokens"));
         }
@@ -413,84 +551,108 @@ impl LlamaModel {
                 self.config.context_length
             )));
         }
-        let mut logits = None;
-        for chunk in tokens.chunks(PREFILL_CHUNK) {
-            logits = Some(
-                self.forward_chunk(chunk, cache)
-                    .map_err(model_error("language model forward pass"))?,
-            );
-        }
-        let logits =
-            logits.ok_or_else(|| EngineError::internal("forward pass produced nothing"))?;
-        logits
+        self.pass(tokens, cache, products)
+            .map_err(model_error("language model forward pass"))?
             .to_vec1::<f32>()
             .map_err(model_error("reading the logits"))
     }
 
-    fn forward_chunk(&self, tokens: &[u32], cache: &mut KvCache) -> candle_core::Result<Tensor> {
+    fn pass(
+        &self,
+        tokens: &[u32],
+        cache: &mut KvCache,
+        products: Products,
+    ) -> candle_core::Result<Tensor> {
         let c = &self.config;
         let seq = tokens.len();
         let pos = cache.len();
-        let rep = c.heads / c.kv_heads;
         cache.reserve(seq, c.kv_heads, c.head_dim, &self.device)?;
         let ids = Tensor::new(tokens, &self.device)?.unsqueeze(0)?;
         let mut x = self.embeddings.embedding(&ids)?;
         let cos = self.cos.narrow(0, pos, seq)?;
         let sin = self.sin.narrow(0, pos, seq)?;
-        let mask = if seq > 1 {
-            Some(grouped_causal_mask(seq, pos, rep, &self.device)?)
-        } else {
-            None
-        };
-        let scale = 1.0 / (c.head_dim as f64).sqrt();
         for (index, layer) in self.layers.iter().enumerate() {
+            let dense = match products {
+                Products::Dense => Some(layer.dequantize()?),
+                Products::Quantized => None,
+            };
+            let dense = dense.as_ref();
             let h = candle_nn::ops::rms_norm(&x, &layer.attn_norm, c.rms_norm_eps)?;
-            let q = layer
-                .wq
-                .forward(&h)?
-                .reshape((1, seq, c.heads, c.head_dim))?
-                .transpose(1, 2)?
-                .contiguous()?;
-            let k = layer
-                .wk
-                .forward(&h)?
-                .reshape((1, seq, c.kv_heads, c.head_dim))?
-                .transpose(1, 2)?
-                .contiguous()?;
-            let v = layer
-                .wv
-                .forward(&h)?
-                .reshape((1, seq, c.kv_heads, c.head_dim))?
-                .transpose(1, 2)?
-                .contiguous()?;
+            let heads = |linear: &Linear, weights: Option<&Tensor>, count: usize| {
+                linear
+                    .forward(&h, weights)?
+                    .reshape((1, seq, count, c.head_dim))?
+                    .transpose(1, 2)?
+                    .contiguous()
+            };
+            let q = heads(&layer.wq, dense.map(|d| &d.wq), c.heads)?;
+            let k = heads(&layer.wk, dense.map(|d| &d.wk), c.kv_heads)?;
+            let v = heads(&layer.wv, dense.map(|d| &d.wv), c.kv_heads)?;
             // GGUF llama weights are permuted for the interleaved (GPT-J style) rotation.
             let q = candle_nn::rotary_emb::rope_i(&q, &cos, &sin)?;
             let k = candle_nn::rotary_emb::rope_i(&k, &cos, &sin)?;
             let (k_all, v_all) = cache.append(index, &k, &v)?;
-            // Grouped-query attention without copying K and V: the `rep` query heads sharing
-            // one KV head are stacked along the rows.
-            let q = q.reshape((1, c.kv_heads, rep * seq, c.head_dim))?;
-            let scores = (q.matmul(&k_all.t()?)? * scale)?;
-            let scores = match &mask {
-                Some(mask) => scores.broadcast_add(mask)?,
-                None => scores,
-            };
-            let probs = candle_nn::ops::softmax_last_dim(&scores)?;
-            let y = probs
-                .matmul(&v_all)?
-                .reshape((1, c.heads, seq, c.head_dim))?
-                .transpose(1, 2)?
-                .reshape((1, seq, c.hidden_size))?;
-            x = (layer.wo.forward(&y)? + x)?;
+            let y = self.attention(&q, &k_all, &v_all, pos)?;
+            x = (layer.wo.forward(&y, dense.map(|d| &d.wo))? + x)?;
             let h = candle_nn::ops::rms_norm(&x, &layer.ffn_norm, c.rms_norm_eps)?;
-            let gated =
-                (candle_nn::ops::silu(&layer.gate.forward(&h)?)? * layer.up.forward(&h)?)?;
-            x = (layer.down.forward(&gated)? + x)?;
+            let gate = layer.gate.forward(&h, dense.map(|d| &d.gate))?;
+            let up = layer.up.forward(&h, dense.map(|d| &d.up))?;
+            let gated = (candle_nn::ops::silu(&gate)? * up)?;
+            x = (layer.down.forward(&gated, dense.map(|d| &d.down))? + x)?;
         }
         cache.len = pos + seq;
         let last = x.narrow(1, seq - 1, 1)?;
         let last = candle_nn::ops::rms_norm(&last, &self.norm, c.rms_norm_eps)?;
         self.output.forward(&last)?.flatten_all()
+    }
+
+    /// Causal grouped-query attention of the queries `q` `(1, heads, seq, head_dim)`, at
+    /// positions `pos..pos + seq`, over the keys and values of every position up to theirs;
+    /// returns `(1, seq, hidden)`. Goes in query chunks of [`ATTENTION_CHUNK`].
+    fn attention(
+        &self,
+        q: &Tensor,
+        k_all: &Tensor,
+        v_all: &Tensor,
+        pos: usize,
+    ) -> candle_core::Result<Tensor> {
+        let c = &self.config;
+        let seq = q.dim(2)?;
+        let rep = c.heads / c.kv_heads;
+        let scale = 1.0 / (c.head_dim as f64).sqrt();
+        let mut outputs = Vec::with_capacity(seq.div_ceil(ATTENTION_CHUNK));
+        for start in (0..seq).step_by(ATTENTION_CHUNK) {
+            let len = ATTENTION_CHUNK.min(seq - start);
+            let seen = pos + start + len;
+            // Without copying K and V: the `rep` query heads sharing one KV head are stacked
+            // along the rows.
+            let q = q.narrow(2, start, len)?.contiguous()?.reshape((
+                1,
+                c.kv_heads,
+                rep * len,
+                c.head_dim,
+            ))?;
+            let keys = k_all.narrow(2, 0, seen)?;
+            let values = v_all.narrow(2, 0, seen)?;
+            let scores = (q.matmul(&keys.t()?)? * scale)?;
+            let scores = if len > 1 {
+                scores.broadcast_add(&grouped_causal_mask(len, pos + start, rep, &self.device)?)?
+            } else {
+                scores
+            };
+            let probs = candle_nn::ops::softmax_last_dim(&scores)?;
+            outputs.push(
+                probs
+                    .matmul(&values)?
+                    .reshape((1, c.heads, len, c.head_dim))?,
+            );
+        }
+        let y = if outputs.len() == 1 {
+            outputs.remove(0)
+        } else {
+            Tensor::cat(&outputs, 2)?
+        };
+        y.transpose(1, 2)?.reshape((1, seq, c.hidden_size))
     }
 }
 

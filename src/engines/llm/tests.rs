@@ -9,6 +9,7 @@ use switchboard_actors::engine::{
 };
 
 use super::cache::common_prefix;
+use super::model::{LlamaModel, Products, Weights};
 use super::{LlmOptions, LocalLlm, ModelStatus, MODEL_FILE};
 use crate::engines::pool::WorkerPool;
 
@@ -332,4 +333,108 @@ async fn multi_byte_characters_are_never_split_across_deltas() {
             assert!(!delta.contains(char::REPLACEMENT_CHARACTER), "{delta:?}");
         }
     }
+}
+
+fn argmax(logits: &[f32]) -> u32 {
+    logits
+        .iter()
+        .enumerate()
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .map(|(i, _)| i as u32)
+        .expect("logits")
+}
+
+/// The largest difference between two sets of logits.
+fn largest_gap(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).fold(0f32, |m, (x, y)| m.max((x - y).abs()))
+}
+
+#[tokio::test]
+async fn a_prompt_read_through_dense_products_is_at_least_as_faithful_as_the_quantized_kernels() {
+    let llm = shared().clone();
+    tokio::task::spawn_blocking(move || {
+        let path = models_dir().join(MODEL_FILE);
+        let load = |weights| {
+            let (content, mut reader) = LlamaModel::read_header(&path).expect("model file");
+            LlamaModel::load_as(&content, &mut reader, 2048, weights).expect("model loads")
+        };
+        // The reference: the file's own weights, every product in f32.
+        let reference = load(Weights::AsStored);
+        let served = load(Weights::Requantized);
+        let prompts = [
+            vec![
+                ChatMessage::new(
+                    Role::System,
+                    "You are Ava, the receptionist of the Harbour Street Dental Clinic. The \
+                     clinic opens at 8 a.m. on weekdays and 9 a.m. on Saturdays, and is closed \
+                     on Sundays. A cleaning lasts forty-five minutes and costs 85 euros. Keep \
+                     every answer to one short sentence.",
+                ),
+                ChatMessage::new(Role::User, "Hi, what time do you open on Saturday?"),
+            ],
+            user("Write one sentence about the sea."),
+        ];
+        for messages in prompts {
+            let prompt = llm.prompt_tokens(&request(messages, 1)).expect("renders");
+            let read = |model: &LlamaModel, products| {
+                model
+                    .forward_with(&prompt, &mut model.new_cache(), products)
+                    .expect("prefill")
+            };
+            let truth = read(&reference, Products::Dense);
+            let dense = read(&served, Products::Dense);
+            let quantized = read(&served, Products::Quantized);
+            let (dense_gap, quantized_gap) =
+                (largest_gap(&truth, &dense), largest_gap(&truth, &quantized));
+            eprintln!(
+                "{} prompt tokens: off the reference by {dense_gap:.3} dense, {quantized_gap:.3} quantized",
+                prompt.len()
+            );
+            assert!(
+                dense_gap <= quantized_gap,
+                "dense products are further from the reference ({dense_gap}) than the quantized kernels ({quantized_gap})"
+            );
+            assert_eq!(argmax(&dense), argmax(&truth));
+        }
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn a_long_input_read_at_once_matches_it_read_in_pieces() {
+    let llm = shared().clone();
+    tokio::task::spawn_blocking(move || {
+        let (content, mut reader) =
+            LlamaModel::read_header(&models_dir().join(MODEL_FILE)).expect("model file");
+        let model = LlamaModel::load(&content, &mut reader, 2048).expect("model loads");
+        let text = "The ferry leaves the harbour at seven, calls at two islands and is back by \
+                    noon; on Sundays it runs only in the afternoon. "
+            .repeat(24);
+        let tokens = llm.encode(&text).expect("encodes");
+        // Longer than two attention chunks, so the queries go in three. Dense products, whose
+        // rows do not depend on how many go at once (the quantized kernels quantize a pass's
+        // activations differently for different row counts).
+        assert!(tokens.len() > 520, "{} tokens", tokens.len());
+        let at_once = model
+            .forward_with(&tokens, &mut model.new_cache(), Products::Dense)
+            .expect("one pass");
+        for size in [100usize, 256] {
+            let mut kv = model.new_cache();
+            let mut in_pieces = Vec::new();
+            for piece in tokens.chunks(size) {
+                in_pieces = model
+                    .forward_with(piece, &mut kv, Products::Dense)
+                    .expect("piece");
+            }
+            let gap = largest_gap(&at_once, &in_pieces);
+            assert!(
+                gap < 1e-2,
+                "pieces of {size}: the two readings differ by {gap}"
+            );
+            assert_eq!(argmax(&at_once), argmax(&in_pieces));
+        }
+    })
+    .await
+    .unwrap();
 }
