@@ -513,11 +513,16 @@ impl Handler<GetAnySession> for SessionRegistry {
 }
 
 /// The trace of a session read: its turns, tool calls, events and analysis.
+///
+/// The session's row is read again after its records: a session's end is written in the same
+/// transaction as its last turns, so a trace that holds those turns also holds the end, even
+/// when that transaction commits between the reads.
 async fn trace_of(db: &Db, row: SessionRow) -> Result<SessionTrace, ApiError> {
     let turns = sessions::turns_of(db, &row.id).await?;
     let tool_calls = sessions::tool_calls_of(db, &row.id).await?;
     let events = sessions::events_of(db, &row.id).await?;
     let analysis = sessions::analysis_of(db, &row.id).await?;
+    let row = sessions::by_id(db, &row.id).await?.unwrap_or(row);
     Ok(SessionTrace {
         session: row,
         turns,
