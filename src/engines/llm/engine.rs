@@ -334,7 +334,7 @@ enum Ending {
 /// Prompt tokens fed to the model at a time: between two pieces the request may be
 /// cancelled (a caller talking over the agent), so a long prompt frees its worker within one
 /// piece of the cancel instead of after the whole prompt. A piece this long is read through
-/// dense products at about a thousand tokens a second on 2 cores (`cargo bench --bench llm`).
+/// dense products at about 600 tokens a second on 2 cores (`cargo bench --bench llm`).
 const PREFILL_PIECE: usize = 512;
 
 /// One request, start to end, on a pool worker.
