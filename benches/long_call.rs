@@ -19,10 +19,14 @@
 //! - `with knowledge`: each turn also gets the three paragraphs of the clinic's document that
 //!   share the most words with its question (a stand-in for retrieval that, like it, changes
 //!   from turn to turn), sent before the question as a session sends them; the embedded model
-//!   reads them in its system turn, so each turn reads the conversation again.
+//!   reads them in its system turn, so each turn reads its history again: as much of it as
+//!   the engine's default budget (`knowledge_history_tokens`) holds.
+//! - `knowledge, all history`: the same, reading the whole history at every turn.
 //!
-//! Each row prints the time to the first answer text per turn (p50, p90, max) and the prompt
-//! tokens the model read per turn (mean, max), from the engine's own counters.
+//! Each row prints the time to the first answer text per turn (p50, p90, max), the prompt
+//! tokens the model read per turn (mean, max), from the engine's own counters, and how many
+//! of the answers to the questions the document answers hold every expected fact (the
+//! evaluation's `expect`, read as plain words: a rough check, to compare the rows).
 
 #[path = "support/llm_requests.rs"]
 mod llm_requests;
@@ -52,7 +56,24 @@ enum Layout {
 struct Clinic {
     prompt: String,
     paragraphs: Vec<String>,
-    questions: Vec<String>,
+    questions: Vec<Question>,
+}
+
+struct Question {
+    text: String,
+    /// Facts a right answer holds, each with its alternatives split by `|`; none for a
+    /// question the document does not answer.
+    expect: Vec<String>,
+}
+
+impl Question {
+    fn answered_by(&self, answer: &str) -> bool {
+        let answer = answer.to_lowercase();
+        self.expect.iter().all(|fact| {
+            fact.split('|')
+                .any(|alternative| answer.contains(&alternative.to_lowercase()))
+        })
+    }
 }
 
 fn main() {
@@ -63,19 +84,36 @@ fn main() {
     let clinic = clinic(&root);
     let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
     println!(
-        "{:<24} {:>9} {:>9} {:>9} {:>11} {:>10} {:>12}",
-        "layout", "ttft p50", "ttft p90", "ttft max", "read/turn", "read max", "read ahead"
+        "{:<24} {:>9} {:>9} {:>9} {:>11} {:>10} {:>12} {:>7}",
+        "layout",
+        "ttft p50",
+        "ttft p90",
+        "ttft max",
+        "read/turn",
+        "read max",
+        "read ahead",
+        "right"
     );
-    for (label, layout) in [
-        ("cut at the turn", Layout::CutAtTheTurn),
-        ("cut ahead", Layout::CutAhead),
-        ("with knowledge", Layout::WithKnowledge),
+    for (label, layout, knowledge_history_tokens) in [
+        ("cut at the turn", Layout::CutAtTheTurn, None),
+        ("cut ahead", Layout::CutAhead, None),
+        ("with knowledge", Layout::WithKnowledge, None),
+        (
+            "knowledge, all history",
+            Layout::WithKnowledge,
+            Some(usize::MAX),
+        ),
     ] {
         // A fresh engine per row: nothing cached from another.
+        let defaults = LlmOptions::default();
         let llm = LocalLlm::new(
             models.join(MODEL_FILE),
             WorkerPool::new(1, 8),
-            LlmOptions::default(),
+            LlmOptions {
+                knowledge_history_tokens: knowledge_history_tokens
+                    .unwrap_or(defaults.knowledge_history_tokens),
+                ..defaults
+            },
         );
         llm.encode("load")
             .expect("the model loads (scripts/fetch-models)");
@@ -89,8 +127,10 @@ async fn call(llm: &LocalLlm, clinic: &Clinic, layout: Layout, label: &str) {
     let mut waits = Vec::new();
     let mut read = Vec::new();
     let mut read_ahead = Duration::ZERO;
+    let (mut right, mut answerable) = (0, 0);
     for turn in 0..TURNS {
-        let question = &clinic.questions[turn % clinic.questions.len()];
+        let asked = &clinic.questions[turn % clinic.questions.len()];
+        let question = &asked.text;
         history.push(ChatMessage::new(Role::User, question.clone()));
         // With the cut made ahead, the caller's turn has nothing left to cut.
         cut(&mut history, 0);
@@ -104,6 +144,10 @@ async fn call(llm: &LocalLlm, clinic: &Clinic, layout: Layout, label: &str) {
         let (wait, answer) = timed(llm, request(messages, 48, Some(CONVERSATION))).await;
         waits.push(wait);
         read.push(llm.counters().prompt_tokens_fed - before);
+        if !asked.expect.is_empty() {
+            answerable += 1;
+            right += usize::from(asked.answered_by(&answer));
+        }
         history.push(ChatMessage::new(Role::Assistant, answer.trim()));
         if layout == Layout::CutAhead && cut(&mut history, 1) {
             let mut messages = vec![ChatMessage::new(Role::System, clinic.prompt.clone())];
@@ -115,13 +159,14 @@ async fn call(llm: &LocalLlm, clinic: &Clinic, layout: Layout, label: &str) {
     let at = |q: f64| waits[((waits.len() - 1) as f64 * q).round() as usize].as_millis();
     let mean = read.iter().sum::<u64>() / read.len() as u64;
     println!(
-        "{label:<24} {:>6} ms {:>6} ms {:>6} ms {:>11} {:>10} {:>9} ms",
+        "{label:<24} {:>6} ms {:>6} ms {:>6} ms {:>11} {:>10} {:>9} ms {:>7}",
         at(0.5),
         at(0.9),
         at(1.0),
         mean,
         read.iter().max().copied().unwrap_or(0),
-        read_ahead.as_millis()
+        read_ahead.as_millis(),
+        format!("{right}/{answerable}")
     );
 }
 
@@ -183,7 +228,13 @@ fn clinic(root: &std::path::Path) -> Clinic {
     let questions = ["answerable", "unanswerable"]
         .iter()
         .flat_map(|kind| business[kind].as_array().cloned().unwrap_or_default())
-        .map(|q| text(&q["question"]))
+        .map(|q| Question {
+            text: text(&q["question"]),
+            expect: q["expect"]
+                .as_array()
+                .map(|facts| facts.iter().map(text).collect())
+                .unwrap_or_default(),
+        })
         .collect();
     Clinic {
         prompt: text(&business["systemPrompt"]),

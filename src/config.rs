@@ -294,6 +294,9 @@ pub struct EnginesConfig {
     pub live_recognition: String,
     /// Conversations whose prompt state the embedded language model keeps (0: none).
     pub llm_prompt_cache: usize,
+    /// Tokens of history the embedded language model reads with a turn that brings facts
+    /// (an agent with knowledge): the latest exchanges that fit (0: none).
+    pub llm_knowledge_history: usize,
 }
 
 impl EnginesConfig {
@@ -743,6 +746,10 @@ mod tests {
         assert_eq!(config.engines.early_recognition_ms, 200);
         assert_eq!(config.engines.live_recognition, "fast");
         assert_eq!(config.engines.llm_prompt_cache, 4);
+        assert_eq!(
+            config.engines.llm_knowledge_history,
+            crate::engines::llm::DEFAULT_KNOWLEDGE_HISTORY_TOKENS
+        );
     }
 
     #[test]

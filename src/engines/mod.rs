@@ -75,6 +75,7 @@ impl Engines {
             pool.clone(),
             llm::LlmOptions {
                 prompt_cache_entries: config.engines.llm_prompt_cache,
+                knowledge_history_tokens: config.engines.llm_knowledge_history,
                 ..llm::LlmOptions::default()
             },
         );

@@ -41,6 +41,9 @@ pub const MODEL_NAME: &str = "smollm2-135m-instruct";
 /// Events buffered between the generating worker and the reader of the stream.
 const STREAM_BUFFER: usize = 64;
 
+/// [`LlmOptions::knowledge_history_tokens`] by default: about three exchanges of a call.
+pub const DEFAULT_KNOWLEDGE_HISTORY_TOKENS: usize = 256;
+
 /// Tuning of the embedded language model.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LlmOptions {
@@ -50,6 +53,10 @@ pub struct LlmOptions {
     /// Conversations whose KV cache is kept for reuse (about 46 KB per token each for
     /// SmolLM2-135M; 0 disables the prompt cache).
     pub prompt_cache_entries: usize,
+    /// Tokens of a conversation's history a turn with facts is read with: this model reads
+    /// facts in its system turn, so such a turn reads its history again; only its latest
+    /// exchanges that fit in this many tokens are read.
+    pub knowledge_history_tokens: usize,
     /// Nucleus mass for sampled (temperature > 0) decoding.
     pub top_p: f32,
     /// The highest temperature a request is sampled at; higher ones are lowered to it.
@@ -70,6 +77,7 @@ impl Default for LlmOptions {
         Self {
             max_context: 4096,
             prompt_cache_entries: 4,
+            knowledge_history_tokens: DEFAULT_KNOWLEDGE_HISTORY_TOKENS,
             top_p: sampling.top_p,
             max_temperature: 0.0,
             repeat_penalty: sampling.repeat_penalty,
@@ -243,7 +251,7 @@ impl Shared {
         let result = (|| {
             let (content, mut reader) = LlamaModel::read_header(&self.path)?;
             let tokenizer = LlmTokenizer::from_gguf(&content)?;
-            let template = ChatTemplate::new(&tokenizer)?;
+            let template = ChatTemplate::new(&tokenizer, self.options.knowledge_history_tokens)?;
             let model = LlamaModel::load(&content, &mut reader, self.options.max_context)?;
             Ok::<_, EngineError>(Loaded {
                 model,

@@ -18,7 +18,9 @@ pub mod tools;
 
 use std::path::PathBuf;
 
-pub use engine::{LlmCounters, LlmOptions, LocalLlm, MODEL_FILE, MODEL_NAME};
+pub use engine::{
+    LlmCounters, LlmOptions, LocalLlm, DEFAULT_KNOWLEDGE_HISTORY_TOKENS, MODEL_FILE, MODEL_NAME,
+};
 
 /// Whether an embedded model can serve requests, as /health reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]

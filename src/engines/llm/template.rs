@@ -27,6 +27,8 @@ const IM_END: &str = "<|im_end|>";
 pub struct ChatTemplate {
     im_start: u32,
     im_end: u32,
+    /// Tokens of history a turn with facts is read with (see [`history_start`]).
+    knowledge_history_tokens: usize,
 }
 
 /// One piece of a rendered prompt.
@@ -38,8 +40,12 @@ enum Piece {
 }
 
 impl ChatTemplate {
-    /// Finds the ChatML control tokens in the vocabulary.
-    pub fn new(tokenizer: &LlmTokenizer) -> Result<Self, EngineError> {
+    /// Finds the ChatML control tokens in the vocabulary. A turn with facts is read with the
+    /// latest whole exchanges of its history that fit in `knowledge_history_tokens`.
+    pub fn new(
+        tokenizer: &LlmTokenizer,
+        knowledge_history_tokens: usize,
+    ) -> Result<Self, EngineError> {
         let find = |text: &str| {
             tokenizer.special(text).ok_or_else(|| {
                 EngineError::internal(format!("the model's vocabulary has no `{text}` token"))
@@ -48,6 +54,7 @@ impl ChatTemplate {
         Ok(Self {
             im_start: find(IM_START)?,
             im_end: find(IM_END)?,
+            knowledge_history_tokens,
         })
     }
 
@@ -63,8 +70,11 @@ impl ChatTemplate {
         messages: &[ChatMessage],
         tools: &[ToolSpec],
     ) -> Result<Vec<u32>, EngineError> {
+        let from = history_start(messages, self.knowledge_history_tokens, |text| {
+            tokenizer.encode(text).map(|ids| ids.len())
+        })?;
         let mut ids = Vec::new();
-        for piece in pieces(messages, tools) {
+        for piece in pieces(messages, tools, from) {
             match piece {
                 Piece::Start => ids.push(self.im_start),
                 Piece::End => ids.push(self.im_end),
@@ -75,9 +85,10 @@ impl ChatTemplate {
     }
 }
 
-/// The prompt as text, exactly as [`ChatTemplate::render`] tokenizes it (for logs and tests).
+/// The prompt as text with its whole history, as [`ChatTemplate::render`] tokenizes a turn
+/// without facts (for logs and tests).
 pub fn render_text(messages: &[ChatMessage], tools: &[ToolSpec]) -> String {
-    pieces(messages, tools)
+    pieces(messages, tools, 0)
         .into_iter()
         .map(|piece| match piece {
             Piece::Start => IM_START.to_string(),
@@ -87,7 +98,8 @@ pub fn render_text(messages: &[ChatMessage], tools: &[ToolSpec]) -> String {
         .collect()
 }
 
-fn pieces(messages: &[ChatMessage], tools: &[ToolSpec]) -> Vec<Piece> {
+/// The pieces of the prompt; history messages before index `from` are left out.
+fn pieces(messages: &[ChatMessage], tools: &[ToolSpec], from: usize) -> Vec<Piece> {
     let mut out = Vec::with_capacity(messages.len() * 4 + 4);
     let explicit_system = messages
         .first()
@@ -103,40 +115,80 @@ fn pieces(messages: &[ChatMessage], tools: &[ToolSpec]) -> Vec<Piece> {
         system.push_str(&tool_prompt(tools));
     }
     push_turn(&mut out, "system", &system);
-    let first = usize::from(explicit_system.is_some());
+    let first = usize::from(explicit_system.is_some()).max(from);
     for (index, message) in messages.iter().enumerate().skip(first) {
         if Some(index) == facts {
             continue;
         }
-        match message.role {
-            // A system message after the first is an instruction mid-conversation: ChatML
-            // carries it as its own system turn.
-            Role::System => push_turn(&mut out, "system", &message.content),
-            Role::User => push_turn(&mut out, "user", &message.content),
-            Role::Assistant => {
-                let mut content = message.content.clone();
-                for call in &message.tool_calls {
-                    if !content.is_empty() {
-                        content.push('\n');
-                    }
-                    content.push_str(&format!(
-                        "<tool_call>\n{{\"name\": {}, \"arguments\": {}}}\n</tool_call>",
-                        serde_json::Value::String(call.name.clone()),
-                        json_or_string(&call.arguments)
-                    ));
-                }
-                push_turn(&mut out, "assistant", &content);
-            }
-            Role::Tool => push_turn(
-                &mut out,
-                "user",
-                &format!("<tool_response>\n{}\n</tool_response>", message.content),
-            ),
-        }
+        let (role, content) = turn(message);
+        push_turn(&mut out, role, &content);
     }
     out.push(Piece::Start);
     out.push(Piece::Text("assistant\n".to_string()));
     out
+}
+
+/// The role and text a message after the system turn is rendered with.
+fn turn(message: &ChatMessage) -> (&'static str, String) {
+    match message.role {
+        // A system message after the first is an instruction mid-conversation: ChatML
+        // carries it as its own system turn.
+        Role::System => ("system", message.content.clone()),
+        Role::User => ("user", message.content.clone()),
+        Role::Assistant => {
+            let mut content = message.content.clone();
+            for call in &message.tool_calls {
+                if !content.is_empty() {
+                    content.push('\n');
+                }
+                content.push_str(&format!(
+                    "<tool_call>\n{{\"name\": {}, \"arguments\": {}}}\n</tool_call>",
+                    serde_json::Value::String(call.name.clone()),
+                    json_or_string(&call.arguments)
+                ));
+            }
+            ("assistant", content)
+        }
+        Role::Tool => (
+            "user",
+            format!("<tool_response>\n{}\n</tool_response>", message.content),
+        ),
+    }
+}
+
+/// The index of the first history message a turn with facts is read with.
+///
+/// With facts in its system turn, this model reads a turn's whole history again at every
+/// turn (see [`facts_for_the_latest_turn`]), so the history it gets is bounded: the latest
+/// messages whose turns come to at most `budget` tokens (as `tokens` counts a turn's text),
+/// from a caller's turn on. Older ones are left out of that turn's prompt only; the caller's
+/// conversation keeps them. A turn without facts keeps its whole history (returns 0), which
+/// its prompt cache has read already.
+fn history_start(
+    messages: &[ChatMessage],
+    budget: usize,
+    mut tokens: impl FnMut(&str) -> Result<usize, EngineError>,
+) -> Result<usize, EngineError> {
+    let Some(facts) = facts_for_the_latest_turn(messages) else {
+        return Ok(0);
+    };
+    let first = usize::from(messages[0].role == Role::System);
+    let mut start = facts;
+    let mut used = 0;
+    for index in (first..facts).rev() {
+        let (role, content) = turn(&messages[index]);
+        // The turn's text and its two control tokens.
+        used += tokens(&format!("{role}\n{content}"))? + 2;
+        if used > budget {
+            break;
+        }
+        start = index;
+    }
+    // The kept history begins with a caller's turn.
+    while start < facts && messages[start].role != Role::User {
+        start += 1;
+    }
+    Ok(start)
 }
 
 /// The system message right before the latest user turn (the facts looked up for it), which
@@ -256,6 +308,77 @@ mod tests {
             "<|im_start|>user\nHi<|im_end|>\n<|im_start|>system\nWrap up.<|im_end|>\n\
              <|im_start|>assistant\n"
         ));
+    }
+
+    /// A call of `exchanges` questions and answers, then facts and the latest question.
+    fn call_with_facts(exchanges: usize) -> Vec<ChatMessage> {
+        let mut messages = vec![ChatMessage::new(Role::System, "Be brief.")];
+        for n in 0..exchanges {
+            messages.push(ChatMessage::new(Role::User, format!("question {n}")));
+            messages.push(ChatMessage::new(Role::Assistant, format!("answer {n}")));
+        }
+        messages.push(ChatMessage::new(Role::System, "Facts:\n- Open at nine."));
+        messages.push(ChatMessage::new(Role::User, "When do you open?"));
+        messages
+    }
+
+    /// Counts a turn's words, standing in for the tokenizer.
+    fn words(text: &str) -> Result<usize, EngineError> {
+        Ok(text.split_whitespace().count())
+    }
+
+    #[test]
+    fn a_turn_with_facts_reads_only_the_latest_exchanges_that_fit() {
+        let messages = call_with_facts(10);
+        // Each turn is 3 words ("user\nquestion 9") and 2 control tokens: 5. 12 fit two turns,
+        // the last answer and the last question, which begins the kept history.
+        let from = history_start(&messages, 12, words).unwrap();
+        assert_eq!(from, 19);
+        assert_eq!(messages[from].content, "question 9");
+        let mut ids = Vec::new();
+        for piece in pieces(&messages, &[], from) {
+            if let Piece::Text(text) = piece {
+                ids.push(text);
+            }
+        }
+        let text = ids.concat();
+        assert!(text.starts_with("system\nBe brief.\n\nFacts:\n- Open at nine."));
+        assert!(text.contains("user\nquestion 9"));
+        assert!(text.contains("assistant\nanswer 9"));
+        assert!(!text.contains("question 8"));
+        assert!(text.contains("user\nWhen do you open?"));
+
+        // 15 fits three turns, the earliest an answer: the kept history still begins with a
+        // caller's turn.
+        assert_eq!(history_start(&messages, 15, words).unwrap(), 19);
+        assert_eq!(history_start(&messages, 20, words).unwrap(), 17);
+        // 0 keeps no history: the system turn, its facts and the question.
+        let from = history_start(&messages, 0, words).unwrap();
+        let text: String = pieces(&messages, &[], from)
+            .into_iter()
+            .filter_map(|piece| match piece {
+                Piece::Text(text) => Some(text),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            text,
+            "system\nBe brief.\n\nFacts:\n- Open at nine.\nuser\nWhen do you open?\nassistant\n"
+        );
+        // A budget larger than the history keeps all of it.
+        assert_eq!(history_start(&messages, 1_000, words).unwrap(), 1);
+    }
+
+    #[test]
+    fn a_turn_without_facts_reads_its_whole_history() {
+        let mut messages = call_with_facts(10);
+        messages.remove(messages.len() - 2);
+        assert_eq!(history_start(&messages, 0, words).unwrap(), 0);
+        // Facts that are not right before the latest question are an instruction, not facts.
+        let mut messages = call_with_facts(3);
+        messages.push(ChatMessage::new(Role::Assistant, "At nine."));
+        messages.push(ChatMessage::new(Role::User, "Thanks."));
+        assert_eq!(history_start(&messages, 0, words).unwrap(), 0);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use switchboard_actors::engine::{
 
 use super::cache::common_prefix;
 use super::model::{LlamaModel, Products, Weights};
-use super::{LlmOptions, LocalLlm, ModelStatus, MODEL_FILE};
+use super::{LlmOptions, LocalLlm, ModelStatus, DEFAULT_KNOWLEDGE_HISTORY_TOKENS, MODEL_FILE};
 use crate::engines::pool::WorkerPool;
 
 fn models_dir() -> PathBuf {
@@ -434,6 +434,62 @@ async fn a_long_input_read_at_once_matches_it_read_in_pieces() {
             );
             assert_eq!(argmax(&at_once), argmax(&in_pieces));
         }
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn a_turn_with_facts_reads_only_as_much_history_as_its_budget() {
+    let llm = shared().clone();
+    tokio::task::spawn_blocking(move || {
+        let system = ChatMessage::new(
+            Role::System,
+            "You are the receptionist of Bright Smile Dental. Answer briefly.",
+        );
+        let facts = ChatMessage::new(
+            Role::System,
+            "Facts:\n- A cleaning costs $95 and takes forty-five minutes.",
+        );
+        let question = ChatMessage::new(Role::User, "How much is a cleaning?");
+        let mut history = Vec::new();
+        for n in 0..20 {
+            history.push(ChatMessage::new(
+                Role::User,
+                format!("Can I come in on day {n} of the month in the morning?"),
+            ));
+            history.push(ChatMessage::new(
+                Role::Assistant,
+                format!("Yes, day {n} in the morning works. Anything else I can help with?"),
+            ));
+        }
+        let tokens = |messages: Vec<ChatMessage>| {
+            llm.prompt_tokens(&request(messages, 1))
+                .expect("renders")
+                .len()
+        };
+        let with = |history: &[ChatMessage], facts: Option<&ChatMessage>| {
+            let mut messages = vec![system.clone()];
+            messages.extend_from_slice(history);
+            messages.extend(facts.cloned());
+            messages.push(question.clone());
+            messages
+        };
+        let alone = tokens(with(&[], Some(&facts)));
+        let whole = tokens(with(&history, None));
+        let bounded = tokens(with(&history, Some(&facts)));
+        eprintln!("prompt tokens: no history {alone}, whole history {whole}, bounded {bounded}");
+        assert!(whole > alone + DEFAULT_KNOWLEDGE_HISTORY_TOKENS);
+        // Some history is read, no more than the budget, and the latest exchange is in it.
+        assert!(bounded > alone);
+        assert!(bounded <= alone + DEFAULT_KNOWLEDGE_HISTORY_TOKENS);
+        let prompt = llm
+            .prompt_tokens(&request(with(&history, Some(&facts)), 1))
+            .unwrap();
+        let text = llm.decode(&prompt).unwrap();
+        assert!(text.contains("Yes, day 19 in the morning works."));
+        assert!(!text.contains("day 0 "));
+        assert!(text.contains("A cleaning costs $95"));
     })
     .await
     .unwrap();
