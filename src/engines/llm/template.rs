@@ -159,11 +159,16 @@ fn turn(message: &ChatMessage) -> (&'static str, String) {
 /// The index of the first history message a turn with facts is read with.
 ///
 /// With facts in its system turn, this model reads a turn's whole history again at every
-/// turn (see [`facts_for_the_latest_turn`]), so the history it gets is bounded: the latest
-/// messages whose turns come to at most `budget` tokens (as `tokens` counts a turn's text),
-/// from a caller's turn on. Older ones are left out of that turn's prompt only; the caller's
-/// conversation keeps them. A turn without facts keeps its whole history (returns 0), which
-/// its prompt cache has read already.
+/// turn (see [`facts_for_the_latest_turn`]), so the history it gets is bounded to `budget`
+/// tokens (as `tokens` counts a turn's text). A history that fits is kept whole. One that
+/// does not is read from a caller's turn on, and that start moves forward half a budget at a
+/// time: it is the earliest caller turn past a multiple of `budget / 2` tokens (counted from
+/// the history's start) whose turns up to the facts fit. So while the turns keep the same
+/// facts (a caller asking about one thing), consecutive turns share their prompt up to the
+/// latest exchange and the prompt cache reads only what is new, rather than a window that
+/// slides by an exchange every turn and is read again in full. Older messages are left out
+/// of that turn's prompt only; the conversation keeps them. A turn without facts keeps its
+/// whole history (returns 0), which its prompt cache has read already.
 fn history_start(
     messages: &[ChatMessage],
     budget: usize,
@@ -173,22 +178,38 @@ fn history_start(
         return Ok(0);
     };
     let first = usize::from(messages[0].role == Role::System);
-    let mut start = facts;
-    let mut used = 0;
-    for index in (first..facts).rev() {
-        let (role, content) = turn(&messages[index]);
+    // Tokens of the history before each of its messages, and in all.
+    let mut before = Vec::with_capacity(facts - first);
+    let mut total = 0;
+    for message in &messages[first..facts] {
+        before.push(total);
+        let (role, content) = turn(message);
         // The turn's text and its two control tokens.
-        used += tokens(&format!("{role}\n{content}"))? + 2;
-        if used > budget {
-            break;
+        total += tokens(&format!("{role}\n{content}"))? + 2;
+    }
+    if total <= budget {
+        return Ok(first);
+    }
+    let fits = |at: usize| total - before[at - first] <= budget;
+    let callers = (first..facts).filter(|&at| messages[at].role == Role::User);
+    let step = (budget / 2).max(1);
+    let mut passed = 0;
+    let mut anchored = None;
+    let mut any = None;
+    for at in callers {
+        let anchor = before[at - first] / step > passed;
+        if anchor {
+            passed = before[at - first] / step;
         }
-        start = index;
+        if fits(at) {
+            any.get_or_insert(at);
+            if anchor {
+                anchored.get_or_insert(at);
+            }
+        }
     }
-    // The kept history begins with a caller's turn.
-    while start < facts && messages[start].role != Role::User {
-        start += 1;
-    }
-    Ok(start)
+    // No anchored caller turn fits when the latest exchanges alone are near the budget.
+    Ok(anchored.or(any).unwrap_or(facts))
 }
 
 /// The system message right before the latest user turn (the facts looked up for it), which
@@ -327,26 +348,34 @@ mod tests {
         Ok(text.split_whitespace().count())
     }
 
+    /// The prompt's text with history messages before `from` left out.
+    fn text_from(messages: &[ChatMessage], from: usize) -> String {
+        pieces(messages, &[], from)
+            .into_iter()
+            .map(|piece| match piece {
+                Piece::Start => IM_START.to_string(),
+                Piece::End => IM_END.to_string(),
+                Piece::Text(text) => text,
+            })
+            .collect()
+    }
+
     #[test]
     fn a_turn_with_facts_reads_only_the_latest_exchanges_that_fit() {
         let messages = call_with_facts(10);
-        // Each turn is 3 words ("user\nquestion 9") and 2 control tokens: 5. 12 fit two turns,
+        // Each turn is 3 words ("user\nquestion 9") and 2 control tokens: 5. 12 fits two turns,
         // the last answer and the last question, which begins the kept history.
         let from = history_start(&messages, 12, words).unwrap();
         assert_eq!(from, 19);
         assert_eq!(messages[from].content, "question 9");
-        let mut ids = Vec::new();
-        for piece in pieces(&messages, &[], from) {
-            if let Piece::Text(text) = piece {
-                ids.push(text);
-            }
-        }
-        let text = ids.concat();
-        assert!(text.starts_with("system\nBe brief.\n\nFacts:\n- Open at nine."));
-        assert!(text.contains("user\nquestion 9"));
-        assert!(text.contains("assistant\nanswer 9"));
+        let text = text_from(&messages, from);
+        assert!(text.starts_with(
+            "<|im_start|>system\nBe brief.\n\nFacts:\n- Open at nine.<|im_end|>\n\
+             <|im_start|>user\nquestion 9<|im_end|>\n<|im_start|>assistant\nanswer 9"
+        ));
         assert!(!text.contains("question 8"));
-        assert!(text.contains("user\nWhen do you open?"));
+        assert!(text
+            .ends_with("<|im_start|>user\nWhen do you open?<|im_end|>\n<|im_start|>assistant\n"));
 
         // 15 fits three turns, the earliest an answer: the kept history still begins with a
         // caller's turn.
@@ -354,19 +383,56 @@ mod tests {
         assert_eq!(history_start(&messages, 20, words).unwrap(), 17);
         // 0 keeps no history: the system turn, its facts and the question.
         let from = history_start(&messages, 0, words).unwrap();
-        let text: String = pieces(&messages, &[], from)
-            .into_iter()
-            .filter_map(|piece| match piece {
-                Piece::Text(text) => Some(text),
-                _ => None,
-            })
-            .collect();
         assert_eq!(
-            text,
-            "system\nBe brief.\n\nFacts:\n- Open at nine.\nuser\nWhen do you open?\nassistant\n"
+            text_from(&messages, from),
+            "<|im_start|>system\nBe brief.\n\nFacts:\n- Open at nine.<|im_end|>\n\
+             <|im_start|>user\nWhen do you open?<|im_end|>\n<|im_start|>assistant\n"
         );
-        // A budget larger than the history keeps all of it.
-        assert_eq!(history_start(&messages, 1_000, words).unwrap(), 1);
+        // A history that fits is kept whole, from its first message, whatever its role.
+        assert_eq!(history_start(&messages, 100, words).unwrap(), 1);
+        let mut greeted = messages.clone();
+        greeted.insert(1, ChatMessage::new(Role::Assistant, "Bright Smile, hello!"));
+        assert_eq!(history_start(&greeted, 1_000, words).unwrap(), 1);
+    }
+
+    #[test]
+    fn the_kept_history_moves_half_a_budget_at_a_time_so_turns_share_their_prompt() {
+        // Budget 40, so the start moves on at caller turns past 20, 40, 60, 80 tokens of
+        // history: questions 2, 4, 6 and 8 (each exchange is 10).
+        let eleven = call_with_facts(11);
+        let twelve = call_with_facts(12);
+        let from = history_start(&eleven, 40, words).unwrap();
+        assert_eq!(eleven[from].content, "question 8");
+        // One exchange on, the history (40 tokens from question 8) still fits: same start.
+        assert_eq!(history_start(&twelve, 40, words).unwrap(), from);
+        // So the later turn's prompt extends the earlier one's, up to its latest question.
+        let earlier = text_from(&eleven, from);
+        let shared = earlier
+            .strip_suffix("<|im_start|>user\nWhen do you open?<|im_end|>\n<|im_start|>assistant\n")
+            .unwrap();
+        assert!(text_from(&twelve, from).starts_with(shared));
+        // One more and it moves on, by two exchanges, not one.
+        let thirteen = call_with_facts(13);
+        let moved = history_start(&thirteen, 40, words).unwrap();
+        assert_eq!(thirteen[moved].content, "question 10");
+        // When no caller turn past a multiple fits, the latest turns that fit are kept. Turns
+        // of 5, 6, 4, 4, 4 and 17 tokens, budget 21: "c" (11 tokens in) is the turn past 10,
+        // but 29 tokens follow it; "d" (19 in, in the same half) is followed by 21.
+        let z = vec!["z"; 14].join(" ");
+        let uneven = [
+            ChatMessage::new(Role::System, "Be brief."),
+            ChatMessage::new(Role::User, "a b"),
+            ChatMessage::new(Role::Assistant, "x x x"),
+            ChatMessage::new(Role::User, "c"),
+            ChatMessage::new(Role::Assistant, "y"),
+            ChatMessage::new(Role::User, "d"),
+            ChatMessage::new(Role::Assistant, z.as_str()),
+            ChatMessage::new(Role::System, "Facts:\n- Open at nine."),
+            ChatMessage::new(Role::User, "When?"),
+        ];
+        assert_eq!(history_start(&uneven, 21, words).unwrap(), 5);
+        // And when not even the latest exchange fits, none is.
+        assert_eq!(history_start(&uneven, 20, words).unwrap(), 7);
     }
 
     #[test]
