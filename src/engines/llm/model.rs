@@ -132,24 +132,20 @@ impl Layer {
         let linears = [
             &self.wq, &self.wk, &self.wv, &self.wo, &self.gate, &self.up, &self.down,
         ];
-        let mut dense = linears
+        let dense = linears
             .par_iter()
             .map(|linear| linear.dequantize())
-            .collect::<candle_core::Result<Vec<_>>>()?
-            .into_iter();
-        let mut next = || {
-            dense
-                .next()
-                .ok_or_else(|| candle_core::Error::Msg("a layer lost a matrix".into()))
-        };
+            .collect::<candle_core::Result<Vec<_>>>()?;
+        let [wq, wk, wv, wo, gate, up, down] = <[Tensor; 7]>::try_from(dense)
+            .map_err(|_| candle_core::Error::Msg("a layer lost a matrix".into()))?;
         Ok(DenseLayer {
-            wq: next()?,
-            wk: next()?,
-            wv: next()?,
-            wo: next()?,
-            gate: next()?,
-            up: next()?,
-            down: next()?,
+            wq,
+            wk,
+            wv,
+            wo,
+            gate,
+            up,
+            down,
         })
     }
 }
@@ -447,7 +443,6 @@ impl LlamaModel {
                 .dequantize(&device)
                 .map_err(model_error(&format!("reading {name}")))
         };
-        let matmul = |tensor: QTensor, name: &str| Linear::new(tensor, name);
         let mut layers = Vec::with_capacity(layers_count);
         for index in 0..layers_count {
             let mut weight = |suffix: &str| {
@@ -457,21 +452,21 @@ impl LlamaModel {
             let (t, n) = weight("attn_norm")?;
             let attn_norm = dense(t, &n)?;
             let (t, n) = weight("attn_q")?;
-            let wq = matmul(t, &n)?;
+            let wq = Linear::new(t, &n)?;
             let (t, n) = weight("attn_k")?;
-            let wk = matmul(t, &n)?;
+            let wk = Linear::new(t, &n)?;
             let (t, n) = weight("attn_v")?;
-            let wv = matmul(t, &n)?;
+            let wv = Linear::new(t, &n)?;
             let (t, n) = weight("attn_output")?;
-            let wo = matmul(t, &n)?;
+            let wo = Linear::new(t, &n)?;
             let (t, n) = weight("ffn_norm")?;
             let ffn_norm = dense(t, &n)?;
             let (t, n) = weight("ffn_gate")?;
-            let gate = matmul(t, &n)?;
+            let gate = Linear::new(t, &n)?;
             let (t, n) = weight("ffn_up")?;
-            let up = matmul(t, &n)?;
+            let up = Linear::new(t, &n)?;
             let (t, n) = weight("ffn_down")?;
-            let down = matmul(t, &n)?;
+            let down = Linear::new(t, &n)?;
             layers.push(Layer {
                 attn_norm,
                 wq,
