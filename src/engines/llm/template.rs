@@ -88,7 +88,11 @@ impl ChatTemplate {
 /// The prompt as text with its whole history, as [`ChatTemplate::render`] tokenizes a turn
 /// without facts (for logs and tests).
 pub fn render_text(messages: &[ChatMessage], tools: &[ToolSpec]) -> String {
-    pieces(messages, tools, 0)
+    text_of(pieces(messages, tools, 0))
+}
+
+fn text_of(pieces: Vec<Piece>) -> String {
+    pieces
         .into_iter()
         .map(|piece| match piece {
             Piece::Start => IM_START.to_string(),
@@ -350,14 +354,7 @@ mod tests {
 
     /// The prompt's text with history messages before `from` left out.
     fn text_from(messages: &[ChatMessage], from: usize) -> String {
-        pieces(messages, &[], from)
-            .into_iter()
-            .map(|piece| match piece {
-                Piece::Start => IM_START.to_string(),
-                Piece::End => IM_END.to_string(),
-                Piece::Text(text) => text,
-            })
-            .collect()
+        text_of(pieces(messages, &[], from))
     }
 
     #[test]
