@@ -335,6 +335,13 @@ async fn multi_byte_characters_are_never_split_across_deltas() {
     }
 }
 
+/// The model read straight from its file (blocking), with its weights held as `weights` says.
+fn load_model(weights: Weights) -> LlamaModel {
+    let (content, mut reader) =
+        LlamaModel::read_header(&models_dir().join(MODEL_FILE)).expect("model file");
+    LlamaModel::load_as(&content, &mut reader, 2048, weights).expect("model loads")
+}
+
 fn argmax(logits: &[f32]) -> u32 {
     logits
         .iter()
@@ -353,14 +360,9 @@ fn largest_gap(a: &[f32], b: &[f32]) -> f32 {
 async fn a_prompt_read_through_dense_products_is_at_least_as_faithful_as_the_quantized_kernels() {
     let llm = shared().clone();
     tokio::task::spawn_blocking(move || {
-        let path = models_dir().join(MODEL_FILE);
-        let load = |weights| {
-            let (content, mut reader) = LlamaModel::read_header(&path).expect("model file");
-            LlamaModel::load_as(&content, &mut reader, 2048, weights).expect("model loads")
-        };
         // The reference: the file's own weights, every product in f32.
-        let reference = load(Weights::AsStored);
-        let served = load(Weights::Requantized);
+        let reference = load_model(Weights::AsStored);
+        let served = load_model(Weights::Requantized);
         let prompts = [
             vec![
                 ChatMessage::new(
@@ -405,9 +407,7 @@ async fn a_prompt_read_through_dense_products_is_at_least_as_faithful_as_the_qua
 async fn a_long_input_read_at_once_matches_it_read_in_pieces() {
     let llm = shared().clone();
     tokio::task::spawn_blocking(move || {
-        let (content, mut reader) =
-            LlamaModel::read_header(&models_dir().join(MODEL_FILE)).expect("model file");
-        let model = LlamaModel::load(&content, &mut reader, 2048).expect("model loads");
+        let model = load_model(Weights::Requantized);
         let text = "The ferry leaves the harbour at seven, calls at two islands and is back by \
                     noon; on Sundays it runs only in the afternoon. "
             .repeat(24);
@@ -463,11 +463,8 @@ async fn a_turn_with_facts_reads_only_as_much_history_as_its_budget() {
                 format!("Yes, day {n} in the morning works. Anything else I can help with?"),
             ));
         }
-        let tokens = |messages: Vec<ChatMessage>| {
-            llm.prompt_tokens(&request(messages, 1))
-                .expect("renders")
-                .len()
-        };
+        let prompt =
+            |messages: Vec<ChatMessage>| llm.prompt_tokens(&request(messages, 1)).expect("renders");
         let with = |history: &[ChatMessage], facts: Option<&ChatMessage>| {
             let mut messages = vec![system.clone()];
             messages.extend_from_slice(history);
@@ -475,18 +472,16 @@ async fn a_turn_with_facts_reads_only_as_much_history_as_its_budget() {
             messages.push(question.clone());
             messages
         };
-        let alone = tokens(with(&[], Some(&facts)));
-        let whole = tokens(with(&history, None));
-        let bounded = tokens(with(&history, Some(&facts)));
+        let alone = prompt(with(&[], Some(&facts))).len();
+        let whole = prompt(with(&history, None)).len();
+        let read = prompt(with(&history, Some(&facts)));
+        let bounded = read.len();
         eprintln!("prompt tokens: no history {alone}, whole history {whole}, bounded {bounded}");
         assert!(whole > alone + DEFAULT_KNOWLEDGE_HISTORY_TOKENS);
         // Some history is read, no more than the budget, and the latest exchange is in it.
         assert!(bounded > alone);
         assert!(bounded <= alone + DEFAULT_KNOWLEDGE_HISTORY_TOKENS);
-        let prompt = llm
-            .prompt_tokens(&request(with(&history, Some(&facts)), 1))
-            .unwrap();
-        let text = llm.decode(&prompt).unwrap();
+        let text = llm.decode(&read).unwrap();
         assert!(text.contains("Yes, day 19 in the morning works."));
         assert!(!text.contains("day 0 "));
         assert!(text.contains("A cleaning costs $95"));
