@@ -1015,8 +1015,7 @@ async fn a_client_that_stops_reading_is_let_go_and_its_session_ended() {
     let nonsense = json!({"type": "nonsense"}).to_string();
     let flooding = Instant::now();
     let session_path = format!("/v1/observability/sessions/{session}");
-    let mut ended = Value::Null;
-    loop {
+    let mut ended = loop {
         let sent = tokio::time::timeout(
             Duration::from_secs(2),
             socket.send(Message::text(nonsense.clone())),
@@ -1027,15 +1026,14 @@ async fn a_client_that_stops_reading_is_let_go_and_its_session_ended() {
         if !matches!(sent, Ok(Ok(()))) {
             let (_, detail) = call(server.get(&session_path, &key)).await;
             if detail["status"] != "active" || matches!(sent, Ok(Err(_))) {
-                ended = detail;
-                break;
+                break detail;
             }
         }
         assert!(
             flooding.elapsed() < Duration::from_secs(90),
             "the server never let the client go"
         );
-    }
+    };
     // The server gives up on the client: the session ends, and its record says how.
     for _ in 0..100 {
         if ended["status"] != "active" {
