@@ -447,16 +447,7 @@ impl Handler<Flush> for SessionRegistry {
     }
 }
 
-/// A session's whole trace: the record, its turns, tool calls and events.
-#[derive(Debug, Clone)]
-pub struct SessionTrace {
-    pub session: SessionRow,
-    pub turns: Vec<TurnRow>,
-    pub tool_calls: Vec<ToolCallRow>,
-    pub events: Vec<EventRow>,
-    /// Its post-call analysis, when its agent asked for one.
-    pub analysis: Option<AnalysisRow>,
-}
+pub use crate::store::sessions::SessionTrace;
 
 /// A developer's session with its trace, by session id or Twilio call SID.
 #[derive(Message)]
@@ -512,24 +503,12 @@ impl Handler<GetAnySession> for SessionRegistry {
     }
 }
 
-/// The trace of a session read: its turns, tool calls, events and analysis.
-///
-/// The session's row is read again after its records: a session's end is written in the same
-/// transaction as its last turns, so a trace that holds those turns also holds the end, even
-/// when that transaction commits between the reads.
+/// The whole record of the session `row` was found as, read as of one moment (see
+/// [`sessions::trace_of`]): the row found first only says which session it is.
 async fn trace_of(db: &Db, row: SessionRow) -> Result<SessionTrace, ApiError> {
-    let turns = sessions::turns_of(db, &row.id).await?;
-    let tool_calls = sessions::tool_calls_of(db, &row.id).await?;
-    let events = sessions::events_of(db, &row.id).await?;
-    let analysis = sessions::analysis_of(db, &row.id).await?;
-    let row = sessions::by_id(db, &row.id).await?.unwrap_or(row);
-    Ok(SessionTrace {
-        session: row,
-        turns,
-        tool_calls,
-        events,
-        analysis,
-    })
+    sessions::trace_of(db, &row.id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("session", row.id.as_str()))
 }
 
 /// Records that a session's post-call analysis started.

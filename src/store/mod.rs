@@ -165,6 +165,35 @@ macro_rules! db_tx {
     }};
 }
 
+/// Like [`db_run!`], with every read of `body` seeing the store as of one moment: a
+/// read-only `REPEATABLE READ` transaction on PostgreSQL, a deferred transaction on SQLite
+/// (in WAL mode its snapshot is taken at the first read and kept to the end, and it never
+/// holds up the writer). For what is read in several queries and must agree with itself,
+/// such as a record whose parts are written together.
+#[macro_export]
+macro_rules! db_snapshot {
+    ($db:expr, |$conn:ident| $body:expr) => {{
+        use diesel_async::AsyncConnection as _;
+        match $db {
+            $crate::store::Db::Sqlite { pool, .. } => {
+                let mut pooled = pool.get().await.map_err($crate::store::StoreError::pool)?;
+                let conn: &mut $crate::store::SqliteConn = &mut pooled;
+                conn.transaction::<_, $crate::store::StoreError, _>(async |$conn| $body)
+                    .await
+            }
+            $crate::store::Db::Postgres { pool } => {
+                let mut pooled = pool.get().await.map_err($crate::store::StoreError::pool)?;
+                let conn: &mut diesel_async::AsyncPgConnection = &mut pooled;
+                conn.build_transaction()
+                    .read_only()
+                    .repeatable_read()
+                    .run::<_, $crate::store::StoreError, _>(async |$conn| $body)
+                    .await
+            }
+        }
+    }};
+}
+
 /// Runs `body` as one IMMEDIATE transaction on a pooled SQLite connection, from `BEGIN` to
 /// `COMMIT` in a single trip to a blocking thread. [`db_tx!`] makes a trip per statement,
 /// each waking a blocking thread and then the caller's arbiter, and holds SQLite's write lock

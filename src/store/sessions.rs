@@ -12,7 +12,7 @@ use super::schema::{session_turns as turns, sessions};
 pub use super::status::{AnalysisStatus, SessionStatus};
 use super::{Db, StoreResult};
 use crate::ids::{AgentId, DeveloperId, InstanceId, NodeId, SessionId};
-use crate::{db_run, db_tx};
+use crate::{db_run, db_snapshot, db_tx};
 
 /// Event kind: caller speech in which the recogniser found no words.
 pub const EVENT_UNRECOGNISED_SPEECH: &str = "unrecognised_speech";
@@ -289,18 +289,10 @@ store_fns! {
 }
 
 store_fns! {
-    table = tool_calls, row = ToolCallRow;
-
-    all pub fn tool_calls_of(session: &SessionId) where session_id.eq(session);
-}
-
-store_fns! {
     table = analyses, row = AnalysisRow;
 
     /// Records that a session's analysis started (`pending`).
     insert pub fn insert_analysis(row: &AnalysisRow);
-
-    get pub fn analysis_of(session: &SessionId) where session_id.eq(session);
 
     /// Stores what a session's analysis came to.
     update pub fn finish_analysis(session: &SessionId, result: &AnalysisResult)
@@ -310,8 +302,6 @@ store_fns! {
 
 store_fns! {
     table = events, row = EventRow;
-
-    all pub fn events_of(session: &SessionId) where session_id.eq(session);
 
     /// Sets the detail of the session's events of `kind` (a transfer's outcome, once known).
     mark pub fn settle_events(session: &SessionId, kind: &str, detail: &str)
@@ -580,14 +570,63 @@ pub async fn exists(db: &Db, id: &SessionId) -> StoreResult<bool> {
     })
 }
 
-pub async fn turns_of(db: &Db, session: &SessionId) -> StoreResult<Vec<TurnRow>> {
-    db_run!(db, |conn| {
-        Ok(turns::table
-            .filter(turns::session_id.eq(session))
+/// A session's whole record: the session, its turns, tool calls and events, and its
+/// post-call analysis when its agent asked for one.
+#[derive(Debug, Clone)]
+pub struct SessionTrace {
+    pub session: SessionRow,
+    pub turns: Vec<TurnRow>,
+    pub tool_calls: Vec<ToolCallRow>,
+    pub events: Vec<EventRow>,
+    pub analysis: Option<AnalysisRow>,
+}
+
+/// The record of session `id`, every part read as of one moment ([`db_snapshot!`]): a
+/// session's last turn and its end are written in one transaction, so a record read while
+/// they are written either has both or neither, never an ended session without its last
+/// turn. `None` when there is no such session.
+pub async fn trace_of(db: &Db, id: &SessionId) -> StoreResult<Option<SessionTrace>> {
+    db_snapshot!(db, |conn| {
+        let Some(session) = sessions::table
+            .filter(sessions::id.eq(id))
+            .select(SessionRow::as_select())
+            .first(conn)
+            .await
+            .optional()?
+        else {
+            return Ok(None);
+        };
+        let turns = turns::table
+            .filter(turns::session_id.eq(id))
             .order((turns::turn_index.asc(), turns::seq.asc()))
             .select(TurnRow::as_select())
             .load(conn)
-            .await?)
+            .await?;
+        let tool_calls = tool_calls::table
+            .filter(tool_calls::session_id.eq(id))
+            .order(tool_calls::seq.asc())
+            .select(ToolCallRow::as_select())
+            .load(conn)
+            .await?;
+        let events = events::table
+            .filter(events::session_id.eq(id))
+            .order(events::seq.asc())
+            .select(EventRow::as_select())
+            .load(conn)
+            .await?;
+        let analysis = analyses::table
+            .filter(analyses::session_id.eq(id))
+            .select(AnalysisRow::as_select())
+            .first(conn)
+            .await
+            .optional()?;
+        Ok(Some(SessionTrace {
+            session,
+            turns,
+            tool_calls,
+            events,
+            analysis,
+        }))
     })
 }
 
