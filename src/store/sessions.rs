@@ -582,9 +582,10 @@ pub struct SessionTrace {
 }
 
 /// The record of session `id`, every part read as of one moment ([`db_snapshot!`]): a
-/// session's last turn and its end are written in one transaction, so a record read while
-/// they are written either has both or neither, never an ended session without its last
-/// turn. `None` when there is no such session.
+/// session's records are committed in the order they happened, its end last, so a record
+/// that says the session ended holds every turn before that end (read in separate queries,
+/// the turns could be read before the commit that held the last turn and the end, and the
+/// session after it). `None` when there is no such session.
 pub async fn trace_of(db: &Db, id: &SessionId) -> StoreResult<Option<SessionTrace>> {
     db_snapshot!(db, |conn| {
         let Some(session) = sessions::table
